@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rmsg.h - librmsg: RDMA messaging with libev callbacks, the same API over TCP
+ *
+ * This is the only public header. Every function returns 0 or a negative
+ * errno unless documented otherwise; output parameters come last and are
+ * written only on success. Every callback receives the user's argument last.
+ * See rmsg(7) for the concepts and the completion rule.
+ */
+#ifndef RMSG_H
+#define RMSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ev_loop;
+
+struct rmsg_ctx;
+struct rmsg_cfg;
+struct rmsg_listener;
+struct rmsg_conn;
+struct rmsg_msg;
+struct rmsg_mr;
+struct rmsg_req;
+
+/** RMSG_VERSION_MAJOR - major version of the API described here */
+#define RMSG_VERSION_MAJOR 0
+/** RMSG_VERSION_MINOR - minor version of the API described here */
+#define RMSG_VERSION_MINOR 1
+
+/** RMSG_PRIVATE_DATA_MAX - most bytes of user private data in a handshake */
+#define RMSG_PRIVATE_DATA_MAX 32
+
+/** RMSG_IOV_MAX - most iovec entries one rmsg_send() takes */
+#define RMSG_IOV_MAX 256
+
+/* ------------------------------------------------------------------ */
+/* configuration                                                        */
+
+/**
+ * rmsg_cfg_create() - create a configuration with default values
+ * @cfg_p: where the new configuration is stored
+ *
+ * Return: 0, or -EINVAL if @cfg_p is NULL, -ENOMEM.
+ */
+int rmsg_cfg_create(struct rmsg_cfg **cfg_p);
+
+/**
+ * rmsg_cfg_destroy() - free a configuration; NULL is ignored
+ * @cfg: the configuration
+ *
+ * Objects created with @cfg keep their own copy of the values.
+ */
+void rmsg_cfg_destroy(struct rmsg_cfg *cfg);
+
+/**
+ * rmsg_cfg_set_eager_size() - largest message sent eagerly (default 8 KiB)
+ * @cfg: the configuration
+ * @size: bytes, 64 to 1 MiB; larger messages use rendezvous on RDMA
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_eager_size(struct rmsg_cfg *cfg, size_t size);
+/**
+ * rmsg_cfg_get_eager_size() - read the eager size
+ * @cfg: the configuration
+ * @size_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_eager_size(const struct rmsg_cfg *cfg, size_t *size_p);
+
+/**
+ * rmsg_cfg_set_credits() - receive buffers granted to each peer (default 32)
+ * @cfg: the configuration
+ * @credits: 4 to 4096
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_credits(struct rmsg_cfg *cfg, unsigned credits);
+/**
+ * rmsg_cfg_get_credits() - read the credits per connection
+ * @cfg: the configuration
+ * @credits_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_credits(const struct rmsg_cfg *cfg, unsigned *credits_p);
+
+/**
+ * rmsg_cfg_set_send_queue() - operations queued per connection before
+ * calls return -EAGAIN (default 1024)
+ * @cfg: the configuration
+ * @ops: 1 to 1048576
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_send_queue(struct rmsg_cfg *cfg, unsigned ops);
+/**
+ * rmsg_cfg_get_send_queue() - read the send queue bound
+ * @cfg: the configuration
+ * @ops_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_send_queue(const struct rmsg_cfg *cfg, unsigned *ops_p);
+
+/**
+ * rmsg_cfg_set_busy_poll_us() - spin for completions before sleeping
+ * @cfg: the configuration
+ * @us: microseconds to poll before the loop blocks; 0 (default) is event mode
+ *
+ * Return: 0, or -EINVAL if @us exceeds 1000000.
+ */
+int rmsg_cfg_set_busy_poll_us(struct rmsg_cfg *cfg, unsigned us);
+/**
+ * rmsg_cfg_get_busy_poll_us() - read the busy-poll time
+ * @cfg: the configuration
+ * @us_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_busy_poll_us(const struct rmsg_cfg *cfg, unsigned *us_p);
+
+/**
+ * rmsg_cfg_set_max_msg_size() - largest message accepted (default 1 GiB)
+ * @cfg: the configuration
+ * @size: bytes, at least 1; a peer that announces a larger message is
+ *        disconnected with -EMSGSIZE, a local send of one fails with -EMSGSIZE
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_max_msg_size(struct rmsg_cfg *cfg, size_t size);
+/**
+ * rmsg_cfg_get_max_msg_size() - read the message size limit
+ * @cfg: the configuration
+ * @size_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_max_msg_size(const struct rmsg_cfg *cfg, size_t *size_p);
+
+/**
+ * rmsg_cfg_set_private_data() - bytes sent to the peer in the handshake
+ * @cfg: the configuration
+ * @data: the bytes (copied), or NULL to clear
+ * @len: at most RMSG_PRIVATE_DATA_MAX
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_private_data(struct rmsg_cfg *cfg, const void *data,
+			      size_t len);
+
+/**
+ * rmsg_cfg_set_timeout_ms() - bound on connection setup (default 10000)
+ * @cfg: the configuration
+ * @ms: milliseconds, 1 or more
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_timeout_ms(struct rmsg_cfg *cfg, unsigned ms);
+/**
+ * rmsg_cfg_get_timeout_ms() - read the connection setup bound
+ * @cfg: the configuration
+ * @ms_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_timeout_ms(const struct rmsg_cfg *cfg, unsigned *ms_p);
+
+/** enum rmsg_log_level - severity of a log line */
+enum rmsg_log_level {
+	RMSG_LOG_ERROR = 0,
+	RMSG_LOG_WARN = 1,
+	RMSG_LOG_INFO = 2,
+	RMSG_LOG_DEBUG = 3,
+};
+
+/** rmsg_log_cb - receives one log line (no trailing newline) */
+typedef void (*rmsg_log_cb)(int level, const char *line, void *arg);
+
+/**
+ * rmsg_cfg_set_log() - route a context's log lines to a function
+ * @cfg: the configuration
+ * @level: most verbose level passed on
+ * @fn: the function, or NULL for standard error
+ * @arg: passed to @fn
+ *
+ * The environment variable RMSG_LOG (error, warn, info, debug) overrides
+ * @level. Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_log(struct rmsg_cfg *cfg, int level, rmsg_log_cb fn,
+		     void *arg);
+
+/* ------------------------------------------------------------------ */
+/* context                                                              */
+
+/**
+ * rmsg_ctx_create() - create a context on a libev loop
+ * @loop: the loop every callback runs on; NULL means EV_DEFAULT
+ * @cfg: configuration, or NULL for defaults
+ * @ctx_p: where the new context is stored
+ *
+ * RDMA resources are opened on first use of an RDMA device.
+ * Return: 0, or -EINVAL, -ENOMEM.
+ */
+int rmsg_ctx_create(struct ev_loop *loop, const struct rmsg_cfg *cfg,
+		    struct rmsg_ctx **ctx_p);
+
+/**
+ * rmsg_ctx_destroy() - close everything the context owns and free it
+ * @ctx: the context
+ *
+ * Listeners are closed; live connections are aborted: their pending
+ * operations complete with -ECANCELED and on_close runs with -ECANCELED,
+ * before this function returns. Held messages and buffers from
+ * rmsg_buf_alloc() become invalid. Must not be called from a callback.
+ * Return: 0, or -EINVAL, -EBUSY if called from one of the context's callbacks.
+ */
+int rmsg_ctx_destroy(struct rmsg_ctx *ctx);
+
+/**
+ * rmsg_ctx_loop() - the libev loop of a context
+ * @ctx: the context
+ *
+ * Return: the loop, or NULL if @ctx is NULL.
+ */
+struct ev_loop *rmsg_ctx_loop(const struct rmsg_ctx *ctx);
+
+/* ------------------------------------------------------------------ */
+/* connections                                                          */
+
+/**
+ * struct rmsg_conn_ops - callbacks of a connection
+ * @on_established: the connection can carry messages (both sides)
+ * @on_msg: a message arrived; valid during the call unless held
+ * @on_imm: a peer's write-with-immediate of @len bytes completed
+ * @on_writable: room returned after a call failed with -EAGAIN
+ * @on_close: the connection ended with @reason (0 for a local close);
+ *            the last callback, exactly once; @c is freed after it returns
+ *
+ * Any member may be NULL.
+ */
+struct rmsg_conn_ops {
+	void (*on_established)(struct rmsg_conn *c, void *arg);
+	void (*on_msg)(struct rmsg_conn *c, struct rmsg_msg *m, void *arg);
+	void (*on_imm)(struct rmsg_conn *c, uint32_t imm, size_t len,
+		       void *arg);
+	void (*on_writable)(struct rmsg_conn *c, void *arg);
+	void (*on_close)(struct rmsg_conn *c, int reason, void *arg);
+};
+
+/**
+ * rmsg_accept_cb - decides on an incoming connection
+ *
+ * Return 0 to accept, a negative errno to reject. rmsg_conn_set_arg() and
+ * rmsg_conn_set_private_data() may be called on @c from here. A rejected
+ * connection never reaches the connection callbacks.
+ */
+typedef int (*rmsg_accept_cb)(struct rmsg_listener *l, struct rmsg_conn *c,
+			      const void *pdata, size_t pdata_len, void *arg);
+
+/**
+ * rmsg_listen() - accept connections at a URI
+ * @ctx: the context
+ * @uri: "rdma://host:port", "tcp://host:port" or "auto://host:port";
+ *       port 0 picks a free port (see rmsg_listener_port())
+ * @cfg: configuration of accepted connections, or NULL for the context's
+ * @ops: callbacks of accepted connections
+ * @accept: decides on each connection, or NULL to accept all
+ * @arg: passed to @accept and, unless changed, to @ops
+ * @l_p: where the new listener is stored
+ *
+ * Return: 0, or -EINVAL, -ENOMEM, -EADDRINUSE, -EADDRNOTAVAIL, -ENODEV,
+ * -EAFNOSUPPORT, -EPROTONOSUPPORT.
+ */
+int rmsg_listen(struct rmsg_ctx *ctx, const char *uri,
+		const struct rmsg_cfg *cfg, const struct rmsg_conn_ops *ops,
+		rmsg_accept_cb accept, void *arg, struct rmsg_listener **l_p);
+
+/**
+ * rmsg_listener_port() - the local port a listener is bound to
+ * @l: the listener
+ * @port_p: where the port is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_listener_port(const struct rmsg_listener *l, uint16_t *port_p);
+
+/**
+ * rmsg_listener_close() - stop accepting and free the listener
+ * @l: the listener
+ *
+ * Connections already accepted are not affected.
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_listener_close(struct rmsg_listener *l);
+
+/**
+ * rmsg_connect() - open a connection to a URI
+ * @ctx: the context
+ * @uri: "rdma://host:port", "tcp://host:port" or "auto://host:port"
+ * @cfg: configuration, or NULL for the context's
+ * @ops: callbacks of the connection
+ * @arg: passed to @ops
+ * @c_p: where the new connection is stored
+ *
+ * The connection is set up in the background: on_established or on_close
+ * follows. Sends made before on_established are queued.
+ * Return: 0, or -EINVAL, -ENOMEM, -EPROTONOSUPPORT, -ENODEV.
+ */
+int rmsg_connect(struct rmsg_ctx *ctx, const char *uri,
+		 const struct rmsg_cfg *cfg, const struct rmsg_conn_ops *ops,
+		 void *arg, struct rmsg_conn **c_p);
+
+/**
+ * rmsg_conn_close() - close a connection
+ * @c: the connection
+ *
+ * Asynchronous: pending operations complete with -ECANCELED, then on_close
+ * runs with reason 0. Calling it again, or after the peer closed, is
+ * harmless until on_close has returned.
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_conn_close(struct rmsg_conn *c);
+
+/**
+ * rmsg_conn_transport() - the transport a connection runs on
+ * @c: the connection
+ *
+ * Return: "rdma" or "tcp", or "none" before the transport is known.
+ */
+const char *rmsg_conn_transport(const struct rmsg_conn *c);
+
+/**
+ * rmsg_conn_set_arg() - change the argument passed to the callbacks
+ * @c: the connection
+ * @arg: the new argument
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_conn_set_arg(struct rmsg_conn *c, void *arg);
+
+/**
+ * rmsg_conn_set_private_data() - bytes returned with an accept or reject
+ * @c: a connection inside its listener's accept callback
+ * @data: the bytes (copied)
+ * @len: at most RMSG_PRIVATE_DATA_MAX
+ *
+ * Return: 0, or -EINVAL, -EALREADY outside the accept callback.
+ */
+int rmsg_conn_set_private_data(struct rmsg_conn *c, const void *data,
+			       size_t len);
+
+/**
+ * rmsg_conn_peer_data() - private data the peer sent in the handshake
+ * @c: the connection
+ * @data_p: where a pointer to the bytes is stored (valid while @c lives)
+ * @len_p: where the length is stored
+ *
+ * On the connecting side this is what the listener set with
+ * rmsg_conn_set_private_data(), for an accept and for a reject (readable
+ * in on_close). Return: 0, or -EINVAL.
+ */
+int rmsg_conn_peer_data(const struct rmsg_conn *c, const void **data_p,
+			size_t *len_p);
+
+/* ------------------------------------------------------------------ */
+/* messages                                                             */
+
+/** rmsg_done_cb - completion of an operation; @status is 0 or -errno */
+typedef void (*rmsg_done_cb)(struct rmsg_conn *c, int status, void *arg);
+
+/**
+ * rmsg_send() - send one message gathered from an iovec
+ * @c: the connection
+ * @iov: the pieces, at most RMSG_IOV_MAX; zero total length is allowed
+ * @iovcnt: number of pieces
+ * @cb: runs once the memory may be reused, or NULL
+ * @arg: passed to @cb
+ *
+ * The memory stays untouched until @cb runs. Memory from rmsg_buf_alloc()
+ * is sent without a copy.
+ * Return: 0, or -EINVAL, -EMSGSIZE, -EAGAIN (queue full; on_writable
+ * follows), -ENOTCONN (closing or closed), -ENOMEM.
+ */
+int rmsg_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+	      rmsg_done_cb cb, void *arg);
+
+/**
+ * rmsg_msg_data() - the bytes of a received message
+ * @m: the message
+ *
+ * Return: a pointer valid during on_msg, or until rmsg_msg_release().
+ */
+const void *rmsg_msg_data(const struct rmsg_msg *m);
+
+/**
+ * rmsg_msg_len() - the length of a received message
+ * @m: the message
+ *
+ * Return: the length in bytes.
+ */
+size_t rmsg_msg_len(const struct rmsg_msg *m);
+
+/**
+ * rmsg_msg_hold() - keep a message past its callback
+ * @m: the message, inside on_msg
+ *
+ * A held message keeps its receive buffer, and the credit that goes with
+ * it, until rmsg_msg_release().
+ * Return: 0, or -EINVAL, -EALREADY if already held.
+ */
+int rmsg_msg_hold(struct rmsg_msg *m);
+
+/**
+ * rmsg_msg_release() - give back a held message
+ * @m: the message
+ */
+void rmsg_msg_release(struct rmsg_msg *m);
+
+/**
+ * rmsg_buf_alloc() - allocate registered memory from the context's pools
+ * @ctx: the context
+ * @len: bytes, at least 1
+ * @buf_p: where the 64-byte aligned buffer is stored
+ *
+ * Return: 0, or -EINVAL, -ENOMEM.
+ */
+int rmsg_buf_alloc(struct rmsg_ctx *ctx, size_t len, void **buf_p);
+
+/**
+ * rmsg_buf_free() - return a buffer from rmsg_buf_alloc(); NULL is ignored
+ * @ctx: the context
+ * @buf: the buffer
+ */
+void rmsg_buf_free(struct rmsg_ctx *ctx, void *buf);
+
+/* ------------------------------------------------------------------ */
+/* errors                                                               */
+
+/**
+ * rmsg_strerror() - explain an error code
+ * @err: a negative errno returned or passed by librmsg
+ *
+ * Return: a static string naming the error and its likely cause.
+ */
+const char *rmsg_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RMSG_H */

@@ -1,0 +1,617 @@
+// SPDX-License-Identifier: MIT
+/*
+ * conn.c - the connection object and THE connection state machine.
+ *
+ * Transport-free: backends report events, this file decides.
+ *
+ *  state         event                      action -> next state
+ *  ------------  -------------------------  ---------------------------------
+ *  CONNECTING    tr established (hello ok)  on_established   -> ESTABLISHED
+ *  CONNECTING    tr failed (reject, ...)    fail queued ops  -> CLOSING
+ *  (server)      tr request                 app accept cb:
+ *                                           accept           -> ACCEPTING
+ *                                           reject: never seen again
+ *  ACCEPTING     tr established             on_established   -> ESTABLISHED
+ *  ACCEPTING     tr failed                  fail queued ops  -> CLOSING
+ *  ESTABLISHED   frame received             on_msg / credits / acks
+ *  ESTABLISHED   bad frame                  abort(-EPROTO)   -> CLOSING
+ *  ESTABLISHED   tr failed (peer gone)      fail queued ops  -> CLOSING
+ *  any open      rmsg_conn_close()          cancel, tr disconnect -> CLOSING
+ *  CLOSING       tr down (all ops done)     on_close(reason) -> CLOSED
+ *  CLOSED        last reference dropped     free
+ *
+ * A failure after a local close keeps reason 0. Callbacks of completed ops
+ * run from the context flush (never inside the API call that queued them),
+ * and always before on_close.
+ */
+#include <stdlib.h>
+
+#include "rmsg_int.h"
+#include "pool.h"
+
+int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
+		   const struct rmsg_conn_ops *ops, void *arg,
+		   struct rmsg_conn **c_p)
+{
+	struct rmsg_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->ctx = ctx;
+	c->cfg = *cfg;
+	if (ops)
+		c->ops = *ops;
+	c->arg = arg;
+	c->refs = 1;
+	c->id = ++ctx->next_conn_id;
+	c->state = RMSGI_CS_CONNECTING;
+	rmsgi_list_init(&c->sendq);
+	rmsgi_list_init(&c->rndvq);
+	rmsgi_list_init(&c->rxq);
+	rmsgi_list_init(&c->doneq);
+	rmsgi_list_init(&c->dirty_link);
+	rmsgi_list_add_tail(&ctx->conns, &c->link);
+	c->credit_op.kind = RMSGI_OP_CTRL;
+	c->credit_op.type = RMSGI_T_CREDIT;
+	c->credit_op.iov = c->credit_op.iov_inline;
+	ev_ref(ctx->loop);
+	*c_p = c;
+	return 0;
+}
+
+void rmsgi_conn_get(struct rmsg_conn *c)
+{
+	c->refs++;
+}
+
+void rmsgi_conn_put(struct rmsg_conn *c)
+{
+	if (--c->refs > 0)
+		return;
+	if (c->dirty)
+		rmsgi_list_del(&c->dirty_link);
+	free(c);
+}
+
+void rmsgi_conn_hello(const struct rmsg_conn *c, struct rmsgi_hello *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->credits = (uint16_t)c->cfg.credits;
+	h->eager_size = (uint32_t)c->cfg.eager_size;
+	h->conn_id = c->id;
+	if (c->is_server) {
+		h->pdata_len = c->my_pdata_len;
+		memcpy(h->pdata, c->my_pdata, c->my_pdata_len);
+	} else {
+		h->pdata_len = c->cfg.pdata_len;
+		memcpy(h->pdata, c->cfg.pdata, c->cfg.pdata_len);
+	}
+}
+
+static void set_peer(struct rmsg_conn *c, const struct rmsgi_hello *h)
+{
+	c->peer_pdata_len = h->pdata_len;
+	memcpy(c->peer_pdata, h->pdata, h->pdata_len);
+	c->peer_credits = h->credits;
+	c->peer_eager = h->eager_size;
+	rmsgi_credit_init(&c->cr, h->credits);
+}
+
+int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
+			  const struct rmsgi_hello *h)
+{
+	int ret = 0;
+
+	c->is_server = true;
+	set_peer(c, h);
+	if (h->credits < 4 || h->eager_size < 64)
+		return -EPROTO;
+	if (l->accept) {
+		c->in_accept = true;
+		c->ctx->in_cb++;
+		ret = l->accept(l, c, h->pdata, h->pdata_len, l->arg);
+		c->ctx->in_cb--;
+		c->in_accept = false;
+		if (ret > 0)
+			ret = -ECONNREFUSED;
+	}
+	if (ret == 0)
+		c->state = RMSGI_CS_ACCEPTING;
+	return ret;
+}
+
+void rmsgi_conn_ev_established(struct rmsg_conn *c,
+			       const struct rmsgi_hello *h)
+{
+	if (c->state != RMSGI_CS_CONNECTING && c->state != RMSGI_CS_ACCEPTING)
+		return;
+	if (h) {
+		if (h->credits < 4 || h->eager_size < 64) {
+			rmsgi_conn_abort(c, -EPROTO);
+			return;
+		}
+		set_peer(c, h);
+	}
+	c->state = RMSGI_CS_ESTABLISHED;
+	rmsgi_conn_get(c);
+	if (c->ops.on_established) {
+		c->ctx->in_cb++;
+		c->ops.on_established(c, c->arg);
+		c->ctx->in_cb--;
+	}
+	rmsgi_ctx_mark_dirty(c->ctx, c);
+	rmsgi_conn_put(c);
+}
+
+/* moves an op to the done queue; its callback runs at the next flush */
+static void op_finish(struct rmsg_conn *c, struct rmsgi_op *op, int status)
+{
+	op->status = status;
+	rmsgi_list_add_tail(&c->doneq, &op->link);
+	rmsgi_ctx_mark_dirty(c->ctx, c);
+}
+
+/* a rendezvous send leaves rndvq when acknowledged or failed; it finishes
+ * once the transport has also completed the request frame */
+static void rndv_settle(struct rmsg_conn *c, struct rmsgi_op *op, int status)
+{
+	if (c->tr && c->tr->rndv_release)
+		c->tr->rndv_release(c, op);
+	op->status = status;
+	op->acked = 1;
+	if (!op->posted)
+		op_finish(c, op, status);
+}
+
+/* fails everything not yet handed to the transport, and rendezvous sends
+ * the peer will never acknowledge now */
+static void cancel_queued(struct rmsg_conn *c, int status)
+{
+	struct rmsgi_list *n;
+
+	while ((n = rmsgi_list_pop(&c->sendq))) {
+		struct rmsgi_op *op = rmsgi_list_entry(n, struct rmsgi_op, link);
+
+		if (op == &c->credit_op) {
+			c->credit_op_busy = false;
+			continue;
+		}
+		op_finish(c, op, status);
+	}
+	while ((n = rmsgi_list_pop(&c->rndvq))) {
+		struct rmsgi_op *op = rmsgi_list_entry(n, struct rmsgi_op, link);
+
+		rndv_settle(c, op, status);
+	}
+}
+
+/* drops messages that can no longer be delivered */
+static void drop_rx(struct rmsg_conn *c)
+{
+	struct rmsgi_list *n, *t;
+
+	rmsgi_list_for_each_safe(n, t, &c->rxq) {
+		struct rmsg_msg *m = rmsgi_list_entry(n, struct rmsg_msg, link);
+
+		if (!m->ready)
+			continue;	/* the transport still owns it */
+		rmsgi_list_del(&m->link);
+		m->free_fn(m);
+	}
+}
+
+void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
+			  const struct rmsgi_hello *h)
+{
+	if (c->state >= RMSGI_CS_CLOSING)
+		return;
+	if (h) {
+		c->peer_pdata_len = h->pdata_len;
+		memcpy(c->peer_pdata, h->pdata, h->pdata_len);
+	}
+	c->close_reason = reason ? reason : -ECONNRESET;
+	c->state = RMSGI_CS_CLOSING;
+	cancel_queued(c, c->close_reason);
+	drop_rx(c);
+}
+
+void rmsgi_conn_ev_down(struct rmsg_conn *c)
+{
+	c->tr_down = true;
+	if (c->state < RMSGI_CS_CLOSING) {
+		/* a backend that went down without saying why */
+		c->close_reason = -ECONNRESET;
+		c->state = RMSGI_CS_CLOSING;
+		cancel_queued(c, c->close_reason);
+	}
+	drop_rx(c);
+	rmsgi_ctx_mark_dirty(c->ctx, c);
+}
+
+void rmsgi_conn_abort(struct rmsg_conn *c, int reason)
+{
+	if (c->state >= RMSGI_CS_CLOSING)
+		return;
+	rmsgi_warn(c->ctx, "conn %u: closing: %s", c->id,
+		   rmsg_strerror(reason));
+	c->close_reason = reason;
+	c->state = RMSGI_CS_CLOSING;
+	cancel_queued(c, reason);
+	drop_rx(c);
+	if (c->tr)
+		c->tr->disconnect(c);
+	else
+		rmsgi_conn_ev_down(c);
+}
+
+int rmsg_conn_close(struct rmsg_conn *c)
+{
+	if (!c)
+		return -EINVAL;
+	if (c->state >= RMSGI_CS_CLOSING)
+		return 0;
+	c->close_reason = 0;
+	c->state = RMSGI_CS_CLOSING;
+	cancel_queued(c, -ECANCELED);
+	drop_rx(c);
+	if (c->tr)
+		c->tr->disconnect(c);
+	else
+		rmsgi_conn_ev_down(c);
+	return 0;
+}
+
+void rmsgi_conn_op_done(struct rmsg_conn *c, struct rmsgi_op *op, int status)
+{
+	if (op == &c->credit_op) {
+		c->credit_op_busy = false;
+		if (status == 0 && rmsgi_credit_want_update(&c->cr))
+			rmsgi_ctx_mark_dirty(c->ctx, c);
+		return;
+	}
+	if (status == -ECANCELED && c->close_reason)
+		status = c->close_reason;
+	op->posted = 0;
+	if (op->rndv) {
+		if (op->acked) {
+			op_finish(c, op, status ? status : op->status);
+		} else if (status) {
+			rmsgi_list_del(&op->link);
+			rndv_settle(c, op, status);
+		}
+		return;	/* else the peer's RNDV_ACK finishes it */
+	}
+	op_finish(c, op, status);
+}
+
+void rmsgi_conn_tr_room(struct rmsg_conn *c)
+{
+	if (!rmsgi_list_empty(&c->sendq))
+		rmsgi_ctx_mark_dirty(c->ctx, c);
+}
+
+void rmsgi_conn_credit_freed(struct rmsg_conn *c)
+{
+	rmsgi_credit_freed(&c->cr);
+	if (c->state == RMSGI_CS_ESTABLISHED &&
+	    rmsgi_credit_want_update(&c->cr))
+		rmsgi_ctx_mark_dirty(c->ctx, c);
+}
+
+/* delivers received messages in order, stopping at an unfinished one */
+static void deliver_rx(struct rmsg_conn *c)
+{
+	struct rmsgi_list *n;
+
+	while ((n = c->rxq.next) != &c->rxq) {
+		struct rmsg_msg *m = rmsgi_list_entry(n, struct rmsg_msg, link);
+
+		if (!m->ready)
+			break;
+		rmsgi_list_del(&m->link);
+		if (c->state != RMSGI_CS_ESTABLISHED || !c->ops.on_msg) {
+			m->free_fn(m);
+			continue;
+		}
+		m->in_cb = 1;
+		c->ctx->in_cb++;
+		c->ops.on_msg(c, m, c->arg);
+		c->ctx->in_cb--;
+		m->in_cb = 0;
+		rmsgi_msg_after_cb(m);
+	}
+}
+
+static struct rmsgi_op *rndv_find(struct rmsg_conn *c, uint64_t id)
+{
+	struct rmsgi_list *n;
+
+	for (n = c->rndvq.next; n != &c->rndvq; n = n->next) {
+		struct rmsgi_op *op = rmsgi_list_entry(n, struct rmsgi_op, link);
+
+		if (op->id == id)
+			return op;
+	}
+	return NULL;
+}
+
+int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+		  struct rmsg_msg *m)
+{
+	struct rmsgi_op *op;
+	int ret;
+
+	ret = rmsgi_credit_returned(&c->cr, h->credits, c->peer_credits);
+	if (ret) {
+		m->free_fn(m);
+		rmsgi_conn_abort(c, ret);
+		return ret;
+	}
+	if (h->credits && !rmsgi_list_empty(&c->sendq))
+		rmsgi_ctx_mark_dirty(c->ctx, c);
+	switch (h->type) {
+	case RMSGI_T_DATA:
+	case RMSGI_T_RNDV_REQ:
+		m->type = h->type;
+		m->aux = h->aux;
+		m->id = h->id;
+		rmsgi_conn_get(c);
+		rmsgi_list_add_tail(&c->rxq, &m->link);
+		deliver_rx(c);
+		rmsgi_conn_put(c);
+		return 0;
+	case RMSGI_T_CREDIT:
+		m->free_fn(m);
+		return 0;
+	case RMSGI_T_RNDV_ACK:
+		m->free_fn(m);
+		op = rndv_find(c, h->id);
+		if (!op) {
+			rmsgi_conn_abort(c, -EPROTO);
+			return -EPROTO;
+		}
+		if (h->aux > 4095) {
+			rmsgi_conn_abort(c, -EPROTO);
+			return -EPROTO;
+		}
+		rmsgi_list_del(&op->link);
+		rndv_settle(c, op, -(int)h->aux);
+		return 0;
+	default:
+		m->free_fn(m);
+		rmsgi_conn_abort(c, -EPROTO);
+		return -EPROTO;
+	}
+}
+
+/* queues a header-only control frame */
+static int send_ctrl(struct rmsg_conn *c, uint8_t type, uint32_t aux,
+		     uint64_t id)
+{
+	struct rmsgi_op *op = rmsgi_op_get(c->ctx);
+
+	if (!op)
+		return -ENOMEM;
+	op->kind = RMSGI_OP_CTRL;
+	op->type = type;
+	op->aux = aux;
+	op->id = id;
+	rmsgi_list_add_tail(&c->sendq, &op->link);
+	rmsgi_ctx_mark_dirty(c->ctx, c);
+	return 0;
+}
+
+void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status)
+{
+	m->ready = 1;
+	if (c->state >= RMSGI_CS_CLOSING) {
+		rmsgi_list_del(&m->link);
+		m->free_fn(m);
+		return;
+	}
+	if (send_ctrl(c, RMSGI_T_RNDV_ACK, status ? (uint32_t)-status : 0,
+		      m->id)) {
+		rmsgi_list_del(&m->link);
+		m->free_fn(m);
+		rmsgi_conn_abort(c, -ENOMEM);
+		return;
+	}
+	if (status) {
+		rmsgi_list_del(&m->link);
+		m->free_fn(m);
+		rmsgi_conn_abort(c, status);
+		return;
+	}
+	rmsgi_conn_get(c);
+	deliver_rx(c);
+	rmsgi_conn_put(c);
+}
+
+static void finalize(struct rmsg_conn *c)
+{
+	c->state = RMSGI_CS_CLOSED;
+	rmsgi_list_del(&c->link);
+	if (c->ops.on_close) {
+		c->ctx->in_cb++;
+		c->ops.on_close(c, c->close_reason, c->arg);
+		c->ctx->in_cb--;
+	}
+	ev_unref(c->ctx->loop);
+	rmsgi_conn_put(c);
+}
+
+/* hands queued frames to the transport as far as credits and room go */
+static void post_queued(struct rmsg_conn *c)
+{
+	struct rmsgi_list *n;
+	bool posted = false;
+	int ret;
+
+	/* a CREDIT frame only when nothing else can carry the credits */
+	if (!c->credit_op_busy && rmsgi_credit_want_update(&c->cr) &&
+	    (rmsgi_list_empty(&c->sendq) ||
+	     !rmsgi_credit_can_send(&c->cr, true))) {
+		c->credit_op_busy = true;
+		rmsgi_list_add_head(&c->sendq, &c->credit_op.link);
+	}
+	while (c->state == RMSGI_CS_ESTABLISHED &&
+	       (n = c->sendq.next) != &c->sendq) {
+		struct rmsgi_op *op = rmsgi_list_entry(n, struct rmsgi_op, link);
+		struct rmsgi_credit save = c->cr;
+
+		if (!rmsgi_credit_can_send(&c->cr, op->kind == RMSGI_OP_SEND))
+			break;
+		if (op->kind == RMSGI_OP_SEND && op->len > c->peer_eager &&
+		    (c->tr->caps & RMSGI_TR_CAP_RNDV) && !op->rndv) {
+			op->rndv = 1;
+			op->type = RMSGI_T_RNDV_REQ;
+			op->id = ++c->next_rndv_id;
+		}
+		op->credits = rmsgi_credit_take(&c->cr);
+		rmsgi_list_del(&op->link);
+		op->posted = 1;
+		ret = c->tr->post(c, op);
+		if (ret == 0)
+			posted = true;
+		if (ret == 0 && op->rndv)
+			rmsgi_list_add_tail(&c->rndvq, &op->link);
+		if (ret == -EAGAIN) {
+			c->cr = save;
+			op->posted = 0;
+			rmsgi_list_add_head(&c->sendq, &op->link);
+			break;
+		}
+		if (ret) {
+			c->cr = save;
+			op->posted = 0;
+			op->rndv = 0;
+			op_finish(c, op, ret);
+			rmsgi_conn_abort(c, ret);
+			return;
+		}
+	}
+	if (posted && c->tr->kick)
+		c->tr->kick(c);
+}
+
+void rmsgi_conn_flush(struct rmsg_conn *c)
+{
+	struct rmsgi_list *n;
+
+	if (c->state == RMSGI_CS_ESTABLISHED)
+		post_queued(c);
+	while ((n = rmsgi_list_pop(&c->doneq))) {
+		struct rmsgi_op *op = rmsgi_list_entry(n, struct rmsgi_op, link);
+		rmsg_done_cb cb = op->cb;
+		void *arg = op->arg;
+		int status = op->status;
+
+		if (op->kind == RMSGI_OP_SEND)
+			c->sendq_len--;
+		rmsgi_op_put(c->ctx, op);
+		if (cb) {
+			c->ctx->in_cb++;
+			cb(c, status, arg);
+			c->ctx->in_cb--;
+		}
+	}
+	if (c->want_writable && c->state == RMSGI_CS_ESTABLISHED &&
+	    c->sendq_len <= c->cfg.send_queue / 2) {
+		c->want_writable = false;
+		if (c->ops.on_writable) {
+			c->ctx->in_cb++;
+			c->ops.on_writable(c, c->arg);
+			c->ctx->in_cb--;
+		}
+	}
+	if (c->state == RMSGI_CS_CLOSING && c->tr_down &&
+	    rmsgi_list_empty(&c->doneq) && rmsgi_list_empty(&c->sendq))
+		finalize(c);
+}
+
+int rmsg_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+	      rmsg_done_cb cb, void *arg)
+{
+	struct rmsgi_op *op;
+	size_t len = 0;
+	int i;
+
+	if (!c || iovcnt < 0 || iovcnt > RMSG_IOV_MAX || (iovcnt && !iov))
+		return -EINVAL;
+	if (c->state >= RMSGI_CS_CLOSING)
+		return -ENOTCONN;
+	for (i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return -EINVAL;
+		len += iov[i].iov_len;
+		if (len < iov[i].iov_len)
+			return -EMSGSIZE;
+	}
+	if (len > c->cfg.max_msg_size)
+		return -EMSGSIZE;
+	if (c->sendq_len >= c->cfg.send_queue) {
+		c->want_writable = true;
+		return -EAGAIN;
+	}
+	op = rmsgi_op_get(c->ctx);
+	if (!op)
+		return -ENOMEM;
+	if (iovcnt > RMSGI_OP_IOV_INLINE) {
+		op->iov = malloc(sizeof(*iov) * (size_t)iovcnt);
+		if (!op->iov) {
+			op->iov = op->iov_inline;
+			rmsgi_op_put(c->ctx, op);
+			return -ENOMEM;
+		}
+	}
+	if (iovcnt)
+		memcpy(op->iov, iov, sizeof(*iov) * (size_t)iovcnt);
+	op->iovcnt = iovcnt;
+	op->kind = RMSGI_OP_SEND;
+	op->type = RMSGI_T_DATA;
+	op->len = len;
+	op->cb = cb;
+	op->arg = arg;
+	c->sendq_len++;
+	rmsgi_list_add_tail(&c->sendq, &op->link);
+	rmsgi_ctx_mark_dirty(c->ctx, c);
+	return 0;
+}
+
+const char *rmsg_conn_transport(const struct rmsg_conn *c)
+{
+	if (!c || !c->tr)
+		return "none";
+	return c->tr->name;
+}
+
+int rmsg_conn_set_arg(struct rmsg_conn *c, void *arg)
+{
+	if (!c)
+		return -EINVAL;
+	c->arg = arg;
+	return 0;
+}
+
+int rmsg_conn_set_private_data(struct rmsg_conn *c, const void *data,
+			       size_t len)
+{
+	if (!c || len > RMSG_PRIVATE_DATA_MAX || (len && !data))
+		return -EINVAL;
+	if (!c->in_accept)
+		return -EALREADY;
+	if (len)
+		memcpy(c->my_pdata, data, len);
+	c->my_pdata_len = (uint8_t)len;
+	return 0;
+}
+
+int rmsg_conn_peer_data(const struct rmsg_conn *c, const void **data_p,
+			size_t *len_p)
+{
+	if (!c || !data_p || !len_p)
+		return -EINVAL;
+	*data_p = c->peer_pdata;
+	*len_p = c->peer_pdata_len;
+	return 0;
+}

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+/* credit.c - receive credit accounting (see credit.h for the rules) */
+#include <errno.h>
+
+#include "credit.h"
+
+void rmsgi_credit_init(struct rmsgi_credit *cr, uint32_t peer_grant)
+{
+	cr->avail = peer_grant;
+	cr->to_return = 0;
+	/* return in quarters so a streaming peer never drains its window */
+	cr->threshold = peer_grant / 4 < 2 ? 2 : peer_grant / 4;
+}
+
+bool rmsgi_credit_can_send(const struct rmsgi_credit *cr, bool message)
+{
+	return message ? cr->avail >= 2 : cr->avail >= 1;
+}
+
+uint16_t rmsgi_credit_take(struct rmsgi_credit *cr)
+{
+	uint32_t n = cr->to_return > 0xffff ? 0xffff : cr->to_return;
+
+	cr->avail--;
+	cr->to_return -= n;
+	return (uint16_t)n;
+}
+
+int rmsgi_credit_returned(struct rmsgi_credit *cr, uint32_t n, uint32_t grant)
+{
+	if (n > grant || cr->avail + n > grant)
+		return -EPROTO;
+	cr->avail += n;
+	return 0;
+}
+
+void rmsgi_credit_freed(struct rmsgi_credit *cr)
+{
+	cr->to_return++;
+}
+
+bool rmsgi_credit_want_update(const struct rmsgi_credit *cr)
+{
+	return cr->to_return >= cr->threshold;
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * credit.h - receive credits.
+ *
+ * Each side grants its peer a number of receive buffers (credits). A frame
+ * that lands in a receive buffer costs the sender one credit. The receiver
+ * counts buffers it has reposted and returns them, piggybacked on any
+ * outgoing header or, past a threshold, in a CREDIT frame. A message never
+ * takes the last credit: it is kept for CREDIT frames, so two sides that
+ * both ran dry can always tell each other about freed buffers.
+ */
+#ifndef RMSG_CREDIT_H
+#define RMSG_CREDIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct rmsgi_credit {
+	uint32_t avail;		/* frames we may still send */
+	uint32_t to_return;	/* buffers reposted, not yet told to the peer */
+	uint32_t threshold;	/* explicit CREDIT frame at this many */
+};
+
+void rmsgi_credit_init(struct rmsgi_credit *cr, uint32_t peer_grant);
+/* may a message (true) or a CREDIT frame (false) be sent now? */
+bool rmsgi_credit_can_send(const struct rmsgi_credit *cr, bool message);
+/* takes one credit and returns the count to piggyback */
+uint16_t rmsgi_credit_take(struct rmsgi_credit *cr);
+/* the peer returned @n credits; -EPROTO if that exceeds the grant */
+int rmsgi_credit_returned(struct rmsgi_credit *cr, uint32_t n,
+			  uint32_t grant);
+/* a receive buffer was reposted */
+void rmsgi_credit_freed(struct rmsgi_credit *cr);
+/* should an explicit CREDIT frame go out? */
+bool rmsgi_credit_want_update(const struct rmsgi_credit *cr);
+
+#endif /* RMSG_CREDIT_H */

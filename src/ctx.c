@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ctx.c - the context: binds the library to one libev loop.
+ *
+ * Work queued by API calls (sends, completions, credit updates) is flushed
+ * from an ev_prepare watcher, i.e. after the current batch of events and
+ * before the loop blocks. That batches doorbells and lets one signalled
+ * completion cover a burst. Internal watchers do not keep ev_run() alive;
+ * each listener and connection holds a loop reference instead, like a
+ * socket would.
+ */
+#include <stdlib.h>
+#include <time.h>
+
+#include "rmsg_int.h"
+#include "pool.h"
+
+static const struct rmsgi_tr_ops *const transports[RMSGI_TR_COUNT] = {
+	[RMSGI_TR_RDMA] = &rmsgi_tr_rdma,
+	[RMSGI_TR_TCP] = &rmsgi_tr_tcp,
+};
+
+struct rmsgi_op *rmsgi_op_get(struct rmsg_ctx *ctx)
+{
+	struct rmsgi_list *n = rmsgi_list_pop(&ctx->op_free);
+	struct rmsgi_op *op;
+
+	if (n) {
+		ctx->op_free_len--;
+		op = rmsgi_list_entry(n, struct rmsgi_op, link);
+	} else {
+		op = malloc(sizeof(*op));
+		if (!op)
+			return NULL;
+	}
+	memset(op, 0, offsetof(struct rmsgi_op, iov_inline));
+	op->cb = NULL;
+	op->arg = NULL;
+	op->tr_priv = NULL;
+	rmsgi_list_init(&op->link);
+	op->iov = op->iov_inline;
+	return op;
+}
+
+void rmsgi_op_put(struct rmsg_ctx *ctx, struct rmsgi_op *op)
+{
+	if (op->iov != op->iov_inline)
+		free(op->iov);
+	op->iov = op->iov_inline;
+	if (ctx->op_free_len >= 4096) {
+		free(op);
+		return;
+	}
+	rmsgi_list_add_head(&ctx->op_free, &op->link);
+	ctx->op_free_len++;
+}
+
+void rmsgi_ctx_mark_dirty(struct rmsg_ctx *ctx, struct rmsg_conn *c)
+{
+	if (c->dirty)
+		return;
+	c->dirty = true;
+	rmsgi_list_add_tail(&ctx->dirty, &c->dirty_link);
+}
+
+void rmsgi_ctx_flush(struct rmsg_ctx *ctx)
+{
+	struct rmsgi_list *n;
+
+	if (ctx->flushing)
+		return;
+	ctx->flushing = true;
+	while ((n = rmsgi_list_pop(&ctx->dirty))) {
+		struct rmsg_conn *c =
+			rmsgi_list_entry(n, struct rmsg_conn, dirty_link);
+
+		c->dirty = false;
+		rmsgi_conn_get(c);
+		rmsgi_conn_flush(c);
+		rmsgi_conn_put(c);
+	}
+	ctx->flushing = false;
+}
+
+static int ctx_poll(struct rmsg_ctx *ctx, bool arm)
+{
+	int i, n = 0;
+
+	for (i = 0; i < RMSGI_TR_COUNT; i++)
+		if (ctx->tr_priv[i] && transports[i]->poll)
+			n += transports[i]->poll(ctx, arm);
+	return n;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* before the loop blocks: flush, spin if asked to, re-arm notification */
+static void ctx_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	struct rmsg_ctx *ctx = w->data;
+	uint64_t start, budget;
+
+	(void)loop;
+	(void)revents;
+	rmsgi_ctx_flush(ctx);
+	if (ctx->cfg.busy_poll_us && !rmsgi_list_empty(&ctx->conns)) {
+		budget = (uint64_t)ctx->cfg.busy_poll_us * 1000;
+		start = now_ns();
+		while (now_ns() - start < budget) {
+			if (ctx_poll(ctx, false) > 0) {
+				rmsgi_ctx_flush(ctx);
+				start = now_ns();
+			}
+		}
+	}
+	/* closes the notify race: arm, then poll once more */
+	while (ctx_poll(ctx, true) > 0)
+		rmsgi_ctx_flush(ctx);
+	rmsgi_ctx_flush(ctx);
+}
+
+int rmsg_ctx_create(struct ev_loop *loop, const struct rmsg_cfg *cfg,
+		    struct rmsg_ctx **ctx_p)
+{
+	struct rmsg_ctx *ctx;
+	int ret;
+
+	if (!ctx_p)
+		return -EINVAL;
+	if (!loop)
+		loop = EV_DEFAULT;
+	if (!loop)
+		return -ENOMEM;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	ctx->loop = loop;
+	if (cfg)
+		ctx->cfg = cfg->v;
+	else
+		rmsgi_cfg_defaults(&ctx->cfg);
+	rmsgi_list_init(&ctx->conns);
+	rmsgi_list_init(&ctx->listeners);
+	rmsgi_list_init(&ctx->dirty);
+	rmsgi_list_init(&ctx->op_free);
+	ret = rmsgi_pool_create(0, &ctx->pool);
+	if (ret) {
+		free(ctx);
+		return ret;
+	}
+	ev_prepare_init(&ctx->prepare, ctx_prepare_cb);
+	ctx->prepare.data = ctx;
+	ev_prepare_start(loop, &ctx->prepare);
+	ev_unref(loop);
+	*ctx_p = ctx;
+	return 0;
+}
+
+int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
+{
+	struct rmsgi_list *n, *t;
+	int i;
+
+	if (!ctx)
+		return -EINVAL;
+	if (ctx->in_cb)
+		return -EBUSY;
+	ctx->destroying = true;
+	rmsgi_list_for_each_safe(n, t, &ctx->listeners)
+		rmsg_listener_close(rmsgi_list_entry(n, struct rmsg_listener,
+						     link));
+	rmsgi_list_for_each_safe(n, t, &ctx->conns)
+		rmsgi_conn_abort(rmsgi_list_entry(n, struct rmsg_conn, link),
+				 -ECANCELED);
+	/* backends tear down synchronously and report every op and conn */
+	for (i = 0; i < RMSGI_TR_COUNT; i++)
+		if (ctx->tr_priv[i])
+			transports[i]->ctx_fini(ctx);
+	rmsgi_ctx_flush(ctx);
+	ev_ref(ctx->loop);
+	ev_prepare_stop(ctx->loop, &ctx->prepare);
+	while ((n = rmsgi_list_pop(&ctx->op_free)))
+		free(rmsgi_list_entry(n, struct rmsgi_op, link));
+	rmsgi_pool_destroy(ctx->pool);
+	free(ctx);
+	return 0;
+}
+
+struct ev_loop *rmsg_ctx_loop(const struct rmsg_ctx *ctx)
+{
+	return ctx ? ctx->loop : NULL;
+}
+
+int rmsg_buf_alloc(struct rmsg_ctx *ctx, size_t len, void **buf_p)
+{
+	if (!ctx || !len || !buf_p)
+		return -EINVAL;
+	return rmsgi_pool_alloc(ctx->pool, len, buf_p);
+}
+
+void rmsg_buf_free(struct rmsg_ctx *ctx, void *buf)
+{
+	if (ctx)
+		rmsgi_pool_free(ctx->pool, buf);
+}

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+/*
+ * err.c - the one place where platform error conventions become the
+ * library's negative errno, and rmsg_strerror() with likely causes.
+ */
+#include <infiniband/verbs.h>
+
+#include "rmsg_int.h"
+
+int rmsgi_err_cm(int ret)
+{
+	if (ret >= 0)
+		return ret;
+	return errno > 0 ? -errno : -EIO;
+}
+
+int rmsgi_err_verbs(int ret)
+{
+	if (ret == 0)
+		return 0;
+	if (ret < 0)	/* some providers return -errno or -1 + errno */
+		return ret == -1 ? (errno > 0 ? -errno : -EIO) : ret;
+	return -ret;
+}
+
+int rmsgi_err_wc(int wc_status)
+{
+	switch (wc_status) {
+	case IBV_WC_SUCCESS:
+		return 0;
+	case IBV_WC_WR_FLUSH_ERR:
+		return -ECANCELED;
+	case IBV_WC_RETRY_EXC_ERR:
+	case IBV_WC_RESP_TIMEOUT_ERR:
+		return -ETIMEDOUT;
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+		return -ENOBUFS;
+	case IBV_WC_REM_ACCESS_ERR:
+	case IBV_WC_LOC_PROT_ERR:
+	case IBV_WC_MW_BIND_ERR:
+		return -EACCES;
+	case IBV_WC_REM_INV_REQ_ERR:
+	case IBV_WC_BAD_RESP_ERR:
+	case IBV_WC_REM_OP_ERR:
+		return -EREMOTEIO;
+	case IBV_WC_LOC_LEN_ERR:
+	case IBV_WC_LOC_QP_OP_ERR:
+	case IBV_WC_LOC_EEC_OP_ERR:
+	case IBV_WC_LOC_RDD_VIOL_ERR:
+	case IBV_WC_REM_INV_RD_REQ_ERR:
+	case IBV_WC_INV_EECN_ERR:
+	case IBV_WC_INV_EEC_STATE_ERR:
+		return -EPROTO;
+	case IBV_WC_REM_ABORT_ERR:
+		return -ECONNRESET;
+	case IBV_WC_FATAL_ERR:
+	case IBV_WC_GENERAL_ERR:
+	default:
+		return -EIO;
+	}
+}
+
+static const struct {
+	int err;
+	const char *text;
+} texts[] = {
+	{ 0, "success" },
+	{ EINVAL, "invalid argument: a NULL handle, a bad URI or a value "
+		  "out of range" },
+	{ ENOMEM, "out of memory or registered memory: if RDMA is in use the "
+		  "memlock limit is the usual cause (check 'ulimit -l'; raise "
+		  "it with 'ulimit -l unlimited' or in "
+		  "/etc/security/limits.conf)" },
+	{ EAGAIN, "queue full: wait for on_writable and retry" },
+	{ ECONNREFUSED, "connection refused: nothing listens at that address "
+			"and port, or the listener rejected the connection "
+			"(see rmsg_conn_peer_data for its reason)" },
+	{ ETIMEDOUT, "timed out: the peer did not answer in time (peer dead, "
+		     "link down, or address/route resolution too slow)" },
+	{ ECANCELED, "canceled: the connection was closed before the "
+		     "operation completed" },
+	{ EPROTO, "protocol error: the peer sent a malformed or unexpected "
+		  "frame, so the connection was closed" },
+	{ EMSGSIZE, "message too large for the configured maximum message "
+		    "size (rmsg_cfg_set_max_msg_size)" },
+	{ ENOTCONN, "not connected: the connection is closing or closed" },
+	{ ENODEV, "no RDMA device: none is present, none is up, or none "
+		  "serves this address (try 'ibv_devices', 'rdma link' and "
+		  "rmsg-doctor; use tcp:// or auto:// without RDMA)" },
+	{ EADDRNOTAVAIL, "address not available: no local interface has it, "
+			 "or (RDMA) no RDMA device is bound to it" },
+	{ EADDRINUSE, "address in use: another listener has this port" },
+	{ EHOSTUNREACH, "host unreachable: no route to the peer (RDMA: "
+			"the route or address did not resolve)" },
+	{ ENETUNREACH, "network unreachable: no route to the peer" },
+	{ ECONNRESET, "connection reset: the peer closed or died" },
+	{ ECONNABORTED, "connection aborted by the local side" },
+	{ EPROTONOSUPPORT, "unknown URI scheme: use rdma://, tcp:// or "
+			   "auto://" },
+	{ EAFNOSUPPORT, "address family not supported by this transport" },
+	{ EACCES, "access denied: a one-sided operation outside a region or "
+		  "its rights, or permission to the device was refused" },
+	{ EREMOTEIO, "the peer's RDMA device reported an error for this "
+		     "operation" },
+	{ ENOBUFS, "receiver not ready: the peer had no receive buffer "
+		   "(should not happen with credits; report it)" },
+	{ EBUSY, "busy: not allowed from inside a callback of this context" },
+	{ EALREADY, "already done: the call does not apply in this state" },
+	{ EIO, "I/O error from the RDMA device or the socket" },
+	{ ENOENT, "not found" },
+	{ EHOSTDOWN, "host is down" },
+	{ ENOTSUP, "operation not supported by this transport or device" },
+	{ EPIPE, "broken pipe: the peer closed the connection" },
+};
+
+const char *rmsg_strerror(int err)
+{
+	size_t i;
+
+	if (err > 0)
+		err = -err;
+	for (i = 0; i < RMSGI_ARRAY_SIZE(texts); i++)
+		if (texts[i].err == -err)
+			return texts[i].text;
+	return "unknown error";
+}

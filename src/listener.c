@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+/*
+ * listener.c - listening endpoints. An auto:// listener runs the RDMA and
+ * the TCP backend on the same port; rdma:// and tcp:// run one each.
+ */
+#include <stdlib.h>
+
+#include "rmsg_int.h"
+
+int rmsg_listen(struct rmsg_ctx *ctx, const char *uri,
+		const struct rmsg_cfg *cfg, const struct rmsg_conn_ops *ops,
+		rmsg_accept_cb accept, void *arg, struct rmsg_listener **l_p)
+{
+	struct rmsg_listener *l;
+	struct rmsgi_uri u;
+	int ret;
+
+	if (!ctx || !uri || !l_p)
+		return -EINVAL;
+	ret = rmsgi_uri_parse(uri, &u);
+	if (ret)
+		return ret;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->ctx = ctx;
+	l->cfg = cfg ? cfg->v : ctx->cfg;
+	if (ops)
+		l->ops = *ops;
+	l->accept = accept;
+	l->arg = arg;
+	rmsgi_list_init(&l->link);
+
+	switch (u.scheme) {
+	case RMSGI_SCHEME_RDMA:
+		ret = rmsgi_tr_rdma.listen(l, &u);
+		if (!ret)
+			l->tr[RMSGI_TR_RDMA] = &rmsgi_tr_rdma;
+		break;
+	case RMSGI_SCHEME_TCP:
+		ret = rmsgi_tr_tcp.listen(l, &u);
+		if (!ret)
+			l->tr[RMSGI_TR_TCP] = &rmsgi_tr_tcp;
+		break;
+	case RMSGI_SCHEME_AUTO:
+		/* TCP first: it settles the port that RDMA then shares */
+		ret = rmsgi_tr_tcp.listen(l, &u);
+		if (ret)
+			break;
+		l->tr[RMSGI_TR_TCP] = &rmsgi_tr_tcp;
+		u.port = l->port;
+		if (rmsgi_tr_rdma.listen(l, &u) == 0)
+			l->tr[RMSGI_TR_RDMA] = &rmsgi_tr_rdma;
+		else
+			rmsgi_info(ctx, "auto listener on port %u: no RDMA, "
+				   "TCP only", l->port);
+		break;
+	}
+	if (ret) {
+		free(l);
+		return ret;
+	}
+	rmsgi_list_add_tail(&ctx->listeners, &l->link);
+	ev_ref(ctx->loop);
+	*l_p = l;
+	return 0;
+}
+
+int rmsg_listener_port(const struct rmsg_listener *l, uint16_t *port_p)
+{
+	if (!l || !port_p)
+		return -EINVAL;
+	*port_p = l->port;
+	return 0;
+}
+
+int rmsg_listener_close(struct rmsg_listener *l)
+{
+	int i;
+
+	if (!l)
+		return -EINVAL;
+	for (i = 0; i < RMSGI_TR_COUNT; i++)
+		if (l->tr[i])
+			l->tr[i]->listen_close(l);
+	rmsgi_list_del(&l->link);
+	ev_unref(l->ctx->loop);
+	free(l);
+	return 0;
+}
+
+int rmsg_connect(struct rmsg_ctx *ctx, const char *uri,
+		 const struct rmsg_cfg *cfg, const struct rmsg_conn_ops *ops,
+		 void *arg, struct rmsg_conn **c_p)
+{
+	struct rmsg_conn *c;
+	struct rmsgi_uri u;
+	int ret;
+
+	if (!ctx || !uri || !c_p)
+		return -EINVAL;
+	ret = rmsgi_uri_parse(uri, &u);
+	if (ret)
+		return ret;
+	if (u.port == 0)
+		return -EINVAL;
+	ret = rmsgi_conn_new(ctx, cfg ? &cfg->v : &ctx->cfg, ops, arg, &c);
+	if (ret)
+		return ret;
+	switch (u.scheme) {
+	case RMSGI_SCHEME_RDMA:
+		c->tr = &rmsgi_tr_rdma;
+		break;
+	case RMSGI_SCHEME_TCP:
+		c->tr = &rmsgi_tr_tcp;
+		break;
+	case RMSGI_SCHEME_AUTO:
+		/* fallback to TCP is a later step; RDMA when it can */
+		c->tr = &rmsgi_tr_rdma;
+		break;
+	}
+	ret = c->tr->connect(c, &u);
+	if (ret) {
+		c->tr = NULL;
+		c->state = RMSGI_CS_CLOSED;
+		rmsgi_list_del(&c->link);
+		ev_unref(ctx->loop);
+		rmsgi_conn_put(c);
+		return ret;
+	}
+	*c_p = c;
+	return 0;
+}

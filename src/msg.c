@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+/*
+ * msg.c - received message objects: a zero-copy view into the buffer the
+ * transport received into, valid during on_msg unless held.
+ */
+#include "rmsg_int.h"
+
+void rmsgi_msg_init(struct rmsg_msg *m, struct rmsg_conn *c,
+		    const void *data, size_t len)
+{
+	rmsgi_list_init(&m->link);
+	m->conn = c;
+	m->data = data;
+	m->len = len;
+	m->ready = 1;
+	m->held = 0;
+	m->in_cb = 0;
+}
+
+void rmsgi_msg_after_cb(struct rmsg_msg *m)
+{
+	if (m->held)
+		return;
+	m->free_fn(m);
+}
+
+const void *rmsg_msg_data(const struct rmsg_msg *m)
+{
+	return m ? m->data : NULL;
+}
+
+size_t rmsg_msg_len(const struct rmsg_msg *m)
+{
+	return m ? m->len : 0;
+}
+
+int rmsg_msg_hold(struct rmsg_msg *m)
+{
+	if (!m || !m->in_cb)
+		return -EINVAL;
+	if (m->held)
+		return -EALREADY;
+	m->held = 1;
+	/* the connection outlives its held messages */
+	rmsgi_conn_get(m->conn);
+	return 0;
+}
+
+void rmsg_msg_release(struct rmsg_msg *m)
+{
+	struct rmsg_conn *c;
+
+	if (!m || !m->held)
+		return;
+	m->held = 0;
+	c = m->conn;
+	if (!m->in_cb)
+		m->free_fn(m);	/* else freed when on_msg returns */
+	rmsgi_conn_put(c);
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proto.h - the wire format, shared by every transport.
+ *
+ * Every frame starts with a 32-byte header, little-endian:
+ *
+ *   off size field
+ *   0   1    magic     RMSGI_MAGIC
+ *   1   1    version   RMSGI_PROTO_VERSION
+ *   2   1    type      RMSGI_T_*
+ *   3   1    flags     0 (reserved, must be zero)
+ *   4   2    credits   receive credits returned to the peer
+ *   6   2    rsvd      0
+ *   8   4    aux       type-specific (status of an ACK, ...)
+ *   12  4    rsvd2     0
+ *   16  8    len       payload bytes (DATA: following the header;
+ *                      RNDV_REQ: total message bytes)
+ *   24  8    id        type-specific (rendezvous cookie)
+ *
+ * RNDV_REQ carries, after the header, a list of segments the receiver
+ * reads: (u64 addr, u32 len, u32 rkey) each, little-endian.
+ *
+ * The handshake (rdma_cm private data or the TCP HELLO frame payload) is
+ * 16 bytes plus up to RMSG_PRIVATE_DATA_MAX of user data:
+ *   0 magic, 1 version, 2 pdata_len, 3 flags, 4 credits (u16),
+ *   6 status (i16, negative errno of a reject), 8 eager size (u32),
+ *   12 connection id (u32), 16 user private data.
+ */
+#ifndef RMSG_PROTO_H
+#define RMSG_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RMSGI_MAGIC 0xa7
+#define RMSGI_PROTO_VERSION 1
+#define RMSGI_HDR_SIZE 32
+#define RMSGI_HELLO_SIZE 16
+#define RMSGI_SEG_SIZE 16
+
+enum rmsgi_type {
+	RMSGI_T_DATA = 1,	/* a message, payload follows */
+	RMSGI_T_CREDIT = 2,	/* credits only */
+	RMSGI_T_RNDV_REQ = 3,	/* rendezvous: read my segments */
+	RMSGI_T_RNDV_ACK = 4,	/* rendezvous done, id = cookie, aux = status */
+	RMSGI_T_HELLO = 5,	/* TCP handshake: client -> server */
+	RMSGI_T_HELLO_ACK = 6,	/* TCP handshake: accepted */
+	RMSGI_T_REJECT = 7,	/* TCP handshake: rejected */
+	RMSGI_T_MAX_ = 8,
+};
+
+struct rmsgi_hdr {
+	uint8_t type;
+	uint8_t flags;
+	uint16_t credits;
+	uint32_t aux;
+	uint64_t len;
+	uint64_t id;
+};
+
+struct rmsgi_hello {
+	uint8_t pdata_len;
+	uint8_t flags;
+	uint16_t credits;
+	int16_t status;
+	uint32_t eager_size;
+	uint32_t conn_id;
+	uint8_t pdata[32];
+};
+
+struct rmsgi_seg {
+	uint64_t addr;
+	uint32_t len;
+	uint32_t rkey;
+};
+
+void rmsgi_hdr_encode(const struct rmsgi_hdr *h, void *buf);
+/* validates: -EPROTO for a bad magic, version, type or reserved field,
+ * -EMSGSIZE for a length above @max_len */
+int rmsgi_hdr_decode(const void *buf, size_t avail, uint64_t max_len,
+		     struct rmsgi_hdr *h);
+
+/* returns the encoded size */
+size_t rmsgi_hello_encode(const struct rmsgi_hello *h, void *buf);
+int rmsgi_hello_decode(const void *buf, size_t avail, struct rmsgi_hello *h);
+
+void rmsgi_seg_encode(const struct rmsgi_seg *s, void *buf);
+void rmsgi_seg_decode(const void *buf, struct rmsgi_seg *s);
+
+#endif /* RMSG_PROTO_H */

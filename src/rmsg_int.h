@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rmsg_int.h - internal objects shared by the library's files.
+ *
+ * Internal non-static names carry the rmsgi_ prefix. Nothing here is
+ * exported (the version script exports rmsg_* only).
+ */
+#ifndef RMSG_INT_H
+#define RMSG_INT_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <ev.h>
+
+#include "rmsg.h"
+#include "list.h"
+#include "proto.h"
+#include "credit.h"
+
+#define RMSGI_ALIGN(x, a) (((x) + ((a) - 1)) & ~((size_t)(a) - 1))
+#define RMSGI_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define RMSGI_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define RMSGI_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define RMSGI_CONTAINER_OF(p, type, member) \
+	((type *)((char *)(p) - offsetof(type, member)))
+#define RMSGI_LIKELY(x) __builtin_expect(!!(x), 1)
+#define RMSGI_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* configuration values, copied into every object that uses them */
+struct rmsgi_cfgv {
+	size_t eager_size;
+	size_t max_msg_size;
+	unsigned credits;
+	unsigned send_queue;
+	unsigned busy_poll_us;
+	unsigned timeout_ms;
+	int log_level;
+	rmsg_log_cb log_fn;
+	void *log_arg;
+	uint8_t pdata[RMSG_PRIVATE_DATA_MAX];
+	uint8_t pdata_len;
+};
+
+struct rmsg_cfg {
+	struct rmsgi_cfgv v;
+};
+
+void rmsgi_cfg_defaults(struct rmsgi_cfgv *v);
+
+/* ------------------------------------------------------------------ */
+/* logging (log.c) and errors (err.c)                                   */
+
+void rmsgi_log(const struct rmsg_ctx *ctx, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define rmsgi_err(ctx, ...) rmsgi_log(ctx, RMSG_LOG_ERROR, __VA_ARGS__)
+#define rmsgi_warn(ctx, ...) rmsgi_log(ctx, RMSG_LOG_WARN, __VA_ARGS__)
+#define rmsgi_info(ctx, ...) rmsgi_log(ctx, RMSG_LOG_INFO, __VA_ARGS__)
+#define rmsgi_dbg(ctx, ...) rmsgi_log(ctx, RMSG_LOG_DEBUG, __VA_ARGS__)
+
+/* the one place where librdmacm's -1+errno and verbs' positive errno
+ * become the library's negative errno */
+int rmsgi_err_cm(int ret);	/* librdmacm: -1 and errno */
+int rmsgi_err_verbs(int ret);	/* libibverbs: positive errno */
+int rmsgi_err_wc(int wc_status);	/* enum ibv_wc_status */
+
+/* ------------------------------------------------------------------ */
+/* URIs (uri.c)                                                         */
+
+enum rmsgi_scheme { RMSGI_SCHEME_RDMA, RMSGI_SCHEME_TCP, RMSGI_SCHEME_AUTO };
+
+struct rmsgi_uri {
+	enum rmsgi_scheme scheme;
+	char host[256];
+	uint16_t port;
+};
+
+int rmsgi_uri_parse(const char *uri, struct rmsgi_uri *u);
+
+/* ------------------------------------------------------------------ */
+/* operations queued on a connection                                    */
+
+enum rmsgi_op_kind {
+	RMSGI_OP_SEND,		/* user message (eager or rendezvous) */
+	RMSGI_OP_CTRL,		/* header-only control frame (credit, ack) */
+};
+
+#define RMSGI_OP_IOV_INLINE 4
+
+struct rmsgi_op {
+	struct rmsgi_list link;
+	uint8_t kind;
+	uint8_t type;		/* RMSGI_T_* of the frame */
+	uint8_t rndv;		/* sent as rendezvous, waits for RNDV_ACK */
+	uint8_t posted;		/* the transport owns it */
+	uint8_t acked;		/* rendezvous acknowledged or failed */
+	int status;
+	uint16_t credits;	/* piggybacked, set when posted */
+	uint32_t aux;
+	uint64_t id;		/* rendezvous cookie */
+	size_t len;		/* payload bytes */
+	int iovcnt;
+	struct iovec *iov;	/* points to iov_inline or heap */
+	struct iovec iov_inline[RMSGI_OP_IOV_INLINE];
+	rmsg_done_cb cb;
+	void *arg;
+	void *tr_priv;		/* transport state: copy buffer, MRs, ... */
+};
+
+/* ------------------------------------------------------------------ */
+/* received messages (msg.c)                                            */
+
+struct rmsg_msg {
+	struct rmsgi_list link;	/* conn's in-order receive queue */
+	struct rmsg_conn *conn;
+	const uint8_t *data;
+	size_t len;
+	uint8_t type;
+	uint8_t ready;		/* payload complete (rendezvous read done) */
+	uint8_t held;
+	uint8_t in_cb;
+	uint32_t aux;
+	uint64_t id;
+	/* gives the memory back to the transport that owns it */
+	void (*free_fn)(struct rmsg_msg *m);
+	void *tr_priv;
+};
+
+/* ------------------------------------------------------------------ */
+/* transports                                                           */
+
+#include "transport/transport.h"
+
+/* ------------------------------------------------------------------ */
+/* context (ctx.c)                                                      */
+
+struct rmsgi_pool;
+
+struct rmsg_ctx {
+	struct ev_loop *loop;
+	struct rmsgi_cfgv cfg;
+	ev_prepare prepare;	/* flushes queues before the loop blocks */
+	ev_idle idle;		/* keeps the loop turning while work remains */
+	struct rmsgi_list conns;	/* every live connection */
+	struct rmsgi_list listeners;
+	struct rmsgi_list dirty;	/* connections with queued work */
+	struct rmsgi_pool *pool;
+	void *tr_priv[RMSGI_TR_COUNT];	/* per-transport context state */
+	struct rmsgi_list op_free;	/* recycled struct rmsgi_op */
+	unsigned op_free_len;
+	int in_cb;		/* depth of user callbacks on the stack */
+	bool destroying;
+	bool flushing;
+	uint32_t next_conn_id;
+};
+
+/* op objects, recycled per context */
+struct rmsgi_op *rmsgi_op_get(struct rmsg_ctx *ctx);
+void rmsgi_op_put(struct rmsg_ctx *ctx, struct rmsgi_op *op);
+
+/* marks @c as having queued work; flushed before the loop blocks */
+void rmsgi_ctx_mark_dirty(struct rmsg_ctx *ctx, struct rmsg_conn *c);
+/* runs one flush pass; used by busy polling too */
+void rmsgi_ctx_flush(struct rmsg_ctx *ctx);
+
+/* ------------------------------------------------------------------ */
+/* listeners (listener.c)                                               */
+
+struct rmsg_listener {
+	struct rmsgi_list link;
+	struct rmsg_ctx *ctx;
+	struct rmsgi_cfgv cfg;
+	struct rmsg_conn_ops ops;
+	rmsg_accept_cb accept;
+	void *arg;
+	const struct rmsgi_tr_ops *tr[RMSGI_TR_COUNT];	/* listening backends */
+	void *tr_priv[RMSGI_TR_COUNT];
+	uint16_t port;
+};
+
+/* ------------------------------------------------------------------ */
+/* connections (conn.c): the one state machine                          */
+
+enum rmsgi_conn_state {
+	RMSGI_CS_CONNECTING,	/* client: transport handshake running */
+	RMSGI_CS_ACCEPTING,	/* server: app accepted, handshake finishing */
+	RMSGI_CS_ESTABLISHED,	/* messages flow */
+	RMSGI_CS_CLOSING,	/* local close: transport tearing down */
+	RMSGI_CS_CLOSED,	/* on_close delivered; waits for last ref */
+};
+
+struct rmsg_conn {
+	struct rmsgi_list link;	/* ctx->conns */
+	struct rmsgi_list dirty_link;	/* ctx->dirty */
+	struct rmsg_ctx *ctx;
+	const struct rmsgi_tr_ops *tr;
+	void *tr_priv;
+	struct rmsgi_cfgv cfg;
+	struct rmsg_conn_ops ops;
+	void *arg;
+	enum rmsgi_conn_state state;
+	int refs;
+	uint32_t id;
+	bool is_server;
+	bool in_accept;
+	bool want_writable;
+	bool dirty;
+	bool tr_down;		/* transport reported it is gone */
+	bool credit_op_busy;	/* the CREDIT frame is queued or posted */
+	int close_reason;
+	struct rmsgi_op credit_op;
+
+	struct rmsgi_credit cr;
+	struct rmsgi_list sendq;	/* ops not yet handed to the transport */
+	unsigned sendq_len;	/* user ops queued or posted, not completed */
+	struct rmsgi_list rndvq;	/* rendezvous sends waiting for ACK */
+	struct rmsgi_list rxq;	/* received, not yet delivered, in order */
+	struct rmsgi_list doneq;	/* completed ops whose cb is due */
+	uint64_t next_rndv_id;
+	uint32_t peer_eager;
+	uint16_t peer_credits;
+
+	uint8_t peer_pdata[RMSG_PRIVATE_DATA_MAX];
+	uint8_t peer_pdata_len;
+	uint8_t my_pdata[RMSG_PRIVATE_DATA_MAX];	/* accept/reject reply */
+	uint8_t my_pdata_len;
+};
+
+/* creation, used by rmsg_connect and by listener backends */
+int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
+		   const struct rmsg_conn_ops *ops, void *arg,
+		   struct rmsg_conn **c_p);
+void rmsgi_conn_get(struct rmsg_conn *c);
+void rmsgi_conn_put(struct rmsg_conn *c);
+
+/* fills the handshake this side sends */
+void rmsgi_conn_hello(const struct rmsg_conn *c, struct rmsgi_hello *h);
+
+/*
+ * Events from a transport into the state machine.
+ */
+/* server side: a peer asks to connect with @h; asks the app. Returns 0 if
+ * accepted (transport then finishes the handshake and reports
+ * established), or the negative errno the app rejected with. */
+int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
+			  const struct rmsgi_hello *h);
+/* client side: the peer accepted with @h (NULL if it was carried before) */
+void rmsgi_conn_ev_established(struct rmsg_conn *c,
+			       const struct rmsgi_hello *h);
+/* the transport failed or the peer left; @reason is a negative errno.
+ * @h carries a reject's private data if any. The transport still owns its
+ * posted ops and completes them before calling rmsgi_conn_ev_down(). */
+void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
+			  const struct rmsgi_hello *h);
+/* the transport has completed every posted op and released the endpoint */
+void rmsgi_conn_ev_down(struct rmsg_conn *c);
+/* a posted op finished (status 0 or -errno) */
+void rmsgi_conn_op_done(struct rmsg_conn *c, struct rmsgi_op *op, int status);
+/* a frame arrived; @m->ready says whether its payload is complete; the
+ * caller has validated the header. Returns 0, or -EPROTO to close. */
+int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+		  struct rmsg_msg *m);
+/* a rendezvous payload read into @m is complete (or failed) */
+void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status);
+/* the transport has room to post again */
+void rmsgi_conn_tr_room(struct rmsg_conn *c);
+/* a receive buffer whose credit belongs to @c went back to the peer */
+void rmsgi_conn_credit_freed(struct rmsg_conn *c);
+
+/* posts what credits and transport room allow; called from the ctx flush */
+void rmsgi_conn_flush(struct rmsg_conn *c);
+/* closes from inside the library with @reason (e.g. -EPROTO) */
+void rmsgi_conn_abort(struct rmsg_conn *c, int reason);
+
+/* message objects (msg.c) */
+void rmsgi_msg_init(struct rmsg_msg *m, struct rmsg_conn *c,
+		    const void *data, size_t len);
+/* after on_msg: frees the message unless the app holds it */
+void rmsgi_msg_after_cb(struct rmsg_msg *m);
+
+#endif /* RMSG_INT_H */

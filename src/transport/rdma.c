@@ -1,0 +1,1563 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rdma.c - the rdma_cm + verbs RC backend.
+ *
+ * Per context: one event channel (ev_io), and on the first device seen one
+ * PD, one completion channel (ev_io), one CQ and one SRQ. Receive buffers
+ * are carved from the registered pool; the SRQ always holds at least as
+ * many buffers as the credits granted to live peers, so a peer that keeps
+ * to its credits never meets RNR.
+ *
+ * Per connection: an RC QP on the shared CQ/SRQ and a ring of send slots.
+ * post() fills a slot; kick() posts the new slots as one chain with only
+ * the last one signalled (and every SIG_EVERY-th), so a burst costs one
+ * doorbell and one completion. A signalled completion retires every slot
+ * before it, in order.
+ *
+ * Rendezvous: the sender registers its pieces for remote read and sends
+ * their segments; the receiver reads them (split at the device's message
+ * size limit) into a pool buffer and then acknowledges.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <netdb.h>
+#include <arpa/inet.h>
+#include <rdma/rdma_cma.h>
+#include <infiniband/verbs.h>
+
+#include "rmsg_int.h"
+#include "pool.h"
+
+#define SQ_DEPTH 128
+#define SIG_EVERY 16
+#define MAX_SGE 16
+#define REPOST_BATCH 16
+#define RD_ATOM_MAX 16
+#define ACK_TIMEOUT 16		/* 4.096 us * 2^16: ~0.27 s per retry */
+#define RETRY_COUNT 6		/* 7 would retry forever on rxe */
+#define TEARDOWN_MS 2000
+#define QPN_BUCKETS 256
+/* send wr_ids carry this bit over a ring counter; receive wr_ids are
+ * buffer addresses, which never have it in user space */
+#define SEND_TAG ((uint64_t)1 << 63)
+
+struct rdma_ctx;
+struct rdma_conn;
+
+/* one receive buffer of the SRQ; the message object lives inside it */
+struct rxbuf {
+	struct rmsg_msg m;
+	struct rxbuf *next;
+	struct rdma_ctx *r;
+	uint8_t *buf;
+	uint32_t lkey;
+};
+
+/* a rendezvous receive: read segments into buf, then deliver */
+struct rndv_rx {
+	struct rmsg_msg m;
+	struct rdma_conn *rc;
+	uint8_t *buf;
+	uint32_t lkey;
+	uint32_t nseg;
+	uint32_t seg_idx;	/* next segment to read */
+	uint64_t seg_off;	/* offset in it */
+	uint64_t dst_off;
+	uint32_t reads_out;
+	int status;
+	struct rndv_rx *next_pending;
+	struct rmsgi_seg segs[];
+};
+
+/* a rendezvous send: what the peer may read, until it acknowledges */
+struct rndv_tx {
+	int nmr;
+	struct ibv_mr *mr[];
+};
+
+enum slot_kind { SLOT_SEND, SLOT_READ };
+
+struct sq_slot {
+	struct rmsgi_op *op;
+	struct rndv_rx *rx;
+	void *copybuf;
+	uint8_t kind;
+	uint8_t signaled;
+	struct ibv_send_wr wr;
+	struct ibv_sge sge[MAX_SGE + 1];
+};
+
+enum rc_state { RC_RESOLVING, RC_CONNECTING, RC_UP, RC_DRAINING, RC_DEAD };
+
+struct rdma_conn {
+	struct rmsg_conn *c;
+	struct rdma_ctx *r;
+	struct rdma_cm_id *id;
+	struct ibv_qp *qp;
+	struct rdma_conn *hnext;	/* qpn hash chain */
+	enum rc_state state;
+	uint32_t qpn;
+	uint32_t granted;	/* receive buffers this conn added to the SRQ */
+	struct sq_slot ring[SQ_DEPTH];
+	uint8_t *hdrs;		/* registered header slots, 64 B each */
+	uint32_t hdrs_lkey;
+	uint32_t head;		/* next slot to fill */
+	uint32_t unposted;	/* first filled slot not yet posted */
+	uint32_t tail;		/* oldest slot not yet retired */
+	uint32_t since_sig;
+	uint32_t reads_out;
+	uint32_t max_inline;
+	uint32_t max_sge;
+	struct rndv_rx *pending_reads, *pending_tail;
+	ev_timer timer;		/* connect bound, then teardown bound */
+	bool timer_on;
+	bool room_wanted;
+	bool silent;		/* rejected before the app saw it */
+};
+
+struct rdma_listener {
+	struct rdma_cm_id *id;
+	struct rmsg_listener *l;
+};
+
+struct rdma_ctx {
+	struct rmsg_ctx *ctx;
+	struct rdma_event_channel *ech;
+	ev_io cm_io;
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cch;
+	ev_io cq_io;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+	uint32_t cq_events;	/* to acknowledge in batches */
+	uint64_t max_msg_sz;
+	uint32_t rd_atom;
+	uint32_t srq_max;
+	uint32_t srq_posted;
+	uint32_t srq_target;	/* sum of credits granted to live peers */
+	size_t eager;
+	size_t stride;
+	struct rxbuf *rx_free;	/* allocated, not posted */
+	struct rxbuf *repost;	/* released, waiting for the next batch */
+	uint32_t repost_n;
+	void **rx_chunks;
+	uint32_t nchunks;
+	struct rdma_conn *qpn_hash[QPN_BUCKETS];
+	uint32_t nconns;
+};
+
+static void rc_teardown(struct rdma_conn *rc, int reason);
+static void rc_post_reads(struct rdma_conn *rc);
+
+static struct rdma_ctx *rctx(struct rmsg_ctx *ctx)
+{
+	return ctx->tr_priv[RMSGI_TR_RDMA];
+}
+
+/* ------------------------------------------------------------------ */
+/* qpn -> connection                                                    */
+
+static void qpn_add(struct rdma_ctx *r, struct rdma_conn *rc)
+{
+	struct rdma_conn **b = &r->qpn_hash[rc->qpn % QPN_BUCKETS];
+
+	rc->hnext = *b;
+	*b = rc;
+}
+
+static void qpn_del(struct rdma_ctx *r, struct rdma_conn *rc)
+{
+	struct rdma_conn **p = &r->qpn_hash[rc->qpn % QPN_BUCKETS];
+
+	for (; *p; p = &(*p)->hnext)
+		if (*p == rc) {
+			*p = rc->hnext;
+			return;
+		}
+}
+
+static struct rdma_conn *qpn_find(struct rdma_ctx *r, uint32_t qpn)
+{
+	struct rdma_conn *rc = r->qpn_hash[qpn % QPN_BUCKETS];
+
+	while (rc && rc->qpn != qpn)
+		rc = rc->hnext;
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* device, pool registration, SRQ                                       */
+
+static int pool_reg(void *priv, void *addr, size_t len, void **mr_p,
+		    uint32_t *lkey_p)
+{
+	struct rdma_ctx *r = priv;
+	struct ibv_mr *mr = ibv_reg_mr(r->pd, addr, len,
+				       IBV_ACCESS_LOCAL_WRITE);
+
+	if (!mr) {
+		int err = errno ? -errno : -ENOMEM;
+
+		rmsgi_err(r->ctx, "registering %zu bytes failed: %s", len,
+			  rmsg_strerror(err));
+		return err == -EPERM ? -ENOMEM : err;
+	}
+	*mr_p = mr;
+	*lkey_p = mr->lkey;
+	return 0;
+}
+
+static void pool_dereg(void *priv, void *mr)
+{
+	ibv_dereg_mr(mr);
+}
+
+static const struct rmsgi_pool_reg pool_reg_ops = {
+	.reg = pool_reg,
+	.dereg = pool_dereg,
+};
+
+static void cq_cb(struct ev_loop *loop, ev_io *w, int revents);
+
+/* adds buffers to the SRQ until it holds the target */
+static int srq_fill(struct rdma_ctx *r)
+{
+	struct ibv_recv_wr wrs[REPOST_BATCH], *bad;
+	struct ibv_sge sges[REPOST_BATCH];
+	uint32_t i, n;
+	int ret;
+
+	while (r->srq_posted < r->srq_target) {
+		if (!r->rx_free) {
+			uint32_t cnt = 64, k;
+			struct rxbuf *rbs;
+			uint8_t *mem;
+			void **chunks;
+
+			ret = rmsgi_pool_alloc(r->ctx->pool, cnt * r->stride,
+					       (void **)&mem);
+			if (ret)
+				return ret;
+			rbs = calloc(cnt, sizeof(*rbs));
+			chunks = realloc(r->rx_chunks,
+					 (r->nchunks + 2) * sizeof(void *) * 2);
+			if (!rbs || !chunks) {
+				free(rbs);
+				if (chunks)
+					r->rx_chunks = chunks;
+				rmsgi_pool_free(r->ctx->pool, mem);
+				return -ENOMEM;
+			}
+			r->rx_chunks = chunks;
+			r->rx_chunks[2 * r->nchunks] = mem;
+			r->rx_chunks[2 * r->nchunks + 1] = rbs;
+			r->nchunks++;
+			for (k = 0; k < cnt; k++) {
+				rbs[k].r = r;
+				rbs[k].buf = mem + k * r->stride;
+				rmsgi_pool_lookup(r->ctx->pool, rbs[k].buf,
+						  r->stride, &rbs[k].lkey);
+				rbs[k].next = r->rx_free;
+				r->rx_free = &rbs[k];
+			}
+		}
+		n = RMSGI_MIN(r->srq_target - r->srq_posted, REPOST_BATCH);
+		for (i = 0; i < n && r->rx_free; i++) {
+			struct rxbuf *rb = r->rx_free;
+
+			r->rx_free = rb->next;
+			sges[i].addr = (uintptr_t)rb->buf;
+			sges[i].length = (uint32_t)r->stride;
+			sges[i].lkey = rb->lkey;
+			wrs[i].wr_id = (uintptr_t)rb;
+			wrs[i].sg_list = &sges[i];
+			wrs[i].num_sge = 1;
+			wrs[i].next = i + 1 < n ? &wrs[i + 1] : NULL;
+		}
+		wrs[i - 1].next = NULL;
+		ret = ibv_post_srq_recv(r->srq, wrs, &bad);
+		if (ret)
+			return rmsgi_err_verbs(ret);
+		r->srq_posted += i;
+	}
+	return 0;
+}
+
+/* reposts released receive buffers and returns their credits */
+static void rx_repost(struct rdma_ctx *r)
+{
+	struct ibv_recv_wr wrs[REPOST_BATCH], *bad;
+	struct ibv_sge sges[REPOST_BATCH];
+	struct rxbuf *done[REPOST_BATCH];
+	uint32_t i, n;
+	int ret;
+
+	while (r->repost) {
+		for (n = 0; n < REPOST_BATCH && r->repost; n++) {
+			struct rxbuf *rb = r->repost;
+
+			r->repost = rb->next;
+			r->repost_n--;
+			done[n] = rb;
+			sges[n].addr = (uintptr_t)rb->buf;
+			sges[n].length = (uint32_t)r->stride;
+			sges[n].lkey = rb->lkey;
+			wrs[n].wr_id = (uintptr_t)rb;
+			wrs[n].sg_list = &sges[n];
+			wrs[n].num_sge = 1;
+			wrs[n].next = &wrs[n + 1];
+		}
+		wrs[n - 1].next = NULL;
+		ret = ibv_post_srq_recv(r->srq, wrs, &bad);
+		if (ret) {
+			rmsgi_err(r->ctx, "SRQ repost failed: %s",
+				  rmsg_strerror(rmsgi_err_verbs(ret)));
+			for (i = 0; i < n; i++) {
+				done[i]->next = r->rx_free;
+				r->rx_free = done[i];
+				if (done[i]->m.conn)
+					rmsgi_conn_put(done[i]->m.conn);
+			}
+			continue;
+		}
+		r->srq_posted += n;
+		for (i = 0; i < n; i++) {
+			struct rmsg_conn *c = done[i]->m.conn;
+
+			if (c) {
+				rmsgi_conn_credit_freed(c);
+				rmsgi_conn_put(c);
+			}
+		}
+	}
+}
+
+/* free_fn of an eager receive: batch the repost */
+static void rxbuf_release(struct rmsg_msg *m)
+{
+	struct rxbuf *rb = RMSGI_CONTAINER_OF(m, struct rxbuf, m);
+	struct rdma_ctx *r = rb->r;
+
+	rb->next = r->repost;
+	r->repost = rb;
+	if (++r->repost_n >= REPOST_BATCH)
+		rx_repost(r);
+}
+
+static int dev_open(struct rdma_ctx *r, struct ibv_context *verbs)
+{
+	struct ibv_device_attr attr;
+	struct ibv_port_attr pattr;
+	struct ibv_srq_init_attr sattr;
+	int ret, cqe;
+
+	if (r->verbs) {
+		if (r->verbs == verbs)
+			return 0;
+		rmsgi_err(r->ctx, "a context uses one RDMA device; %s is a "
+			  "second one", ibv_get_device_name(verbs->device));
+		return -ENODEV;
+	}
+	ret = ibv_query_device(verbs, &attr);
+	if (ret)
+		return rmsgi_err_verbs(ret);
+	r->max_msg_sz = 1u << 30;
+	if (ibv_query_port(verbs, 1, &pattr) == 0 && pattr.max_msg_sz)
+		r->max_msg_sz = pattr.max_msg_sz;
+	r->rd_atom = (uint32_t)RMSGI_MIN(attr.max_qp_rd_atom, RD_ATOM_MAX);
+	if (r->rd_atom == 0)
+		r->rd_atom = 1;
+	r->pd = ibv_alloc_pd(verbs);
+	if (!r->pd)
+		return -ENOMEM;
+	r->cch = ibv_create_comp_channel(verbs);
+	if (!r->cch) {
+		ret = -errno;
+		goto undo_pd;
+	}
+	fcntl(r->cch->fd, F_SETFL, fcntl(r->cch->fd, F_GETFL) | O_NONBLOCK);
+	cqe = RMSGI_MIN(attr.max_cqe, 32767);
+	r->cq = ibv_create_cq(verbs, cqe, r, r->cch, 0);
+	if (!r->cq) {
+		ret = errno ? -errno : -ENOMEM;
+		goto undo_cch;
+	}
+	memset(&sattr, 0, sizeof(sattr));
+	r->srq_max = (uint32_t)RMSGI_MIN(attr.max_srq_wr, 16384);
+	sattr.attr.max_wr = r->srq_max;
+	sattr.attr.max_sge = 1;
+	r->srq = ibv_create_srq(r->pd, &sattr);
+	if (!r->srq) {
+		ret = errno ? -errno : -ENOMEM;
+		goto undo_cq;
+	}
+	r->srq_max = sattr.attr.max_wr;
+	r->pd->context = verbs;
+	ret = rmsgi_pool_set_reg(r->ctx->pool, &pool_reg_ops, r);
+	if (ret)
+		goto undo_srq;
+	ret = rmsgi_err_verbs(ibv_req_notify_cq(r->cq, 0));
+	if (ret)
+		goto undo_reg;
+	r->verbs = verbs;
+	ev_io_init(&r->cq_io, cq_cb, r->cch->fd, EV_READ);
+	r->cq_io.data = r;
+	ev_io_start(r->ctx->loop, &r->cq_io);
+	ev_unref(r->ctx->loop);
+	rmsgi_info(r->ctx, "RDMA device %s: max_msg_sz %llu, rd_atom %u",
+		   ibv_get_device_name(verbs->device),
+		   (unsigned long long)r->max_msg_sz, r->rd_atom);
+	return 0;
+
+undo_reg:
+	rmsgi_pool_clear_reg(r->ctx->pool);
+undo_srq:
+	ibv_destroy_srq(r->srq);
+	r->srq = NULL;
+undo_cq:
+	ibv_destroy_cq(r->cq);
+	r->cq = NULL;
+undo_cch:
+	ibv_destroy_comp_channel(r->cch);
+	r->cch = NULL;
+undo_pd:
+	ibv_dealloc_pd(r->pd);
+	r->pd = NULL;
+	return ret;
+}
+
+static void cm_cb(struct ev_loop *loop, ev_io *w, int revents);
+
+static int ctx_get(struct rmsg_ctx *ctx, struct rdma_ctx **r_p)
+{
+	struct rdma_ctx *r = rctx(ctx);
+
+	if (r) {
+		*r_p = r;
+		return 0;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->ctx = ctx;
+	r->ech = rdma_create_event_channel();
+	if (!r->ech) {
+		int err = errno ? -errno : -ENODEV;
+
+		free(r);
+		/* no /dev/infiniband/rdma_cm: this host has no RDMA stack */
+		return err == -ENOENT || err == -ENXIO ? -ENODEV : err;
+	}
+	fcntl(r->ech->fd, F_SETFL, fcntl(r->ech->fd, F_GETFL) | O_NONBLOCK);
+	r->eager = ctx->cfg.eager_size;
+	r->stride = RMSGI_ALIGN(RMSGI_HDR_SIZE + r->eager, 64);
+	ev_io_init(&r->cm_io, cm_cb, r->ech->fd, EV_READ);
+	r->cm_io.data = r;
+	ev_io_start(ctx->loop, &r->cm_io);
+	ev_unref(ctx->loop);
+	ctx->tr_priv[RMSGI_TR_RDMA] = r;
+	*r_p = r;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* connection setup                                                     */
+
+static void rc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
+
+static int rc_new(struct rdma_ctx *r, struct rmsg_conn *c,
+		  struct rdma_conn **rc_p)
+{
+	struct rdma_conn *rc = calloc(1, sizeof(*rc));
+
+	if (!rc)
+		return -ENOMEM;
+	rc->c = c;
+	rc->r = r;
+	ev_timer_init(&rc->timer, rc_timer_cb, 0, 0);
+	rc->timer.data = rc;
+	c->tr = &rmsgi_tr_rdma;
+	c->tr_priv = rc;
+	r->nconns++;
+	*rc_p = rc;
+	return 0;
+}
+
+static void rc_timer(struct rdma_conn *rc, unsigned ms)
+{
+	struct ev_loop *loop = rc->r->ctx->loop;
+
+	if (rc->timer_on) {
+		ev_ref(loop);
+		ev_timer_stop(loop, &rc->timer);
+	}
+	ev_timer_set(&rc->timer, ms / 1000.0, 0);
+	ev_timer_start(loop, &rc->timer);
+	ev_unref(loop);
+	rc->timer_on = true;
+}
+
+static void rc_timer_stop(struct rdma_conn *rc)
+{
+	if (!rc->timer_on)
+		return;
+	ev_ref(rc->r->ctx->loop);
+	ev_timer_stop(rc->r->ctx->loop, &rc->timer);
+	rc->timer_on = false;
+}
+
+/* QP on the shared CQ and SRQ, header slots, and this peer's buffers */
+static int rc_setup_qp(struct rdma_conn *rc)
+{
+	struct rdma_ctx *r = rc->r;
+	struct ibv_qp_init_attr qa;
+	uint8_t timeout = ACK_TIMEOUT;
+	int ret;
+
+	ret = dev_open(r, rc->id->verbs);
+	if (ret)
+		return ret;
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_context = rc;
+	qa.send_cq = r->cq;
+	qa.recv_cq = r->cq;
+	qa.srq = r->srq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = SQ_DEPTH;
+	qa.cap.max_send_sge = MAX_SGE + 1;
+	qa.cap.max_inline_data = 256;
+	ret = rdma_create_qp(rc->id, r->pd, &qa);
+	if (ret) {
+		/* providers differ in inline and SGE limits: ask for less */
+		qa.cap.max_inline_data = 0;
+		qa.cap.max_send_sge = 4;
+		ret = rdma_create_qp(rc->id, r->pd, &qa);
+	}
+	if (ret)
+		return rmsgi_err_cm(ret);
+	rc->qp = rc->id->qp;
+	rc->qpn = rc->qp->qp_num;
+	rc->max_inline = qa.cap.max_inline_data;
+	rc->max_sge = RMSGI_MIN(qa.cap.max_send_sge, MAX_SGE + 1);
+	qpn_add(r, rc);
+	rdma_set_option(rc->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+			&timeout, sizeof(timeout));
+	ret = rmsgi_pool_alloc(r->ctx->pool, SQ_DEPTH * 64,
+			       (void **)&rc->hdrs);
+	if (ret)
+		return ret;
+	rmsgi_pool_lookup(r->ctx->pool, rc->hdrs, SQ_DEPTH * 64,
+			  &rc->hdrs_lkey);
+	if (r->srq_target + rc->c->cfg.credits > r->srq_max) {
+		rmsgi_err(r->ctx, "SRQ full: %u receive buffers granted, the "
+			  "device allows %u", r->srq_target, r->srq_max);
+		return -ENOBUFS;
+	}
+	rc->granted = rc->c->cfg.credits;
+	r->srq_target += rc->granted;
+	return srq_fill(r);
+}
+
+static void rc_conn_param(struct rdma_conn *rc, struct rdma_conn_param *p,
+			  uint8_t *buf)
+{
+	struct rmsgi_hello h;
+
+	rmsgi_conn_hello(rc->c, &h);
+	h.eager_size = (uint32_t)rc->r->eager;
+	h.credits = (uint16_t)rc->granted;
+	memset(p, 0, sizeof(*p));
+	p->private_data = buf;
+	p->private_data_len = (uint8_t)rmsgi_hello_encode(&h, buf);
+	p->responder_resources = (uint8_t)rc->r->rd_atom;
+	p->initiator_depth = (uint8_t)rc->r->rd_atom;
+	p->retry_count = RETRY_COUNT;
+	p->rnr_retry_count = 0;	/* credits make RNR a bug: fail loudly */
+}
+
+static int rdma_resolve(const struct rmsgi_uri *u, bool passive,
+			struct rdma_addrinfo **res_p)
+{
+	struct rdma_addrinfo hints = { 0 };
+	char port[8];
+	int ret;
+
+	hints.ai_port_space = RDMA_PS_TCP;
+	if (passive)
+		hints.ai_flags = RAI_PASSIVE;
+	snprintf(port, sizeof(port), "%u", u->port);
+	ret = rdma_getaddrinfo(u->host, port, &hints, res_p);
+	if (ret)
+		return errno == ENODEV ? -ENODEV : -EHOSTUNREACH;
+	return 0;
+}
+
+static int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_uri *u)
+{
+	struct rdma_addrinfo *res;
+	struct rdma_conn *rc;
+	struct rdma_ctx *r;
+	int ret;
+
+	ret = ctx_get(c->ctx, &r);
+	if (ret)
+		return ret;
+	ret = rdma_resolve(u, false, &res);
+	if (ret)
+		return ret;
+	ret = rc_new(r, c, &rc);
+	if (ret)
+		goto undo_res;
+	ret = rmsgi_err_cm(rdma_create_id(r->ech, &rc->id, rc, RDMA_PS_TCP));
+	if (ret)
+		goto undo_rc;
+	ret = rmsgi_err_cm(rdma_resolve_addr(rc->id, res->ai_src_addr,
+					     res->ai_dst_addr,
+					     (int)c->cfg.timeout_ms));
+	if (ret)
+		goto undo_id;
+	rdma_freeaddrinfo(res);
+	rc->state = RC_RESOLVING;
+	rc_timer(rc, c->cfg.timeout_ms);
+	return 0;
+
+undo_id:
+	rdma_destroy_id(rc->id);
+undo_rc:
+	r->nconns--;
+	c->tr_priv = NULL;
+	free(rc);
+undo_res:
+	rdma_freeaddrinfo(res);
+	return ret == -ENOENT ? -ENODEV : ret;
+}
+
+static int rdma_listen_op(struct rmsg_listener *l, const struct rmsgi_uri *u)
+{
+	struct rdma_listener *rl;
+	struct rdma_addrinfo *res;
+	struct rdma_ctx *r;
+	int ret;
+
+	ret = ctx_get(l->ctx, &r);
+	if (ret)
+		return ret;
+	ret = rdma_resolve(u, true, &res);
+	if (ret)
+		return ret == -EHOSTUNREACH ? -EADDRNOTAVAIL : ret;
+	rl = calloc(1, sizeof(*rl));
+	if (!rl) {
+		ret = -ENOMEM;
+		goto undo_res;
+	}
+	rl->l = l;
+	ret = rmsgi_err_cm(rdma_create_id(r->ech, &rl->id, NULL, RDMA_PS_TCP));
+	if (ret)
+		goto undo_rl;
+	rl->id->context = NULL;	/* marks a listening id */
+	ret = rmsgi_err_cm(rdma_bind_addr(rl->id, res->ai_src_addr));
+	if (ret)
+		goto undo_id;
+	ret = rmsgi_err_cm(rdma_listen(rl->id, 128));
+	if (ret)
+		goto undo_id;
+	l->port = ntohs(rdma_get_src_port(rl->id));
+	l->tr_priv[RMSGI_TR_RDMA] = rl;
+	rdma_freeaddrinfo(res);
+	return 0;
+
+undo_id:
+	rdma_destroy_id(rl->id);
+undo_rl:
+	free(rl);
+undo_res:
+	rdma_freeaddrinfo(res);
+	if (ret == -ENODEV || ret == -EADDRNOTAVAIL)
+		rmsgi_info(l->ctx, "rdma listen on %s: %s", u->host,
+			   rmsg_strerror(ret));
+	return ret;
+}
+
+static void rdma_listen_close(struct rmsg_listener *l)
+{
+	struct rdma_listener *rl = l->tr_priv[RMSGI_TR_RDMA];
+
+	if (!rl)
+		return;
+	rdma_destroy_id(rl->id);
+	free(rl);
+	l->tr_priv[RMSGI_TR_RDMA] = NULL;
+}
+
+/* a peer asks to connect: build the conn, ask the app, accept or reject */
+static void on_connect_request(struct rdma_ctx *r, struct rdma_cm_event *ev,
+			       struct rdma_listener *rl)
+{
+	struct rmsg_listener *l = rl->l;
+	struct rdma_conn_param param;
+	uint8_t buf[64];
+	struct rmsgi_hello h;
+	struct rdma_conn *rc;
+	struct rmsg_conn *c;
+	int ret;
+
+	if (rmsgi_hello_decode(ev->param.conn.private_data,
+			       ev->param.conn.private_data_len, &h)) {
+		rmsgi_warn(r->ctx, "rdma: connect request without a valid "
+			   "hello: rejected");
+		rdma_reject(ev->id, NULL, 0);
+		rdma_destroy_id(ev->id);
+		return;
+	}
+	ret = rmsgi_conn_new(r->ctx, &l->cfg, &l->ops, l->arg, &c);
+	if (ret)
+		goto reject;
+	c->is_server = true;
+	ret = rc_new(r, c, &rc);
+	if (ret)
+		goto undo_conn;
+	rc->id = ev->id;
+	rc->id->context = rc;
+	rc->state = RC_CONNECTING;
+	ret = rc_setup_qp(rc);
+	if (ret == 0)
+		ret = rmsgi_conn_ev_request(c, l, &h);
+	if (ret == 0) {
+		rc_conn_param(rc, &param, buf);
+		ret = rmsgi_err_cm(rdma_accept(rc->id, &param));
+		if (ret == 0) {
+			rc_timer(rc, c->cfg.timeout_ms);
+			return;
+		}
+	}
+	/* rejected or failed: the app never sees this connection */
+	{
+		struct rmsgi_hello rh;
+		uint8_t rbuf[64];
+		size_t n;
+
+		rmsgi_conn_hello(c, &rh);
+		rh.status = (int16_t)(ret < 0 && ret > -4096 ? ret
+							      : -ECONNREFUSED);
+		n = rmsgi_hello_encode(&rh, rbuf);
+		rdma_reject(rc->id, rbuf, (uint8_t)n);
+	}
+	rc->state = RC_DEAD;
+	rc->silent = true;
+	rc_teardown(rc, 0);
+	return;
+
+undo_conn:
+	c->state = RMSGI_CS_CLOSED;
+	rmsgi_list_del(&c->link);
+	ev_unref(r->ctx->loop);
+	rmsgi_conn_put(c);
+reject:
+	rdma_reject(ev->id, NULL, 0);
+	rdma_destroy_id(ev->id);
+}
+
+static int cm_status_err(int status, int dflt)
+{
+	return status < 0 && status > -4096 ? status : dflt;
+}
+
+static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
+{
+	struct rdma_conn *rc = ev->id->context;
+	struct rdma_conn_param param;
+	struct rmsgi_hello h;
+	uint8_t buf[64];
+	int ret;
+
+	if (!rc)
+		return;	/* a listening id's own events */
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		ret = rmsgi_err_cm(rdma_resolve_route(
+			rc->id, (int)rc->c->cfg.timeout_ms));
+		if (ret)
+			rc_teardown(rc, ret);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		ret = rc_setup_qp(rc);
+		if (ret == 0) {
+			rc_conn_param(rc, &param, buf);
+			ret = rmsgi_err_cm(rdma_connect(rc->id, &param));
+		}
+		if (ret)
+			rc_teardown(rc, ret);
+		else
+			rc->state = RC_CONNECTING;
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (rc->state != RC_CONNECTING)
+			break;	/* a receive already showed it (on_recv) */
+		rc_timer_stop(rc);
+		rc->state = RC_UP;
+		if (rc->c->is_server) {
+			rmsgi_conn_ev_established(rc->c, NULL);
+		} else if (rmsgi_hello_decode(ev->param.conn.private_data,
+					      ev->param.conn.private_data_len,
+					      &h) == 0) {
+			rmsgi_conn_ev_established(rc->c, &h);
+		} else {
+			rc_teardown(rc, -EPROTO);
+		}
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		if (rmsgi_hello_decode(ev->param.conn.private_data,
+				       ev->param.conn.private_data_len,
+				       &h) == 0 && h.status < 0) {
+			rmsgi_conn_ev_failed(rc->c, h.status, &h);
+			rc_teardown(rc, h.status);
+		} else {
+			rc_teardown(rc, -ECONNREFUSED);
+		}
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		rc_teardown(rc, cm_status_err(ev->status, -EHOSTUNREACH));
+		break;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		rc_teardown(rc, cm_status_err(ev->status, -ECONNREFUSED));
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		rc_teardown(rc, -ECONNRESET);
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		rc_teardown(rc, -ENODEV);
+		break;
+	default:
+		break;
+	}
+}
+
+static void cm_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct rdma_ctx *r = w->data;
+	struct rdma_cm_event *ev, copy;
+
+	while (rdma_get_cm_event(r->ech, &ev) == 0) {
+		uint8_t pdata[256];
+
+		/* ack first: a handler may destroy the id */
+		copy = *ev;
+		if (ev->param.conn.private_data_len &&
+		    ev->param.conn.private_data) {
+			memcpy(pdata, ev->param.conn.private_data,
+			       RMSGI_MIN(ev->param.conn.private_data_len,
+					 sizeof(pdata)));
+			copy.param.conn.private_data = pdata;
+		}
+		if (copy.event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			/* the listener is known from the listen id's owner */
+			struct rmsgi_list *n;
+			struct rdma_listener *rl = NULL;
+
+			for (n = r->ctx->listeners.next;
+			     n != &r->ctx->listeners; n = n->next) {
+				struct rmsg_listener *l = rmsgi_list_entry(
+					n, struct rmsg_listener, link);
+				struct rdma_listener *x =
+					l->tr_priv[RMSGI_TR_RDMA];
+
+				if (x && x->id == copy.listen_id)
+					rl = x;
+			}
+			rdma_ack_cm_event(ev);
+			if (rl) {
+				on_connect_request(r, &copy, rl);
+			} else {
+				rdma_reject(copy.id, NULL, 0);
+				rdma_destroy_id(copy.id);
+			}
+			continue;
+		}
+		rdma_ack_cm_event(ev);
+		rmsgi_dbg(r->ctx, "cm event %s status %d",
+			  rdma_event_str(copy.event), copy.status);
+		on_cm_event(r, &copy);
+	}
+	rmsgi_ctx_flush(r->ctx);
+}
+
+/* ------------------------------------------------------------------ */
+/* sending                                                              */
+
+static uint32_t ring_used(const struct rdma_conn *rc)
+{
+	return rc->head - rc->tail;
+}
+
+static struct sq_slot *slot_fill(struct rdma_conn *rc, uint8_t kind)
+{
+	struct sq_slot *s = &rc->ring[rc->head % SQ_DEPTH];
+
+	memset(s, 0, offsetof(struct sq_slot, sge));
+	s->kind = kind;
+	s->wr.wr_id = SEND_TAG | rc->head;
+	s->wr.sg_list = s->sge;
+	rc->head++;
+	return s;
+}
+
+/* registers a rendezvous send's pieces and lists them for the peer */
+static int rndv_prepare(struct rdma_conn *rc, struct rmsgi_op *op,
+			uint8_t *frame, size_t *flen_p)
+{
+	struct rndv_tx *tx;
+	size_t off = RMSGI_HDR_SIZE;
+	int i, n = 0;
+
+	tx = calloc(1, sizeof(*tx) + sizeof(tx->mr[0]) * (size_t)op->iovcnt);
+	if (!tx)
+		return -ENOMEM;
+	for (i = 0; i < op->iovcnt; i++) {
+		struct rmsgi_seg seg;
+		struct ibv_mr *mr;
+
+		if (!op->iov[i].iov_len)
+			continue;
+		mr = ibv_reg_mr(rc->r->pd, op->iov[i].iov_base,
+				op->iov[i].iov_len, IBV_ACCESS_REMOTE_READ);
+		if (!mr) {
+			int err = errno ? -errno : -ENOMEM;
+
+			rmsgi_err(rc->r->ctx, "registering %zu bytes for a "
+				  "rendezvous send failed: %s",
+				  op->iov[i].iov_len, rmsg_strerror(err));
+			tx->nmr = n;
+			op->tr_priv = tx;
+			return err == -EPERM || err == -EFAULT ? -ENOMEM : err;
+		}
+		tx->mr[n++] = mr;
+		seg.addr = (uintptr_t)op->iov[i].iov_base;
+		seg.len = (uint32_t)op->iov[i].iov_len;
+		seg.rkey = mr->rkey;
+		rmsgi_seg_encode(&seg, frame + off);
+		off += RMSGI_SEG_SIZE;
+	}
+	tx->nmr = n;
+	op->tr_priv = tx;
+	*flen_p = off;
+	return 0;
+}
+
+static void rdma_rndv_release(struct rmsg_conn *c, struct rmsgi_op *op)
+{
+	struct rndv_tx *tx = op->tr_priv;
+	int i;
+
+	if (!tx)
+		return;
+	for (i = 0; i < tx->nmr; i++)
+		ibv_dereg_mr(tx->mr[i]);
+	free(tx);
+	op->tr_priv = NULL;
+}
+
+static int rdma_post(struct rmsg_conn *c, struct rmsgi_op *op)
+{
+	struct rdma_conn *rc = c->tr_priv;
+	struct rdma_ctx *r = rc->r;
+	struct rmsgi_hdr h;
+	struct sq_slot *s;
+	uint8_t *hdr;
+	size_t total, flen;
+	uint32_t lkey;
+	int i, ret, nsge;
+	bool zc = true;
+
+	if (rc->state != RC_UP)
+		return -ENOTCONN;
+	/* keep room for rendezvous reads of the other direction */
+	if (ring_used(rc) >= SQ_DEPTH - 8) {
+		rc->room_wanted = true;
+		return -EAGAIN;
+	}
+	h.type = op->type;
+	h.flags = 0;
+	h.credits = op->credits;
+	h.aux = op->aux;
+	h.len = op->len;
+	h.id = op->id;
+	s = slot_fill(rc, SLOT_SEND);
+	s->op = op;
+	hdr = rc->hdrs + (size_t)(rc->head - 1) % SQ_DEPTH * 64;
+	s->wr.opcode = IBV_WR_SEND;
+
+	if (op->rndv) {
+		size_t need = RMSGI_HDR_SIZE +
+			      (size_t)op->iovcnt * RMSGI_SEG_SIZE;
+
+		ret = rmsgi_pool_alloc(r->ctx->pool, need, &s->copybuf);
+		if (ret)
+			goto undo;
+		ret = rndv_prepare(rc, op, s->copybuf, &flen);
+		if (ret)
+			goto undo;
+		if (flen - RMSGI_HDR_SIZE > c->peer_eager) {
+			ret = -EMSGSIZE;
+			goto undo;
+		}
+		rmsgi_hdr_encode(&h, s->copybuf);
+		rmsgi_pool_lookup(r->ctx->pool, s->copybuf, flen, &lkey);
+		s->sge[0].addr = (uintptr_t)s->copybuf;
+		s->sge[0].length = (uint32_t)flen;
+		s->sge[0].lkey = lkey;
+		s->wr.num_sge = 1;
+		if (flen <= rc->max_inline)
+			s->wr.send_flags |= IBV_SEND_INLINE;
+		return 0;
+	}
+
+	rmsgi_hdr_encode(&h, hdr);
+	total = RMSGI_HDR_SIZE + op->len;
+	s->sge[0].addr = (uintptr_t)hdr;
+	s->sge[0].length = RMSGI_HDR_SIZE;
+	s->sge[0].lkey = rc->hdrs_lkey;
+	nsge = 1;
+	if (op->iovcnt + 1 > (int)rc->max_sge)
+		zc = false;
+	for (i = 0; zc && i < op->iovcnt; i++) {
+		if (!op->iov[i].iov_len)
+			continue;
+		s->sge[nsge].addr = (uintptr_t)op->iov[i].iov_base;
+		s->sge[nsge].length = (uint32_t)op->iov[i].iov_len;
+		/* inline sends copy at post time; keys do not matter */
+		if (total > rc->max_inline &&
+		    rmsgi_pool_lookup(r->ctx->pool, op->iov[i].iov_base,
+				      op->iov[i].iov_len, &lkey))
+			zc = false;
+		s->sge[nsge].lkey = lkey;
+		nsge++;
+	}
+	if (zc) {
+		s->wr.num_sge = nsge;
+		if (total <= rc->max_inline)
+			s->wr.send_flags |= IBV_SEND_INLINE;
+		return 0;
+	}
+	/* unregistered memory: one copy into a registered buffer */
+	ret = rmsgi_pool_alloc(r->ctx->pool, total, &s->copybuf);
+	if (ret)
+		goto undo;
+	memcpy(s->copybuf, hdr, RMSGI_HDR_SIZE);
+	flen = RMSGI_HDR_SIZE;
+	for (i = 0; i < op->iovcnt; i++) {
+		memcpy((uint8_t *)s->copybuf + flen, op->iov[i].iov_base,
+		       op->iov[i].iov_len);
+		flen += op->iov[i].iov_len;
+	}
+	rmsgi_pool_lookup(r->ctx->pool, s->copybuf, total, &lkey);
+	s->sge[0].addr = (uintptr_t)s->copybuf;
+	s->sge[0].length = (uint32_t)total;
+	s->sge[0].lkey = lkey;
+	s->wr.num_sge = 1;
+	return 0;
+
+undo:
+	if (op->rndv)
+		rdma_rndv_release(c, op);
+	rmsgi_pool_free(r->ctx->pool, s->copybuf);
+	rc->head--;
+	return ret;
+}
+
+/* posts every filled slot as one chain */
+static void rdma_kick(struct rmsg_conn *c)
+{
+	struct rdma_conn *rc = c->tr_priv;
+	struct ibv_send_wr *first = NULL, *prev = NULL, *bad;
+	uint32_t i;
+	int ret;
+
+	if (rc->state != RC_UP || rc->unposted == rc->head)
+		return;
+	for (i = rc->unposted; i != rc->head; i++) {
+		struct sq_slot *s = &rc->ring[i % SQ_DEPTH];
+
+		if (++rc->since_sig >= SIG_EVERY || i + 1 == rc->head ||
+		    s->kind == SLOT_READ) {
+			s->wr.send_flags |= IBV_SEND_SIGNALED;
+			s->signaled = 1;
+			rc->since_sig = 0;
+		}
+		s->wr.next = NULL;
+		if (prev)
+			prev->next = &s->wr;
+		else
+			first = &s->wr;
+		prev = &s->wr;
+	}
+	rmsgi_dbg(rc->r->ctx, "conn %u: post slots %u..%u", c->id,
+		  rc->unposted, rc->head - 1);
+	ret = ibv_post_send(rc->qp, first, &bad);
+	if (ret) {
+		ret = rmsgi_err_verbs(ret);
+		rmsgi_err(rc->r->ctx, "ibv_post_send: %s", rmsg_strerror(ret));
+		/* slots from bad on were not posted: teardown retires them */
+		rc->unposted = (uint32_t)(bad->wr_id & ~SEND_TAG);
+		rc_teardown(rc, ret);
+		return;
+	}
+	rc->unposted = rc->head;
+}
+
+/* ------------------------------------------------------------------ */
+/* rendezvous receive                                                   */
+
+static void rndv_rx_free(struct rmsg_msg *m)
+{
+	struct rndv_rx *rx = RMSGI_CONTAINER_OF(m, struct rndv_rx, m);
+
+	rmsgi_pool_free(rx->rc->r->ctx->pool, rx->buf);
+	free(rx);
+}
+
+/* posts reads for pending rendezvous receives while room lasts */
+static void rc_post_reads(struct rdma_conn *rc)
+{
+	struct rdma_ctx *r = rc->r;
+	bool any = false;
+
+	while (rc->pending_reads && rc->state == RC_UP) {
+		struct rndv_rx *rx = rc->pending_reads;
+		struct rmsgi_seg *seg = &rx->segs[rx->seg_idx];
+		uint64_t chunk;
+		struct sq_slot *s;
+
+		if (ring_used(rc) >= SQ_DEPTH || rc->reads_out >= r->rd_atom)
+			break;
+		chunk = RMSGI_MIN(seg->len - rx->seg_off, r->max_msg_sz);
+		s = slot_fill(rc, SLOT_READ);
+		s->rx = rx;
+		s->wr.opcode = IBV_WR_RDMA_READ;
+		s->wr.num_sge = 1;
+		s->sge[0].addr = (uintptr_t)(rx->buf + rx->dst_off);
+		s->sge[0].length = (uint32_t)chunk;
+		s->sge[0].lkey = rx->lkey;
+		s->wr.wr.rdma.remote_addr = seg->addr + rx->seg_off;
+		s->wr.wr.rdma.rkey = seg->rkey;
+		rx->reads_out++;
+		rc->reads_out++;
+		rx->dst_off += chunk;
+		rx->seg_off += chunk;
+		if (rx->seg_off == seg->len) {
+			rx->seg_idx++;
+			rx->seg_off = 0;
+		}
+		if (rx->seg_idx == rx->nseg) {
+			rc->pending_reads = rx->next_pending;
+			if (!rc->pending_reads)
+				rc->pending_tail = NULL;
+		}
+		any = true;
+	}
+	if (any)
+		rdma_kick(rc->c);
+}
+
+static int rndv_rx_start(struct rdma_conn *rc, const struct rmsgi_hdr *h,
+			 const uint8_t *payload, size_t plen)
+{
+	struct rmsg_conn *c = rc->c;
+	struct rndv_rx *rx;
+	uint32_t i, nseg;
+	uint64_t sum = 0;
+	int ret;
+
+	if (plen == 0 || plen % RMSGI_SEG_SIZE || h->len <= 0)
+		return -EPROTO;
+	nseg = (uint32_t)(plen / RMSGI_SEG_SIZE);
+	rx = calloc(1, sizeof(*rx) + nseg * sizeof(rx->segs[0]));
+	if (!rx)
+		return -ENOMEM;
+	for (i = 0; i < nseg; i++) {
+		rmsgi_seg_decode(payload + i * RMSGI_SEG_SIZE, &rx->segs[i]);
+		if (rx->segs[i].len == 0) {
+			free(rx);
+			return -EPROTO;
+		}
+		sum += rx->segs[i].len;
+	}
+	if (sum != h->len) {
+		free(rx);
+		return -EPROTO;
+	}
+	ret = rmsgi_pool_alloc(rc->r->ctx->pool, h->len, (void **)&rx->buf);
+	if (ret) {
+		free(rx);
+		return ret;
+	}
+	rmsgi_pool_lookup(rc->r->ctx->pool, rx->buf, h->len, &rx->lkey);
+	rx->rc = rc;
+	rx->nseg = nseg;
+	rmsgi_msg_init(&rx->m, c, rx->buf, h->len);
+	rx->m.ready = 0;
+	rx->m.free_fn = rndv_rx_free;
+	ret = rmsgi_conn_rx(c, h, &rx->m);
+	if (ret)
+		return 0;	/* the conn freed rx and is closing */
+	if (rc->pending_tail)
+		rc->pending_tail->next_pending = rx;
+	else
+		rc->pending_reads = rx;
+	rc->pending_tail = rx;
+	rc_post_reads(rc);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* completions                                                          */
+
+/* retires slots up to and including @upto; @status applies to @upto */
+static void rc_retire(struct rdma_conn *rc, uint32_t upto, int status)
+{
+	struct rmsg_conn *c = rc->c;
+
+	while ((int32_t)(upto - rc->tail) >= 0 && rc->tail != rc->head) {
+		struct sq_slot *s = &rc->ring[rc->tail % SQ_DEPTH];
+		int st = rc->tail == upto ? status : 0;
+
+		rc->tail++;
+		if (s->copybuf) {
+			rmsgi_pool_free(rc->r->ctx->pool, s->copybuf);
+			s->copybuf = NULL;
+		}
+		if (s->kind == SLOT_READ) {
+			struct rndv_rx *rx = s->rx;
+
+			rc->reads_out--;
+			if (st && !rx->status)
+				rx->status = st;
+			if (--rx->reads_out == 0 && rx->seg_idx == rx->nseg)
+				rmsgi_conn_rx_ready(c, &rx->m, rx->status);
+		} else if (s->op) {
+			rmsgi_conn_op_done(c, s->op, st);
+		}
+	}
+	if (rc->room_wanted && ring_used(rc) < SQ_DEPTH / 2) {
+		rc->room_wanted = false;
+		rmsgi_conn_tr_room(c);
+	}
+}
+
+static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
+{
+	struct rxbuf *rb = (struct rxbuf *)(uintptr_t)wc->wr_id;
+	struct rdma_conn *rc = qpn_find(r, wc->qp_num);
+	struct rmsgi_hdr h;
+	int ret;
+
+	rmsgi_dbg(r->ctx, "recv qpn %u status %d len %u conn %u", wc->qp_num,
+		  wc->status, wc->byte_len, rc ? rc->c->id : 0);
+	r->srq_posted--;
+	rmsgi_msg_init(&rb->m, NULL, NULL, 0);
+	rb->m.free_fn = rxbuf_release;
+	if (rc && rc->state == RC_CONNECTING && rc->c->is_server &&
+	    rc->c->state == RMSGI_CS_ACCEPTING &&
+	    wc->status == IBV_WC_SUCCESS) {
+		/* the peer's first frame can beat RDMA_CM_EVENT_ESTABLISHED:
+		 * the connection is up, the event will only confirm it */
+		rc_timer_stop(rc);
+		rc->state = RC_UP;
+		rmsgi_conn_ev_established(rc->c, NULL);
+	}
+	if (wc->status != IBV_WC_SUCCESS || !rc || rc->state != RC_UP) {
+		rxbuf_release(&rb->m);
+		if (rc && wc->status != IBV_WC_SUCCESS &&
+		    wc->status != IBV_WC_WR_FLUSH_ERR)
+			rc_teardown(rc, rmsgi_err_wc(wc->status));
+		return;
+	}
+	/* the buffer carries one of this conn's credits until reposted */
+	rb->m.conn = rc->c;
+	rmsgi_conn_get(rc->c);
+	/* DATA fits the buffer (byte_len checks it); RNDV_REQ announces up
+	 * to the configured maximum */
+	ret = rmsgi_hdr_decode(rb->buf, wc->byte_len, rc->c->cfg.max_msg_size,
+			       &h);
+	if (ret == 0 && h.type == RMSGI_T_DATA &&
+	    h.len != wc->byte_len - RMSGI_HDR_SIZE)
+		ret = -EPROTO;
+	if (ret == 0 && h.type >= RMSGI_T_HELLO)
+		ret = -EPROTO;
+	if (ret == 0 && h.type != RMSGI_T_DATA && h.type != RMSGI_T_RNDV_REQ &&
+	    wc->byte_len != RMSGI_HDR_SIZE)
+		ret = -EPROTO;
+	if (ret == 0 && h.type == RMSGI_T_RNDV_REQ) {
+		/* the request frame is consumed here; its buffer goes back */
+		ret = rndv_rx_start(rc, &h, rb->buf + RMSGI_HDR_SIZE,
+					    wc->byte_len - RMSGI_HDR_SIZE);
+		rxbuf_release(&rb->m);
+		if (ret)
+			rmsgi_conn_abort(rc->c, ret);
+		return;
+	}
+	if (ret) {
+		rxbuf_release(&rb->m);
+		rmsgi_conn_abort(rc->c, ret);
+		return;
+	}
+	rb->m.data = rb->buf + RMSGI_HDR_SIZE;
+	rb->m.len = h.len;
+	rmsgi_conn_rx(rc->c, &h, &rb->m);
+}
+
+static int cq_drain(struct rdma_ctx *r)
+{
+	struct ibv_wc wcs[32];
+	int n, i, total = 0;
+
+	while ((n = ibv_poll_cq(r->cq, 32, wcs)) > 0) {
+		for (i = 0; i < n; i++) {
+			struct ibv_wc *wc = &wcs[i];
+			struct rdma_conn *rc;
+
+			if (!(wc->wr_id & SEND_TAG)) {
+				on_recv(r, wc);
+				continue;
+			}
+			rc = qpn_find(r, wc->qp_num);
+			rmsgi_dbg(r->ctx, "send wc qpn %u slot %u status %d",
+				  wc->qp_num, (uint32_t)wc->wr_id, wc->status);
+			if (!rc)
+				continue;
+			rc_retire(rc, (uint32_t)wc->wr_id,
+				  rmsgi_err_wc(wc->status));
+			if (wc->status != IBV_WC_SUCCESS &&
+			    wc->status != IBV_WC_WR_FLUSH_ERR) {
+				rmsgi_warn(r->ctx, "conn %u: work completion "
+					   "error: %s", rc->c->id,
+					   ibv_wc_status_str(wc->status));
+				rc_teardown(rc, rmsgi_err_wc(wc->status));
+			} else if (rc->state == RC_DRAINING &&
+				   rc->tail == rc->head) {
+				rc_teardown(rc, 0);
+			} else if (rc->pending_reads) {
+				rc_post_reads(rc);
+			}
+		}
+		total += n;
+	}
+	return total;
+}
+
+static int rdma_poll(struct rmsg_ctx *ctx, bool arm)
+{
+	struct rdma_ctx *r = rctx(ctx);
+	int n;
+
+	if (!r || !r->cq)
+		return 0;
+	if (r->repost)
+		rx_repost(r);
+	n = cq_drain(r);
+	if (arm) {
+		ibv_req_notify_cq(r->cq, 0);
+		n += cq_drain(r);
+	}
+	return n;
+}
+
+static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct rdma_ctx *r = w->data;
+	struct ibv_cq *cq;
+	void *cq_ctx;
+
+	while (ibv_get_cq_event(r->cch, &cq, &cq_ctx) == 0) {
+		if (++r->cq_events >= 64) {
+			ibv_ack_cq_events(r->cq, r->cq_events);
+			r->cq_events = 0;
+		}
+	}
+	ibv_req_notify_cq(r->cq, 0);
+	cq_drain(r);
+	rmsgi_ctx_flush(r->ctx);
+}
+
+/* ------------------------------------------------------------------ */
+/* teardown                                                             */
+
+/* fails the connection (reason < 0) or continues a drain (reason 0); the
+ * endpoint goes once every posted slot has retired */
+static void rc_teardown(struct rdma_conn *rc, int reason)
+{
+	struct rdma_ctx *r = rc->r;
+	struct rmsg_conn *c = rc->c;
+
+	if (reason && !rc->silent && c->state < RMSGI_CS_CLOSING)
+		rmsgi_conn_ev_failed(c, reason, NULL);
+	if (rc->state != RC_DRAINING && rc->state != RC_DEAD) {
+		struct ibv_qp_attr qattr = { .qp_state = IBV_QPS_ERR };
+
+		if (rc->state == RC_UP || rc->state == RC_CONNECTING)
+			rdma_disconnect(rc->id);
+		rc->state = RC_DRAINING;
+		if (rc->qp)
+			ibv_modify_qp(rc->qp, &qattr, IBV_QP_STATE);
+		/* slots filled but never posted will not complete */
+		while (rc->unposted != rc->head) {
+			struct sq_slot *s = &rc->ring[--rc->head % SQ_DEPTH];
+
+			if (s->copybuf)
+				rmsgi_pool_free(r->ctx->pool, s->copybuf);
+			if (s->op)
+				rmsgi_conn_op_done(c, s->op, -ECANCELED);
+			if (s->kind == SLOT_READ) {
+				s->rx->reads_out--;
+				rc->reads_out--;
+			}
+		}
+		rc_timer(rc, TEARDOWN_MS);
+	} else if (rc->state == RC_DEAD) {
+		/* a rejected request: nothing was posted */
+		rc->tail = rc->head;
+	}
+	if (rc->tail != rc->head)
+		return;	/* flush completions still to come */
+
+	rc_timer_stop(rc);
+	while (rc->pending_reads) {
+		struct rndv_rx *rx = rc->pending_reads;
+
+		rc->pending_reads = rx->next_pending;
+		if (rx->reads_out == 0)
+			rmsgi_conn_rx_ready(c, &rx->m, -ECANCELED);
+		else
+			rx->seg_idx = rx->nseg;
+	}
+	rc->pending_tail = NULL;
+	if (rc->qp) {
+		qpn_del(r, rc);
+		rdma_destroy_qp(rc->id);
+		rc->qp = NULL;
+	}
+	if (rc->id)
+		rdma_destroy_id(rc->id);
+	rc->id = NULL;
+	if (rc->hdrs)
+		rmsgi_pool_free(r->ctx->pool, rc->hdrs);
+	r->srq_target -= rc->granted;
+	r->nconns--;
+	c->tr_priv = NULL;
+	if (rc->silent) {
+		/* never reached the app: no callbacks, just free */
+		free(rc);
+		c->state = RMSGI_CS_CLOSED;
+		rmsgi_list_del(&c->link);
+		ev_unref(r->ctx->loop);
+		rmsgi_conn_put(c);
+		return;
+	}
+	free(rc);
+	rmsgi_conn_ev_down(c);
+}
+
+static void rc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct rdma_conn *rc = w->data;
+
+	rc->timer_on = false;
+	ev_ref(loop);
+	if (rc->state == RC_DRAINING) {
+		/* the device never flushed: retire by force, QP first */
+		rmsgi_warn(rc->r->ctx, "conn %u: %u work requests never "
+			   "flushed; destroying the QP", rc->c->id,
+			   rc->head - rc->tail);
+		if (rc->qp) {
+			qpn_del(rc->r, rc);
+			rdma_destroy_qp(rc->id);
+			rc->qp = NULL;
+		}
+		rc_retire(rc, rc->head - 1, -ECANCELED);
+		rc_teardown(rc, 0);
+	} else if (rc->state != RC_UP) {
+		rc_teardown(rc, -ETIMEDOUT);
+	}
+	rmsgi_ctx_flush(rc->r->ctx);
+}
+
+static void rdma_disconnect_op(struct rmsg_conn *c)
+{
+	struct rdma_conn *rc = c->tr_priv;
+
+	if (!rc)
+		return;
+	rc_teardown(rc, 0);
+}
+
+static void rdma_ctx_fini(struct rmsg_ctx *ctx)
+{
+	struct rdma_ctx *r = rctx(ctx);
+	uint32_t i;
+	int spins;
+
+	if (!r)
+		return;
+	/* conns were told to close: give the device a moment to flush */
+	for (spins = 0; r->nconns && spins < 100000; spins++)
+		if (r->cq)
+			cq_drain(r);
+	for (i = 0; i < QPN_BUCKETS; i++) {
+		while (r->qpn_hash[i]) {
+			struct rdma_conn *rc = r->qpn_hash[i];
+
+			qpn_del(r, rc);
+			rdma_destroy_qp(rc->id);
+			rc->qp = NULL;
+			rc_retire(rc, rc->head - 1, -ECANCELED);
+			rc_teardown(rc, 0);
+		}
+	}
+	if (r->verbs) {
+		ev_ref(ctx->loop);
+		ev_io_stop(ctx->loop, &r->cq_io);
+		if (r->cq_events)
+			ibv_ack_cq_events(r->cq, r->cq_events);
+		ibv_destroy_srq(r->srq);
+		ibv_destroy_cq(r->cq);
+		ibv_destroy_comp_channel(r->cch);
+	}
+	for (i = 0; i < r->nchunks; i++) {
+		rmsgi_pool_free(ctx->pool, r->rx_chunks[2 * i]);
+		free(r->rx_chunks[2 * i + 1]);
+	}
+	free(r->rx_chunks);
+	rmsgi_pool_clear_reg(ctx->pool);
+	if (r->pd)
+		ibv_dealloc_pd(r->pd);
+	ev_ref(ctx->loop);
+	ev_io_stop(ctx->loop, &r->cm_io);
+	rdma_destroy_event_channel(r->ech);
+	free(r);
+	ctx->tr_priv[RMSGI_TR_RDMA] = NULL;
+}
+
+static int rdma_buf_key(struct rmsg_ctx *ctx, const void *addr, size_t len,
+			uint32_t *lkey_p)
+{
+	return rmsgi_pool_lookup(ctx->pool, addr, len, lkey_p);
+}
+
+const struct rmsgi_tr_ops rmsgi_tr_rdma = {
+	.name = "rdma",
+	.id = RMSGI_TR_RDMA,
+	.caps = RMSGI_TR_CAP_RNDV,
+	.ctx_fini = rdma_ctx_fini,
+	.listen = rdma_listen_op,
+	.listen_close = rdma_listen_close,
+	.connect = rdma_connect_op,
+	.disconnect = rdma_disconnect_op,
+	.post = rdma_post,
+	.kick = rdma_kick,
+	.rndv_release = rdma_rndv_release,
+	.poll = rdma_poll,
+	.buf_key = rdma_buf_key,
+};

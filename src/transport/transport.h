@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * transport.h - the ops table every backend fills in.
+ *
+ * The connection state machine (conn.c) knows nothing of verbs or sockets:
+ * it hands whole frames to a backend through these ops and hears back
+ * through the rmsgi_conn_ev_*() and rmsgi_conn_op_done() functions.
+ *
+ * Rules a backend keeps:
+ *  - post() is called only in RMSGI_CS_ESTABLISHED, with a credit already
+ *    taken for frames that land in a peer's receive buffer. It returns
+ *    -EAGAIN when the backend has no room; it then calls
+ *    rmsgi_conn_tr_room() when room returns.
+ *  - Every op accepted by post() is completed exactly once with
+ *    rmsgi_conn_op_done(), also when the connection fails (status
+ *    -ECANCELED on a local close, else the failure).
+ *  - A failure or a peer disconnect is reported once with
+ *    rmsgi_conn_ev_failed(); after every posted op has completed and the
+ *    endpoint is released, the backend calls rmsgi_conn_ev_down().
+ *  - disconnect() starts a local close; it leads to the same
+ *    rmsgi_conn_ev_down() (without ev_failed).
+ *  - Received frames go to rmsgi_conn_rx() in order, with a struct rmsg_msg
+ *    whose free_fn gives the buffer back and calls
+ *    rmsgi_conn_credit_freed() for a buffer that carried a credit.
+ */
+#ifndef RMSG_TRANSPORT_H
+#define RMSG_TRANSPORT_H
+
+struct rmsg_ctx;
+struct rmsg_conn;
+struct rmsg_listener;
+struct rmsgi_uri;
+struct rmsgi_op;
+struct rmsg_msg;
+
+enum rmsgi_tr_id {
+	RMSGI_TR_RDMA = 0,
+	RMSGI_TR_TCP = 1,
+	RMSGI_TR_COUNT = 2,
+};
+
+/* capabilities */
+#define RMSGI_TR_CAP_RNDV 0x1	/* large messages go by rendezvous read */
+
+struct rmsgi_tr_ops {
+	const char *name;
+	enum rmsgi_tr_id id;
+	unsigned caps;
+
+	/* per-context state; ctx_fini aborts what is left */
+	void (*ctx_fini)(struct rmsg_ctx *ctx);
+
+	int (*listen)(struct rmsg_listener *l, const struct rmsgi_uri *u);
+	void (*listen_close)(struct rmsg_listener *l);
+
+	/* client: resolve, connect and send the hello */
+	int (*connect)(struct rmsg_conn *c, const struct rmsgi_uri *u);
+	/* local close; ends in rmsgi_conn_ev_down() */
+	void (*disconnect)(struct rmsg_conn *c);
+
+	int (*post)(struct rmsg_conn *c, struct rmsgi_op *op);
+	/* end of a batch of post() calls: ring the doorbell; may be NULL */
+	void (*kick)(struct rmsg_conn *c);
+	/* a rendezvous send was acknowledged: release what post() pinned */
+	void (*rndv_release)(struct rmsg_conn *c, struct rmsgi_op *op);
+
+	/* polls completions without blocking and returns how many ran;
+	 * with @arm, also re-arms event notification before the loop sleeps
+	 * (then polls once more, closing the notify race). NULL if the
+	 * backend is purely event driven. */
+	int (*poll)(struct rmsg_ctx *ctx, bool arm);
+
+	/* a pointer's registered-memory key, for zero-copy decisions */
+	int (*buf_key)(struct rmsg_ctx *ctx, const void *addr, size_t len,
+		       uint32_t *lkey_p);
+};
+
+extern const struct rmsgi_tr_ops rmsgi_tr_rdma;
+extern const struct rmsgi_tr_ops rmsgi_tr_tcp;
+
+#endif /* RMSG_TRANSPORT_H */

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * common.h - helpers shared by the integration tests. Each test runs a
+ * server and a client on one libev loop, over the transport named by
+ * RMSG_TEST_TRANSPORT (tcp or rdma) at RMSG_TEST_ADDR.
+ */
+#ifndef RMSG_TEST_COMMON_H
+#define RMSG_TEST_COMMON_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <ev.h>
+#include <rmsg.h>
+
+#define T_SKIP 77
+
+#define T_FAIL(...)                                                       \
+	do {                                                              \
+		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);      \
+		fprintf(stderr, __VA_ARGS__);                             \
+		fprintf(stderr, "\n");                                    \
+		exit(1);                                                  \
+	} while (0)
+
+#define T_ASSERT(cond, ...)                                               \
+	do {                                                              \
+		if (!(cond)) {                                            \
+			fprintf(stderr, "assertion '%s' failed\n", #cond); \
+			T_FAIL(__VA_ARGS__);                              \
+		}                                                         \
+	} while (0)
+
+#define T_OK(expr)                                                        \
+	do {                                                              \
+		int t_ret_ = (expr);                                      \
+		if (t_ret_)                                               \
+			T_FAIL("%s = %d (%s)", #expr, t_ret_,             \
+			       rmsg_strerror(t_ret_));                    \
+	} while (0)
+
+/* "tcp" or "rdma" */
+const char *t_transport(void);
+/* scheme://addr:port for the chosen transport */
+void t_uri(char *buf, size_t len, uint16_t port);
+/* listens on port 0 and returns the listener's URI for clients */
+void t_listen(struct rmsg_ctx *ctx, const struct rmsg_cfg *cfg,
+	      const struct rmsg_conn_ops *ops, rmsg_accept_cb accept,
+	      void *arg, struct rmsg_listener **l_p, char *uri, size_t len);
+/* fails the test if the loop still runs after @seconds */
+void t_deadline(struct ev_loop *loop, double seconds);
+/* exits 77 when the transport is unavailable here */
+void t_require_transport(void);
+/* deterministic PRNG (xorshift64*) */
+uint64_t t_rand(void);
+void t_seed(uint64_t seed);
+/* log-uniform size in [lo, hi] */
+size_t t_size_log(size_t lo, size_t hi);
+/* fills/checks a pattern derived from (seed, offset) */
+void t_fill(void *buf, size_t len, uint64_t seed);
+int t_check(const void *buf, size_t len, uint64_t seed);
+/* splits [0,len) into up to @max random pieces of @buf */
+int t_split(void *buf, size_t len, struct iovec *iov, int max);
+/* scale for slow environments: RMSG_TEST_SCALE (default 1.0) */
+double t_scale(void);
+
+#endif
