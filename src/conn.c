@@ -133,6 +133,7 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c,
 		set_peer(c, h);
 	}
 	c->state = RMSGI_CS_ESTABLISHED;
+	c->was_established = true;
 	rmsgi_conn_get(c);
 	if (c->ops.on_established) {
 		c->ctx->in_cb++;
@@ -248,6 +249,8 @@ int rmsg_conn_close(struct rmsg_conn *c)
 {
 	if (!c)
 		return -EINVAL;
+	if (c->in_accept)
+		return -EBUSY;	/* reject by returning an error instead */
 	if (c->state >= RMSGI_CS_CLOSING)
 		return 0;
 	c->close_reason = 0;
@@ -401,6 +404,8 @@ static int send_ctrl(struct rmsg_conn *c, uint8_t type, uint32_t aux,
 	return 0;
 }
 
+static void post_queued(struct rmsg_conn *c);
+
 void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status)
 {
 	m->ready = 1;
@@ -410,7 +415,10 @@ void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status)
 		return;
 	}
 	if (send_ctrl(c, RMSGI_T_RNDV_ACK, status ? (uint32_t)-status : 0,
-		      m->id)) {
+		      m->id) == 0) {
+		/* the ACK goes out before on_msg can close the connection */
+		post_queued(c);
+	} else {
 		rmsgi_list_del(&m->link);
 		m->free_fn(m);
 		rmsgi_conn_abort(c, -ENOMEM);
@@ -431,7 +439,9 @@ static void finalize(struct rmsg_conn *c)
 {
 	c->state = RMSGI_CS_CLOSED;
 	rmsgi_list_del(&c->link);
-	if (c->ops.on_close) {
+	/* an accepted connection that failed its handshake never reached
+	 * the app; a client always learns how its connect ended */
+	if (c->ops.on_close && (c->was_established || !c->is_server)) {
 		c->ctx->in_cb++;
 		c->ops.on_close(c, c->close_reason, c->arg);
 		c->ctx->in_cb--;

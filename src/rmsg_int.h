@@ -208,6 +208,7 @@ struct rmsg_conn {
 	bool want_writable;
 	bool dirty;
 	bool tr_down;		/* transport reported it is gone */
+	bool was_established;
 	bool credit_op_busy;	/* the CREDIT frame is queued or posted */
 	int close_reason;
 	struct rmsgi_op credit_op;

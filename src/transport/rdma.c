@@ -57,7 +57,7 @@ struct rxbuf {
 /* a rendezvous receive: read segments into buf, then deliver */
 struct rndv_rx {
 	struct rmsg_msg m;
-	struct rdma_conn *rc;
+	struct rdma_ctx *r;	/* outlives the connection if held */
 	uint8_t *buf;
 	uint32_t lkey;
 	uint32_t nseg;
@@ -88,7 +88,16 @@ struct sq_slot {
 	struct ibv_sge sge[MAX_SGE + 1];
 };
 
-enum rc_state { RC_RESOLVING, RC_CONNECTING, RC_UP, RC_DRAINING, RC_DEAD };
+/* LINGER: a local close waits for posted work to finish before the QP
+ * goes to error, so messages handed to the device still arrive */
+enum rc_state {
+	RC_RESOLVING,
+	RC_CONNECTING,
+	RC_UP,
+	RC_LINGER,
+	RC_DRAINING,
+	RC_DEAD,
+};
 
 struct rdma_conn {
 	struct rmsg_conn *c;
@@ -114,6 +123,7 @@ struct rdma_conn {
 	bool timer_on;
 	bool room_wanted;
 	bool silent;		/* rejected before the app saw it */
+	struct rdma_conn *dead_next;
 };
 
 struct rdma_listener {
@@ -146,10 +156,14 @@ struct rdma_ctx {
 	uint32_t nchunks;
 	struct rdma_conn *qpn_hash[QPN_BUCKETS];
 	uint32_t nconns;
+	/* torn-down conns, freed outside any dispatch that may still
+	 * hold a pointer to them */
+	struct rdma_conn *graveyard;
 };
 
 static void rc_teardown(struct rdma_conn *rc, int reason);
 static void rc_post_reads(struct rdma_conn *rc);
+static void bury(struct rdma_ctx *r);
 
 static struct rdma_ctx *rctx(struct rmsg_ctx *ctx)
 {
@@ -1115,7 +1129,7 @@ static void rndv_rx_free(struct rmsg_msg *m)
 {
 	struct rndv_rx *rx = RMSGI_CONTAINER_OF(m, struct rndv_rx, m);
 
-	rmsgi_pool_free(rx->rc->r->ctx->pool, rx->buf);
+	rmsgi_pool_free(rx->r->ctx->pool, rx->buf);
 	free(rx);
 }
 
@@ -1195,7 +1209,7 @@ static int rndv_rx_start(struct rdma_conn *rc, const struct rmsgi_hdr *h,
 		return ret;
 	}
 	rmsgi_pool_lookup(rc->r->ctx->pool, rx->buf, h->len, &rx->lkey);
-	rx->rc = rc;
+	rx->r = rc->r;
 	rx->nseg = nseg;
 	rmsgi_msg_init(&rx->m, c, rx->buf, h->len);
 	rx->m.ready = 0;
@@ -1336,7 +1350,8 @@ static int cq_drain(struct rdma_ctx *r)
 					   "error: %s", rc->c->id,
 					   ibv_wc_status_str(wc->status));
 				rc_teardown(rc, rmsgi_err_wc(wc->status));
-			} else if (rc->state == RC_DRAINING &&
+			} else if ((rc->state == RC_DRAINING ||
+				    rc->state == RC_LINGER) &&
 				   rc->tail == rc->head) {
 				rc_teardown(rc, 0);
 			} else if (rc->pending_reads) {
@@ -1353,7 +1368,10 @@ static int rdma_poll(struct rmsg_ctx *ctx, bool arm)
 	struct rdma_ctx *r = rctx(ctx);
 	int n;
 
-	if (!r || !r->cq)
+	if (!r)
+		return 0;
+	bury(r);
+	if (!r->cq)
 		return 0;
 	if (r->repost)
 		rx_repost(r);
@@ -1394,10 +1412,19 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 
 	if (reason && !rc->silent && c->state < RMSGI_CS_CLOSING)
 		rmsgi_conn_ev_failed(c, reason, NULL);
+	if (!reason && rc->state == RC_UP && rc->tail != rc->head) {
+		rc->state = RC_LINGER;
+		rc_timer(rc, TEARDOWN_MS);
+		return;
+	}
+	if (rc->state == RC_LINGER && !reason && rc->tail != rc->head &&
+	    rc->timer_on)
+		return;	/* still lingering */
 	if (rc->state != RC_DRAINING && rc->state != RC_DEAD) {
 		struct ibv_qp_attr qattr = { .qp_state = IBV_QPS_ERR };
 
-		if (rc->state == RC_UP || rc->state == RC_CONNECTING)
+		if (rc->state == RC_UP || rc->state == RC_CONNECTING ||
+		    rc->state == RC_LINGER)
 			rdma_disconnect(rc->id);
 		rc->state = RC_DRAINING;
 		if (rc->qp)
@@ -1447,17 +1474,28 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 	r->srq_target -= rc->granted;
 	r->nconns--;
 	c->tr_priv = NULL;
+	rc->state = RC_DEAD;
+	rc->dead_next = r->graveyard;
+	r->graveyard = rc;
 	if (rc->silent) {
 		/* never reached the app: no callbacks, just free */
-		free(rc);
 		c->state = RMSGI_CS_CLOSED;
 		rmsgi_list_del(&c->link);
 		ev_unref(r->ctx->loop);
 		rmsgi_conn_put(c);
 		return;
 	}
-	free(rc);
 	rmsgi_conn_ev_down(c);
+}
+
+static void bury(struct rdma_ctx *r)
+{
+	while (r->graveyard) {
+		struct rdma_conn *rc = r->graveyard;
+
+		r->graveyard = rc->dead_next;
+		free(rc);
+	}
 }
 
 static void rc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -1466,7 +1504,12 @@ static void rc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	rc->timer_on = false;
 	ev_ref(loop);
-	if (rc->state == RC_DRAINING) {
+	if (rc->state == RC_LINGER) {
+		rmsgi_warn(rc->r->ctx, "conn %u: %u work requests still "
+			   "posted after %d ms: closing anyway", rc->c->id,
+			   rc->head - rc->tail, TEARDOWN_MS);
+		rc_teardown(rc, 0);
+	} else if (rc->state == RC_DRAINING) {
 		/* the device never flushed: retire by force, QP first */
 		rmsgi_warn(rc->r->ctx, "conn %u: %u work requests never "
 			   "flushed; destroying the QP", rc->c->id,
@@ -1525,6 +1568,7 @@ static void rdma_ctx_fini(struct rmsg_ctx *ctx)
 		ibv_destroy_cq(r->cq);
 		ibv_destroy_comp_channel(r->cch);
 	}
+	bury(r);
 	for (i = 0; i < r->nchunks; i++) {
 		rmsgi_pool_free(ctx->pool, r->rx_chunks[2 * i]);
 		free(r->rx_chunks[2 * i + 1]);

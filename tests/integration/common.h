@@ -7,6 +7,7 @@
 #ifndef RMSG_TEST_COMMON_H
 #define RMSG_TEST_COMMON_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

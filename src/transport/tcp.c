@@ -1,0 +1,1433 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tcp.c - the TCP backend: the frames and semantics of the RDMA backend
+ * over a stream socket.
+ *
+ * Handshake: the client sends a HELLO frame, the server answers with
+ * HELLO_ACK or REJECT; each carries a struct rmsgi_hello as payload. A
+ * server-side connection gets its callbacks only once its HELLO reached the
+ * accept decision, so one that dies earlier never reaches the app.
+ *
+ * Sending: post() queues the frame. Its header goes into a per-connection
+ * ring of 32-byte slots (frames leave in order, so a ring as long as the
+ * queue bound never overwrites a live slot); its payload is written
+ * straight from the caller's iovec: no copy, any size, no rendezvous.
+ * kick() ends a batch of posts and writes the whole batch with one
+ * sendmsg(). An op completes once its last byte is in the socket.
+ *
+ * Receiving: one 64 KiB buffer per connection. Frames that fit are
+ * delivered as views into it and copied out only when the app holds the
+ * message past on_msg; larger frames are read straight into memory of
+ * their own. Every frame, control frames included, used one of our
+ * credits: the free_fn of its message gives it back.
+ *
+ * Lifetimes: user callbacks (accept, on_established, on_msg) run inside
+ * this file's handlers and may close the connection, which re-enters
+ * disconnect(). Every entry point therefore counts itself in tc->busy.
+ * Ending a connection closes the socket and completes its ops at once;
+ * its memory goes, and rmsgi_conn_ev_down() is called, only when the
+ * outermost entry point returns.
+ */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "rmsg_int.h"
+
+#define TCP_RBUF_SIZE (64 * 1024)
+/* frames larger than this are read into memory of their own */
+#define TCP_RBUF_FRAME_MAX (TCP_RBUF_SIZE - RMSGI_HDR_SIZE)
+/* output queue bounds: post() says -EAGAIN beyond them */
+#define TCP_MAX_FRAMES 4096
+#define TCP_MAX_QBYTES ((size_t)4 << 20)
+/* a batch this large is written without waiting for kick() */
+#define TCP_BATCH_FRAMES 64
+#define TCP_BATCH_BYTES ((size_t)256 << 10)
+#define TCP_WIOV 1024
+#define TCP_READ_ROUNDS 16
+#define TCP_ACCEPT_BATCH 32
+#define TCP_ACCEPT_PAUSE 0.1
+#define TCP_LISTEN_MAX 4
+#define TCP_MSG_CACHE 256
+#define TCP_SPARE_MAX ((size_t)16 << 20)
+#define TCP_HS_MAX (RMSGI_HDR_SIZE + RMSGI_HELLO_SIZE + RMSG_PRIVATE_DATA_MAX)
+
+#if defined(IOV_MAX) && IOV_MAX < TCP_WIOV
+#error "TCP_WIOV exceeds IOV_MAX"
+#endif
+
+struct tcp_msg;
+
+/* per-context state, ctx->tr_priv[RMSGI_TR_TCP] */
+struct tcp_ctx {
+	struct rmsg_ctx *ctx;
+	struct rmsgi_list conns;
+	struct rmsgi_list listeners;
+	struct tcp_msg *msg_free;	/* recycled message objects */
+	unsigned msg_free_len;
+	struct iovec wiov[TCP_WIOV];	/* sendmsg() scratch */
+};
+
+struct tcp_listener;
+
+struct tcp_lsock {
+	ev_io w;
+	int fd;
+	struct tcp_listener *tl;
+};
+
+struct tcp_listener {
+	struct rmsgi_list link;	/* tcp_ctx->listeners */
+	struct tcp_ctx *t;
+	struct rmsg_listener *l;
+	ev_timer pause;		/* accepting paused after EMFILE */
+	int nsock;
+	struct tcp_lsock sock[TCP_LISTEN_MAX];
+};
+
+enum tcp_phase {
+	TCP_PH_CONNECT,		/* client: connect() in progress */
+	TCP_PH_HELLO,		/* waiting for the peer's HELLO or answer */
+	TCP_PH_OPEN,		/* frames flow */
+};
+
+/* a received frame as conn.c and the app see it */
+struct tcp_msg {
+	struct rmsg_msg m;
+	struct tcp_ctx *t;
+	struct tcp_msg *next;	/* free list */
+	void *heap;		/* payload memory the message owns */
+	bool lent;		/* the read path still watches it */
+	bool freed;		/* free_fn ran while lent */
+};
+
+struct tcp_conn {
+	struct rmsgi_list link;	/* tcp_ctx->conns */
+	struct tcp_ctx *t;
+	struct rmsg_conn *c;
+	struct tcp_listener *tl;	/* server, until the accept decision */
+	int fd;
+	enum tcp_phase phase;
+	int busy;		/* entry points on the stack */
+	bool ended;
+	bool server;
+	bool in_accept;
+	bool blocked;		/* socket full: EV_WRITE drives the output */
+	bool want_room;		/* post() said -EAGAIN */
+	ev_io rw;
+	ev_io ww;
+	ev_timer tmo;		/* connection setup bound */
+
+	/* connecting */
+	struct addrinfo *ai_list;
+	struct addrinfo *ai_next;
+	int conn_err;		/* why the last address failed */
+	int sock_err;		/* why socket() failed */
+
+	/* output: posted ops in order, the head possibly half written */
+	struct rmsgi_list outq;
+	unsigned outq_len;
+	size_t outq_bytes;
+	size_t out_off;
+	uint8_t (*hdr)[RMSGI_HDR_SIZE];
+	unsigned hdr_mask;
+	unsigned hdr_seq;
+	uint8_t hs[TCP_HS_MAX];	/* handshake frame, written first */
+	size_t hs_len;
+	size_t hs_off;
+
+	/* input */
+	uint8_t *rbuf;
+	size_t rhead;
+	size_t rtail;
+	uint8_t *big;		/* a frame larger than rbuf, being read */
+	size_t big_len;
+	size_t big_got;
+	size_t big_cap;
+	struct rmsgi_hdr big_hdr;
+	uint8_t *spare;		/* large-frame memory kept for reuse */
+	size_t spare_cap;
+};
+
+static const uint8_t tcp_empty[1];
+
+static void tcp_conn_unbusy(struct tcp_conn *tc);
+static void tcp_write(struct tcp_conn *tc);
+
+/* ------------------------------------------------------------------ */
+/* helpers                                                              */
+
+/* internal watchers never keep ev_run() alive: the listener or the
+ * connection holds the loop reference */
+static void tcp_io_start(struct ev_loop *loop, ev_io *w)
+{
+	if (ev_is_active(w))
+		return;
+	ev_io_start(loop, w);
+	ev_unref(loop);
+}
+
+static void tcp_io_stop(struct ev_loop *loop, ev_io *w)
+{
+	if (!ev_is_active(w))
+		return;
+	ev_ref(loop);
+	ev_io_stop(loop, w);
+}
+
+static void tcp_timer_start(struct ev_loop *loop, ev_timer *w, double after)
+{
+	if (ev_is_active(w))
+		return;
+	ev_timer_set(w, after, 0);
+	ev_timer_start(loop, w);
+	ev_unref(loop);
+}
+
+/* a one-shot timer that already fired is inactive but may still be
+ * pending in this loop iteration: its callback must not run now */
+static void tcp_timer_stop(struct ev_loop *loop, ev_timer *w)
+{
+	if (ev_is_active(w)) {
+		ev_ref(loop);
+		ev_timer_stop(loop, w);
+	} else if (ev_is_pending(w)) {
+		/* libev stopped it, taking the reference its callback
+		 * would have given back */
+		ev_clear_pending(loop, w);
+		ev_ref(loop);
+	}
+}
+
+/* a socket error as the library reports it */
+static int tcp_errno(int err)
+{
+	switch (err) {
+	case 0:
+		return -EIO;
+	case EPIPE:
+	case ECONNABORTED:
+		return -ECONNRESET;
+	default:
+		return -err;
+	}
+}
+
+static int tcp_gai_err(int err, bool passive)
+{
+	switch (err) {
+	case EAI_MEMORY:
+		return -ENOMEM;
+	case EAI_FAMILY:
+		return -EAFNOSUPPORT;
+	case EAI_SERVICE:
+	case EAI_SOCKTYPE:
+	case EAI_BADFLAGS:
+		return -EINVAL;
+	case EAI_SYSTEM:
+		return errno > 0 ? -errno : -EIO;
+	default:		/* no such name, or no answer */
+		return passive ? -EADDRNOTAVAIL : -EHOSTUNREACH;
+	}
+}
+
+/* small frames must not wait for the ACK of the previous one */
+static void tcp_nodelay(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static struct tcp_ctx *tcp_ctx_get(struct rmsg_ctx *ctx)
+{
+	struct tcp_ctx *t = ctx->tr_priv[RMSGI_TR_TCP];
+
+	if (t)
+		return t;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->ctx = ctx;
+	rmsgi_list_init(&t->conns);
+	rmsgi_list_init(&t->listeners);
+	ctx->tr_priv[RMSGI_TR_TCP] = t;
+	return t;
+}
+
+/* ------------------------------------------------------------------ */
+/* received message objects                                             */
+
+static void tcp_msg_free(struct rmsg_msg *m);
+
+static struct tcp_msg *tcp_msg_get(struct tcp_ctx *t)
+{
+	struct tcp_msg *w = t->msg_free;
+
+	if (w) {
+		t->msg_free = w->next;
+		t->msg_free_len--;
+	} else {
+		w = malloc(sizeof(*w));
+		if (!w)
+			return NULL;
+		w->t = t;
+	}
+	w->heap = NULL;
+	w->lent = false;
+	w->freed = false;
+	return w;
+}
+
+static void tcp_msg_put(struct tcp_msg *w)
+{
+	struct tcp_ctx *t = w->t;
+
+	if (t->msg_free_len >= TCP_MSG_CACHE) {
+		free(w);
+		return;
+	}
+	w->next = t->msg_free;
+	t->msg_free = w;
+	t->msg_free_len++;
+}
+
+/* free_fn: conn.c or the app is done with a frame; may run after the
+ * connection's transport state is gone (a held message), so it touches
+ * only the message and the context */
+static void tcp_msg_free(struct rmsg_msg *m)
+{
+	struct tcp_msg *w = RMSGI_CONTAINER_OF(m, struct tcp_msg, m);
+	struct rmsg_conn *c = m->conn;
+
+	if (w->lent) {
+		/* the read path recycles it and whatever memory it used */
+		w->freed = true;
+	} else {
+		free(w->heap);
+		tcp_msg_put(w);
+	}
+	rmsgi_conn_credit_freed(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* connection objects                                                   */
+
+static void tcp_rw_cb(struct ev_loop *loop, ev_io *w, int revents);
+static void tcp_ww_cb(struct ev_loop *loop, ev_io *w, int revents);
+static void tcp_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents);
+
+static struct tcp_conn *tcp_conn_new(struct tcp_ctx *t, struct rmsg_conn *c)
+{
+	struct tcp_conn *tc = calloc(1, sizeof(*tc));
+
+	if (!tc)
+		return NULL;
+	tc->t = t;
+	tc->c = c;
+	tc->fd = -1;
+	rmsgi_list_init(&tc->outq);
+	ev_io_init(&tc->rw, tcp_rw_cb, -1, EV_READ);
+	ev_io_init(&tc->ww, tcp_ww_cb, -1, EV_WRITE);
+	ev_timer_init(&tc->tmo, tcp_tmo_cb, 0, 0);
+	rmsgi_list_add_tail(&t->conns, &tc->link);
+	c->tr_priv = tc;
+	return tc;
+}
+
+static void tcp_conn_set_fd(struct tcp_conn *tc, int fd)
+{
+	tc->fd = fd;
+	ev_io_set(&tc->rw, fd, EV_READ);
+	ev_io_set(&tc->ww, fd, EV_WRITE);
+}
+
+static void tcp_conn_close_fd(struct tcp_conn *tc)
+{
+	struct ev_loop *loop = tc->t->ctx->loop;
+
+	tcp_io_stop(loop, &tc->rw);
+	tcp_io_stop(loop, &tc->ww);
+	tc->blocked = false;
+	if (tc->fd >= 0) {
+		close(tc->fd);
+		tc->fd = -1;
+	}
+}
+
+/* releases the memory; the caller reports (or undoes) the conn */
+static void tcp_conn_release(struct tcp_conn *tc)
+{
+	tcp_timer_stop(tc->t->ctx->loop, &tc->tmo);
+	tcp_conn_close_fd(tc);
+	rmsgi_list_del(&tc->link);
+	if (tc->ai_list)
+		freeaddrinfo(tc->ai_list);
+	free(tc->hdr);
+	free(tc->rbuf);
+	free(tc->big);
+	free(tc->spare);
+	tc->c->tr_priv = NULL;
+	free(tc);
+}
+
+/*
+ * Ends the transport side: a @reason reports a failure first (@h: a
+ * reject's hello), the socket closes, every queued op completes. The
+ * memory and rmsgi_conn_ev_down() wait for the outermost entry point.
+ */
+static void tcp_conn_end(struct tcp_conn *tc, int reason,
+			 const struct rmsgi_hello *h)
+{
+	struct rmsg_conn *c = tc->c;
+	struct rmsgi_list *n;
+
+	if (tc->ended)
+		return;
+	tc->ended = true;
+	if (reason)
+		rmsgi_conn_ev_failed(c, reason, h);
+	tcp_timer_stop(tc->t->ctx->loop, &tc->tmo);
+	tcp_conn_close_fd(tc);
+	while ((n = rmsgi_list_pop(&tc->outq))) {
+		struct rmsgi_op *op = rmsgi_list_entry(n, struct rmsgi_op, link);
+
+		op->tr_priv = NULL;
+		rmsgi_conn_op_done(c, op, reason ? reason : -ECANCELED);
+	}
+	tc->outq_len = 0;
+	tc->outq_bytes = 0;
+	tc->out_off = 0;
+}
+
+static void tcp_conn_unbusy(struct tcp_conn *tc)
+{
+	struct rmsg_conn *c;
+
+	if (--tc->busy > 0 || !tc->ended)
+		return;
+	c = tc->c;
+	tcp_conn_release(tc);
+	rmsgi_conn_ev_down(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* output                                                               */
+
+/* appends @op's frame minus its first @skip bytes to @iov */
+static int tcp_op_iov(const struct rmsgi_op *op, size_t skip,
+		      struct iovec *iov, int n, size_t *want)
+{
+	int i;
+
+	if (skip < RMSGI_HDR_SIZE) {
+		iov[n].iov_base = (uint8_t *)op->tr_priv + skip;
+		iov[n].iov_len = RMSGI_HDR_SIZE - skip;
+		*want += iov[n].iov_len;
+		n++;
+		skip = 0;
+	} else {
+		skip -= RMSGI_HDR_SIZE;
+	}
+	for (i = 0; i < op->iovcnt && n < TCP_WIOV; i++) {
+		size_t len = op->iov[i].iov_len;
+
+		if (skip >= len) {
+			skip -= len;
+			continue;
+		}
+		iov[n].iov_base = (uint8_t *)op->iov[i].iov_base + skip;
+		iov[n].iov_len = len - skip;
+		*want += iov[n].iov_len;
+		n++;
+		skip = 0;
+	}
+	return n;
+}
+
+/* accounts @done bytes written: finishes the handshake frame, then
+ * completes every op whose last byte left */
+static void tcp_written(struct tcp_conn *tc, size_t done)
+{
+	struct rmsg_conn *c = tc->c;
+	struct rmsgi_list *n;
+
+	if (tc->hs_off < tc->hs_len) {
+		size_t k = RMSGI_MIN(done, tc->hs_len - tc->hs_off);
+
+		tc->hs_off += k;
+		done -= k;
+	}
+	while (done && (n = tc->outq.next) != &tc->outq) {
+		struct rmsgi_op *op = rmsgi_list_entry(n, struct rmsgi_op, link);
+		size_t rest = RMSGI_HDR_SIZE + op->len - tc->out_off;
+
+		if (done < rest) {
+			tc->out_off += done;
+			break;
+		}
+		done -= rest;
+		tc->out_off = 0;
+		rmsgi_list_del(&op->link);
+		tc->outq_len--;
+		tc->outq_bytes -= RMSGI_HDR_SIZE + op->len;
+		op->tr_priv = NULL;
+		rmsgi_conn_op_done(c, op, 0);
+	}
+	if (tc->want_room && tc->outq_len <= (tc->hdr_mask + 1) / 2 &&
+	    tc->outq_bytes < TCP_MAX_QBYTES / 2) {
+		tc->want_room = false;
+		rmsgi_conn_tr_room(c);
+	}
+}
+
+/* writes what the socket takes, gathering many frames per sendmsg() */
+static void tcp_write(struct tcp_conn *tc)
+{
+	struct ev_loop *loop = tc->t->ctx->loop;
+	struct iovec *iov = tc->t->wiov;
+	struct msghdr mh;
+
+	while (!tc->ended) {
+		struct rmsgi_list *n;
+		size_t skip = tc->out_off, want = 0;
+		ssize_t w;
+		int cnt = 0;
+
+		if (tc->hs_off < tc->hs_len) {
+			iov[0].iov_base = tc->hs + tc->hs_off;
+			iov[0].iov_len = tc->hs_len - tc->hs_off;
+			want = iov[0].iov_len;
+			cnt = 1;
+		}
+		for (n = tc->outq.next; n != &tc->outq && cnt < TCP_WIOV;
+		     n = n->next) {
+			cnt = tcp_op_iov(rmsgi_list_entry(n, struct rmsgi_op,
+							  link),
+					 skip, iov, cnt, &want);
+			skip = 0;
+		}
+		if (!cnt) {
+			tc->blocked = false;
+			tcp_io_stop(loop, &tc->ww);
+			return;
+		}
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = iov;
+		mh.msg_iovlen = (size_t)cnt;
+		w = sendmsg(tc->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				tc->blocked = true;
+				tcp_io_start(loop, &tc->ww);
+				return;
+			}
+			tcp_conn_end(tc, tcp_errno(errno), NULL);
+			return;
+		}
+		tcp_written(tc, (size_t)w);
+		if ((size_t)w < want) {
+			/* a short write means the socket buffer is full */
+			tc->blocked = true;
+			tcp_io_start(loop, &tc->ww);
+			return;
+		}
+	}
+}
+
+/* the ring is sized once the peer's credits, which bound the frames in
+ * flight, are known */
+static int tcp_hdr_alloc(struct tcp_conn *tc)
+{
+	unsigned want = RMSGI_MIN(RMSGI_MAX(tc->c->peer_credits, 4u),
+				  TCP_MAX_FRAMES);
+	unsigned size = 4;
+
+	while (size < want)
+		size <<= 1;
+	tc->hdr = malloc((size_t)size * RMSGI_HDR_SIZE);
+	if (!tc->hdr)
+		return -ENOMEM;
+	tc->hdr_mask = size - 1;
+	return 0;
+}
+
+static int tcp_post(struct rmsg_conn *c, struct rmsgi_op *op)
+{
+	struct tcp_conn *tc = c->tr_priv;
+	struct rmsgi_hdr h;
+	uint8_t *slot;
+
+	if (RMSGI_UNLIKELY(!tc || tc->ended))
+		return -ENOTCONN;
+	if (RMSGI_UNLIKELY(!tc->hdr) && tcp_hdr_alloc(tc))
+		return -ENOMEM;
+	if (tc->outq_len > tc->hdr_mask ||
+	    (tc->outq_len && tc->outq_bytes >= TCP_MAX_QBYTES)) {
+		tc->want_room = true;
+		return -EAGAIN;
+	}
+	memset(&h, 0, sizeof(h));
+	h.type = op->type;
+	h.credits = op->credits;
+	h.aux = op->aux;
+	h.len = op->len;
+	h.id = op->id;
+	slot = tc->hdr[tc->hdr_seq++ & tc->hdr_mask];
+	rmsgi_hdr_encode(&h, slot);
+	op->tr_priv = slot;
+	rmsgi_list_add_tail(&tc->outq, &op->link);
+	tc->outq_len++;
+	tc->outq_bytes += RMSGI_HDR_SIZE + op->len;
+	if (tc->blocked)
+		return 0;	/* EV_WRITE carries it */
+	if (tc->outq_len < TCP_BATCH_FRAMES &&
+	    tc->outq_bytes < TCP_BATCH_BYTES) {
+		/* kick() writes the batch; the watcher only guards against
+		 * a batch that never gets one (no syscall if kick stops it
+		 * within this loop iteration) */
+		tcp_io_start(c->ctx->loop, &tc->ww);
+		return 0;
+	}
+	tc->busy++;
+	tcp_write(tc);
+	tcp_conn_unbusy(tc);
+	return 0;
+}
+
+static void tcp_kick(struct rmsg_conn *c)
+{
+	struct tcp_conn *tc = c->tr_priv;
+
+	if (!tc || tc->ended || tc->blocked)
+		return;
+	tc->busy++;
+	tcp_write(tc);
+	tcp_conn_unbusy(tc);
+}
+
+/* ------------------------------------------------------------------ */
+/* input                                                                */
+
+/* memory for a frame larger than the read buffer */
+static uint8_t *tcp_big_alloc(struct tcp_conn *tc, size_t len, size_t *cap_p)
+{
+	uint8_t *p;
+
+	if (tc->spare && tc->spare_cap >= len) {
+		p = tc->spare;
+		*cap_p = tc->spare_cap;
+		tc->spare = NULL;
+		return p;
+	}
+	p = malloc(len);
+	*cap_p = len;
+	return p;
+}
+
+/* keeps one large buffer so a stream of large frames does not map and
+ * fault in fresh memory for each */
+static void tcp_big_recycle(struct tcp_conn *tc, uint8_t *p, size_t cap)
+{
+	if (cap <= TCP_SPARE_MAX && (!tc->spare || tc->spare_cap < cap)) {
+		free(tc->spare);
+		tc->spare = p;
+		tc->spare_cap = cap;
+		return;
+	}
+	free(p);
+}
+
+/* hands a frame to conn.c; @own is memory of its own (@cap bytes) that
+ * holds the payload, else the payload is a view into rbuf */
+static void tcp_deliver(struct tcp_conn *tc, const struct rmsgi_hdr *h,
+			const uint8_t *data, uint8_t *own, size_t cap)
+{
+	struct rmsg_conn *c = tc->c;
+	struct tcp_msg *w = tcp_msg_get(tc->t);
+	size_t len = (size_t)h->len;
+
+	if (!w) {
+		if (own)
+			tcp_big_recycle(tc, own, cap);
+		tcp_conn_end(tc, -ENOMEM, NULL);
+		return;
+	}
+	rmsgi_msg_init(&w->m, c, len ? data : tcp_empty, len);
+	w->m.free_fn = tcp_msg_free;
+	w->m.tr_priv = NULL;
+	w->lent = true;
+	rmsgi_conn_rx(c, h, &w->m);
+	w->lent = false;
+	if (w->freed) {
+		if (own)
+			tcp_big_recycle(tc, own, cap);
+		tcp_msg_put(w);
+		return;
+	}
+	/* held past on_msg: the payload must outlive the read buffer */
+	if (own) {
+		w->heap = own;
+		return;
+	}
+	if (!len)
+		return;
+	w->heap = malloc(len);
+	if (!w->heap) {
+		/* keep the app's message valid: it gets the whole buffer */
+		w->heap = tc->rbuf;
+		tc->rbuf = NULL;
+		tcp_conn_end(tc, -ENOMEM, NULL);
+		return;
+	}
+	memcpy(w->heap, data, len);
+	w->m.data = w->heap;
+}
+
+static void tcp_srv_hello(struct tcp_conn *tc, const struct rmsgi_hello *peer)
+{
+	struct tcp_listener *tl = tc->tl;
+	struct rmsg_conn *c = tc->c;
+	struct rmsgi_hello mine;
+	int ret;
+
+	tcp_timer_stop(tc->t->ctx->loop, &tc->tmo);
+	if (!tl) {
+		tcp_conn_end(tc, -ECONNABORTED, NULL);
+		return;
+	}
+	/* from here on the app may see the connection */
+	c->ops = tl->l->ops;
+	tc->in_accept = true;
+	ret = rmsgi_conn_ev_request(c, tl->l, peer);
+	tc->in_accept = false;
+	tc->tl = NULL;	/* the listener may be gone after the callback */
+	if (ret)
+		memset(&c->ops, 0, sizeof(c->ops));
+	if (tc->ended)
+		return;	/* closed from the accept callback */
+	rmsgi_conn_hello(c, &mine);
+	if (ret) {
+		mine.status = (int16_t)(ret < INT16_MIN ? -ECONNREFUSED : ret);
+		ret = mine.status;
+	}
+	tc->hs_len = RMSGI_HDR_SIZE +
+		     rmsgi_hello_encode(&mine, tc->hs + RMSGI_HDR_SIZE);
+	rmsgi_hdr_encode(&(struct rmsgi_hdr){
+				 .type = ret ? RMSGI_T_REJECT
+					     : RMSGI_T_HELLO_ACK,
+				 .len = tc->hs_len - RMSGI_HDR_SIZE,
+			 },
+			 tc->hs);
+	tc->hs_off = 0;
+	tcp_write(tc);
+	if (ret) {
+		/* best effort: the REJECT fits any fresh socket buffer */
+		tcp_conn_end(tc, ret, NULL);
+		return;
+	}
+	if (tc->ended)
+		return;
+	tc->phase = TCP_PH_OPEN;
+	rmsgi_conn_ev_established(c, NULL);
+}
+
+static void tcp_cli_answer(struct tcp_conn *tc, uint8_t type,
+			   const struct rmsgi_hello *peer)
+{
+	tcp_timer_stop(tc->t->ctx->loop, &tc->tmo);
+	if (type == RMSGI_T_REJECT) {
+		tcp_conn_end(tc, peer->status ? peer->status : -ECONNREFUSED,
+			     peer);
+		return;
+	}
+	tc->phase = TCP_PH_OPEN;
+	rmsgi_conn_ev_established(tc->c, peer);
+}
+
+/* which frames are legal now */
+static int tcp_check_type(const struct tcp_conn *tc,
+			  const struct rmsgi_hdr *h)
+{
+	if (tc->phase == TCP_PH_OPEN) {
+		switch (h->type) {
+		case RMSGI_T_HELLO:
+		case RMSGI_T_HELLO_ACK:
+		case RMSGI_T_REJECT:
+		case RMSGI_T_RNDV_REQ:	/* never sent over TCP (caps 0) */
+			return -EPROTO;
+		default:
+			return 0;
+		}
+	}
+	if (tc->server)
+		return h->type == RMSGI_T_HELLO ? 0 : -EPROTO;
+	return h->type == RMSGI_T_HELLO_ACK || h->type == RMSGI_T_REJECT ?
+		       0 :
+		       -EPROTO;
+}
+
+static void tcp_frame(struct tcp_conn *tc, const struct rmsgi_hdr *h,
+		      const uint8_t *data, uint8_t *own, size_t cap)
+{
+	struct rmsgi_hello peer;
+	int ret;
+
+	if (tc->phase == TCP_PH_OPEN) {
+		tcp_deliver(tc, h, data, own, cap);
+		return;
+	}
+	/* handshake frames are at most 48 bytes: always in rbuf */
+	ret = rmsgi_hello_decode(data, (size_t)h->len, &peer);
+	if (ret) {
+		tcp_conn_end(tc, ret, NULL);
+		return;
+	}
+	if (tc->server)
+		tcp_srv_hello(tc, &peer);
+	else
+		tcp_cli_answer(tc, h->type, &peer);
+}
+
+/* starts a frame too large for rbuf: @n bytes of it are in rbuf */
+static void tcp_big_start(struct tcp_conn *tc, const struct rmsgi_hdr *h,
+			  const uint8_t *have, size_t n)
+{
+	size_t cap;
+	uint8_t *p = tcp_big_alloc(tc, (size_t)h->len, &cap);
+
+	if (!p) {
+		tcp_conn_end(tc, -ENOMEM, NULL);
+		return;
+	}
+	memcpy(p, have, n);
+	tc->big = p;
+	tc->big_len = (size_t)h->len;
+	tc->big_got = n;
+	tc->big_cap = cap;
+	tc->big_hdr = *h;
+}
+
+static void tcp_big_done(struct tcp_conn *tc)
+{
+	struct rmsgi_hdr h = tc->big_hdr;
+	uint8_t *p = tc->big;
+
+	tc->big = NULL;
+	tcp_frame(tc, &h, p, p, tc->big_cap);
+}
+
+/* delivers every complete frame in rbuf, in order */
+static void tcp_parse(struct tcp_conn *tc)
+{
+	uint64_t max = tc->c->cfg.max_msg_size;
+	struct rmsgi_hdr h;
+	size_t avail;
+	int ret;
+
+	while (!tc->ended &&
+	       (avail = tc->rtail - tc->rhead) >= RMSGI_HDR_SIZE) {
+		const uint8_t *p = tc->rbuf + tc->rhead;
+
+		ret = rmsgi_hdr_decode(p, avail, max, &h);
+		if (!ret)
+			ret = tcp_check_type(tc, &h);
+		if (ret) {
+			tcp_conn_end(tc, ret, NULL);
+			return;
+		}
+		if (h.len > TCP_RBUF_FRAME_MAX) {
+			/* everything left in rbuf belongs to this frame */
+			tc->rhead = tc->rtail = 0;
+			tcp_big_start(tc, &h, p + RMSGI_HDR_SIZE,
+				      avail - RMSGI_HDR_SIZE);
+			return;
+		}
+		if (avail - RMSGI_HDR_SIZE < h.len)
+			break;
+		tc->rhead += RMSGI_HDR_SIZE + (size_t)h.len;
+		tcp_frame(tc, &h, p + RMSGI_HDR_SIZE, NULL, 0);
+	}
+	if (tc->ended)
+		return;
+	/* no view into rbuf survives delivery: the tail may move */
+	if (tc->rhead == tc->rtail) {
+		tc->rhead = tc->rtail = 0;
+	} else if (tc->rhead) {
+		memmove(tc->rbuf, tc->rbuf + tc->rhead, tc->rtail - tc->rhead);
+		tc->rtail -= tc->rhead;
+		tc->rhead = 0;
+	}
+}
+
+static void tcp_read(struct tcp_conn *tc)
+{
+	int round;
+
+	if (!tc->rbuf) {
+		tc->rbuf = malloc(TCP_RBUF_SIZE);
+		if (!tc->rbuf) {
+			tcp_conn_end(tc, -ENOMEM, NULL);
+			return;
+		}
+	}
+	for (round = 0; round < TCP_READ_ROUNDS && !tc->ended; round++) {
+		struct iovec iov[2];
+		size_t want = 0, bigrest = 0;
+		ssize_t r;
+		int cnt = 0;
+
+		/* the rest of a large frame and whatever follows it */
+		if (tc->big) {
+			bigrest = tc->big_len - tc->big_got;
+			iov[cnt].iov_base = tc->big + tc->big_got;
+			iov[cnt++].iov_len = bigrest;
+		}
+		iov[cnt].iov_base = tc->rbuf + tc->rtail;
+		iov[cnt++].iov_len = TCP_RBUF_SIZE - tc->rtail;
+		want = bigrest + TCP_RBUF_SIZE - tc->rtail;
+		r = readv(tc->fd, iov, cnt);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			tcp_conn_end(tc, tcp_errno(errno), NULL);
+			return;
+		}
+		if (r == 0) {
+			tcp_conn_end(tc, -ECONNRESET, NULL);
+			return;
+		}
+		if (tc->big) {
+			size_t k = RMSGI_MIN((size_t)r, bigrest);
+
+			tc->big_got += k;
+			tc->rtail += (size_t)r - k;
+			if (tc->big_got == tc->big_len)
+				tcp_big_done(tc);
+		} else {
+			tc->rtail += (size_t)r;
+		}
+		tcp_parse(tc);
+		if ((size_t)r < want)
+			return;	/* drained: skip the read that says EAGAIN */
+	}
+}
+
+static void tcp_rw_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct tcp_conn *tc = RMSGI_CONTAINER_OF(w, struct tcp_conn, rw);
+
+	(void)loop;
+	(void)revents;
+	tc->busy++;
+	tcp_read(tc);
+	tcp_conn_unbusy(tc);
+}
+
+/* ------------------------------------------------------------------ */
+/* connection setup                                                     */
+
+static void tcp_send_hello(struct tcp_conn *tc)
+{
+	struct rmsgi_hello h;
+	size_t n;
+
+	rmsgi_conn_hello(tc->c, &h);
+	n = rmsgi_hello_encode(&h, tc->hs + RMSGI_HDR_SIZE);
+	rmsgi_hdr_encode(&(struct rmsgi_hdr){ .type = RMSGI_T_HELLO, .len = n },
+			 tc->hs);
+	tc->hs_len = RMSGI_HDR_SIZE + n;
+	tc->hs_off = 0;
+	tcp_write(tc);
+}
+
+static void tcp_connected(struct tcp_conn *tc)
+{
+	struct ev_loop *loop = tc->t->ctx->loop;
+
+	tcp_io_stop(loop, &tc->ww);
+	freeaddrinfo(tc->ai_list);
+	tc->ai_list = tc->ai_next = NULL;
+	tc->phase = TCP_PH_HELLO;
+	tcp_io_start(loop, &tc->rw);
+	tcp_send_hello(tc);
+}
+
+/*
+ * Tries the remaining addresses in turn. Returns 0 once an attempt runs
+ * or the failure has been reported, or the socket() error if no attempt
+ * could even start (then nothing was reported).
+ */
+static int tcp_connect_next(struct tcp_conn *tc)
+{
+	struct ev_loop *loop = tc->t->ctx->loop;
+	struct addrinfo *ai;
+	int fd;
+
+	while ((ai = tc->ai_next)) {
+		tc->ai_next = ai->ai_next;
+		fd = socket(ai->ai_family,
+			    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			tc->sock_err = -errno;
+			continue;
+		}
+		tcp_nodelay(fd);
+		tcp_conn_set_fd(tc, fd);
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+			tcp_connected(tc);
+			return 0;
+		}
+		if (errno == EINPROGRESS) {
+			tcp_io_start(loop, &tc->ww);
+			return 0;
+		}
+		tc->conn_err = tcp_errno(errno);
+		tcp_conn_close_fd(tc);
+	}
+	if (!tc->conn_err)
+		return tc->sock_err ? tc->sock_err : -EHOSTUNREACH;
+	tcp_conn_end(tc, tc->conn_err, NULL);
+	return 0;
+}
+
+static void tcp_connect_done(struct tcp_conn *tc)
+{
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (getsockopt(tc->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	if (err == EINPROGRESS || err == EALREADY)
+		return;
+	if (!err) {
+		tcp_connected(tc);
+		return;
+	}
+	tc->conn_err = tcp_errno(err);
+	tcp_conn_close_fd(tc);
+	/* with conn_err set it reports the failure itself */
+	tcp_connect_next(tc);
+}
+
+static void tcp_ww_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct tcp_conn *tc = RMSGI_CONTAINER_OF(w, struct tcp_conn, ww);
+
+	(void)loop;
+	(void)revents;
+	tc->busy++;
+	if (tc->phase == TCP_PH_CONNECT) {
+		tcp_connect_done(tc);
+	} else {
+		tc->blocked = false;
+		tcp_write(tc);
+	}
+	tcp_conn_unbusy(tc);
+}
+
+static void tcp_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct tcp_conn *tc = RMSGI_CONTAINER_OF(w, struct tcp_conn, tmo);
+
+	(void)revents;
+	/* libev stopped the one-shot timer itself: give back its unref */
+	ev_ref(loop);
+	tc->busy++;
+	tcp_conn_end(tc, -ETIMEDOUT, NULL);
+	tcp_conn_unbusy(tc);
+}
+
+static int tcp_connect(struct rmsg_conn *c, const struct rmsgi_uri *u)
+{
+	struct tcp_ctx *t = tcp_ctx_get(c->ctx);
+	struct addrinfo hints, *res;
+	struct tcp_conn *tc;
+	char port[8];
+	int ret;
+
+	if (!t)
+		return -ENOMEM;
+	tc = tcp_conn_new(t, c);
+	if (!tc)
+		return -ENOMEM;
+	tc->phase = TCP_PH_CONNECT;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_protocol = IPPROTO_TCP;
+	hints.ai_flags = AI_NUMERICSERV;
+	snprintf(port, sizeof(port), "%u", u->port);
+	tc->busy++;
+	/* blocks for a name that is not in /etc/hosts; numeric hosts and
+	 * local names resolve at once */
+	ret = getaddrinfo(u->host, port, &hints, &res);
+	if (ret) {
+		/* reported like any connect failure: on_close follows */
+		tcp_conn_end(tc, tcp_gai_err(ret, false), NULL);
+		tcp_conn_unbusy(tc);
+		return 0;
+	}
+	tc->ai_list = tc->ai_next = res;
+	tcp_timer_start(c->ctx->loop, &tc->tmo, c->cfg.timeout_ms / 1000.0);
+	ret = tcp_connect_next(tc);
+	if (ret) {
+		/* no socket at all: nothing was reported, rmsg_connect()
+		 * fails and frees the conn */
+		tcp_conn_release(tc);
+		return ret;
+	}
+	tcp_conn_unbusy(tc);
+	return 0;
+}
+
+static void tcp_disconnect(struct rmsg_conn *c)
+{
+	struct tcp_conn *tc = c->tr_priv;
+
+	if (!tc)
+		return;
+	tc->busy++;
+	if (tc->fd >= 0)
+		shutdown(tc->fd, SHUT_RDWR);
+	tcp_conn_end(tc, 0, NULL);
+	tcp_conn_unbusy(tc);
+}
+
+static void tcp_rndv_release(struct rmsg_conn *c, struct rmsgi_op *op)
+{
+	/* no rendezvous over TCP: post() never pins anything */
+	(void)c;
+	(void)op;
+}
+
+/* ------------------------------------------------------------------ */
+/* listeners                                                            */
+
+/* undoes rmsgi_conn_new() for a conn nobody has seen yet */
+static void tcp_conn_forget(struct rmsg_conn *c)
+{
+	c->tr = NULL;
+	c->tr_priv = NULL;
+	c->state = RMSGI_CS_CLOSED;
+	rmsgi_list_del(&c->link);
+	ev_unref(c->ctx->loop);
+	rmsgi_conn_put(c);
+}
+
+static void tcp_accept_one(struct tcp_listener *tl, int fd)
+{
+	struct rmsg_listener *l = tl->l;
+	struct rmsg_conn *c;
+	struct tcp_conn *tc;
+
+	tcp_nodelay(fd);
+	/* no callbacks until the app's accept decision (tcp_srv_hello) */
+	if (rmsgi_conn_new(l->ctx, &l->cfg, NULL, l->arg, &c)) {
+		close(fd);
+		return;
+	}
+	c->tr = &rmsgi_tr_tcp;
+	tc = tcp_conn_new(tl->t, c);
+	if (!tc) {
+		close(fd);
+		tcp_conn_forget(c);
+		return;
+	}
+	tc->server = true;
+	tc->tl = tl;
+	tc->phase = TCP_PH_HELLO;
+	tcp_conn_set_fd(tc, fd);
+	tcp_io_start(l->ctx->loop, &tc->rw);
+	tcp_timer_start(l->ctx->loop, &tc->tmo, c->cfg.timeout_ms / 1000.0);
+}
+
+static void tcp_listener_resume(struct tcp_listener *tl)
+{
+	int i;
+
+	for (i = 0; i < tl->nsock; i++)
+		tcp_io_start(tl->t->ctx->loop, &tl->sock[i].w);
+}
+
+static void tcp_pause_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct tcp_listener *tl =
+		RMSGI_CONTAINER_OF(w, struct tcp_listener, pause);
+
+	(void)revents;
+	ev_ref(loop);	/* the one-shot timer stopped itself */
+	tcp_listener_resume(tl);
+}
+
+static void tcp_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct tcp_lsock *ls = RMSGI_CONTAINER_OF(w, struct tcp_lsock, w);
+	struct tcp_listener *tl = ls->tl;
+	int i, j, fd;
+
+	(void)revents;
+	for (i = 0; i < TCP_ACCEPT_BATCH; i++) {
+		fd = accept4(ls->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0) {
+			tcp_accept_one(tl, fd);
+			continue;
+		}
+		switch (errno) {
+		case EINTR:
+		case ECONNABORTED:
+		case EPROTO:
+			continue;
+		case EAGAIN:
+#if EWOULDBLOCK != EAGAIN
+		case EWOULDBLOCK:
+#endif
+			return;
+		default:
+			/* EMFILE and friends: a level-triggered listener would
+			 * spin, so stop accepting for a moment */
+			rmsgi_warn(tl->t->ctx, "tcp listener on port %u: "
+				   "accept: %s; pausing", tl->l->port,
+				   rmsg_strerror(-errno));
+			for (j = 0; j < tl->nsock; j++)
+				tcp_io_stop(loop, &tl->sock[j].w);
+			tcp_timer_start(loop, &tl->pause, TCP_ACCEPT_PAUSE);
+			return;
+		}
+	}
+}
+
+static void tcp_listener_free(struct tcp_listener *tl)
+{
+	struct ev_loop *loop = tl->t->ctx->loop;
+	int i;
+
+	tcp_timer_stop(loop, &tl->pause);
+	for (i = 0; i < tl->nsock; i++) {
+		tcp_io_stop(loop, &tl->sock[i].w);
+		close(tl->sock[i].fd);
+	}
+	rmsgi_list_del(&tl->link);
+	free(tl);
+}
+
+static bool tcp_same_addr(const struct addrinfo *a, const struct addrinfo *b)
+{
+	return a->ai_family == b->ai_family &&
+	       a->ai_addrlen == b->ai_addrlen &&
+	       !memcmp(a->ai_addr, b->ai_addr, a->ai_addrlen);
+}
+
+/* one listening socket; @port is the port to force (0: the address's) */
+static int tcp_listen_sock(const struct addrinfo *ai, uint16_t port,
+			   bool v6only, int *fd_p)
+{
+	struct sockaddr_storage ss;
+	int one = 1, fd, ret;
+
+	if (ai->ai_addrlen > sizeof(ss))
+		return -EAFNOSUPPORT;
+	memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+	if (port && ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&ss)->sin_port = htons(port);
+	else if (port && ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* a dual-stack socket would take the IPv4 port from its sibling */
+	if (v6only && ai->ai_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, ai->ai_addrlen) < 0 ||
+	    listen(fd, SOMAXCONN) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	*fd_p = fd;
+	return 0;
+}
+
+static uint16_t tcp_sock_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return 0;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return 0;
+}
+
+/*
+ * Listens on every address the host resolves to ("localhost" may give
+ * ::1 and 127.0.0.1), all on one port. An address family the host lacks
+ * is skipped as long as one address works.
+ */
+static int tcp_listen(struct rmsg_listener *l, const struct rmsgi_uri *u)
+{
+	struct tcp_ctx *t = tcp_ctx_get(l->ctx);
+	struct addrinfo hints, *res, *ai, *prev;
+	struct tcp_listener *tl;
+	bool has4 = false, has6 = false;
+	uint16_t port = u->port;
+	char pstr[8];
+	int ret, skipped = -EADDRNOTAVAIL, i, fd = -1;
+
+	if (!t)
+		return -ENOMEM;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_protocol = IPPROTO_TCP;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	snprintf(pstr, sizeof(pstr), "%u", u->port);
+	ret = getaddrinfo(u->host, pstr, &hints, &res);
+	if (ret)
+		return tcp_gai_err(ret, true);
+	tl = calloc(1, sizeof(*tl));
+	if (!tl) {
+		ret = -ENOMEM;
+		goto free_res;
+	}
+	tl->t = t;
+	tl->l = l;
+	rmsgi_list_init(&tl->link);
+	ev_timer_init(&tl->pause, tcp_pause_cb, 0, 0);
+	for (ai = res; ai; ai = ai->ai_next) {
+		has4 |= ai->ai_family == AF_INET;
+		has6 |= ai->ai_family == AF_INET6;
+	}
+	for (ai = res; ai && tl->nsock < TCP_LISTEN_MAX; ai = ai->ai_next) {
+		for (prev = res; prev != ai; prev = prev->ai_next)
+			if (tcp_same_addr(prev, ai))
+				break;
+		if (prev != ai)
+			continue;
+		ret = tcp_listen_sock(ai, port, has4 && has6, &fd);
+		if (ret == -EAFNOSUPPORT || ret == -EADDRNOTAVAIL) {
+			skipped = ret;
+			continue;
+		}
+		if (ret)
+			goto close_socks;
+		if (!port)
+			port = tcp_sock_port(fd);
+		tl->sock[tl->nsock].fd = fd;
+		tl->sock[tl->nsock].tl = tl;
+		ev_io_init(&tl->sock[tl->nsock].w, tcp_accept_cb, fd, EV_READ);
+		tl->nsock++;
+	}
+	if (!tl->nsock) {
+		ret = skipped;
+		goto close_socks;
+	}
+	freeaddrinfo(res);
+	l->port = port;
+	l->tr_priv[RMSGI_TR_TCP] = tl;
+	rmsgi_list_add_tail(&t->listeners, &tl->link);
+	tcp_listener_resume(tl);
+	return 0;
+
+close_socks:
+	for (i = 0; i < tl->nsock; i++)
+		close(tl->sock[i].fd);
+	free(tl);
+free_res:
+	freeaddrinfo(res);
+	return ret;
+}
+
+static void tcp_listen_close(struct rmsg_listener *l)
+{
+	struct tcp_listener *tl = l->tr_priv[RMSGI_TR_TCP];
+	struct rmsgi_list *n, *tmp;
+
+	if (!tl)
+		return;
+	/* handshakes still waiting for their HELLO die with the listener;
+	 * one inside the accept callback goes on without it */
+	rmsgi_list_for_each_safe(n, tmp, &tl->t->conns) {
+		struct tcp_conn *tc =
+			rmsgi_list_entry(n, struct tcp_conn, link);
+
+		if (tc->tl != tl)
+			continue;
+		tc->tl = NULL;
+		if (tc->in_accept)
+			continue;
+		tc->busy++;
+		tcp_conn_end(tc, -ECONNABORTED, NULL);
+		tcp_conn_unbusy(tc);
+	}
+	tcp_listener_free(tl);
+	l->tr_priv[RMSGI_TR_TCP] = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* context                                                              */
+
+static void tcp_ctx_fini(struct rmsg_ctx *ctx)
+{
+	struct tcp_ctx *t = ctx->tr_priv[RMSGI_TR_TCP];
+	struct rmsgi_list *n, *tmp;
+
+	if (!t)
+		return;
+	while ((n = t->listeners.next) != &t->listeners) {
+		struct tcp_listener *tl =
+			rmsgi_list_entry(n, struct tcp_listener, link);
+
+		tl->l->tr_priv[RMSGI_TR_TCP] = NULL;
+		tcp_listener_free(tl);
+	}
+	rmsgi_list_for_each_safe(n, tmp, &t->conns) {
+		struct tcp_conn *tc =
+			rmsgi_list_entry(n, struct tcp_conn, link);
+
+		tc->busy++;
+		tcp_conn_end(tc, 0, NULL);
+		tcp_conn_unbusy(tc);
+	}
+	/* messages the app still holds become invalid here (rmsg.h) */
+	while (t->msg_free) {
+		struct tcp_msg *w = t->msg_free;
+
+		t->msg_free = w->next;
+		free(w);
+	}
+	free(t);
+	ctx->tr_priv[RMSGI_TR_TCP] = NULL;
+}
+
+const struct rmsgi_tr_ops rmsgi_tr_tcp = {
+	.name = "tcp",
+	.id = RMSGI_TR_TCP,
+	.caps = 0,
+	.ctx_fini = tcp_ctx_fini,
+	.listen = tcp_listen,
+	.listen_close = tcp_listen_close,
+	.connect = tcp_connect,
+	.disconnect = tcp_disconnect,
+	.post = tcp_post,
+	.kick = tcp_kick,
+	.rndv_release = tcp_rndv_release,
+	.poll = NULL,
+	.buf_key = NULL,
+};
