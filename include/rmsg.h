@@ -18,6 +18,11 @@
 extern "C" {
 #endif
 
+/* the library builds with -fvisibility=hidden; its API stays visible */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility push(default)
+#endif
+
 struct ev_loop;
 
 struct rmsg_ctx;
@@ -451,6 +456,10 @@ void rmsg_buf_free(struct rmsg_ctx *ctx, void *buf);
  * Return: a static string naming the error and its likely cause.
  */
 const char *rmsg_strerror(int err);
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

@@ -115,11 +115,18 @@ int rmsg_connect(struct rmsg_ctx *ctx, const char *uri,
 		c->tr = &rmsgi_tr_tcp;
 		break;
 	case RMSGI_SCHEME_AUTO:
-		/* fallback to TCP is a later step; RDMA when it can */
 		c->tr = &rmsgi_tr_rdma;
 		break;
 	}
 	ret = c->tr->connect(c, &u);
+	if (ret && u.scheme == RMSGI_SCHEME_AUTO) {
+		/* no RDMA here (no device, or no route through one): TCP.
+		 * A peer without an RDMA listener is not yet retried. */
+		rmsgi_info(ctx, "auto://%s:%u: RDMA unavailable (%s); using "
+			   "TCP", u.host, u.port, rmsg_strerror(ret));
+		c->tr = &rmsgi_tr_tcp;
+		ret = c->tr->connect(c, &u);
+	}
 	if (ret) {
 		c->tr = NULL;
 		c->state = RMSGI_CS_CLOSED;

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hello - the quick-start demo: a server and a client that exchange
+ * messages through librmsg and report the transport, the round-trip
+ * latency and the streaming throughput.
+ *
+ *   hello server URI            echo every message back
+ *   hello client URI [SECONDS]  measure against a server
+ *
+ * URI is rdma://, tcp:// or auto:// (RDMA when the machine has it).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ev.h>
+#include <rmsg.h>
+
+#define PING_SIZE 64
+#define PINGS 2000
+#define STREAM_SIZE 65536
+#define WINDOW 16
+
+static struct ev_loop *loop;
+static struct rmsg_conn *conn;
+static int pings, streamed, inflight, stream_target, failed;
+static ev_tstamp t_start, lat_us, stream_s;
+static char ping[PING_SIZE];
+static char *chunk;
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "hello: %s: %s\n", what, rmsg_strerror(err));
+	exit(1);
+}
+
+/* ---- server: echo ---- */
+
+static void echo_done(struct rmsg_conn *c, int status, void *arg)
+{
+	rmsg_msg_release(arg);
+}
+
+static void srv_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
+{
+	struct iovec iov = { (void *)rmsg_msg_data(m), rmsg_msg_len(m) };
+	int ret;
+
+	/* stream chunks are not echoed; pings and the final mark are */
+	if (rmsg_msg_len(m) == STREAM_SIZE)
+		return;
+	rmsg_msg_hold(m);
+	ret = rmsg_send(c, &iov, 1, echo_done, m);
+	if (ret)
+		rmsg_msg_release(m);
+}
+
+static void srv_est(struct rmsg_conn *c, void *arg)
+{
+	printf("server: client connected over %s\n", rmsg_conn_transport(c));
+	fflush(stdout);
+}
+
+static void srv_close(struct rmsg_conn *c, int reason, void *arg)
+{
+	printf("server: client left (%s)\n", reason ? rmsg_strerror(reason)
+						    : "closed");
+	fflush(stdout);
+}
+
+/* ---- client: ping-pong, then a stream ---- */
+
+static void send_ping(void)
+{
+	struct iovec iov = { ping, sizeof(ping) };
+	int ret = rmsg_send(conn, &iov, 1, NULL, NULL);
+
+	if (ret)
+		die("send", ret);
+}
+
+static void stream_done(struct rmsg_conn *c, int status, void *arg);
+
+static void pump_stream(void)
+{
+	struct iovec iov = { chunk, STREAM_SIZE };
+
+	while (inflight < WINDOW && streamed + inflight < stream_target) {
+		int ret = rmsg_send(conn, &iov, 1, stream_done, NULL);
+
+		if (ret == -EAGAIN)
+			return;
+		if (ret)
+			die("send", ret);
+		inflight++;
+	}
+}
+
+static void stream_done(struct rmsg_conn *c, int status, void *arg)
+{
+	if (status)
+		die("stream", status);
+	inflight--;
+	streamed++;
+	if (streamed == stream_target) {
+		/* a final ping marks the end: its echo follows every chunk */
+		send_ping();
+		return;
+	}
+	pump_stream();
+}
+
+static void cli_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
+{
+	if (pings < PINGS) {
+		if (++pings == PINGS) {
+			lat_us = (ev_time() - t_start) * 1e6 / PINGS / 2;
+			t_start = ev_time();
+			pump_stream();
+			return;
+		}
+		send_ping();
+		return;
+	}
+	stream_s = ev_time() - t_start;
+	rmsg_conn_close(c);
+}
+
+static void cli_writable(struct rmsg_conn *c, void *arg)
+{
+	pump_stream();
+}
+
+static void cli_est(struct rmsg_conn *c, void *arg)
+{
+	printf("client: connected over %s\n", rmsg_conn_transport(c));
+	t_start = ev_time();
+	send_ping();
+}
+
+static void cli_close(struct rmsg_conn *c, int reason, void *arg)
+{
+	if (reason) {
+		failed = reason;
+		return;
+	}
+	printf("client: transport %s, latency %.1f us (64 B, half round "
+	       "trip, %d round trips), throughput %.1f MB/s (64 KiB "
+	       "messages, %d MB)\n", rmsg_conn_transport(c), lat_us, PINGS,
+	       (double)streamed * STREAM_SIZE / stream_s / 1e6,
+	       (int)((double)streamed * STREAM_SIZE / 1e6));
+}
+
+int main(int argc, char **argv)
+{
+	struct rmsg_conn_ops sops = { .on_established = srv_est,
+				      .on_msg = srv_msg,
+				      .on_close = srv_close };
+	struct rmsg_conn_ops cops = { .on_established = cli_est,
+				      .on_msg = cli_msg,
+				      .on_writable = cli_writable,
+				      .on_close = cli_close };
+	struct rmsg_listener *l;
+	struct rmsg_ctx *ctx;
+	int ret;
+
+	if (argc < 3 || (strcmp(argv[1], "server") &&
+			 strcmp(argv[1], "client"))) {
+		fprintf(stderr, "usage: %s server|client URI [MB]\n", argv[0]);
+		return 2;
+	}
+	loop = EV_DEFAULT;
+	ret = rmsg_ctx_create(loop, NULL, &ctx);
+	if (ret)
+		die("rmsg_ctx_create", ret);
+	if (!strcmp(argv[1], "server")) {
+		ret = rmsg_listen(ctx, argv[2], NULL, &sops, NULL, NULL, &l);
+		if (ret)
+			die(argv[2], ret);
+		printf("server: listening on %s\n", argv[2]);
+		fflush(stdout);
+		ev_run(loop, 0);
+		return 0;
+	}
+	stream_target = (argc > 3 ? atoi(argv[3]) : 256) * 16;
+	chunk = calloc(1, STREAM_SIZE);
+	ret = rmsg_connect(ctx, argv[2], NULL, &cops, NULL, &conn);
+	if (ret)
+		die(argv[2], ret);
+	ev_run(loop, 0);
+	rmsg_ctx_destroy(ctx);
+	free(chunk);
+	if (failed)
+		die("connection", failed);
+	return 0;
+}

@@ -1,0 +1,40 @@
+#!/bin/sh
+# setup.sh [build|test] - installs the Debian packages librmsg needs (only
+# the missing ones), then configures and builds the tree (only what is out
+# of date). Sourced knowledge for demo.sh and test.sh; safe to run twice.
+set -e
+cd "$(dirname "$0")/.."
+
+BUILD_PKGS="autoconf automake libtool pkgconf make gcc libc6-dev
+ libibverbs-dev librdmacm-dev libev-dev libcmocka-dev ibverbs-providers"
+TEST_PKGS="mandoc groff-base qemu-system-x86 busybox-static kmod cpio
+ rdma-core ibverbs-utils rdmacm-utils perftest iproute2 clang-format"
+
+pkgs=$BUILD_PKGS
+[ "${1:-build}" = test ] && pkgs="$BUILD_PKGS $TEST_PKGS"
+
+missing=
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null |
+		grep -q '^install ok installed' || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	echo "setup: installing:$missing"
+	SUDO=
+	[ "$(id -u)" = 0 ] || SUDO=sudo
+	$SUDO apt-get update -q >/dev/null
+	# shellcheck disable=SC2086
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q \
+		--no-install-recommends $missing >/dev/null
+else
+	echo "setup: all Debian packages present"
+fi
+
+if [ ! -x configure ] || [ configure.ac -nt configure ] ||
+   [ Makefile.am -nt Makefile.in ]; then
+	autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
+fi
+if [ ! -f Makefile ] || [ configure -nt config.status ]; then
+	./configure -q --enable-werror
+fi
+make -s -j"$(nproc)"
