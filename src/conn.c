@@ -233,8 +233,8 @@ void rmsgi_conn_abort(struct rmsg_conn *c, int reason)
 {
 	if (c->state >= RMSGI_CS_CLOSING)
 		return;
-	rmsgi_warn(c->ctx, "conn %u: closing: %s", c->id,
-		   rmsg_strerror(reason));
+	rmsgi_log(c->ctx, reason == -ECANCELED ? RMSG_LOG_DEBUG : RMSG_LOG_WARN,
+		  "conn %u: closing: %s", c->id, rmsg_strerror(reason));
 	c->close_reason = reason;
 	c->state = RMSGI_CS_CLOSING;
 	cancel_queued(c, reason);

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+/*
+ * destroy_live.c - sends queued before on_established are delivered, in
+ * order; then both contexts are destroyed with connections still open
+ * and sends in flight: every send callback runs exactly once (0 or
+ * -ECANCELED), every on_close runs once with -ECANCELED, all before
+ * rmsg_ctx_destroy() returns; destroying from a callback is refused with
+ * -EBUSY. Busy-poll mode is used on the client side to cover it.
+ */
+#include <string.h>
+
+#include "common.h"
+
+#define EARLY 10
+#define LATE 200
+
+static struct rmsg_ctx *sctx, *cctx;
+static struct rmsg_conn *client;
+static int cbs[EARLY + LATE], srv_recvd, closes, reasons_ok, busy_seen;
+static uint8_t buf[20000];
+
+static void send_done(struct rmsg_conn *c, int status, void *arg)
+{
+	int i = (int)(intptr_t)arg;
+
+	T_ASSERT(status == 0 || status == -ECANCELED, "status %d", status);
+	cbs[i]++;
+}
+
+static void srv_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
+{
+	if (srv_recvd < EARLY) {
+		T_ASSERT(rmsg_msg_len(m) == (size_t)srv_recvd + 1,
+			 "early message %d out of order", srv_recvd);
+	}
+	if (++srv_recvd == EARLY + 20) {
+		T_ASSERT(rmsg_ctx_destroy(sctx) == -EBUSY,
+			 "destroy inside a callback");
+		busy_seen = 1;
+		ev_break(EV_DEFAULT, EVBREAK_ALL);
+	}
+}
+
+static void cli_est(struct rmsg_conn *c, void *arg)
+{
+	int i;
+
+	for (i = 0; i < LATE; i++) {
+		struct iovec iov = { buf, i % 10 ? 100 : sizeof(buf) };
+
+		T_OK(rmsg_send(c, &iov, 1, send_done,
+			       (void *)(intptr_t)(EARLY + i)));
+	}
+}
+
+static void on_close(struct rmsg_conn *c, int reason, void *arg)
+{
+	closes++;
+	if (reason == -ECANCELED)
+		reasons_ok++;
+}
+
+int main(void)
+{
+	struct rmsg_conn_ops sops = { .on_msg = srv_msg,
+				      .on_close = on_close };
+	struct rmsg_conn_ops cops = { .on_established = cli_est,
+				      .on_close = on_close };
+	struct rmsg_listener *lis;
+	struct rmsg_cfg *cfg;
+	struct ev_loop *loop;
+	char uri[128];
+	int i;
+
+	t_require_transport();
+	loop = ev_default_loop(0);
+	T_OK(rmsg_cfg_create(&cfg));
+	T_OK(rmsg_cfg_set_busy_poll_us(cfg, 20));
+	T_OK(rmsg_ctx_create(loop, NULL, &sctx));
+	T_OK(rmsg_ctx_create(loop, cfg, &cctx));
+	t_listen(sctx, NULL, &sops, NULL, NULL, &lis, uri, sizeof(uri));
+	T_OK(rmsg_connect(cctx, uri, NULL, &cops, NULL, &client));
+	for (i = 0; i < EARLY; i++) {
+		struct iovec iov = { buf, (size_t)i + 1 };
+
+		T_OK(rmsg_send(client, &iov, 1, send_done,
+			       (void *)(intptr_t)i));
+	}
+	t_deadline(loop, 120);
+	ev_run(loop, 0);
+	T_ASSERT(busy_seen, "server got %d messages", srv_recvd);
+	T_OK(rmsg_ctx_destroy(cctx));
+	for (i = 0; i < EARLY + LATE; i++)
+		T_ASSERT(cbs[i] == 1, "send %d: %d callbacks", i, cbs[i]);
+	T_ASSERT(closes == 1 && reasons_ok == 1, "client closes %d", closes);
+	T_OK(rmsg_ctx_destroy(sctx));
+	T_ASSERT(closes == 2, "server conn closes %d", closes - 1);
+	rmsg_cfg_destroy(cfg);
+	printf("destroy_live over %s: %d callbacks once each, both contexts "
+	       "destroyed with live connections\n", t_transport(),
+	       EARLY + LATE);
+	return 0;
+}
