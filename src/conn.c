@@ -94,7 +94,7 @@ static void set_peer(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	memcpy(c->peer_pdata, h->pdata, h->pdata_len);
 	c->peer_credits = h->credits;
 	c->peer_eager = h->eager_size;
-	rmsgi_credit_init(&c->cr, h->credits);
+	rmsgi_credit_init(&c->cr, h->credits, c->cfg.credits);
 }
 
 int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
@@ -469,7 +469,8 @@ static void post_queued(struct rmsg_conn *c)
 		struct rmsgi_op *op = rmsgi_list_entry(n, struct rmsgi_op, link);
 		struct rmsgi_credit save = c->cr;
 
-		if (!rmsgi_credit_can_send(&c->cr, op->kind == RMSGI_OP_SEND))
+		/* only the CREDIT frame may take the last credit */
+		if (!rmsgi_credit_can_send(&c->cr, op != &c->credit_op))
 			break;
 		if (op->kind == RMSGI_OP_SEND && op->len > c->peer_eager &&
 		    (c->tr->caps & RMSGI_TR_CAP_RNDV) && !op->rndv) {
@@ -495,7 +496,13 @@ static void post_queued(struct rmsg_conn *c)
 			c->cr = save;
 			op->posted = 0;
 			op->rndv = 0;
-			op_finish(c, op, ret);
+			if (op == &c->credit_op)
+				c->credit_op_busy = false;
+			else
+				op_finish(c, op, ret);
+			/* what was accepted before the failure still goes */
+			if (posted && c->tr->kick)
+				c->tr->kick(c);
 			rmsgi_conn_abort(c, ret);
 			return;
 		}

@@ -4,12 +4,14 @@
 
 #include "credit.h"
 
-void rmsgi_credit_init(struct rmsgi_credit *cr, uint32_t peer_grant)
+void rmsgi_credit_init(struct rmsgi_credit *cr, uint32_t peer_grant,
+		       uint32_t my_grant)
 {
 	cr->avail = peer_grant;
 	cr->to_return = 0;
-	/* return in quarters so a streaming peer never drains its window */
-	cr->threshold = peer_grant / 4 < 2 ? 2 : peer_grant / 4;
+	/* we owe at most what we granted: return it in quarters so a
+	 * streaming peer never drains its window */
+	cr->threshold = my_grant / 4 < 2 ? 2 : my_grant / 4;
 }
 
 bool rmsgi_credit_can_send(const struct rmsgi_credit *cr, bool message)

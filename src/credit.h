@@ -21,7 +21,9 @@ struct rmsgi_credit {
 	uint32_t threshold;	/* explicit CREDIT frame at this many */
 };
 
-void rmsgi_credit_init(struct rmsgi_credit *cr, uint32_t peer_grant);
+/* @peer_grant: buffers the peer gave us; @my_grant: buffers we gave it */
+void rmsgi_credit_init(struct rmsgi_credit *cr, uint32_t peer_grant,
+		       uint32_t my_grant);
 /* may a message (true) or a CREDIT frame (false) be sent now? */
 bool rmsgi_credit_can_send(const struct rmsgi_credit *cr, bool message);
 /* takes one credit and returns the count to piggyback */

@@ -3,6 +3,7 @@
  * err.c - the one place where platform error conventions become the
  * library's negative errno, and rmsg_strerror() with likely causes.
  */
+#include <limits.h>
 #include <infiniband/verbs.h>
 
 #include "rmsg_int.h"
@@ -36,6 +37,7 @@ int rmsgi_err_wc(int wc_status)
 	case IBV_WC_RNR_RETRY_EXC_ERR:
 		return -ENOBUFS;
 	case IBV_WC_REM_ACCESS_ERR:
+	case IBV_WC_LOC_ACCESS_ERR:
 	case IBV_WC_LOC_PROT_ERR:
 	case IBV_WC_MW_BIND_ERR:
 		return -EACCES;
@@ -117,10 +119,10 @@ const char *rmsg_strerror(int err)
 {
 	size_t i;
 
-	if (err > 0)
-		err = -err;
+	if (err < 0)
+		err = err == INT_MIN ? INT_MAX : -err;
 	for (i = 0; i < RMSGI_ARRAY_SIZE(texts); i++)
-		if (texts[i].err == -err)
+		if (texts[i].err == err)
 			return texts[i].text;
 	return "unknown error";
 }

@@ -123,6 +123,7 @@ struct rdma_conn {
 	bool timer_on;
 	bool room_wanted;
 	bool silent;		/* rejected before the app saw it */
+	bool buried;		/* torn down; only memory is left */
 	struct rdma_conn *dead_next;
 };
 
@@ -216,7 +217,7 @@ static int pool_reg(void *priv, void *addr, size_t len, void **mr_p,
 
 		rmsgi_err(r->ctx, "registering %zu bytes failed: %s", len,
 			  rmsg_strerror(err));
-		return err == -EPERM ? -ENOMEM : err;
+		return err == -EPERM || err == -EFAULT ? -ENOMEM : err;
 	}
 	*mr_p = mr;
 	*lkey_p = mr->lkey;
@@ -982,7 +983,7 @@ static int rdma_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	struct sq_slot *s;
 	uint8_t *hdr;
 	size_t total, flen;
-	uint32_t lkey;
+	uint32_t lkey = 0;
 	int i, ret, nsge;
 	bool zc = true;
 
@@ -1410,6 +1411,8 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 	struct rdma_ctx *r = rc->r;
 	struct rmsg_conn *c = rc->c;
 
+	if (rc->buried)
+		return;
 	if (reason && !rc->silent && c->state < RMSGI_CS_CLOSING)
 		rmsgi_conn_ev_failed(c, reason, NULL);
 	if (!reason && rc->state == RC_UP && rc->tail != rc->head) {
@@ -1475,6 +1478,7 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 	r->nconns--;
 	c->tr_priv = NULL;
 	rc->state = RC_DEAD;
+	rc->buried = true;
 	rc->dead_next = r->graveyard;
 	r->graveyard = rc;
 	if (rc->silent) {
@@ -1519,7 +1523,9 @@ static void rc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			rdma_destroy_qp(rc->id);
 			rc->qp = NULL;
 		}
-		rc_retire(rc, rc->head - 1, -ECANCELED);
+		rc->unposted = rc->head;
+		while (rc->tail != rc->head)
+			rc_retire(rc, rc->tail, -ECANCELED);
 		rc_teardown(rc, 0);
 	} else if (rc->state != RC_UP) {
 		rc_teardown(rc, -ETIMEDOUT);
@@ -1555,7 +1561,9 @@ static void rdma_ctx_fini(struct rmsg_ctx *ctx)
 			qpn_del(r, rc);
 			rdma_destroy_qp(rc->id);
 			rc->qp = NULL;
-			rc_retire(rc, rc->head - 1, -ECANCELED);
+			rc->unposted = rc->head;
+			while (rc->tail != rc->head)
+				rc_retire(rc, rc->tail, -ECANCELED);
 			rc_teardown(rc, 0);
 		}
 	}

@@ -1,20 +1,36 @@
 // SPDX-License-Identifier: MIT
-/* unit tests of the wire header codec (src/proto.c) */
-#include <errno.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <string.h>
-#include <cmocka.h>
+/* unit tests of the wire codec (src/proto.c) */
+#include "unit.h"
 
 #include "proto.h"
 
+#define MAX_LEN 100
+
+/* a valid encoded header of @type with @len */
+static void mkhdr(uint8_t *buf, uint8_t type, uint64_t len)
+{
+	struct rmsgi_hdr h = {.type = type, .len = len};
+
+	rmsgi_hdr_encode(&h, buf);
+}
+
+static int decode(const uint8_t *buf)
+{
+	struct rmsgi_hdr out;
+
+	return rmsgi_hdr_decode(buf, RMSGI_HDR_SIZE, MAX_LEN, &out);
+}
+
+/* ------------------------------------------------------------------ */
+/* header                                                               */
+
 static void hdr_encode__roundtrip(void **state)
 {
-	struct rmsgi_hdr in = { .type = RMSGI_T_DATA, .credits = 7,
-				.aux = 0x01020304, .len = 4096,
-				.id = 0x1122334455667788ull };
+	struct rmsgi_hdr in = {.type = RMSGI_T_DATA,
+			       .credits = 7,
+			       .aux = 0x01020304,
+			       .len = 4096,
+			       .id = 0x1122334455667788ull};
 	struct rmsgi_hdr out;
 	uint8_t buf[RMSGI_HDR_SIZE];
 
@@ -22,42 +38,450 @@ static void hdr_encode__roundtrip(void **state)
 	rmsgi_hdr_encode(&in, buf);
 	assert_int_equal(rmsgi_hdr_decode(buf, sizeof(buf), 1 << 20, &out), 0);
 	assert_int_equal(out.type, in.type);
+	assert_int_equal(out.flags, 0);
 	assert_int_equal(out.credits, in.credits);
 	assert_int_equal(out.aux, in.aux);
 	assert_true(out.len == in.len);
 	assert_true(out.id == in.id);
 }
 
-static void hdr_decode__bad_magic(void **state)
+/* every type goes through with a length it allows */
+static void hdr_encode__roundtrip_every_type(void **state)
 {
-	struct rmsgi_hdr in = { .type = RMSGI_T_CREDIT }, out;
+	static const struct {
+		uint8_t type;
+		uint64_t len;
+	} cases[] = {
+		{RMSGI_T_DATA, MAX_LEN},
+		{RMSGI_T_CREDIT, 0},
+		{RMSGI_T_RNDV_REQ, MAX_LEN},
+		{RMSGI_T_RNDV_ACK, 0},
+		{RMSGI_T_HELLO, RMSGI_HELLO_SIZE},
+		{RMSGI_T_HELLO_ACK, RMSGI_HELLO_SIZE + 32},
+		{RMSGI_T_REJECT, RMSGI_HELLO_SIZE + 1},
+	};
+	size_t i;
+
+	(void)state;
+	assert_int_equal(sizeof(cases) / sizeof(cases[0]), RMSGI_T_MAX_ - 1);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rmsgi_hdr in = {.type = cases[i].type,
+				       .credits = (uint16_t)(0xffff - i),
+				       .aux = 0xfffffff0u + (uint32_t)i,
+				       .len = cases[i].len,
+				       .id = ~(uint64_t)i};
+		struct rmsgi_hdr out;
+		uint8_t buf[RMSGI_HDR_SIZE];
+
+		memset(&out, 0xaa, sizeof(out));
+		rmsgi_hdr_encode(&in, buf);
+		assert_int_equal(
+			rmsgi_hdr_decode(buf, sizeof(buf), MAX_LEN, &out), 0);
+		assert_int_equal(out.type, in.type);
+		assert_int_equal(out.flags, 0);
+		assert_int_equal(out.credits, in.credits);
+		assert_int_equal(out.aux, in.aux);
+		assert_true(out.len == in.len);
+		assert_true(out.id == in.id);
+	}
+}
+
+/* the layout documented in proto.h, little-endian */
+static void hdr_encode__wire_layout(void **state)
+{
+	static const uint8_t expect[RMSGI_HDR_SIZE] = {
+		RMSGI_MAGIC,
+		RMSGI_PROTO_VERSION,
+		RMSGI_T_RNDV_ACK,
+		0,
+		0x34,
+		0x12,
+		0,
+		0,
+		0x78,
+		0x56,
+		0x34,
+		0x12,
+		0,
+		0,
+		0,
+		0,
+		0x08,
+		0x07,
+		0x06,
+		0x05,
+		0x04,
+		0x03,
+		0x02,
+		0x01,
+		0x18,
+		0x17,
+		0x16,
+		0x15,
+		0x14,
+		0x13,
+		0x12,
+		0x11,
+	};
+	struct rmsgi_hdr in = {.type = RMSGI_T_RNDV_ACK,
+			       .credits = 0x1234,
+			       .aux = 0x12345678,
+			       .len = 0x0102030405060708ull,
+			       .id = 0x1112131415161718ull};
 	uint8_t buf[RMSGI_HDR_SIZE];
 
 	(void)state;
+	memset(buf, 0xee, sizeof(buf));
 	rmsgi_hdr_encode(&in, buf);
+	assert_memory_equal(buf, expect, sizeof(expect));
+}
+
+static void hdr_decode__bad_magic(void **state)
+{
+	uint8_t buf[RMSGI_HDR_SIZE];
+
+	(void)state;
+	mkhdr(buf, RMSGI_T_CREDIT, 0);
 	buf[0] ^= 0xff;
-	assert_int_equal(rmsgi_hdr_decode(buf, sizeof(buf), 100, &out),
-			 -EPROTO);
+	assert_int_equal(decode(buf), -EPROTO);
+}
+
+static void hdr_decode__bad_version(void **state)
+{
+	uint8_t buf[RMSGI_HDR_SIZE];
+
+	(void)state;
+	mkhdr(buf, RMSGI_T_CREDIT, 0);
+	buf[1] = RMSGI_PROTO_VERSION + 1;
+	assert_int_equal(decode(buf), -EPROTO);
+	buf[1] = 0;
+	assert_int_equal(decode(buf), -EPROTO);
+}
+
+static void hdr_decode__type_zero(void **state)
+{
+	uint8_t buf[RMSGI_HDR_SIZE];
+
+	(void)state;
+	mkhdr(buf, 0, 0);
+	assert_int_equal(decode(buf), -EPROTO);
+}
+
+static void hdr_decode__type_max(void **state)
+{
+	uint8_t buf[RMSGI_HDR_SIZE];
+	unsigned int t;
+
+	(void)state;
+	for (t = RMSGI_T_MAX_; t <= 0xff; t++) {
+		mkhdr(buf, (uint8_t)t, 0);
+		assert_int_equal(decode(buf), -EPROTO);
+	}
+}
+
+static void hdr_decode__flags_nonzero(void **state)
+{
+	uint8_t buf[RMSGI_HDR_SIZE];
+	unsigned int bit;
+
+	(void)state;
+	for (bit = 0; bit < 8; bit++) {
+		mkhdr(buf, RMSGI_T_CREDIT, 0);
+		buf[3] = (uint8_t)(1u << bit);
+		assert_int_equal(decode(buf), -EPROTO);
+	}
+}
+
+static void hdr_decode__rsvd_nonzero(void **state)
+{
+	static const int offs[] = {6, 7, 12, 13, 14, 15};
+	uint8_t buf[RMSGI_HDR_SIZE];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+		mkhdr(buf, RMSGI_T_DATA, 1);
+		assert_int_equal(decode(buf), 0);
+		buf[offs[i]] = 0x80;
+		assert_int_equal(decode(buf), -EPROTO);
+	}
+}
+
+static void hdr_decode__short_buffer(void **state)
+{
+	struct rmsgi_hdr out;
+	uint8_t buf[RMSGI_HDR_SIZE];
+
+	(void)state;
+	mkhdr(buf, RMSGI_T_CREDIT, 0);
+	assert_int_equal(
+		rmsgi_hdr_decode(buf, RMSGI_HDR_SIZE - 1, MAX_LEN, &out),
+		-EPROTO);
+	assert_int_equal(rmsgi_hdr_decode(buf, 0, MAX_LEN, &out), -EPROTO);
+	/* more than a header is fine: the payload follows */
+	assert_int_equal(
+		rmsgi_hdr_decode(buf, RMSGI_HDR_SIZE + 100, MAX_LEN, &out), 0);
 }
 
 static void hdr_decode__too_long(void **state)
 {
-	struct rmsgi_hdr in = { .type = RMSGI_T_DATA, .len = 101 }, out;
 	uint8_t buf[RMSGI_HDR_SIZE];
 
 	(void)state;
-	rmsgi_hdr_encode(&in, buf);
-	assert_int_equal(rmsgi_hdr_decode(buf, sizeof(buf), 100, &out),
-			 -EMSGSIZE);
+	mkhdr(buf, RMSGI_T_DATA, MAX_LEN + 1);
+	assert_int_equal(decode(buf), -EMSGSIZE);
+	mkhdr(buf, RMSGI_T_DATA, UINT64_MAX);
+	assert_int_equal(decode(buf), -EMSGSIZE);
+	mkhdr(buf, RMSGI_T_DATA, MAX_LEN);
+	assert_int_equal(decode(buf), 0);
+	mkhdr(buf, RMSGI_T_DATA, 0);
+	assert_int_equal(decode(buf), 0);
+}
+
+static void hdr_decode__rndv_too_long(void **state)
+{
+	uint8_t buf[RMSGI_HDR_SIZE];
+
+	(void)state;
+	mkhdr(buf, RMSGI_T_RNDV_REQ, MAX_LEN + 1);
+	assert_int_equal(decode(buf), -EMSGSIZE);
+	mkhdr(buf, RMSGI_T_RNDV_REQ, MAX_LEN);
+	assert_int_equal(decode(buf), 0);
+}
+
+/* CREDIT and RNDV_ACK carry no payload */
+static void hdr_decode__ctrl_len_nonzero(void **state)
+{
+	static const uint8_t types[] = {RMSGI_T_CREDIT, RMSGI_T_RNDV_ACK};
+	uint8_t buf[RMSGI_HDR_SIZE];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(types); i++) {
+		mkhdr(buf, types[i], 1);
+		assert_int_equal(decode(buf), -EPROTO);
+		mkhdr(buf, types[i], (uint64_t)1 << 63);
+		assert_int_equal(decode(buf), -EPROTO);
+		mkhdr(buf, types[i], 0);
+		assert_int_equal(decode(buf), 0);
+	}
+}
+
+/* handshake frames carry 16..48 bytes, whatever max_len says */
+static void hdr_decode__hello_len_bounds(void **state)
+{
+	static const uint8_t types[] = {RMSGI_T_HELLO, RMSGI_T_HELLO_ACK,
+					RMSGI_T_REJECT};
+	struct rmsgi_hdr out;
+	uint8_t buf[RMSGI_HDR_SIZE];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(types); i++) {
+		mkhdr(buf, types[i], 0);
+		assert_int_equal(decode(buf), -EPROTO);
+		mkhdr(buf, types[i], RMSGI_HELLO_SIZE - 1);
+		assert_int_equal(decode(buf), -EPROTO);
+		mkhdr(buf, types[i], RMSGI_HELLO_SIZE);
+		assert_int_equal(decode(buf), 0);
+		mkhdr(buf, types[i], RMSGI_HELLO_SIZE + 32);
+		assert_int_equal(rmsgi_hdr_decode(buf, sizeof(buf), 0, &out),
+				 0);
+		mkhdr(buf, types[i], RMSGI_HELLO_SIZE + 33);
+		assert_int_equal(decode(buf), -EPROTO);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* handshake                                                            */
+
+static void hello_encode__roundtrip(void **state)
+{
+	struct rmsgi_hello in = {.pdata_len = 5,
+				 .flags = 0x3,
+				 .credits = 0x1234,
+				 .status = -ECONNREFUSED,
+				 .eager_size = 0x00102030,
+				 .conn_id = 0xdeadbeef,
+				 .pdata = {'h', 'e', 'l', 'l', 'o'}};
+	struct rmsgi_hello out;
+	uint8_t buf[RMSGI_HELLO_SIZE + 32];
+	size_t n;
+
+	(void)state;
+	n = rmsgi_hello_encode(&in, buf);
+	assert_int_equal(n, RMSGI_HELLO_SIZE + 5);
+	assert_int_equal(buf[0], RMSGI_MAGIC);
+	assert_int_equal(buf[1], RMSGI_PROTO_VERSION);
+	assert_int_equal(buf[2], 5);
+	memset(&out, 0xaa, sizeof(out));
+	assert_int_equal(rmsgi_hello_decode(buf, n, &out), 0);
+	assert_int_equal(out.pdata_len, 5);
+	assert_int_equal(out.flags, 0x3);
+	assert_int_equal(out.credits, 0x1234);
+	assert_int_equal(out.status, -ECONNREFUSED);
+	assert_int_equal(out.eager_size, 0x00102030);
+	assert_int_equal(out.conn_id, 0xdeadbeef);
+	assert_memory_equal(out.pdata, "hello", 5);
+	/* the rest of pdata is cleared, not left from before */
+	assert_int_equal(out.pdata[5], 0);
+}
+
+static void hello_encode__full_pdata(void **state)
+{
+	struct rmsgi_hello in = {
+		.pdata_len = 32, .credits = 4, .eager_size = 64};
+	struct rmsgi_hello out;
+	uint8_t buf[RMSGI_HELLO_SIZE + 32];
+	size_t n;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 32; i++)
+		in.pdata[i] = (uint8_t)(i * 7);
+	n = rmsgi_hello_encode(&in, buf);
+	assert_int_equal(n, RMSGI_HELLO_SIZE + 32);
+	assert_int_equal(rmsgi_hello_decode(buf, n, &out), 0);
+	assert_int_equal(out.pdata_len, 32);
+	assert_memory_equal(out.pdata, in.pdata, 32);
+}
+
+/* a pdata_len above 32 is clamped on encode, never overruns */
+static void hello_encode__pdata_len_clamped(void **state)
+{
+	struct rmsgi_hello in = {.pdata_len = 200};
+	uint8_t buf[RMSGI_HELLO_SIZE + 32 + 8];
+	size_t n;
+
+	(void)state;
+	memset(buf, 0x5a, sizeof(buf));
+	n = rmsgi_hello_encode(&in, buf);
+	assert_int_equal(n, RMSGI_HELLO_SIZE + 32);
+	assert_int_equal(buf[2], 32);
+	assert_int_equal(buf[RMSGI_HELLO_SIZE + 32], 0x5a);
+}
+
+static void hello_decode__pdata_len_above_32(void **state)
+{
+	struct rmsgi_hello in = {.pdata_len = 32}, out;
+	uint8_t buf[RMSGI_HELLO_SIZE + 64];
+
+	(void)state;
+	memset(buf, 0, sizeof(buf));
+	rmsgi_hello_encode(&in, buf);
+	buf[2] = 33;
+	assert_int_equal(rmsgi_hello_decode(buf, sizeof(buf), &out), -EPROTO);
+	buf[2] = 0xff;
+	assert_int_equal(rmsgi_hello_decode(buf, sizeof(buf), &out), -EPROTO);
+}
+
+static void hello_decode__short(void **state)
+{
+	struct rmsgi_hello in = {.pdata_len = 10}, out;
+	uint8_t buf[RMSGI_HELLO_SIZE + 32];
+	size_t n;
+
+	(void)state;
+	n = rmsgi_hello_encode(&in, buf);
+	assert_int_equal(rmsgi_hello_decode(buf, n, &out), 0);
+	/* the pdata it announces is not all there */
+	assert_int_equal(rmsgi_hello_decode(buf, n - 1, &out), -EPROTO);
+	assert_int_equal(rmsgi_hello_decode(buf, RMSGI_HELLO_SIZE - 1, &out),
+			 -EPROTO);
+	assert_int_equal(rmsgi_hello_decode(buf, 0, &out), -EPROTO);
+	assert_int_equal(rmsgi_hello_decode(NULL, n, &out), -EPROTO);
+}
+
+static void hello_decode__bad_magic_version(void **state)
+{
+	struct rmsgi_hello in = {.credits = 8}, out;
+	uint8_t buf[RMSGI_HELLO_SIZE + 32];
+	size_t n;
+
+	(void)state;
+	n = rmsgi_hello_encode(&in, buf);
+	buf[0] = RMSGI_MAGIC ^ 1;
+	assert_int_equal(rmsgi_hello_decode(buf, n, &out), -EPROTO);
+	buf[0] = RMSGI_MAGIC;
+	buf[1] = RMSGI_PROTO_VERSION + 1;
+	assert_int_equal(rmsgi_hello_decode(buf, n, &out), -EPROTO);
+}
+
+/* a status is 0 or a negative errno of a reject */
+static void hello_decode__positive_status(void **state)
+{
+	struct rmsgi_hello in = {.status = 1}, out;
+	uint8_t buf[RMSGI_HELLO_SIZE + 32];
+	size_t n;
+
+	(void)state;
+	n = rmsgi_hello_encode(&in, buf);
+	assert_int_equal(rmsgi_hello_decode(buf, n, &out), -EPROTO);
+	in.status = INT16_MAX;
+	n = rmsgi_hello_encode(&in, buf);
+	assert_int_equal(rmsgi_hello_decode(buf, n, &out), -EPROTO);
+	in.status = 0;
+	n = rmsgi_hello_encode(&in, buf);
+	assert_int_equal(rmsgi_hello_decode(buf, n, &out), 0);
+	assert_int_equal(out.status, 0);
+	in.status = INT16_MIN;
+	n = rmsgi_hello_encode(&in, buf);
+	assert_int_equal(rmsgi_hello_decode(buf, n, &out), 0);
+	assert_int_equal(out.status, INT16_MIN);
+}
+
+/* ------------------------------------------------------------------ */
+/* rendezvous segments                                                  */
+
+static void seg_encode__roundtrip(void **state)
+{
+	static const uint8_t expect[RMSGI_SEG_SIZE] = {
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+		0x44, 0x33, 0x22, 0x11, 0xdd, 0xcc, 0xbb, 0xaa,
+	};
+	struct rmsgi_seg in = {.addr = 0x0102030405060708ull,
+			       .len = 0x11223344,
+			       .rkey = 0xaabbccdd};
+	struct rmsgi_seg out;
+	uint8_t buf[RMSGI_SEG_SIZE];
+
+	(void)state;
+	rmsgi_seg_encode(&in, buf);
+	assert_memory_equal(buf, expect, sizeof(expect));
+	memset(&out, 0, sizeof(out));
+	rmsgi_seg_decode(buf, &out);
+	assert_true(out.addr == in.addr);
+	assert_int_equal(out.len, in.len);
+	assert_int_equal(out.rkey, in.rkey);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(hdr_encode__roundtrip),
+		cmocka_unit_test(hdr_encode__roundtrip_every_type),
+		cmocka_unit_test(hdr_encode__wire_layout),
 		cmocka_unit_test(hdr_decode__bad_magic),
+		cmocka_unit_test(hdr_decode__bad_version),
+		cmocka_unit_test(hdr_decode__type_zero),
+		cmocka_unit_test(hdr_decode__type_max),
+		cmocka_unit_test(hdr_decode__flags_nonzero),
+		cmocka_unit_test(hdr_decode__rsvd_nonzero),
+		cmocka_unit_test(hdr_decode__short_buffer),
 		cmocka_unit_test(hdr_decode__too_long),
+		cmocka_unit_test(hdr_decode__rndv_too_long),
+		cmocka_unit_test(hdr_decode__ctrl_len_nonzero),
+		cmocka_unit_test(hdr_decode__hello_len_bounds),
+		cmocka_unit_test(hello_encode__roundtrip),
+		cmocka_unit_test(hello_encode__full_pdata),
+		cmocka_unit_test(hello_encode__pdata_len_clamped),
+		cmocka_unit_test(hello_decode__pdata_len_above_32),
+		cmocka_unit_test(hello_decode__short),
+		cmocka_unit_test(hello_decode__bad_magic_version),
+		cmocka_unit_test(hello_decode__positive_status),
+		cmocka_unit_test(seg_encode__roundtrip),
 	};
 
+	unit_filter();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: MIT
+/* unit tests of receive credit accounting (src/credit.c) */
+#include "unit.h"
+
+#include "credit.h"
+
+static void credit_init__thresholds(void **state)
+{
+	static const struct {
+		uint32_t grant, threshold;
+	} cases[] = {
+		{ 0, 2 }, { 1, 2 }, { 4, 2 }, { 8, 2 }, { 11, 2 }, { 12, 3 },
+		{ 32, 8 }, { 33, 8 }, { 4096, 1024 },
+	};
+	struct rmsgi_credit cr;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < UNIT_ARRAY_SIZE(cases); i++) {
+		memset(&cr, 0xaa, sizeof(cr));
+		rmsgi_credit_init(&cr, cases[i].grant + 1, cases[i].grant);
+		assert_int_equal(cr.avail, cases[i].grant + 1);
+		assert_int_equal(cr.to_return, 0);
+		assert_int_equal(cr.threshold, cases[i].threshold);
+	}
+}
+
+/* a message never takes the last credit; a CREDIT frame may */
+static void credit_can_send__reserve(void **state)
+{
+	struct rmsgi_credit cr;
+
+	(void)state;
+	rmsgi_credit_init(&cr, 4, 4);
+	cr.avail = 0;
+	assert_false(rmsgi_credit_can_send(&cr, true));
+	assert_false(rmsgi_credit_can_send(&cr, false));
+	cr.avail = 1;
+	assert_false(rmsgi_credit_can_send(&cr, true));
+	assert_true(rmsgi_credit_can_send(&cr, false));
+	cr.avail = 2;
+	assert_true(rmsgi_credit_can_send(&cr, true));
+	assert_true(rmsgi_credit_can_send(&cr, false));
+}
+
+/* sending a window of messages stops with exactly one credit left */
+static void credit_can_send__window(void **state)
+{
+	struct rmsgi_credit cr;
+	int sent = 0;
+
+	(void)state;
+	rmsgi_credit_init(&cr, 32, 32);
+	while (rmsgi_credit_can_send(&cr, true)) {
+		rmsgi_credit_take(&cr);
+		sent++;
+	}
+	assert_int_equal(sent, 31);
+	assert_int_equal(cr.avail, 1);
+	assert_true(rmsgi_credit_can_send(&cr, false));
+	rmsgi_credit_take(&cr);
+	assert_int_equal(cr.avail, 0);
+	assert_false(rmsgi_credit_can_send(&cr, false));
+}
+
+static void credit_take__piggybacks_to_return(void **state)
+{
+	struct rmsgi_credit cr;
+	int i;
+
+	(void)state;
+	rmsgi_credit_init(&cr, 8, 8);
+	for (i = 0; i < 5; i++)
+		rmsgi_credit_freed(&cr);
+	assert_int_equal(cr.to_return, 5);
+	assert_int_equal(rmsgi_credit_take(&cr), 5);
+	assert_int_equal(cr.avail, 7);
+	assert_int_equal(cr.to_return, 0);
+	assert_int_equal(rmsgi_credit_take(&cr), 0);
+	assert_int_equal(cr.avail, 6);
+}
+
+/* the wire field is 16 bits: the rest waits for the next frame */
+static void credit_take__capped_0xffff(void **state)
+{
+	struct rmsgi_credit cr;
+
+	(void)state;
+	rmsgi_credit_init(&cr, 8, 8);
+	cr.to_return = 70000;
+	assert_int_equal(rmsgi_credit_take(&cr), 0xffff);
+	assert_int_equal(cr.to_return, 70000 - 0xffff);
+	assert_int_equal(rmsgi_credit_take(&cr), 70000 - 0xffff);
+	assert_int_equal(cr.to_return, 0);
+	cr.to_return = 0xffff;
+	assert_int_equal(rmsgi_credit_take(&cr), 0xffff);
+	assert_int_equal(cr.to_return, 0);
+}
+
+static void credit_returned__within_grant(void **state)
+{
+	struct rmsgi_credit cr;
+	int i;
+
+	(void)state;
+	rmsgi_credit_init(&cr, 8, 8);
+	for (i = 0; i < 6; i++)
+		rmsgi_credit_take(&cr);
+	assert_int_equal(rmsgi_credit_returned(&cr, 0, 8), 0);
+	assert_int_equal(cr.avail, 2);
+	assert_int_equal(rmsgi_credit_returned(&cr, 4, 8), 0);
+	assert_int_equal(cr.avail, 6);
+	assert_int_equal(rmsgi_credit_returned(&cr, 2, 8), 0);
+	assert_int_equal(cr.avail, 8);
+}
+
+/* a peer that returns more than it was ever given is broken or hostile */
+static void credit_returned__beyond_grant(void **state)
+{
+	struct rmsgi_credit cr;
+
+	(void)state;
+	rmsgi_credit_init(&cr, 8, 8);
+	rmsgi_credit_take(&cr);
+	rmsgi_credit_take(&cr);
+	assert_int_equal(rmsgi_credit_returned(&cr, 3, 8), -EPROTO);
+	assert_int_equal(cr.avail, 6);
+	assert_int_equal(rmsgi_credit_returned(&cr, 9, 8), -EPROTO);
+	assert_int_equal(rmsgi_credit_returned(&cr, 0xffff, 8), -EPROTO);
+	assert_int_equal(rmsgi_credit_returned(&cr, UINT32_MAX, 8), -EPROTO);
+	assert_int_equal(cr.avail, 6);
+	/* at full window, not a single one more */
+	assert_int_equal(rmsgi_credit_returned(&cr, 2, 8), 0);
+	assert_int_equal(rmsgi_credit_returned(&cr, 1, 8), -EPROTO);
+	assert_int_equal(cr.avail, 8);
+}
+
+static void credit_want_update__threshold(void **state)
+{
+	struct rmsgi_credit cr;
+	uint32_t i;
+
+	(void)state;
+	rmsgi_credit_init(&cr, 32, 32);
+	assert_false(rmsgi_credit_want_update(&cr));
+	for (i = 0; i < cr.threshold - 1; i++)
+		rmsgi_credit_freed(&cr);
+	assert_false(rmsgi_credit_want_update(&cr));
+	rmsgi_credit_freed(&cr);
+	assert_true(rmsgi_credit_want_update(&cr));
+	rmsgi_credit_take(&cr);
+	assert_false(rmsgi_credit_want_update(&cr));
+}
+
+/* ------------------------------------------------------------------ */
+/* two sides exchanging frames under the rules conn.c applies           */
+
+#define CHAN_MAX 8192
+
+struct frame {
+	uint8_t credit;		/* a CREDIT frame, else a message */
+	uint16_t credits;
+};
+
+struct side {
+	struct rmsgi_credit cr;	/* what we may send to the peer */
+	uint32_t grant;		/* receive buffers we gave the peer */
+	uint32_t inuse;		/* of those, holding a frame */
+	uint32_t held;		/* of those, messages the app holds */
+	bool streaming;		/* always has a message to send */
+	bool credit_busy;	/* our CREDIT frame is in flight */
+	unsigned long sent, received;
+	struct frame chan[CHAN_MAX];	/* in flight to the peer */
+	unsigned int head, n;
+};
+
+/* the only place that knows how conn.c initialises its credits */
+static void side_init(struct side *s, uint32_t my_grant, uint32_t peer_grant,
+		      bool streaming)
+{
+	memset(s, 0, sizeof(*s));
+	rmsgi_credit_init(&s->cr, peer_grant, my_grant);
+	s->grant = my_grant;
+	s->streaming = streaming;
+}
+
+static uint64_t rng;
+
+static uint32_t rnd(uint32_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng % n);
+}
+
+static void chan_push(struct side *s, bool credit, uint16_t credits)
+{
+	assert_true(s->n < CHAN_MAX);
+	s->chan[(s->head + s->n) % CHAN_MAX].credit = credit;
+	s->chan[(s->head + s->n) % CHAN_MAX].credits = credits;
+	s->n++;
+}
+
+static bool can_msg(const struct side *s)
+{
+	return s->streaming && rmsgi_credit_can_send(&s->cr, true);
+}
+
+/* conn.c: a CREDIT frame only when nothing else can carry the credits */
+static bool can_credit(const struct side *s)
+{
+	return !s->credit_busy && rmsgi_credit_want_update(&s->cr) &&
+	       (!s->streaming || !rmsgi_credit_can_send(&s->cr, true)) &&
+	       rmsgi_credit_can_send(&s->cr, false);
+}
+
+/* frames @from's peer may still send + everything holding its credits
+ * adds up to the grant: nothing is lost or made up */
+static void check_conservation(const struct side *from, const struct side *to)
+{
+	uint64_t sum = from->cr.avail + from->n + to->inuse + to->cr.to_return;
+	unsigned int i;
+
+	for (i = 0; i < to->n; i++)
+		sum += to->chan[(to->head + i) % CHAN_MAX].credits;
+	assert_int_equal(sum, to->grant);
+}
+
+/* delivers the oldest frame from @s to @peer */
+static void deliver(struct side *s, struct side *peer)
+{
+	struct frame f = s->chan[s->head];
+
+	s->head = (s->head + 1) % CHAN_MAX;
+	s->n--;
+	/* a frame never arrives without a posted buffer (no RNR) */
+	assert_true(peer->inuse < peer->grant);
+	peer->inuse++;
+	assert_int_equal(rmsgi_credit_returned(&peer->cr, f.credits, s->grant),
+			 0);
+	if (f.credit) {
+		s->credit_busy = false;
+		peer->inuse--;
+		rmsgi_credit_freed(&peer->cr);
+	} else {
+		peer->received++;
+		peer->held++;
+	}
+}
+
+/* runs @steps random steps; fails on a stall or a broken invariant */
+static void exchange(uint32_t grant_a, uint32_t grant_b, bool a_streams,
+		     bool b_streams, unsigned int release_weight,
+		     uint64_t seed, unsigned long steps)
+{
+	static struct side sides[2];
+	struct side *a = &sides[0], *b = &sides[1];
+	unsigned long step;
+
+	rng = seed;
+	side_init(a, grant_a, grant_b, a_streams);
+	side_init(b, grant_b, grant_a, b_streams);
+	for (step = 0; step < steps; step++) {
+		/* enabled actions: 0/1 send, 2/3 credit, 4/5 deliver,
+		 * 6/7 release, for side a/b */
+		unsigned int w[8], total = 0, pick, k;
+
+		w[0] = can_msg(a) ? 4 : 0;
+		w[1] = can_msg(b) ? 4 : 0;
+		w[2] = can_credit(a) ? 4 : 0;
+		w[3] = can_credit(b) ? 4 : 0;
+		w[4] = a->n ? 3 : 0;
+		w[5] = b->n ? 3 : 0;
+		w[6] = a->held ? release_weight : 0;
+		w[7] = b->held ? release_weight : 0;
+		for (k = 0; k < 8; k++)
+			total += w[k];
+		if (total == 0)
+			fail_msg("stall after %lu steps: a avail %u ret %u, "
+				 "b avail %u ret %u", step, a->cr.avail,
+				 a->cr.to_return, b->cr.avail,
+				 b->cr.to_return);
+		pick = rnd(total);
+		for (k = 0; pick >= w[k]; k++)
+			pick -= w[k];
+		{
+			struct side *s = &sides[k % 2], *peer = &sides[1 - k % 2];
+
+			switch (k / 2) {
+			case 0:
+				chan_push(s, false, rmsgi_credit_take(&s->cr));
+				s->sent++;
+				break;
+			case 1:
+				chan_push(s, true, rmsgi_credit_take(&s->cr));
+				s->credit_busy = true;
+				break;
+			case 2:
+				deliver(s, peer);
+				break;
+			default:
+				s->held--;
+				s->inuse--;
+				rmsgi_credit_freed(&s->cr);
+				break;
+			}
+		}
+		check_conservation(a, b);
+		check_conservation(b, a);
+		assert_true(a->cr.avail <= grant_b);
+		assert_true(b->cr.avail <= grant_a);
+	}
+	/* and it went somewhere */
+	if (a_streams)
+		assert_true(b->received > steps / 20);
+	if (b_streams)
+		assert_true(a->received > steps / 20);
+}
+
+static void credit_exchange__both_stream(void **state)
+{
+	static const uint32_t grants[] = { 4, 5, 8, 32, 100 };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < UNIT_ARRAY_SIZE(grants); i++) {
+		exchange(grants[i], grants[i], true, true, 1, 0x5eed + i,
+			 200000);
+		exchange(grants[i], grants[i], true, true, 8, 0xbeef + i,
+			 200000);
+	}
+}
+
+/* the receiving side never sends a message: only CREDIT frames return
+ * the window */
+static void credit_exchange__one_way(void **state)
+{
+	static const uint32_t grants[] = { 4, 5, 8, 32, 100 };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < UNIT_ARRAY_SIZE(grants); i++) {
+		exchange(grants[i], grants[i], true, false, 1, 0xf00d + i,
+			 200000);
+		exchange(grants[i], grants[i], false, true, 3, 0xcafe + i,
+			 200000);
+	}
+}
+
+/* both ends may configure different credits (cfg.credits) */
+static void credit_exchange__asymmetric_grants(void **state)
+{
+	(void)state;
+	exchange(8, 32, true, true, 1, 0xa5a5, 200000);
+	/* a streams into b, which grants 4 but is granted 64: b's threshold
+	 * (16) is above anything it can ever have to return (3) */
+	exchange(64, 4, true, false, 1, 0x5a5a, 200000);
+	exchange(4, 64, false, true, 1, 0x5a5b, 200000);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(credit_init__thresholds),
+		cmocka_unit_test(credit_can_send__reserve),
+		cmocka_unit_test(credit_can_send__window),
+		cmocka_unit_test(credit_take__piggybacks_to_return),
+		cmocka_unit_test(credit_take__capped_0xffff),
+		cmocka_unit_test(credit_returned__within_grant),
+		cmocka_unit_test(credit_returned__beyond_grant),
+		cmocka_unit_test(credit_want_update__threshold),
+		cmocka_unit_test(credit_exchange__both_stream),
+		cmocka_unit_test(credit_exchange__one_way),
+		cmocka_unit_test(credit_exchange__asymmetric_grants),
+	};
+
+	unit_filter();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1716 @@
+// SPDX-License-Identifier: MIT
+/*
+ * unit tests of the rdma backend (src/transport/rdma.c) against the
+ * libibverbs/librdmacm mocks (tests/mocks): connections are set up
+ * through mocked rdma_cm events, frames arrive by filling posted SRQ
+ * receives, and the test completes posted work requests itself. The
+ * backend is reached through its ops table and the public API only.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <ev.h>
+
+#include "unit.h"
+
+#include "mock.h"
+#include "rmsg_int.h"
+
+#define URI "rdma://192.0.2.1:7471"
+#define STRIDE RMSGI_ALIGN(RMSGI_HDR_SIZE + 8192, 64) /* default eager */
+#define SEND_TAG ((uint64_t)1 << 63)
+
+/* ------------------------------------------------------------------ */
+/* the TCP backend is not under test; ctx.c and listener.c need one     */
+
+static void tcp_ctx_fini(struct rmsg_ctx *ctx)
+{
+}
+
+static int tcp_listen(struct rmsg_listener *l, const struct rmsgi_uri *u)
+{
+	return -ENOTSUP;
+}
+
+static void tcp_listen_close(struct rmsg_listener *l)
+{
+}
+
+static int tcp_connect(struct rmsg_conn *c, const struct rmsgi_uri *u)
+{
+	return -ENOTSUP;
+}
+
+static void tcp_disconnect(struct rmsg_conn *c)
+{
+}
+
+static int tcp_post(struct rmsg_conn *c, struct rmsgi_op *op)
+{
+	return -ENOTSUP;
+}
+
+const struct rmsgi_tr_ops rmsgi_tr_tcp = {
+	.name = "tcp",
+	.id = RMSGI_TR_TCP,
+	.ctx_fini = tcp_ctx_fini,
+	.listen = tcp_listen,
+	.listen_close = tcp_listen_close,
+	.connect = tcp_connect,
+	.disconnect = tcp_disconnect,
+	.post = tcp_post,
+};
+
+/* ------------------------------------------------------------------ */
+/* the application                                                      */
+
+#define LOG_MAX 1024
+
+struct event {
+	char kind; /* 'E'stablished, 'M'essage, 'S'end done, 'X' close */
+	int status;
+	intptr_t arg;
+};
+
+struct rt {
+	struct ev_loop *loop;
+	struct rmsg_cfg *cfg;
+	struct rmsg_ctx *ctx;
+	struct rmsg_listener *l;
+	struct rmsg_conn *c;
+	struct rdma_cm_id *id;
+	uint32_t qpn;
+	struct event log[LOG_MAX];
+	int nlog;
+	int established, closed, close_reason, msgs;
+	uint8_t *last_msg;
+	size_t last_len;
+	int sent_at_msg; /* mock.n_sent when on_msg ran */
+	bool close_in_msg;
+	int accept_ret;
+	uint8_t peer_pdata[32];
+	size_t peer_pdata_len;
+	int warnings;
+};
+
+static void logev(struct rt *t, char kind, int status, intptr_t arg)
+{
+	assert_true(t->nlog < LOG_MAX);
+	t->log[t->nlog].kind = kind;
+	t->log[t->nlog].status = status;
+	t->log[t->nlog].arg = arg;
+	t->nlog++;
+}
+
+static int count(const struct rt *t, char kind)
+{
+	int i, n = 0;
+
+	for (i = 0; i < t->nlog; i++)
+		n += t->log[i].kind == kind;
+	return n;
+}
+
+static int done_count(const struct rt *t, intptr_t arg, int *status_p)
+{
+	int i, n = 0;
+
+	for (i = 0; i < t->nlog; i++)
+		if (t->log[i].kind == 'S' && t->log[i].arg == arg) {
+			n++;
+			if (status_p)
+				*status_p = t->log[i].status;
+		}
+	return n;
+}
+
+static void on_established(struct rmsg_conn *c, void *arg)
+{
+	struct rt *t = arg;
+
+	t->established++;
+	logev(t, 'E', 0, 0);
+}
+
+static void on_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
+{
+	struct rt *t = arg;
+
+	t->msgs++;
+	free(t->last_msg);
+	t->last_len = rmsg_msg_len(m);
+	t->last_msg = malloc(t->last_len + 1);
+	assert_non_null(t->last_msg);
+	memcpy(t->last_msg, rmsg_msg_data(m), t->last_len);
+	t->sent_at_msg = mock.n_sent;
+	logev(t, 'M', 0, 0);
+	if (t->close_in_msg)
+		assert_int_equal(rmsg_conn_close(c), 0);
+}
+
+static void on_close(struct rmsg_conn *c, int reason, void *arg)
+{
+	struct rt *t = arg;
+	const void *pd;
+	size_t len;
+
+	t->closed++;
+	t->close_reason = reason;
+	if (rmsg_conn_peer_data(c, &pd, &len) == 0 && len <= 32) {
+		memcpy(t->peer_pdata, pd, len);
+		t->peer_pdata_len = len;
+	}
+	logev(t, 'X', reason, 0);
+	if (t->c == c)
+		t->c = NULL;
+}
+
+static const struct rmsg_conn_ops ops = {
+	.on_established = on_established,
+	.on_msg = on_msg,
+	.on_close = on_close,
+};
+
+static void done_cb(struct rmsg_conn *c, int status, void *arg)
+{
+	struct rt *t = c->arg;
+
+	logev(t, 'S', status, (intptr_t)arg);
+}
+
+static void log_hook(int level, const char *line, void *arg)
+{
+	struct rt *t = arg;
+
+	if (level <= RMSG_LOG_WARN)
+		t->warnings++;
+	if (getenv("RMSG_UNIT_VERBOSE"))
+		fprintf(stderr, "  log: %s\n", line);
+}
+
+/* ------------------------------------------------------------------ */
+/* driving the backend                                                  */
+
+static struct rt *rt_new(void)
+{
+	struct rt *t = calloc(1, sizeof(*t));
+
+	assert_non_null(t);
+	mock_reset();
+	t->loop = ev_loop_new(EVFLAG_AUTO);
+	assert_non_null(t->loop);
+	assert_int_equal(rmsg_cfg_create(&t->cfg), 0);
+	assert_int_equal(rmsg_cfg_set_log(t->cfg, RMSG_LOG_WARN, log_hook, t),
+			 0);
+	return t;
+}
+
+/* the context, once the test has set up t->cfg */
+static void rt_ctx(struct rt *t)
+{
+	assert_int_equal(rmsg_ctx_create(t->loop, t->cfg, &t->ctx), 0);
+}
+
+/* tears everything down; false if a mock object was left behind */
+static bool rt_free(struct rt *t)
+{
+	bool clean;
+
+	if (t->ctx)
+		assert_int_equal(rmsg_ctx_destroy(t->ctx), 0);
+	rmsg_cfg_destroy(t->cfg);
+	ev_loop_destroy(t->loop);
+	free(t->last_msg);
+	clean = mock_all_released();
+	if (!clean)
+		mock_print_live();
+	free(t);
+	return clean;
+}
+
+static int setup(void **state)
+{
+	*state = rt_new();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	return rt_free(*state) ? 0 : -1;
+}
+
+/* delivers the queued CM events, as the event channel's ev_io would */
+static void cm_deliver(struct rt *t)
+{
+	assert_non_null(mock.last_ech);
+	ev_feed_fd_event(t->loop, mock.last_ech->fd, EV_READ);
+	ev_invoke_pending(t->loop);
+}
+
+static void cm_event(struct rt *t, struct rdma_cm_id *id,
+		     enum rdma_cm_event_type type, int status,
+		     const void *pdata, size_t len)
+{
+	mock_cm_push(id, type, status, pdata, len);
+	cm_deliver(t);
+}
+
+/* drains completions and runs what they made due */
+static void pump(struct rt *t)
+{
+	int i;
+
+	for (i = 0; i < 1000 && rmsgi_tr_rdma.poll(t->ctx, false) > 0; i++)
+		rmsgi_ctx_flush(t->ctx);
+	rmsgi_ctx_flush(t->ctx);
+}
+
+static size_t hello(void *buf, uint16_t credits, uint32_t eager, int16_t status,
+		    const char *pdata)
+{
+	struct rmsgi_hello h = {.credits = credits,
+				.eager_size = eager,
+				.status = status,
+				.conn_id = 77};
+
+	if (pdata) {
+		h.pdata_len = (uint8_t)strlen(pdata);
+		memcpy(h.pdata, pdata, h.pdata_len);
+	}
+	return rmsgi_hello_encode(&h, buf);
+}
+
+/* rmsg_connect, up to the rdma_connect() the peer would answer */
+static void start_connect(struct rt *t)
+{
+	rt_ctx(t);
+	assert_int_equal(rmsg_connect(t->ctx, URI, t->cfg, &ops, t, &t->c), 0);
+	t->id = mock.last_id;
+	assert_non_null(t->id);
+	assert_int_equal(mock.n_resolve_addr, 1);
+	cm_event(t, t->id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0);
+	assert_int_equal(mock.n_resolve_route, 1);
+	cm_event(t, t->id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, 0);
+}
+
+/* a client connection, established with a peer granting @credits */
+static void connect_peer(struct rt *t, uint16_t credits, uint32_t eager)
+{
+	uint8_t buf[64];
+
+	start_connect(t);
+	assert_int_equal(mock.n_connect, 1);
+	assert_non_null(mock.last_qp);
+	t->qpn = mock.last_qp->qp.qp_num;
+	cm_event(t, t->id, RDMA_CM_EVENT_ESTABLISHED, 0, buf,
+		 hello(buf, credits, eager, 0, NULL));
+	assert_int_equal(t->established, 1);
+	assert_non_null(t->c);
+}
+
+static int send_buf(struct rt *t, const void *buf, size_t len, intptr_t arg)
+{
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+
+	return rmsg_send(t->c, &iov, 1, done_cb, (void *)arg);
+}
+
+static int send_str(struct rt *t, const char *s, intptr_t arg)
+{
+	return send_buf(t, s, strlen(s), arg);
+}
+
+/* a frame from the peer */
+static void peer_frame(struct rt *t, uint8_t type, uint16_t credits,
+		       uint32_t aux, uint64_t id, uint64_t len,
+		       const void *payload, size_t plen)
+{
+	uint8_t *f = malloc(RMSGI_HDR_SIZE + plen);
+	struct rmsgi_hdr h = {.type = type,
+			      .credits = credits,
+			      .aux = aux,
+			      .len = len,
+			      .id = id};
+
+	assert_non_null(f);
+	rmsgi_hdr_encode(&h, f);
+	if (plen)
+		memcpy(f + RMSGI_HDR_SIZE, payload, plen);
+	assert_int_equal(mock_recv(t->qpn, f, RMSGI_HDR_SIZE + plen), 0);
+	free(f);
+}
+
+static void peer_data(struct rt *t, const char *s, uint16_t credits)
+{
+	peer_frame(t, RMSGI_T_DATA, credits, 0, 0, strlen(s), s, strlen(s));
+}
+
+/* a RNDV_REQ listing @n segments */
+static void peer_rndv(struct rt *t, uint64_t id, uint64_t len,
+		      const struct rmsgi_seg *segs, int n)
+{
+	uint8_t p[RMSGI_SEG_SIZE * 8];
+	int i;
+
+	assert_true(n <= 8);
+	for (i = 0; i < n; i++)
+		rmsgi_seg_encode(&segs[i], p + i * RMSGI_SEG_SIZE);
+	peer_frame(t, RMSGI_T_RNDV_REQ, 0, 0, id, len, p,
+		   (size_t)n * RMSGI_SEG_SIZE);
+}
+
+/* the header of a send WR the mock captured */
+static void sent_hdr(const struct mock_send_wr *w, struct rmsgi_hdr *h)
+{
+	assert_true(w->total >= RMSGI_HDR_SIZE);
+	assert_int_equal(rmsgi_hdr_decode(w->data, w->total, UINT64_MAX, h), 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* client connection setup                                              */
+
+static void connect__handshake(void **state)
+{
+	struct rt *t = *state;
+	struct rmsgi_hello h;
+	unsigned int i;
+
+	assert_int_equal(rmsg_cfg_set_private_data(t->cfg, "hi", 2), 0);
+	connect_peer(t, 16, 4096);
+	assert_string_equal(rmsg_conn_transport(t->c), "rdma");
+	/* what went to the peer in the connect request */
+	assert_int_equal(rmsgi_hello_decode(mock.connect_pdata,
+					    mock.connect_pdata_len, &h),
+			 0);
+	assert_int_equal(h.credits, 32);
+	assert_int_equal(h.eager_size, 8192);
+	assert_int_equal(h.conn_id, t->c->id);
+	assert_int_equal(h.status, 0);
+	assert_int_equal(h.pdata_len, 2);
+	assert_memory_equal(h.pdata, "hi", 2);
+	assert_int_equal(mock.initiator_depth, 16);
+	assert_int_equal(mock.responder_resources, 16);
+	assert_int_equal(mock.rnr_retry, 0);
+	assert_true(mock.retry > 0 && mock.retry < 7);
+	/* what came back */
+	assert_int_equal(t->c->peer_credits, 16);
+	assert_int_equal(t->c->peer_eager, 4096);
+	/* the SRQ holds the 32 buffers granted, posted 16 at a time, each a
+	 * header plus the eager size, in registered memory */
+	assert_int_equal(mock_srq_posted(), 32);
+	assert_int_equal(mock.n_post_srq_recv, 2);
+	assert_int_equal(mock.srq_batch[0], 16);
+	assert_int_equal(mock.srq_batch[1], 16);
+	for (i = 0; i < 32; i++)
+		assert_int_equal(mock_srq_peek(i)->length, STRIDE);
+	assert_int_equal(mock.n_bad_sge, 0);
+	assert_true(mock.n_req_notify >= 1);
+	/* an RC QP on the shared CQ and SRQ */
+	assert_int_equal(mock.last_qp->attr.qp_type, IBV_QPT_RC);
+	assert_non_null(mock.last_qp->attr.srq);
+	assert_ptr_equal(mock.last_qp->attr.send_cq, mock.last_cq);
+	assert_ptr_equal(mock.last_qp->attr.recv_cq, mock.last_cq);
+	assert_int_equal(t->closed, 0);
+}
+
+/* a second connection shares device, CQ and SRQ, and adds its grant */
+static void connect__second_conn_shares_device(void **state)
+{
+	struct rt *t = *state;
+	struct rmsg_conn *c2;
+	struct ibv_cq *cq;
+	int pds;
+
+	connect_peer(t, 16, 4096);
+	cq = mock.last_cq;
+	pds = mock.live_pd;
+	assert_int_equal(rmsg_connect(t->ctx, URI, t->cfg, &ops, t, &c2), 0);
+	cm_event(t, mock.last_id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0);
+	cm_event(t, mock.last_id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, 0);
+	assert_ptr_equal(mock.last_cq, cq);
+	assert_int_equal(mock.live_pd, pds);
+	assert_int_equal(mock.live_cq, 1);
+	assert_int_equal(mock.live_srq, 1);
+	assert_int_equal(mock.live_qp, 2);
+	assert_int_equal(mock_srq_posted(), 64);
+	assert_int_equal(rmsg_conn_close(c2), 0);
+	assert_int_equal(mock.live_qp, 1);
+}
+
+static void connect__bad_hello_in_established(void **state)
+{
+	struct rt *t = *state;
+	static const uint8_t junk[20] = {1, 2, 3};
+
+	start_connect(t);
+	cm_event(t, t->id, RDMA_CM_EVENT_ESTABLISHED, 0, junk, sizeof(junk));
+	assert_int_equal(t->established, 0);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -EPROTO);
+}
+
+/* what each CM failure becomes in on_close */
+static void connect__cm_errors(void **state)
+{
+	static const struct {
+		enum rdma_cm_event_type ev;
+		int status;
+		bool routed; /* after ROUTE_RESOLVED */
+		int reason;
+	} cases[] = {
+		{RDMA_CM_EVENT_ADDR_ERROR, 0, false, -EHOSTUNREACH},
+		{RDMA_CM_EVENT_ADDR_ERROR, -ENETUNREACH, false, -ENETUNREACH},
+		{RDMA_CM_EVENT_ROUTE_ERROR, -ETIMEDOUT, false, -ETIMEDOUT},
+		{RDMA_CM_EVENT_UNREACHABLE, 0, true, -EHOSTUNREACH},
+		{RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, true, -ETIMEDOUT},
+		{RDMA_CM_EVENT_CONNECT_ERROR, 0, true, -ECONNREFUSED},
+		{RDMA_CM_EVENT_CONNECT_ERROR, -5000, true, -ECONNREFUSED},
+		{RDMA_CM_EVENT_REJECTED, 28, true, -ECONNREFUSED},
+		{RDMA_CM_EVENT_DEVICE_REMOVAL, 0, true, -ENODEV},
+		{RDMA_CM_EVENT_DISCONNECTED, 0, true, -ECONNRESET},
+	};
+	size_t i;
+
+	teardown(state);
+	for (i = 0; i < UNIT_ARRAY_SIZE(cases); i++) {
+		struct rt *t = rt_new();
+
+		rt_ctx(t);
+		assert_int_equal(
+			rmsg_connect(t->ctx, URI, t->cfg, &ops, t, &t->c), 0);
+		t->id = mock.last_id;
+		cm_event(t, t->id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0);
+		if (cases[i].routed)
+			cm_event(t, t->id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0,
+				 NULL, 0);
+		cm_event(t, t->id, cases[i].ev, cases[i].status, NULL, 0);
+		if (t->closed != 1 || t->close_reason != cases[i].reason)
+			fail_msg("case %zu (%s): closed %d reason %d", i,
+				 rdma_event_str(cases[i].ev), t->closed,
+				 t->close_reason);
+		assert_int_equal(t->established, 0);
+		assert_true(rt_free(t));
+	}
+	*state = rt_new();
+}
+
+/* a reject carries the listener's reason and private data */
+static void connect__rejected_with_reason(void **state)
+{
+	struct rt *t = *state;
+	uint8_t buf[64];
+
+	start_connect(t);
+	cm_event(t, t->id, RDMA_CM_EVENT_REJECTED, 28, buf,
+		 hello(buf, 32, 8192, -EPERM, "busy"));
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -EPERM);
+	assert_int_equal(t->peer_pdata_len, 4);
+	assert_memory_equal(t->peer_pdata, "busy", 4);
+	assert_int_equal(t->established, 0);
+}
+
+static void connect__device_setup_failure(void **state)
+{
+	struct rt *t = *state;
+
+	mock.create_cq_fail = true;
+	start_connect(t);
+	assert_int_equal(mock.n_connect, 0);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -ENOMEM);
+	/* what dev_open made before the failure is gone already */
+	assert_int_equal(mock.live_pd, 0);
+	assert_int_equal(mock.live_cch, 0);
+	assert_int_equal(mock.live_qp, 0);
+}
+
+static void connect__query_device_failure(void **state)
+{
+	struct rt *t = *state;
+
+	mock.query_device_ret = ENODEV;
+	start_connect(t);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -ENODEV);
+}
+
+/* no /dev/infiniband/rdma_cm: the call fails, no callback follows */
+static void connect__no_rdma_stack(void **state)
+{
+	struct rt *t = *state;
+	struct rmsg_conn *c = NULL;
+
+	rt_ctx(t);
+	mock.cm_channel_errno = ENOENT;
+	assert_int_equal(rmsg_connect(t->ctx, URI, t->cfg, &ops, t, &c),
+			 -ENODEV);
+	mock.cm_channel_errno = ENODEV;
+	assert_int_equal(rmsg_connect(t->ctx, URI, t->cfg, &ops, t, &c),
+			 -ENODEV);
+	assert_null(c);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(t->nlog, 0);
+}
+
+static void connect__resolve_failure(void **state)
+{
+	struct rt *t = *state;
+	struct rmsg_conn *c = NULL;
+
+	rt_ctx(t);
+	mock.getaddrinfo_errno = ENODEV;
+	assert_int_equal(rmsg_connect(t->ctx, URI, t->cfg, &ops, t, &c),
+			 -ENODEV);
+	mock.getaddrinfo_errno = EADDRNOTAVAIL;
+	assert_int_equal(rmsg_connect(t->ctx, URI, t->cfg, &ops, t, &c),
+			 -EHOSTUNREACH);
+	assert_null(c);
+	assert_int_equal(mock.live_id, 0);
+	assert_int_equal(t->nlog, 0);
+}
+
+static void connect__timeout(void **state)
+{
+	struct rt *t = *state;
+	int i;
+
+	assert_int_equal(rmsg_cfg_set_timeout_ms(t->cfg, 1), 0);
+	rt_ctx(t);
+	assert_int_equal(rmsg_connect(t->ctx, URI, t->cfg, &ops, t, &t->c), 0);
+	/* no CM event ever comes */
+	for (i = 0; i < 1000 && !t->closed; i++)
+		ev_run(t->loop, EVRUN_ONCE);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -ETIMEDOUT);
+	assert_int_equal(mock.live_id, 0);
+}
+
+/* a device with less inline and SGE room: asked again for less */
+static void connect__qp_fallback(void **state)
+{
+	struct rt *t = *state;
+	static const char small[] = "small";
+	const struct mock_send_wr *w;
+
+	mock.max_inline = 64;
+	connect_peer(t, 32, 8192);
+	assert_int_equal(mock.last_qp->attr.cap.max_inline_data, 0);
+	assert_int_equal(mock.last_qp->attr.cap.max_send_sge, 4);
+	assert_int_equal(send_str(t, small, 1), 0);
+	rmsgi_ctx_flush(t->ctx);
+	w = &mock.sent[0];
+	assert_int_equal(w->send_flags & IBV_SEND_INLINE, 0);
+	assert_int_equal(mock.n_bad_inline, 0);
+	assert_int_equal(mock.n_bad_sge, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* server side                                                          */
+
+static struct rmsg_conn *accepted;
+
+static int accept_cb(struct rmsg_listener *l, struct rmsg_conn *c,
+		     const void *pdata, size_t len, void *arg)
+{
+	struct rt *t = arg;
+
+	assert_int_equal(len, 3);
+	assert_memory_equal(pdata, "abc", 3);
+	if (t->accept_ret == 0) {
+		assert_int_equal(rmsg_conn_set_private_data(c, "ok", 2), 0);
+		t->c = c;
+	}
+	accepted = c;
+	return t->accept_ret;
+}
+
+static struct rdma_cm_id *listen_and_request(struct rt *t)
+{
+	struct rdma_cm_id *lid, *id;
+	uint16_t port;
+	uint8_t buf[64];
+
+	rt_ctx(t);
+	assert_int_equal(rmsg_listen(t->ctx, "rdma://0.0.0.0:7471", t->cfg,
+				     &ops, accept_cb, t, &t->l),
+			 0);
+	assert_int_equal(mock.n_listen, 1);
+	assert_int_equal(rmsg_listener_port(t->l, &port), 0);
+	assert_int_equal(port, 7471);
+	lid = mock.last_id;
+	id = mock_cm_push_request(lid, buf, hello(buf, 16, 4096, 0, "abc"));
+	accepted = NULL;
+	cm_deliver(t);
+	assert_non_null(accepted);
+	return id;
+}
+
+static void accept__handshake(void **state)
+{
+	struct rt *t = *state;
+	struct rdma_cm_id *id = listen_and_request(t);
+	struct rmsgi_hello h;
+
+	assert_int_equal(mock.n_accept, 1);
+	assert_int_equal(mock.n_reject, 0);
+	assert_int_equal(rmsgi_hello_decode(mock.accept_pdata,
+					    mock.accept_pdata_len, &h),
+			 0);
+	assert_int_equal(h.status, 0);
+	assert_int_equal(h.credits, 32);
+	assert_int_equal(h.eager_size, 8192);
+	assert_int_equal(h.pdata_len, 2);
+	assert_memory_equal(h.pdata, "ok", 2);
+	assert_int_equal(t->established, 0);
+	cm_event(t, id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	assert_int_equal(t->established, 1);
+	assert_int_equal(t->c->peer_credits, 16);
+	assert_int_equal(t->c->peer_eager, 4096);
+	assert_int_equal(mock_srq_posted(), 32);
+	assert_int_equal(t->c->cr.avail, 16);
+}
+
+/* the app says no: the peer hears why, the app hears nothing more */
+static void accept__reject(void **state)
+{
+	struct rt *t = *state;
+	struct rmsgi_hello h;
+
+	t->accept_ret = -EPERM;
+	listen_and_request(t);
+	assert_int_equal(mock.n_accept, 0);
+	assert_int_equal(mock.n_reject, 1);
+	assert_int_equal(rmsgi_hello_decode(mock.reject_pdata,
+					    mock.reject_pdata_len, &h),
+			 0);
+	assert_int_equal(h.status, -EPERM);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(t->nlog, 0);
+	/* the id and QP made for it are gone, the listener's stays */
+	assert_int_equal(mock.live_qp, 0);
+	assert_int_equal(mock.live_id, 1);
+	assert_int_equal(mock.n_id_with_qp, 0);
+}
+
+static void accept__bad_hello(void **state)
+{
+	struct rt *t = *state;
+	static const uint8_t junk[4] = {0xa7, 9, 9, 9};
+
+	rt_ctx(t);
+	assert_int_equal(rmsg_listen(t->ctx, "rdma://0.0.0.0:7471", t->cfg,
+				     &ops, accept_cb, t, &t->l),
+			 0);
+	accepted = NULL;
+	mock_cm_push_request(mock.last_id, junk, sizeof(junk));
+	cm_deliver(t);
+	assert_null(accepted);
+	assert_int_equal(mock.n_reject, 1);
+	assert_int_equal(mock.reject_pdata_len, 0);
+	assert_int_equal(mock.live_id, 1);
+	assert_int_equal(mock.live_qp, 0);
+}
+
+/* the peer's first frame can beat RDMA_CM_EVENT_ESTABLISHED */
+static void accept__first_frame_before_established(void **state)
+{
+	struct rt *t = *state;
+	struct rdma_cm_id *id = listen_and_request(t);
+
+	t->qpn = mock.last_qp->qp.qp_num;
+	peer_data(t, "early", 0);
+	pump(t);
+	assert_int_equal(t->established, 1);
+	assert_int_equal(t->msgs, 1);
+	assert_int_equal(t->log[0].kind, 'E');
+	assert_int_equal(t->log[1].kind, 'M');
+	cm_event(t, id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	assert_int_equal(t->established, 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* sending                                                              */
+
+/* a burst is one doorbell: one chain, only every 16th and the last WR
+ * signalled */
+static void send__selective_signaling(void **state)
+{
+	struct rt *t = *state;
+	int i, n;
+
+	connect_peer(t, 64, 8192);
+	for (i = 0; i < 20; i++)
+		assert_int_equal(send_str(t, "burst", i), 0);
+	assert_int_equal(mock.n_post_send, 0);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(mock.n_post_send, 1);
+	assert_int_equal(mock.last_chain, 20);
+	for (i = 0; i < 20; i++) {
+		bool sig = (mock.sent[i].send_flags & IBV_SEND_SIGNALED) != 0;
+
+		if (sig != (i == 15 || i == 19))
+			fail_msg("WR %d signalled: %d", i, sig);
+		assert_true(mock.sent[i].wr_id & SEND_TAG);
+	}
+	/* the count goes on across doorbells */
+	for (i = 20; i < 25; i++)
+		assert_int_equal(send_str(t, "more", i), 0);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(mock.n_post_send, 2);
+	assert_int_equal(mock.last_chain, 5);
+	for (i = 20, n = 0; i < 25; i++)
+		n += (mock.sent[i].send_flags & IBV_SEND_SIGNALED) != 0;
+	assert_int_equal(n, 1);
+	assert_true(mock.sent[24].send_flags & IBV_SEND_SIGNALED);
+	/* two signalled completions retire all 25, in order */
+	assert_int_equal(mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS), 25);
+	assert_int_equal(mock_cq_len(), 3);
+	pump(t);
+	assert_int_equal(count(t, 'S'), 25);
+	for (i = 0; i < 25; i++) {
+		assert_int_equal(t->log[1 + i].kind, 'S');
+		assert_int_equal(t->log[1 + i].arg, i);
+		assert_int_equal(t->log[1 + i].status, 0);
+	}
+	assert_int_equal(mock.n_bad_sge, 0);
+}
+
+/* small sends go inline, header and payload gathered from two SGEs */
+static void send__inline_small(void **state)
+{
+	struct rt *t = *state;
+	char msg[100];
+	const struct mock_send_wr *w;
+	struct rmsgi_hdr h;
+
+	memset(msg, 'i', sizeof(msg));
+	connect_peer(t, 32, 8192);
+	assert_int_equal(send_buf(t, msg, sizeof(msg), 1), 0);
+	rmsgi_ctx_flush(t->ctx);
+	w = &mock.sent[0];
+	assert_int_equal(w->opcode, IBV_WR_SEND);
+	assert_true(w->send_flags & IBV_SEND_INLINE);
+	assert_int_equal(w->num_sge, 2);
+	assert_int_equal(w->sge[0].length, RMSGI_HDR_SIZE);
+	assert_int_equal(w->sge[1].addr, (uintptr_t)msg);
+	assert_int_equal(w->total, RMSGI_HDR_SIZE + sizeof(msg));
+	sent_hdr(w, &h);
+	assert_int_equal(h.type, RMSGI_T_DATA);
+	assert_int_equal(h.len, sizeof(msg));
+	assert_memory_equal(w->data + RMSGI_HDR_SIZE, msg, sizeof(msg));
+	assert_int_equal(mock.n_bad_inline, 0);
+}
+
+/* registered memory from the pool is sent in place */
+static void send__zero_copy_pool_memory(void **state)
+{
+	struct rt *t = *state;
+	const struct mock_send_wr *w;
+	uint8_t *buf;
+
+	connect_peer(t, 32, 8192);
+	assert_int_equal(rmsg_buf_alloc(t->ctx, 1000, (void **)&buf), 0);
+	memset(buf, 'z', 1000);
+	assert_int_equal(send_buf(t, buf, 1000, 1), 0);
+	rmsgi_ctx_flush(t->ctx);
+	w = &mock.sent[0];
+	assert_int_equal(w->send_flags & IBV_SEND_INLINE, 0);
+	assert_int_equal(w->num_sge, 2);
+	assert_int_equal(w->sge[1].addr, (uintptr_t)buf);
+	assert_int_equal(w->sge[1].length, 1000);
+	/* the key of the slab the buffer lies in */
+	assert_int_equal(mock.n_bad_sge, 0);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(done_count(t, 1, NULL), 1);
+	rmsg_buf_free(t->ctx, buf);
+}
+
+/* other memory: one copy into a registered buffer */
+static void send__copy_foreign_memory(void **state)
+{
+	struct rt *t = *state;
+	const struct mock_send_wr *w;
+	uint8_t *buf = malloc(1000);
+	struct rmsgi_hdr h;
+	size_t i;
+
+	assert_non_null(buf);
+	for (i = 0; i < 1000; i++)
+		buf[i] = (uint8_t)i;
+	connect_peer(t, 32, 8192);
+	assert_int_equal(send_buf(t, buf, 1000, 1), 0);
+	rmsgi_ctx_flush(t->ctx);
+	/* the copy is taken at post time */
+	memset(buf, 0, 1000);
+	w = &mock.sent[0];
+	assert_int_equal(w->send_flags & IBV_SEND_INLINE, 0);
+	assert_int_equal(w->num_sge, 1);
+	assert_int_equal(w->sge[0].length, RMSGI_HDR_SIZE + 1000);
+	assert_true(w->sge[0].addr != (uintptr_t)buf);
+	assert_int_equal(mock.n_bad_sge, 0);
+	sent_hdr(w, &h);
+	assert_int_equal(h.len, 1000);
+	for (i = 0; i < MOCK_CAPTURE - RMSGI_HDR_SIZE; i++)
+		assert_int_equal(w->data[RMSGI_HDR_SIZE + i], (uint8_t)i);
+	free(buf);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(done_count(t, 1, NULL), 1);
+}
+
+/* more pieces than the QP has SGEs for: one copy too */
+static void send__many_iov_copies(void **state)
+{
+	struct rt *t = *state;
+	struct iovec iov[20];
+	const struct mock_send_wr *w;
+	uint8_t *buf;
+	int i;
+
+	connect_peer(t, 32, 8192);
+	assert_int_equal(rmsg_buf_alloc(t->ctx, 20 * 64, (void **)&buf), 0);
+	for (i = 0; i < 20; i++) {
+		memset(buf + i * 64, 'a' + i, 64);
+		iov[i].iov_base = buf + i * 64;
+		iov[i].iov_len = 64;
+	}
+	assert_int_equal(rmsg_send(t->c, iov, 20, done_cb, (void *)1), 0);
+	rmsgi_ctx_flush(t->ctx);
+	w = &mock.sent[0];
+	assert_int_equal(w->num_sge, 1);
+	assert_int_equal(w->sge[0].length, RMSGI_HDR_SIZE + 20 * 64);
+	assert_int_equal(w->data[RMSGI_HDR_SIZE], 'a');
+	assert_int_equal(w->data[RMSGI_HDR_SIZE + 64 * 7], 'h');
+	assert_int_equal(mock.n_bad_sge, 0);
+	rmsg_buf_free(t->ctx, buf);
+}
+
+/* the device limits the send queue: the rest waits for room */
+static void send__ring_full_waits_for_room(void **state)
+{
+	struct rt *t = *state;
+	int i;
+
+	connect_peer(t, 1000, 8192);
+	for (i = 0; i < 200; i++)
+		assert_int_equal(send_str(t, "r", i), 0);
+	rmsgi_ctx_flush(t->ctx);
+	/* 8 of the 128 slots stay for reads of the other direction */
+	assert_int_equal(mock.n_sent, 120);
+	assert_int_equal(mock_outstanding(t->qpn), 120);
+	for (i = 0; i < 100 && count(t, 'S') < 200; i++) {
+		mock_complete_sends(t->qpn, 16, IBV_WC_SUCCESS);
+		pump(t);
+		assert_true(mock_outstanding(t->qpn) <= 120);
+	}
+	assert_int_equal(mock.n_sent, 200);
+	assert_int_equal(count(t, 'S'), 200);
+	for (i = 0; i < 200; i++)
+		assert_int_equal(done_count(t, i, NULL), 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* rendezvous send                                                      */
+
+static void send__rendezvous(void **state)
+{
+	struct rt *t = *state;
+	uint8_t *big = malloc(20000);
+	const struct mock_send_wr *w;
+	struct rmsgi_hdr h;
+	struct rmsgi_seg seg;
+	int dereg, status = 1;
+
+	assert_non_null(big);
+	connect_peer(t, 32, 8192);
+	assert_int_equal(send_buf(t, big, 20000, 1), 0);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(mock.n_reg_remote_read, 1);
+	w = &mock.sent[0];
+	assert_int_equal(w->opcode, IBV_WR_SEND);
+	assert_int_equal(w->total, RMSGI_HDR_SIZE + RMSGI_SEG_SIZE);
+	sent_hdr(w, &h);
+	assert_int_equal(h.type, RMSGI_T_RNDV_REQ);
+	assert_int_equal(h.len, 20000);
+	rmsgi_seg_decode(w->data + RMSGI_HDR_SIZE, &seg);
+	assert_int_equal(seg.addr, (uintptr_t)big);
+	assert_int_equal(seg.len, 20000);
+	assert_true(seg.rkey & 0x80000000u); /* the mock's rkeys */
+	/* the request went, the payload is still the peer's to read */
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(done_count(t, 1, NULL), 0);
+	dereg = mock.n_dereg_mr;
+	peer_frame(t, RMSGI_T_RNDV_ACK, 0, 0, h.id, 0, NULL, 0);
+	pump(t);
+	assert_int_equal(done_count(t, 1, &status), 1);
+	assert_int_equal(status, 0);
+	assert_int_equal(mock.n_dereg_mr, dereg + 1);
+	free(big);
+}
+
+/* pinning the payload fails: that send fails, and the connection */
+static void send__rendezvous_reg_failure(void **state)
+{
+	static const int errnos[] = {ENOMEM, EPERM, EFAULT};
+	size_t i;
+
+	teardown(state);
+	for (i = 0; i < UNIT_ARRAY_SIZE(errnos); i++) {
+		struct rt *t = rt_new();
+		static uint8_t big[20000];
+		int status = 0;
+		void *frame;
+
+		connect_peer(t, 32, 8192);
+		/* the pool class of the request frame has its slab: the next
+		 * registration is the payload's */
+		assert_int_equal(rmsg_buf_alloc(t->ctx, 48, &frame), 0);
+		rmsg_buf_free(t->ctx, frame);
+		mock.reg_mr_fail_at = 1;
+		mock.reg_mr_errno = errnos[i];
+		assert_int_equal(send_buf(t, big, sizeof(big), 1), 0);
+		pump(t);
+		assert_int_equal(done_count(t, 1, &status), 1);
+		assert_int_equal(status, -ENOMEM);
+		assert_int_equal(t->closed, 1);
+		assert_int_equal(t->close_reason, -ENOMEM);
+		assert_int_equal(mock.n_sent, 0);
+		assert_int_equal(mock.n_reg_remote_read, 0);
+		assert_true(rt_free(t));
+	}
+	*state = rt_new();
+}
+
+/* the copy of unregistered memory needs a new slab that cannot be
+ * registered */
+static void send__copy_reg_failure(void **state)
+{
+	struct rt *t = *state;
+	static uint8_t msg[3000]; /* a pool class not used yet */
+	int status = 0;
+
+	connect_peer(t, 32, 8192);
+	mock.reg_mr_fail_at = 1;
+	assert_int_equal(send_buf(t, msg, sizeof(msg), 1), 0);
+	pump(t);
+	assert_int_equal(done_count(t, 1, &status), 1);
+	assert_int_equal(status, -ENOMEM);
+	assert_int_equal(t->close_reason, -ENOMEM);
+	assert_int_equal(mock.n_sent, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* post and completion failures                                         */
+
+static void send__post_send_failure(void **state)
+{
+	struct rt *t = *state;
+	int i, status;
+
+	connect_peer(t, 32, 8192);
+	mock.post_send_ret = ENOMEM;
+	for (i = 0; i < 3; i++)
+		assert_int_equal(send_str(t, "x", i), 0);
+	pump(t);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(done_count(t, i, &status), 1);
+		assert_int_equal(status, -ENOMEM);
+	}
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -ENOMEM);
+	assert_int_equal(t->log[t->nlog - 1].kind, 'X');
+	assert_int_equal(mock.n_modify_err, 1);
+	assert_int_equal(mock.live_qp, 0);
+}
+
+/* the device took the first two of a chain: those flush, the rest never
+ * went; all fail with the post's error, once */
+static void send__post_send_partial_failure(void **state)
+{
+	struct rt *t = *state;
+	int i, status;
+
+	connect_peer(t, 32, 8192);
+	mock.post_send_ret = EAGAIN;
+	mock.post_send_bad = 2;
+	for (i = 0; i < 5; i++)
+		assert_int_equal(send_str(t, "x", i), 0);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(mock.n_sent, 2);
+	pump(t);
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(done_count(t, i, &status), 1);
+		assert_int_equal(status, -EAGAIN);
+	}
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -EAGAIN);
+	assert_int_equal(count(t, 'X'), 1);
+}
+
+/* every error status of a send completion reaches the op and on_close as
+ * the errno rmsgi_err_wc() documents */
+static void send__wc_error_statuses(void **state)
+{
+	int s;
+
+	teardown(state);
+	for (s = IBV_WC_LOC_LEN_ERR; s <= IBV_WC_TM_RNDV_INCOMPLETE; s++) {
+		struct rt *t;
+		int status = 0, expect = rmsgi_err_wc(s);
+
+		if (s == IBV_WC_WR_FLUSH_ERR)
+			continue;
+		t = rt_new();
+		connect_peer(t, 32, 8192);
+		assert_int_equal(send_str(t, "x", 1), 0);
+		rmsgi_ctx_flush(t->ctx);
+		mock_complete_sends(t->qpn, -1, (enum ibv_wc_status)s);
+		pump(t);
+		assert_true(expect < 0 && expect != -ECANCELED);
+		if (done_count(t, 1, &status) != 1 || status != expect ||
+		    t->closed != 1 || t->close_reason != expect)
+			fail_msg("status %d: done %d/%d, close %d/%d", s,
+				 done_count(t, 1, NULL), status, t->closed,
+				 t->close_reason);
+		assert_true(rt_free(t));
+	}
+	*state = rt_new();
+}
+
+/* spot checks of the documented mapping, end to end */
+static void send__wc_error_documented(void **state)
+{
+	static const struct {
+		enum ibv_wc_status st;
+		int err;
+	} cases[] = {
+		{IBV_WC_RETRY_EXC_ERR, -ETIMEDOUT},
+		{IBV_WC_REM_ACCESS_ERR, -EACCES},
+		{IBV_WC_RNR_RETRY_EXC_ERR, -ENOBUFS},
+		{IBV_WC_REM_ABORT_ERR, -ECONNRESET},
+		{IBV_WC_REM_OP_ERR, -EREMOTEIO},
+		{IBV_WC_LOC_LEN_ERR, -EPROTO},
+		{IBV_WC_FATAL_ERR, -EIO},
+	};
+	size_t i;
+
+	teardown(state);
+	for (i = 0; i < UNIT_ARRAY_SIZE(cases); i++) {
+		struct rt *t = rt_new();
+		int status = 0;
+
+		connect_peer(t, 32, 8192);
+		assert_int_equal(send_str(t, "x", 1), 0);
+		rmsgi_ctx_flush(t->ctx);
+		mock_complete_sends(t->qpn, -1, cases[i].st);
+		pump(t);
+		assert_int_equal(done_count(t, 1, &status), 1);
+		assert_int_equal(status, cases[i].err);
+		assert_int_equal(t->close_reason, cases[i].err);
+		assert_true(rt_free(t));
+	}
+	*state = rt_new();
+}
+
+/* an error on a signalled WR: the unsignalled ones before it were done
+ * (completions are in order), the later doorbells flush */
+static void send__wc_error_and_flush(void **state)
+{
+	struct rt *t = *state;
+	int status;
+
+	connect_peer(t, 32, 8192);
+	assert_int_equal(send_str(t, "a", 1), 0);
+	assert_int_equal(send_str(t, "b", 2), 0);
+	assert_int_equal(send_str(t, "c", 3), 0);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(send_str(t, "d", 4), 0);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(mock.n_post_send, 2);
+	mock_complete_sends(t->qpn, 3, IBV_WC_RETRY_EXC_ERR);
+	pump(t);
+	assert_int_equal(done_count(t, 1, &status), 1);
+	assert_int_equal(status, 0);
+	assert_int_equal(done_count(t, 2, &status), 1);
+	assert_int_equal(status, 0);
+	assert_int_equal(done_count(t, 3, &status), 1);
+	assert_int_equal(status, -ETIMEDOUT);
+	assert_int_equal(done_count(t, 4, &status), 1);
+	assert_int_equal(status, -ETIMEDOUT);
+	assert_int_equal(t->close_reason, -ETIMEDOUT);
+	assert_int_equal(t->log[t->nlog - 1].kind, 'X');
+}
+
+static void established__disconnected(void **state)
+{
+	struct rt *t = *state;
+	int status;
+
+	connect_peer(t, 32, 8192);
+	assert_int_equal(send_str(t, "a", 1), 0);
+	rmsgi_ctx_flush(t->ctx);
+	cm_event(t, t->id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+	pump(t);
+	assert_int_equal(done_count(t, 1, &status), 1);
+	assert_int_equal(status, -ECONNRESET);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -ECONNRESET);
+}
+
+/* ------------------------------------------------------------------ */
+/* receiving                                                            */
+
+static void recv__data_delivered(void **state)
+{
+	struct rt *t = *state;
+	int posts;
+
+	connect_peer(t, 32, 8192);
+	posts = mock.n_post_srq_recv;
+	peer_data(t, "hello", 0);
+	assert_int_equal(mock_srq_posted(), 31);
+	pump(t);
+	assert_int_equal(t->msgs, 1);
+	assert_int_equal(t->last_len, 5);
+	assert_memory_equal(t->last_msg, "hello", 5);
+	/* the buffer went back once on_msg returned */
+	assert_int_equal(mock.n_post_srq_recv, posts + 1);
+	assert_int_equal(mock_srq_posted(), 32);
+}
+
+/* released buffers go back to the SRQ 16 at a time within a drain, the
+ * rest when the loop polls again; their credits then go back too */
+static void recv__repost_in_batches(void **state)
+{
+	struct rt *t = *state;
+	const struct mock_send_wr *w;
+	struct rmsgi_hdr h;
+	int i, posts;
+
+	connect_peer(t, 32, 8192);
+	posts = mock.n_post_srq_recv;
+	for (i = 0; i < 20; i++)
+		peer_data(t, "m", 0);
+	assert_int_equal(rmsgi_tr_rdma.poll(t->ctx, false), 20);
+	assert_int_equal(t->msgs, 20);
+	assert_int_equal(mock.n_post_srq_recv, posts + 1);
+	assert_int_equal(mock.srq_batch[posts], 16);
+	assert_int_equal(mock_srq_posted(), 28);
+	/* 16 returned: past the threshold, a CREDIT frame carries them */
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(mock.n_sent, 1);
+	w = &mock.sent[0];
+	sent_hdr(w, &h);
+	assert_int_equal(h.type, RMSGI_T_CREDIT);
+	assert_int_equal(h.credits, 16);
+	assert_true(w->send_flags & IBV_SEND_INLINE);
+	/* the other 4 go with the next poll */
+	assert_int_equal(rmsgi_tr_rdma.poll(t->ctx, false), 0);
+	assert_int_equal(mock.n_post_srq_recv, posts + 2);
+	assert_int_equal(mock.srq_batch[posts + 1], 4);
+	assert_int_equal(mock_srq_posted(), 32);
+	assert_int_equal(mock.n_bad_sge, 0);
+	/* not enough for another CREDIT frame */
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(mock.n_sent, 1);
+	assert_int_equal(t->c->cr.to_return, 4);
+}
+
+static void recv__credits_enable_sends(void **state)
+{
+	struct rt *t = *state;
+	int i;
+
+	connect_peer(t, 4, 8192);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(send_str(t, "x", i), 0);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(mock.n_sent, 3);
+	peer_data(t, "credits", 2);
+	pump(t);
+	assert_int_equal(mock.n_sent, 5);
+}
+
+static void recv__bad_frames(void **state)
+{
+	static const char *const names[] = {
+		"bad magic",
+		"DATA length mismatch",
+		"HELLO on RDMA",
+		"CREDIT with payload",
+		"credits beyond grant",
+		"RNDV_REQ without segments",
+		"RNDV_REQ odd segment bytes",
+		"RNDV_REQ empty segment",
+		"RNDV_REQ sum mismatch",
+		"RNDV_REQ above max_msg_size",
+		"short frame",
+	};
+	size_t i;
+
+	teardown(state);
+	for (i = 0; i < UNIT_ARRAY_SIZE(names); i++) {
+		struct rt *t = rt_new();
+		struct rmsgi_seg segs[2] = {{0x1000, 100, 1}, {0x2000, 0, 1}};
+		uint8_t f[64];
+		int expect = -EPROTO;
+
+		assert_int_equal(rmsg_cfg_set_max_msg_size(t->cfg, 1 << 20), 0);
+		connect_peer(t, 32, 8192);
+		switch (i) {
+		case 0:
+			memset(f, 0, sizeof(f));
+			assert_int_equal(mock_recv(t->qpn, f, 40), 0);
+			break;
+		case 1:
+			peer_frame(t, RMSGI_T_DATA, 0, 0, 0, 10, "abc", 3);
+			break;
+		case 2:
+			peer_frame(t, RMSGI_T_HELLO, 0, 0, 0, 16, f, 16);
+			break;
+		case 3:
+			peer_frame(t, RMSGI_T_CREDIT, 1, 0, 0, 0, "x", 1);
+			break;
+		case 4:
+			peer_frame(t, RMSGI_T_CREDIT, 33, 0, 0, 0, NULL, 0);
+			break;
+		case 5:
+			peer_rndv(t, 1, 100, segs, 0);
+			break;
+		case 6:
+			peer_frame(t, RMSGI_T_RNDV_REQ, 0, 0, 1, 100, f, 8);
+			break;
+		case 7:
+			peer_rndv(t, 1, 100, segs, 2);
+			break;
+		case 8:
+			peer_rndv(t, 1, 101, segs, 1);
+			break;
+		case 9:
+			segs[0].len = (1 << 20) + 1;
+			peer_rndv(t, 1, (1 << 20) + 1, segs, 1);
+			expect = -EMSGSIZE;
+			break;
+		default:
+			assert_int_equal(mock_recv(t->qpn, "\xa7\x01", 2), 0);
+			break;
+		}
+		pump(t);
+		if (t->closed != 1 || t->close_reason != expect || t->msgs != 0)
+			fail_msg("%s: closed %d reason %d msgs %d", names[i],
+				 t->closed, t->close_reason, t->msgs);
+		/* no read was started from a bad request */
+		assert_int_equal(mock.n_sent, 0);
+		assert_true(rt_free(t));
+	}
+	*state = rt_new();
+}
+
+static void recv__wc_error(void **state)
+{
+	struct rt *t = *state;
+
+	connect_peer(t, 32, 8192);
+	/* a flushed receive alone says nothing */
+	assert_int_equal(mock_recv_error(t->qpn, IBV_WC_WR_FLUSH_ERR), 0);
+	pump(t);
+	assert_int_equal(t->closed, 0);
+	assert_int_equal(mock_recv_error(t->qpn, IBV_WC_LOC_LEN_ERR), 0);
+	pump(t);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -EPROTO);
+}
+
+/* ------------------------------------------------------------------ */
+/* rendezvous receive                                                   */
+
+static uint8_t *pattern(size_t len, unsigned int seed)
+{
+	uint8_t *p = malloc(len);
+	size_t i;
+
+	assert_non_null(p);
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)(i * 31 + seed);
+	return p;
+}
+
+/* the receiver reads the payload, acknowledges, then delivers */
+static void rndv_rx__reads_and_acks(void **state)
+{
+	struct rt *t = *state;
+	uint8_t *src = pattern(20000, 1);
+	struct rmsgi_seg seg = {(uintptr_t)src, 20000, 0x4242};
+	const struct mock_send_wr *w;
+	struct rmsgi_hdr h;
+
+	connect_peer(t, 32, 8192);
+	peer_rndv(t, 99, 20000, &seg, 1);
+	pump(t);
+	assert_int_equal(mock.n_sent, 1);
+	w = &mock.sent[0];
+	assert_int_equal(w->opcode, IBV_WR_RDMA_READ);
+	assert_true(w->send_flags & IBV_SEND_SIGNALED);
+	assert_int_equal(w->remote_addr, (uintptr_t)src);
+	assert_int_equal(w->rkey, 0x4242);
+	assert_int_equal(w->sge[0].length, 20000);
+	assert_int_equal(mock.n_bad_sge, 0);
+	/* the request's buffer went back at once */
+	assert_int_equal(t->msgs, 0);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(t->msgs, 1);
+	assert_int_equal(t->last_len, 20000);
+	assert_memory_equal(t->last_msg, src, 20000);
+	/* the ACK was handed to the device before on_msg ran */
+	assert_int_equal(t->sent_at_msg, 2);
+	sent_hdr(&mock.sent[1], &h);
+	assert_int_equal(h.type, RMSGI_T_RNDV_ACK);
+	assert_int_equal(h.id, 99);
+	assert_int_equal(h.aux, 0);
+	free(src);
+}
+
+/* reads are cut at the port's message size and spread over segments */
+static void rndv_rx__split_reads(void **state)
+{
+	struct rt *t = *state;
+	uint8_t *a = pattern(7000, 2), *b = pattern(5000, 3);
+	struct rmsgi_seg segs[2] = {{(uintptr_t)a, 7000, 1},
+				    {(uintptr_t)b, 5000, 2}};
+	static const uint32_t lens[] = {4096, 2904, 4096, 904};
+	int i;
+
+	mock.max_msg_sz = 4096;
+	connect_peer(t, 32, 8192);
+	peer_rndv(t, 5, 12000, segs, 2);
+	pump(t);
+	assert_int_equal(mock.n_sent, 4);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(mock.sent[i].opcode, IBV_WR_RDMA_READ);
+		assert_int_equal(mock.sent[i].sge[0].length, lens[i]);
+	}
+	assert_int_equal(mock.sent[1].remote_addr, (uintptr_t)a + 4096);
+	assert_int_equal(mock.sent[2].remote_addr, (uintptr_t)b);
+	assert_int_equal(mock.sent[2].rkey, 2);
+	assert_int_equal(mock.sent[3].sge[0].addr,
+			 mock.sent[0].sge[0].addr + 11096);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(t->msgs, 1);
+	assert_memory_equal(t->last_msg, a, 7000);
+	assert_memory_equal(t->last_msg + 7000, b, 5000);
+	free(a);
+	free(b);
+}
+
+/* no more reads in flight than the device's rd_atom */
+static void rndv_rx__reads_within_rd_atom(void **state)
+{
+	struct rt *t = *state;
+	uint8_t *src = pattern(10000, 4);
+	struct rmsgi_seg seg = {(uintptr_t)src, 10000, 7};
+	int i;
+
+	mock.max_msg_sz = 1000;
+	mock.max_qp_rd_atom = 2;
+	connect_peer(t, 32, 8192);
+	peer_rndv(t, 6, 10000, &seg, 1);
+	pump(t);
+	assert_int_equal(mock_outstanding(t->qpn), 2);
+	for (i = 0; i < 20 && !t->msgs; i++) {
+		assert_true(mock_outstanding(t->qpn) <= 2);
+		mock_complete_sends(t->qpn, 1, IBV_WC_SUCCESS);
+		pump(t);
+	}
+	assert_int_equal(t->msgs, 1);
+	assert_memory_equal(t->last_msg, src, 10000);
+	free(src);
+}
+
+/* a failed read: nothing delivered, the sender hears the errno */
+static void rndv_rx__read_error(void **state)
+{
+	struct rt *t = *state;
+	uint8_t *src = pattern(20000, 5);
+	struct rmsgi_seg seg = {(uintptr_t)src, 20000, 7};
+	struct rmsgi_hdr h;
+
+	connect_peer(t, 32, 8192);
+	peer_rndv(t, 8, 20000, &seg, 1);
+	pump(t);
+	mock_complete_sends(t->qpn, -1, IBV_WC_REM_ACCESS_ERR);
+	pump(t);
+	assert_int_equal(t->msgs, 0);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -EACCES);
+	assert_int_equal(mock.n_sent, 2);
+	sent_hdr(&mock.sent[1], &h);
+	assert_int_equal(h.type, RMSGI_T_RNDV_ACK);
+	assert_int_equal(h.id, 8);
+	assert_int_equal(h.aux, EACCES);
+	free(src);
+}
+
+static void rndv_rx__close_in_on_msg(void **state)
+{
+	struct rt *t = *state;
+	uint8_t *src = pattern(9000, 6);
+	struct rmsgi_seg seg = {(uintptr_t)src, 9000, 7};
+
+	connect_peer(t, 32, 8192);
+	t->close_in_msg = true;
+	peer_rndv(t, 1, 9000, &seg, 1);
+	pump(t);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(t->msgs, 1);
+	/* the ACK still goes out; the close waits for it */
+	assert_int_equal(t->closed, 0);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, 0);
+	free(src);
+}
+
+/* a read fails while no credit is left for the ACK: the connection must
+ * be torn down once */
+static void rndv_rx__read_error_without_credit(void **state)
+{
+	struct rt *t = *state;
+	struct rmsgi_seg seg = {0, 9000, 7};
+	uint8_t *src;
+	void *a, *b;
+	src = pattern(9000, 7);
+	seg.addr = (uintptr_t)src;
+	assert_int_equal(rmsg_cfg_set_credits(t->cfg, 4), 0);
+	connect_peer(t, 4, 8192);
+	/* three messages and a CREDIT frame use the peer's four credits */
+	assert_int_equal(send_str(t, "1", 1), 0);
+	assert_int_equal(send_str(t, "2", 2), 0);
+	assert_int_equal(send_str(t, "3", 3), 0);
+	rmsgi_ctx_flush(t->ctx);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	peer_data(t, "m", 0);
+	peer_data(t, "m", 0);
+	pump(t);
+	pump(t);
+	assert_int_equal(t->c->cr.avail, 0);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	peer_rndv(t, 9, 9000, &seg, 1);
+	pump(t);
+	alarm(10); /* the graveyard cycle loops forever */
+	mock_complete_sends(t->qpn, -1, IBV_WC_REM_ACCESS_ERR);
+	pump(t);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -EACCES);
+	/* the header slots went back to the pool once, not twice */
+	assert_int_equal(rmsg_buf_alloc(t->ctx, 128 * 64, &a), 0);
+	assert_int_equal(rmsg_buf_alloc(t->ctx, 128 * 64, &b), 0);
+	assert_ptr_not_equal(a, b);
+	rmsg_buf_free(t->ctx, a);
+	rmsg_buf_free(t->ctx, b);
+	pump(t);
+	alarm(0);
+	free(src);
+}
+
+/* ------------------------------------------------------------------ */
+/* closing                                                              */
+
+/* a local close lets what the device holds arrive before it goes */
+static void close__lingers_for_posted_sends(void **state)
+{
+	struct rt *t = *state;
+	int status;
+
+	connect_peer(t, 32, 8192);
+	assert_int_equal(send_str(t, "a", 1), 0);
+	assert_int_equal(send_str(t, "b", 2), 0);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(rmsg_conn_close(t->c), 0);
+	assert_int_equal(mock.n_disconnect, 0);
+	assert_int_equal(mock.n_modify_err, 0);
+	pump(t);
+	assert_int_equal(t->closed, 0);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(done_count(t, 1, &status), 1);
+	assert_int_equal(status, 0);
+	assert_int_equal(done_count(t, 2, &status), 1);
+	assert_int_equal(status, 0);
+	assert_int_equal(mock.n_disconnect, 1);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, 0);
+	assert_int_equal(mock.live_qp, 0);
+	assert_int_equal(mock.n_id_with_qp, 0);
+}
+
+static void close__idle(void **state)
+{
+	struct rt *t = *state;
+
+	connect_peer(t, 32, 8192);
+	assert_int_equal(rmsg_conn_close(t->c), 0);
+	assert_int_equal(mock.n_disconnect, 1);
+	pump(t);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, 0);
+	assert_int_equal(mock.live_qp, 0);
+	assert_int_equal(mock.live_id, 0);
+	/* receives stay with the shared SRQ */
+	assert_int_equal(mock_srq_posted(), 32);
+}
+
+/* a post that fails mid-batch must not strand the ones before it */
+static void close__post_error_mid_batch(void **state)
+{
+	struct rt *t = *state;
+	static uint8_t big[20000];
+	void *frame;
+	int status;
+
+	connect_peer(t, 32, 8192);
+	assert_int_equal(rmsg_buf_alloc(t->ctx, 48, &frame), 0);
+	rmsg_buf_free(t->ctx, frame);
+	assert_int_equal(send_str(t, "a", 1), 0);
+	assert_int_equal(send_str(t, "b", 2), 0);
+	assert_int_equal(send_buf(t, big, sizeof(big), 3), 0);
+	mock.reg_mr_fail_at = 1;
+	rmsgi_ctx_flush(t->ctx);
+	/* the two accepted sends were handed to the device */
+	assert_int_equal(mock.n_sent, 2);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(done_count(t, 3, &status), 1);
+	assert_int_equal(status, -ENOMEM);
+	assert_int_equal(done_count(t, 1, NULL), 1);
+	assert_int_equal(done_count(t, 2, NULL), 1);
+	assert_int_equal(t->closed, 1);
+}
+
+/* destroying the context completes everything, once */
+static void ctx_destroy__live_conn(void **state)
+{
+	struct rt *t = *state;
+	int i, status;
+
+	connect_peer(t, 32, 8192);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(send_str(t, "x", i), 0);
+	rmsgi_ctx_flush(t->ctx);
+	peer_data(t, "unread", 0);
+	assert_int_equal(rmsg_ctx_destroy(t->ctx), 0);
+	t->ctx = NULL;
+	for (i = 0; i < 3; i++)
+		assert_int_equal(done_count(t, i, &status), 1);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -ECANCELED);
+	assert_int_equal(t->log[t->nlog - 1].kind, 'X');
+	assert_int_equal(mock.live_mr, 0);
+}
+
+/* sends the device never completed did not succeed */
+static void ctx_destroy__unfinished_sends_canceled(void **state)
+{
+	struct rt *t = *state;
+	int i, status;
+
+	connect_peer(t, 32, 8192);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(send_str(t, "x", i), 0);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(rmsg_ctx_destroy(t->ctx), 0);
+	t->ctx = NULL;
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(done_count(t, i, &status), 1);
+		assert_int_equal(status, -ECANCELED);
+	}
+}
+
+/* the device never flushes after the QP went to error: the teardown
+ * timer retires what is left, as failed */
+static void close__device_never_flushes(void **state)
+{
+	struct rt *t = *state;
+	int i, status;
+
+	connect_peer(t, 32, 8192);
+	mock.flush_on_error = false;
+	assert_int_equal(send_str(t, "a", 1), 0);
+	assert_int_equal(send_str(t, "b", 2), 0);
+	rmsgi_ctx_flush(t->ctx);
+	cm_event(t, t->id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+	assert_int_equal(mock.n_modify_err, 1);
+	for (i = 0; i < 1000 && !t->closed; i++)
+		ev_run(t->loop, EVRUN_ONCE); /* 2 s */
+	assert_int_equal(t->closed, 1);
+	for (i = 1; i <= 2; i++) {
+		assert_int_equal(done_count(t, i, &status), 1);
+		assert_int_equal(status, -ECONNRESET);
+	}
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(connect__handshake),
+		T(connect__second_conn_shares_device),
+		T(connect__bad_hello_in_established),
+		T(connect__cm_errors),
+		T(connect__rejected_with_reason),
+		T(connect__device_setup_failure),
+		T(connect__query_device_failure),
+		T(connect__no_rdma_stack),
+		T(connect__resolve_failure),
+		T(connect__timeout),
+		T(connect__qp_fallback),
+		T(accept__handshake),
+		T(accept__reject),
+		T(accept__bad_hello),
+		T(accept__first_frame_before_established),
+		T(send__selective_signaling),
+		T(send__inline_small),
+		T(send__zero_copy_pool_memory),
+		T(send__copy_foreign_memory),
+		T(send__many_iov_copies),
+		T(send__ring_full_waits_for_room),
+		T(send__rendezvous),
+		T(send__rendezvous_reg_failure),
+		T(send__copy_reg_failure),
+		T(send__post_send_failure),
+		T(send__post_send_partial_failure),
+		T(send__wc_error_statuses),
+		T(send__wc_error_documented),
+		T(send__wc_error_and_flush),
+		T(established__disconnected),
+		T(recv__data_delivered),
+		T(recv__repost_in_batches),
+		T(recv__credits_enable_sends),
+		T(recv__bad_frames),
+		T(recv__wc_error),
+		T(rndv_rx__reads_and_acks),
+		T(rndv_rx__split_reads),
+		T(rndv_rx__reads_within_rd_atom),
+		T(rndv_rx__read_error),
+		T(rndv_rx__close_in_on_msg),
+		T(rndv_rx__read_error_without_credit),
+		T(close__lingers_for_posted_sends),
+		T(close__idle),
+		T(close__post_error_mid_batch),
+		T(ctx_destroy__live_conn),
+		T(ctx_destroy__unfinished_sends_canceled),
+		T(close__device_never_flushes),
+	};
+#undef T
+
+	unit_filter();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
