@@ -20,11 +20,15 @@
 #define PINGS 2000
 #define STREAM_SIZE 65536
 #define WINDOW 16
+#define RATE_SIZE 32
+#define RATE_MSGS 20000
+#define RATE_WINDOW 64
 
 static struct ev_loop *loop;
 static struct rmsg_conn *conn;
 static int pings, streamed, inflight, stream_target, failed;
-static ev_tstamp t_start, lat_us, stream_s;
+static int rated, rate_inflight, phase;
+static ev_tstamp t_start, lat_us, stream_s, rate_s;
 static char ping[PING_SIZE];
 static char *chunk;
 
@@ -46,8 +50,8 @@ static void srv_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 	struct iovec iov = { (void *)rmsg_msg_data(m), rmsg_msg_len(m) };
 	int ret;
 
-	/* stream chunks are not echoed; pings and the final mark are */
-	if (rmsg_msg_len(m) == STREAM_SIZE)
+	/* stream and rate messages are not echoed; pings and marks are */
+	if (rmsg_msg_len(m) == STREAM_SIZE || rmsg_msg_len(m) == RATE_SIZE)
 		return;
 	rmsg_msg_hold(m);
 	ret = rmsg_send(c, &iov, 1, echo_done, m);
@@ -110,6 +114,38 @@ static void stream_done(struct rmsg_conn *c, int status, void *arg)
 	pump_stream();
 }
 
+static void rate_done(struct rmsg_conn *c, int status, void *arg);
+
+/* small messages as fast as the window allows */
+static void pump_rate(void)
+{
+	static char small[RATE_SIZE];
+	struct iovec iov = { small, sizeof(small) };
+
+	while (rate_inflight < RATE_WINDOW &&
+	       rated + rate_inflight < RATE_MSGS) {
+		int ret = rmsg_send(conn, &iov, 1, rate_done, NULL);
+
+		if (ret == -EAGAIN)
+			return;
+		if (ret)
+			die("send", ret);
+		rate_inflight++;
+	}
+}
+
+static void rate_done(struct rmsg_conn *c, int status, void *arg)
+{
+	if (status)
+		die("rate", status);
+	rate_inflight--;
+	if (++rated == RATE_MSGS) {
+		send_ping();
+		return;
+	}
+	pump_rate();
+}
+
 static void cli_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 {
 	if (pings < PINGS) {
@@ -122,13 +158,22 @@ static void cli_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 		send_ping();
 		return;
 	}
-	stream_s = ev_time() - t_start;
+	if (phase++ == 0) {
+		stream_s = ev_time() - t_start;
+		t_start = ev_time();
+		pump_rate();
+		return;
+	}
+	rate_s = ev_time() - t_start;
 	rmsg_conn_close(c);
 }
 
 static void cli_writable(struct rmsg_conn *c, void *arg)
 {
-	pump_stream();
+	if (phase == 0)
+		pump_stream();
+	else
+		pump_rate();
 }
 
 static void cli_est(struct rmsg_conn *c, void *arg)
@@ -146,9 +191,11 @@ static void cli_close(struct rmsg_conn *c, int reason, void *arg)
 	}
 	printf("client: transport %s, latency %.1f us (64 B, half round "
 	       "trip, %d round trips), throughput %.1f MB/s (64 KiB "
-	       "messages, %d MB)\n", rmsg_conn_transport(c), lat_us, PINGS,
+	       "messages, %d MB), rate %.0f msg/s (32 B, window %d)\n",
+	       rmsg_conn_transport(c), lat_us, PINGS,
 	       (double)streamed * STREAM_SIZE / stream_s / 1e6,
-	       (int)((double)streamed * STREAM_SIZE / 1e6));
+	       (int)((double)streamed * STREAM_SIZE / 1e6),
+	       RATE_MSGS / rate_s, RATE_WINDOW);
 }
 
 int main(int argc, char **argv)
@@ -162,6 +209,7 @@ int main(int argc, char **argv)
 				      .on_close = cli_close };
 	struct rmsg_listener *l;
 	struct rmsg_ctx *ctx;
+	struct rmsg_cfg *cfg;
 	int ret;
 
 	if (argc < 3 || (strcmp(argv[1], "server") &&
@@ -170,7 +218,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	loop = EV_DEFAULT;
-	ret = rmsg_ctx_create(loop, NULL, &ctx);
+	ret = rmsg_cfg_create(&cfg);
+	if (ret)
+		die("rmsg_cfg_create", ret);
+	/* HELLO_BUSY_POLL_US=N spins N us before sleeping (default: events) */
+	if (getenv("HELLO_BUSY_POLL_US"))
+		rmsg_cfg_set_busy_poll_us(cfg,
+					  (unsigned)atoi(getenv("HELLO_BUSY_POLL_US")));
+	ret = rmsg_ctx_create(loop, cfg, &ctx);
 	if (ret)
 		die("rmsg_ctx_create", ret);
 	if (!strcmp(argv[1], "server")) {
@@ -189,6 +244,7 @@ int main(int argc, char **argv)
 		die(argv[2], ret);
 	ev_run(loop, 0);
 	rmsg_ctx_destroy(ctx);
+	rmsg_cfg_destroy(cfg);
 	free(chunk);
 	if (failed)
 		die("connection", failed);

@@ -92,6 +92,17 @@ static int ctx_poll(struct rmsg_ctx *ctx, bool arm)
 	return n;
 }
 
+/* busy polling only pays where a backend has completions to poll */
+static bool ctx_can_poll(const struct rmsg_ctx *ctx)
+{
+	int i;
+
+	for (i = 0; i < RMSGI_TR_COUNT; i++)
+		if (ctx->tr_priv[i] && transports[i]->poll)
+			return true;
+	return false;
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -109,7 +120,8 @@ static void ctx_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 	(void)loop;
 	(void)revents;
 	rmsgi_ctx_flush(ctx);
-	if (ctx->cfg.busy_poll_us && !rmsgi_list_empty(&ctx->conns)) {
+	if (ctx->cfg.busy_poll_us && !rmsgi_list_empty(&ctx->conns) &&
+	    ctx_can_poll(ctx)) {
 		budget = (uint64_t)ctx->cfg.busy_poll_us * 1000;
 		start = now_ns();
 		while (now_ns() - start < budget) {

@@ -24,7 +24,9 @@ for t in "$@"; do
 	*) res=FAIL fail=$((fail + 1)) ;;
 	esac
 	echo "$res: $t [$transport] ($((end - start)) s)"
-	if [ "$rc" != 0 ]; then
+	if [ "$rc" = 0 ]; then
+		tail -n 1 "/tmp/$(basename "$t").$transport.log" | sed 's/^/    /'
+	else
 		tail -n 30 "/tmp/$(basename "$t").$transport.log" | sed 's/^/    /'
 	fi
 done
