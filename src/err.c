@@ -113,6 +113,9 @@ static const struct {
 	{ EHOSTDOWN, "host is down" },
 	{ ENOTSUP, "operation not supported by this transport or device" },
 	{ EPIPE, "broken pipe: the peer closed the connection" },
+	{ EPERM, "operation not permitted (RDMA: registering memory or "
+		 "opening the device was refused; check 'ulimit -l' and the "
+		 "permissions of /dev/infiniband)" },
 };
 
 const char *rmsg_strerror(int err)

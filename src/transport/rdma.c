@@ -826,8 +826,9 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 		if (rmsgi_hello_decode(ev->param.conn.private_data,
 				       ev->param.conn.private_data_len,
 				       &h) == 0 && h.status < 0) {
-			rmsgi_conn_ev_failed(rc->c, h.status, &h);
-			rc_teardown(rc, h.status);
+			/* every reject reads the same; the reason is in pdata */
+			rmsgi_conn_ev_failed(rc->c, -ECONNREFUSED, &h);
+			rc_teardown(rc, -ECONNREFUSED);
 		} else {
 			rc_teardown(rc, -ECONNREFUSED);
 		}

@@ -15,11 +15,14 @@
  * kick() ends a batch of posts and writes the whole batch with one
  * sendmsg(). An op completes once its last byte is in the socket.
  *
- * Receiving: one 64 KiB buffer per connection. Frames that fit are
- * delivered as views into it and copied out only when the app holds the
- * message past on_msg; larger frames are read straight into memory of
- * their own. Every frame, control frames included, used one of our
- * credits: the free_fn of its message gives it back.
+ * Receiving: frames are read into a 64 KiB buffer and delivered as views
+ * into it; larger frames are read straight into memory of their own.
+ * The app may keep the pointer it got in on_msg until it releases a held
+ * message, so a payload never moves: a held message pins the buffer it
+ * lives in (as on RDMA), and the read path goes on in a fresh buffer from
+ * a small per-context cache instead of reusing a pinned one. Every frame,
+ * control frames included, used one of our credits: the free_fn of its
+ * message gives it back.
  *
  * Lifetimes: user callbacks (accept, on_established, on_msg) run inside
  * this file's handlers and may close the connection, which re-enters
@@ -56,6 +59,7 @@
 #define TCP_ACCEPT_PAUSE 0.1
 #define TCP_LISTEN_MAX 4
 #define TCP_MSG_CACHE 256
+#define TCP_RBUF_CACHE 8
 #define TCP_SPARE_MAX ((size_t)16 << 20)
 #define TCP_HS_MAX (RMSGI_HDR_SIZE + RMSGI_HELLO_SIZE + RMSG_PRIVATE_DATA_MAX)
 
@@ -65,14 +69,23 @@
 
 struct tcp_msg;
 
+/* a read buffer; held messages whose payload lies in it keep it alive */
+struct tcp_rbuf {
+	unsigned refs;
+	struct tcp_rbuf *next; /* free list */
+	uint8_t data[TCP_RBUF_SIZE];
+};
+
 /* per-context state, ctx->tr_priv[RMSGI_TR_TCP] */
 struct tcp_ctx {
 	struct rmsg_ctx *ctx;
 	struct rmsgi_list conns;
 	struct rmsgi_list listeners;
-	struct tcp_msg *msg_free;	/* recycled message objects */
+	struct tcp_msg *msg_free; /* recycled message objects */
 	unsigned msg_free_len;
-	struct iovec wiov[TCP_WIOV];	/* sendmsg() scratch */
+	struct tcp_rbuf *rb_free; /* recycled read buffers */
+	unsigned rb_free_len;
+	struct iovec wiov[TCP_WIOV]; /* sendmsg() scratch */
 };
 
 struct tcp_listener;
@@ -84,52 +97,53 @@ struct tcp_lsock {
 };
 
 struct tcp_listener {
-	struct rmsgi_list link;	/* tcp_ctx->listeners */
+	struct rmsgi_list link; /* tcp_ctx->listeners */
 	struct tcp_ctx *t;
 	struct rmsg_listener *l;
-	ev_timer pause;		/* accepting paused after EMFILE */
+	ev_timer pause; /* accepting paused after EMFILE */
 	int nsock;
 	struct tcp_lsock sock[TCP_LISTEN_MAX];
 };
 
 enum tcp_phase {
-	TCP_PH_CONNECT,		/* client: connect() in progress */
-	TCP_PH_HELLO,		/* waiting for the peer's HELLO or answer */
-	TCP_PH_OPEN,		/* frames flow */
+	TCP_PH_CONNECT, /* client: connect() in progress */
+	TCP_PH_HELLO,	/* waiting for the peer's HELLO or answer */
+	TCP_PH_OPEN,	/* frames flow */
 };
 
 /* a received frame as conn.c and the app see it */
 struct tcp_msg {
 	struct rmsg_msg m;
 	struct tcp_ctx *t;
-	struct tcp_msg *next;	/* free list */
-	void *heap;		/* payload memory the message owns */
-	bool lent;		/* the read path still watches it */
-	bool freed;		/* free_fn ran while lent */
+	struct tcp_msg *next; /* free list */
+	struct tcp_rbuf *rb;  /* held: the read buffer it pins */
+	void *heap;	      /* held: payload memory it owns */
+	bool lent;	      /* the read path still watches it */
+	bool freed;	      /* free_fn ran while lent */
 };
 
 struct tcp_conn {
-	struct rmsgi_list link;	/* tcp_ctx->conns */
+	struct rmsgi_list link; /* tcp_ctx->conns */
 	struct tcp_ctx *t;
 	struct rmsg_conn *c;
-	struct tcp_listener *tl;	/* server, until the accept decision */
+	struct tcp_listener *tl; /* server, until the accept decision */
 	int fd;
 	enum tcp_phase phase;
-	int busy;		/* entry points on the stack */
+	int busy; /* entry points on the stack */
 	bool ended;
 	bool server;
 	bool in_accept;
-	bool blocked;		/* socket full: EV_WRITE drives the output */
-	bool want_room;		/* post() said -EAGAIN */
+	bool blocked;	/* socket full: EV_WRITE drives the output */
+	bool want_room; /* post() said -EAGAIN */
 	ev_io rw;
 	ev_io ww;
-	ev_timer tmo;		/* connection setup bound */
+	ev_timer tmo; /* connection setup bound */
 
 	/* connecting */
 	struct addrinfo *ai_list;
 	struct addrinfo *ai_next;
-	int conn_err;		/* why the last address failed */
-	int sock_err;		/* why socket() failed */
+	int conn_err; /* why the last address failed */
+	int sock_err; /* why socket() failed */
 
 	/* output: posted ops in order, the head possibly half written */
 	struct rmsgi_list outq;
@@ -139,20 +153,20 @@ struct tcp_conn {
 	uint8_t (*hdr)[RMSGI_HDR_SIZE];
 	unsigned hdr_mask;
 	unsigned hdr_seq;
-	uint8_t hs[TCP_HS_MAX];	/* handshake frame, written first */
+	uint8_t hs[TCP_HS_MAX]; /* handshake frame, written first */
 	size_t hs_len;
 	size_t hs_off;
 
-	/* input */
-	uint8_t *rbuf;
+	/* input: unparsed bytes are rb->data[rhead, rtail) */
+	struct tcp_rbuf *rb;
 	size_t rhead;
 	size_t rtail;
-	uint8_t *big;		/* a frame larger than rbuf, being read */
+	uint8_t *big; /* a frame larger than rb, being read */
 	size_t big_len;
 	size_t big_got;
 	size_t big_cap;
 	struct rmsgi_hdr big_hdr;
-	uint8_t *spare;		/* large-frame memory kept for reuse */
+	uint8_t *spare; /* large-frame memory kept for reuse */
 	size_t spare_cap;
 };
 
@@ -233,7 +247,7 @@ static int tcp_gai_err(int err, bool passive)
 		return -EINVAL;
 	case EAI_SYSTEM:
 		return errno > 0 ? -errno : -EIO;
-	default:		/* no such name, or no answer */
+	default: /* no such name, or no answer */
 		return passive ? -EADDRNOTAVAIL : -EHOSTUNREACH;
 	}
 }
@@ -263,7 +277,36 @@ static struct tcp_ctx *tcp_ctx_get(struct rmsg_ctx *ctx)
 }
 
 /* ------------------------------------------------------------------ */
-/* received message objects                                             */
+/* received message objects and their buffers                           */
+
+static struct tcp_rbuf *tcp_rbuf_get(struct tcp_ctx *t)
+{
+	struct tcp_rbuf *rb = t->rb_free;
+
+	if (rb) {
+		t->rb_free = rb->next;
+		t->rb_free_len--;
+	} else {
+		rb = malloc(sizeof(*rb));
+		if (!rb)
+			return NULL;
+	}
+	rb->refs = 1;
+	return rb;
+}
+
+static void tcp_rbuf_put(struct tcp_ctx *t, struct tcp_rbuf *rb)
+{
+	if (--rb->refs)
+		return;
+	if (t->rb_free_len >= TCP_RBUF_CACHE) {
+		free(rb);
+		return;
+	}
+	rb->next = t->rb_free;
+	t->rb_free = rb;
+	t->rb_free_len++;
+}
 
 static void tcp_msg_free(struct rmsg_msg *m);
 
@@ -280,6 +323,7 @@ static struct tcp_msg *tcp_msg_get(struct tcp_ctx *t)
 			return NULL;
 		w->t = t;
 	}
+	w->rb = NULL;
 	w->heap = NULL;
 	w->lent = false;
 	w->freed = false;
@@ -311,6 +355,8 @@ static void tcp_msg_free(struct rmsg_msg *m)
 		/* the read path recycles it and whatever memory it used */
 		w->freed = true;
 	} else {
+		if (w->rb)
+			tcp_rbuf_put(w->t, w->rb);
 		free(w->heap);
 		tcp_msg_put(w);
 	}
@@ -371,7 +417,8 @@ static void tcp_conn_release(struct tcp_conn *tc)
 	if (tc->ai_list)
 		freeaddrinfo(tc->ai_list);
 	free(tc->hdr);
-	free(tc->rbuf);
+	if (tc->rb)
+		tcp_rbuf_put(tc->t, tc->rb);
 	free(tc->big);
 	free(tc->spare);
 	tc->c->tr_priv = NULL;
@@ -397,7 +444,8 @@ static void tcp_conn_end(struct tcp_conn *tc, int reason,
 	tcp_timer_stop(tc->t->ctx->loop, &tc->tmo);
 	tcp_conn_close_fd(tc);
 	while ((n = rmsgi_list_pop(&tc->outq))) {
-		struct rmsgi_op *op = rmsgi_list_entry(n, struct rmsgi_op, link);
+		struct rmsgi_op *op =
+			rmsgi_list_entry(n, struct rmsgi_op, link);
 
 		op->tr_priv = NULL;
 		rmsgi_conn_op_done(c, op, reason ? reason : -ECANCELED);
@@ -422,8 +470,8 @@ static void tcp_conn_unbusy(struct tcp_conn *tc)
 /* output                                                               */
 
 /* appends @op's frame minus its first @skip bytes to @iov */
-static int tcp_op_iov(const struct rmsgi_op *op, size_t skip,
-		      struct iovec *iov, int n, size_t *want)
+static int tcp_op_iov(const struct rmsgi_op *op, size_t skip, struct iovec *iov,
+		      int n, size_t *want)
 {
 	int i;
 
@@ -466,7 +514,8 @@ static void tcp_written(struct tcp_conn *tc, size_t done)
 		done -= k;
 	}
 	while (done && (n = tc->outq.next) != &tc->outq) {
-		struct rmsgi_op *op = rmsgi_list_entry(n, struct rmsgi_op, link);
+		struct rmsgi_op *op =
+			rmsgi_list_entry(n, struct rmsgi_op, link);
 		size_t rest = RMSGI_HDR_SIZE + op->len - tc->out_off;
 
 		if (done < rest) {
@@ -509,9 +558,9 @@ static void tcp_write(struct tcp_conn *tc)
 		}
 		for (n = tc->outq.next; n != &tc->outq && cnt < TCP_WIOV;
 		     n = n->next) {
-			cnt = tcp_op_iov(rmsgi_list_entry(n, struct rmsgi_op,
-							  link),
-					 skip, iov, cnt, &want);
+			cnt = tcp_op_iov(
+				rmsgi_list_entry(n, struct rmsgi_op, link),
+				skip, iov, cnt, &want);
 			skip = 0;
 		}
 		if (!cnt) {
@@ -548,8 +597,8 @@ static void tcp_write(struct tcp_conn *tc)
  * flight, are known */
 static int tcp_hdr_alloc(struct tcp_conn *tc)
 {
-	unsigned want = RMSGI_MIN(RMSGI_MAX(tc->c->peer_credits, 4u),
-				  TCP_MAX_FRAMES);
+	unsigned want =
+		RMSGI_MIN(RMSGI_MAX(tc->c->peer_credits, 4u), TCP_MAX_FRAMES);
 	unsigned size = 4;
 
 	while (size < want)
@@ -589,7 +638,7 @@ static int tcp_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	tc->outq_len++;
 	tc->outq_bytes += RMSGI_HDR_SIZE + op->len;
 	if (tc->blocked)
-		return 0;	/* EV_WRITE carries it */
+		return 0; /* EV_WRITE carries it */
 	if (tc->outq_len < TCP_BATCH_FRAMES &&
 	    tc->outq_bytes < TCP_BATCH_BYTES) {
 		/* kick() writes the batch; the watcher only guards against
@@ -613,6 +662,21 @@ static void tcp_kick(struct rmsg_conn *c)
 	tc->busy++;
 	tcp_write(tc);
 	tcp_conn_unbusy(tc);
+}
+
+/* a handshake frame goes out ahead of any queued frame */
+static void tcp_send_hs(struct tcp_conn *tc, uint8_t type,
+			const struct rmsgi_hello *hello)
+{
+	struct rmsgi_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.type = type;
+	h.len = rmsgi_hello_encode(hello, tc->hs + RMSGI_HDR_SIZE);
+	rmsgi_hdr_encode(&h, tc->hs);
+	tc->hs_len = RMSGI_HDR_SIZE + (size_t)h.len;
+	tc->hs_off = 0;
+	tcp_write(tc);
 }
 
 /* ------------------------------------------------------------------ */
@@ -648,7 +712,7 @@ static void tcp_big_recycle(struct tcp_conn *tc, uint8_t *p, size_t cap)
 }
 
 /* hands a frame to conn.c; @own is memory of its own (@cap bytes) that
- * holds the payload, else the payload is a view into rbuf */
+ * holds the payload, else the payload is a view into tc->rb */
 static void tcp_deliver(struct tcp_conn *tc, const struct rmsgi_hdr *h,
 			const uint8_t *data, uint8_t *own, size_t cap)
 {
@@ -674,23 +738,14 @@ static void tcp_deliver(struct tcp_conn *tc, const struct rmsgi_hdr *h,
 		tcp_msg_put(w);
 		return;
 	}
-	/* held past on_msg: the payload must outlive the read buffer */
+	/* held past on_msg: the app may keep the pointer it was shown, so
+	 * the payload stays where it is */
 	if (own) {
 		w->heap = own;
-		return;
+	} else if (len) {
+		w->rb = tc->rb;
+		w->rb->refs++;
 	}
-	if (!len)
-		return;
-	w->heap = malloc(len);
-	if (!w->heap) {
-		/* keep the app's message valid: it gets the whole buffer */
-		w->heap = tc->rbuf;
-		tc->rbuf = NULL;
-		tcp_conn_end(tc, -ENOMEM, NULL);
-		return;
-	}
-	memcpy(w->heap, data, len);
-	w->m.data = w->heap;
 }
 
 static void tcp_srv_hello(struct tcp_conn *tc, const struct rmsgi_hello *peer)
@@ -710,26 +765,17 @@ static void tcp_srv_hello(struct tcp_conn *tc, const struct rmsgi_hello *peer)
 	tc->in_accept = true;
 	ret = rmsgi_conn_ev_request(c, tl->l, peer);
 	tc->in_accept = false;
-	tc->tl = NULL;	/* the listener may be gone after the callback */
+	tc->tl = NULL; /* the listener may be gone after the callback */
 	if (ret)
 		memset(&c->ops, 0, sizeof(c->ops));
 	if (tc->ended)
-		return;	/* closed from the accept callback */
+		return; /* closed from the accept callback */
 	rmsgi_conn_hello(c, &mine);
 	if (ret) {
 		mine.status = (int16_t)(ret < INT16_MIN ? -ECONNREFUSED : ret);
 		ret = mine.status;
 	}
-	tc->hs_len = RMSGI_HDR_SIZE +
-		     rmsgi_hello_encode(&mine, tc->hs + RMSGI_HDR_SIZE);
-	rmsgi_hdr_encode(&(struct rmsgi_hdr){
-				 .type = ret ? RMSGI_T_REJECT
-					     : RMSGI_T_HELLO_ACK,
-				 .len = tc->hs_len - RMSGI_HDR_SIZE,
-			 },
-			 tc->hs);
-	tc->hs_off = 0;
-	tcp_write(tc);
+	tcp_send_hs(tc, ret ? RMSGI_T_REJECT : RMSGI_T_HELLO_ACK, &mine);
 	if (ret) {
 		/* best effort: the REJECT fits any fresh socket buffer */
 		tcp_conn_end(tc, ret, NULL);
@@ -746,8 +792,8 @@ static void tcp_cli_answer(struct tcp_conn *tc, uint8_t type,
 {
 	tcp_timer_stop(tc->t->ctx->loop, &tc->tmo);
 	if (type == RMSGI_T_REJECT) {
-		tcp_conn_end(tc, peer->status ? peer->status : -ECONNREFUSED,
-			     peer);
+		/* every reject reads the same; the reason is in pdata */
+		tcp_conn_end(tc, -ECONNREFUSED, peer);
 		return;
 	}
 	tc->phase = TCP_PH_OPEN;
@@ -755,15 +801,14 @@ static void tcp_cli_answer(struct tcp_conn *tc, uint8_t type,
 }
 
 /* which frames are legal now */
-static int tcp_check_type(const struct tcp_conn *tc,
-			  const struct rmsgi_hdr *h)
+static int tcp_check_type(const struct tcp_conn *tc, const struct rmsgi_hdr *h)
 {
 	if (tc->phase == TCP_PH_OPEN) {
 		switch (h->type) {
 		case RMSGI_T_HELLO:
 		case RMSGI_T_HELLO_ACK:
 		case RMSGI_T_REJECT:
-		case RMSGI_T_RNDV_REQ:	/* never sent over TCP (caps 0) */
+		case RMSGI_T_RNDV_REQ: /* never sent over TCP (caps 0) */
 			return -EPROTO;
 		default:
 			return 0;
@@ -771,9 +816,9 @@ static int tcp_check_type(const struct tcp_conn *tc,
 	}
 	if (tc->server)
 		return h->type == RMSGI_T_HELLO ? 0 : -EPROTO;
-	return h->type == RMSGI_T_HELLO_ACK || h->type == RMSGI_T_REJECT ?
-		       0 :
-		       -EPROTO;
+	return h->type == RMSGI_T_HELLO_ACK || h->type == RMSGI_T_REJECT
+		       ? 0
+		       : -EPROTO;
 }
 
 static void tcp_frame(struct tcp_conn *tc, const struct rmsgi_hdr *h,
@@ -786,7 +831,7 @@ static void tcp_frame(struct tcp_conn *tc, const struct rmsgi_hdr *h,
 		tcp_deliver(tc, h, data, own, cap);
 		return;
 	}
-	/* handshake frames are at most 48 bytes: always in rbuf */
+	/* handshake frames are at most 48 bytes: always in tc->rb */
 	ret = rmsgi_hello_decode(data, (size_t)h->len, &peer);
 	if (ret) {
 		tcp_conn_end(tc, ret, NULL);
@@ -798,7 +843,7 @@ static void tcp_frame(struct tcp_conn *tc, const struct rmsgi_hdr *h,
 		tcp_cli_answer(tc, h->type, &peer);
 }
 
-/* starts a frame too large for rbuf: @n bytes of it are in rbuf */
+/* starts a frame too large for tc->rb: @n bytes of it are there */
 static void tcp_big_start(struct tcp_conn *tc, const struct rmsgi_hdr *h,
 			  const uint8_t *have, size_t n)
 {
@@ -826,7 +871,32 @@ static void tcp_big_done(struct tcp_conn *tc)
 	tcp_frame(tc, &h, p, p, tc->big_cap);
 }
 
-/* delivers every complete frame in rbuf, in order */
+/* moves the unparsed tail to the front, or to a fresh buffer when held
+ * messages pin this one */
+static void tcp_rbuf_compact(struct tcp_conn *tc)
+{
+	size_t rest = tc->rtail - tc->rhead;
+	struct tcp_rbuf *nb;
+
+	if (!tc->rhead)
+		return;
+	if (tc->rb->refs > 1) {
+		nb = tcp_rbuf_get(tc->t);
+		if (!nb) {
+			tcp_conn_end(tc, -ENOMEM, NULL);
+			return;
+		}
+		memcpy(nb->data, tc->rb->data + tc->rhead, rest);
+		tcp_rbuf_put(tc->t, tc->rb);
+		tc->rb = nb;
+	} else if (rest) {
+		memmove(tc->rb->data, tc->rb->data + tc->rhead, rest);
+	}
+	tc->rhead = 0;
+	tc->rtail = rest;
+}
+
+/* delivers every complete frame in tc->rb, in order */
 static void tcp_parse(struct tcp_conn *tc)
 {
 	uint64_t max = tc->c->cfg.max_msg_size;
@@ -836,7 +906,7 @@ static void tcp_parse(struct tcp_conn *tc)
 
 	while (!tc->ended &&
 	       (avail = tc->rtail - tc->rhead) >= RMSGI_HDR_SIZE) {
-		const uint8_t *p = tc->rbuf + tc->rhead;
+		const uint8_t *p = tc->rb->data + tc->rhead;
 
 		ret = rmsgi_hdr_decode(p, avail, max, &h);
 		if (!ret)
@@ -846,36 +916,28 @@ static void tcp_parse(struct tcp_conn *tc)
 			return;
 		}
 		if (h.len > TCP_RBUF_FRAME_MAX) {
-			/* everything left in rbuf belongs to this frame */
-			tc->rhead = tc->rtail = 0;
+			/* everything left belongs to this frame */
+			tc->rhead = tc->rtail;
 			tcp_big_start(tc, &h, p + RMSGI_HDR_SIZE,
 				      avail - RMSGI_HDR_SIZE);
-			return;
+			break;
 		}
 		if (avail - RMSGI_HDR_SIZE < h.len)
 			break;
 		tc->rhead += RMSGI_HDR_SIZE + (size_t)h.len;
 		tcp_frame(tc, &h, p + RMSGI_HDR_SIZE, NULL, 0);
 	}
-	if (tc->ended)
-		return;
-	/* no view into rbuf survives delivery: the tail may move */
-	if (tc->rhead == tc->rtail) {
-		tc->rhead = tc->rtail = 0;
-	} else if (tc->rhead) {
-		memmove(tc->rbuf, tc->rbuf + tc->rhead, tc->rtail - tc->rhead);
-		tc->rtail -= tc->rhead;
-		tc->rhead = 0;
-	}
+	if (!tc->ended)
+		tcp_rbuf_compact(tc);
 }
 
 static void tcp_read(struct tcp_conn *tc)
 {
 	int round;
 
-	if (!tc->rbuf) {
-		tc->rbuf = malloc(TCP_RBUF_SIZE);
-		if (!tc->rbuf) {
+	if (!tc->rb) {
+		tc->rb = tcp_rbuf_get(tc->t);
+		if (!tc->rb) {
 			tcp_conn_end(tc, -ENOMEM, NULL);
 			return;
 		}
@@ -892,7 +954,7 @@ static void tcp_read(struct tcp_conn *tc)
 			iov[cnt].iov_base = tc->big + tc->big_got;
 			iov[cnt++].iov_len = bigrest;
 		}
-		iov[cnt].iov_base = tc->rbuf + tc->rtail;
+		iov[cnt].iov_base = tc->rb->data + tc->rtail;
 		iov[cnt++].iov_len = TCP_RBUF_SIZE - tc->rtail;
 		want = bigrest + TCP_RBUF_SIZE - tc->rtail;
 		r = readv(tc->fd, iov, cnt);
@@ -920,7 +982,7 @@ static void tcp_read(struct tcp_conn *tc)
 		}
 		tcp_parse(tc);
 		if ((size_t)r < want)
-			return;	/* drained: skip the read that says EAGAIN */
+			return; /* drained: skip the read that says EAGAIN */
 	}
 }
 
@@ -938,30 +1000,18 @@ static void tcp_rw_cb(struct ev_loop *loop, ev_io *w, int revents)
 /* ------------------------------------------------------------------ */
 /* connection setup                                                     */
 
-static void tcp_send_hello(struct tcp_conn *tc)
-{
-	struct rmsgi_hello h;
-	size_t n;
-
-	rmsgi_conn_hello(tc->c, &h);
-	n = rmsgi_hello_encode(&h, tc->hs + RMSGI_HDR_SIZE);
-	rmsgi_hdr_encode(&(struct rmsgi_hdr){ .type = RMSGI_T_HELLO, .len = n },
-			 tc->hs);
-	tc->hs_len = RMSGI_HDR_SIZE + n;
-	tc->hs_off = 0;
-	tcp_write(tc);
-}
-
 static void tcp_connected(struct tcp_conn *tc)
 {
 	struct ev_loop *loop = tc->t->ctx->loop;
+	struct rmsgi_hello h;
 
 	tcp_io_stop(loop, &tc->ww);
 	freeaddrinfo(tc->ai_list);
 	tc->ai_list = tc->ai_next = NULL;
 	tc->phase = TCP_PH_HELLO;
 	tcp_io_start(loop, &tc->rw);
-	tcp_send_hello(tc);
+	rmsgi_conn_hello(tc->c, &h);
+	tcp_send_hs(tc, RMSGI_T_HELLO, &h);
 }
 
 /*
@@ -1167,7 +1217,7 @@ static void tcp_pause_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		RMSGI_CONTAINER_OF(w, struct tcp_listener, pause);
 
 	(void)revents;
-	ev_ref(loop);	/* the one-shot timer stopped itself */
+	ev_ref(loop); /* the one-shot timer stopped itself */
 	tcp_listener_resume(tl);
 }
 
@@ -1197,9 +1247,10 @@ static void tcp_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		default:
 			/* EMFILE and friends: a level-triggered listener would
 			 * spin, so stop accepting for a moment */
-			rmsgi_warn(tl->t->ctx, "tcp listener on port %u: "
-				   "accept: %s; pausing", tl->l->port,
-				   rmsg_strerror(-errno));
+			rmsgi_warn(tl->t->ctx,
+				   "tcp listener on port %u: "
+				   "accept: %s; pausing",
+				   tl->l->port, rmsg_strerror(-errno));
 			for (j = 0; j < tl->nsock; j++)
 				tcp_io_stop(loop, &tl->sock[j].w);
 			tcp_timer_start(loop, &tl->pause, TCP_ACCEPT_PAUSE);
@@ -1224,8 +1275,7 @@ static void tcp_listener_free(struct tcp_listener *tl)
 
 static bool tcp_same_addr(const struct addrinfo *a, const struct addrinfo *b)
 {
-	return a->ai_family == b->ai_family &&
-	       a->ai_addrlen == b->ai_addrlen &&
+	return a->ai_family == b->ai_family && a->ai_addrlen == b->ai_addrlen &&
 	       !memcmp(a->ai_addr, b->ai_addr, a->ai_addrlen);
 }
 
@@ -1363,7 +1413,7 @@ static void tcp_listen_close(struct rmsg_listener *l)
 		return;
 	/* handshakes still waiting for their HELLO die with the listener;
 	 * one inside the accept callback goes on without it */
-	rmsgi_list_for_each_safe(n, tmp, &tl->t->conns) {
+	rmsgi_list_for_each_safe (n, tmp, &tl->t->conns) {
 		struct tcp_conn *tc =
 			rmsgi_list_entry(n, struct tcp_conn, link);
 
@@ -1397,7 +1447,7 @@ static void tcp_ctx_fini(struct rmsg_ctx *ctx)
 		tl->l->tr_priv[RMSGI_TR_TCP] = NULL;
 		tcp_listener_free(tl);
 	}
-	rmsgi_list_for_each_safe(n, tmp, &t->conns) {
+	rmsgi_list_for_each_safe (n, tmp, &t->conns) {
 		struct tcp_conn *tc =
 			rmsgi_list_entry(n, struct tcp_conn, link);
 
@@ -1411,6 +1461,12 @@ static void tcp_ctx_fini(struct rmsg_ctx *ctx)
 
 		t->msg_free = w->next;
 		free(w);
+	}
+	while (t->rb_free) {
+		struct tcp_rbuf *rb = t->rb_free;
+
+		t->rb_free = rb->next;
+		free(rb);
 	}
 	free(t);
 	ctx->tr_priv[RMSGI_TR_TCP] = NULL;

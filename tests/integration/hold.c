@@ -80,7 +80,7 @@ static void release_cb(struct ev_loop *l, ev_timer *w, int revents)
 	int i;
 
 	if (nheld == 0) {
-		if (recvd == NMSG && acked == NMSG)
+		if (recvd == NMSG && acked == NMSG && client)
 			rmsg_conn_close(client);
 		return;
 	}
@@ -96,6 +96,8 @@ static void release_cb(struct ev_loop *l, ev_timer *w, int revents)
 
 static void on_close(struct rmsg_conn *c, int reason, void *arg)
 {
+	if (c == client)
+		client = NULL;	/* freed once on_close returns */
 	if (++closes == 2) {
 		ev_timer_stop(loop, &release_timer);
 		rmsg_listener_close(lis);
