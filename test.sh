@@ -7,6 +7,7 @@ set -e
 cd "$(dirname "$0")"
 scripts/setup.sh test
 start=$(date +%s)
+make -s format-check
 make -s -j"$(nproc)" check || {
 	for f in tests/*.log tests/*/*.log; do
 		[ -f "$f" ] && grep -q '^FAIL\|^ERROR' "${f%.log}.trs" 2>/dev/null &&

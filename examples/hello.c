@@ -47,7 +47,7 @@ static void echo_done(struct rmsg_conn *c, int status, void *arg)
 
 static void srv_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 {
-	struct iovec iov = { (void *)rmsg_msg_data(m), rmsg_msg_len(m) };
+	struct iovec iov = {(void *)rmsg_msg_data(m), rmsg_msg_len(m)};
 	int ret;
 
 	/* stream and rate messages are not echoed; pings and marks are */
@@ -67,8 +67,8 @@ static void srv_est(struct rmsg_conn *c, void *arg)
 
 static void srv_close(struct rmsg_conn *c, int reason, void *arg)
 {
-	printf("server: client left (%s)\n", reason ? rmsg_strerror(reason)
-						    : "closed");
+	printf("server: client left (%s)\n",
+	       reason ? rmsg_strerror(reason) : "closed");
 	fflush(stdout);
 }
 
@@ -76,7 +76,7 @@ static void srv_close(struct rmsg_conn *c, int reason, void *arg)
 
 static void send_ping(void)
 {
-	struct iovec iov = { ping, sizeof(ping) };
+	struct iovec iov = {ping, sizeof(ping)};
 	int ret = rmsg_send(conn, &iov, 1, NULL, NULL);
 
 	if (ret)
@@ -87,7 +87,7 @@ static void stream_done(struct rmsg_conn *c, int status, void *arg);
 
 static void pump_stream(void)
 {
-	struct iovec iov = { chunk, STREAM_SIZE };
+	struct iovec iov = {chunk, STREAM_SIZE};
 
 	while (inflight < WINDOW && streamed + inflight < stream_target) {
 		int ret = rmsg_send(conn, &iov, 1, stream_done, NULL);
@@ -120,7 +120,7 @@ static void rate_done(struct rmsg_conn *c, int status, void *arg);
 static void pump_rate(void)
 {
 	static char small[RATE_SIZE];
-	struct iovec iov = { small, sizeof(small) };
+	struct iovec iov = {small, sizeof(small)};
 
 	while (rate_inflight < RATE_WINDOW &&
 	       rated + rate_inflight < RATE_MSGS) {
@@ -194,26 +194,26 @@ static void cli_close(struct rmsg_conn *c, int reason, void *arg)
 	       "messages, %d MB), rate %.0f msg/s (32 B, window %d)\n",
 	       rmsg_conn_transport(c), lat_us, PINGS,
 	       (double)streamed * STREAM_SIZE / stream_s / 1e6,
-	       (int)((double)streamed * STREAM_SIZE / 1e6),
-	       RATE_MSGS / rate_s, RATE_WINDOW);
+	       (int)((double)streamed * STREAM_SIZE / 1e6), RATE_MSGS / rate_s,
+	       RATE_WINDOW);
 }
 
 int main(int argc, char **argv)
 {
-	struct rmsg_conn_ops sops = { .on_established = srv_est,
-				      .on_msg = srv_msg,
-				      .on_close = srv_close };
-	struct rmsg_conn_ops cops = { .on_established = cli_est,
-				      .on_msg = cli_msg,
-				      .on_writable = cli_writable,
-				      .on_close = cli_close };
+	struct rmsg_conn_ops sops = {.on_established = srv_est,
+				     .on_msg = srv_msg,
+				     .on_close = srv_close};
+	struct rmsg_conn_ops cops = {.on_established = cli_est,
+				     .on_msg = cli_msg,
+				     .on_writable = cli_writable,
+				     .on_close = cli_close};
 	struct rmsg_listener *l;
 	struct rmsg_ctx *ctx;
 	struct rmsg_cfg *cfg;
 	int ret;
 
-	if (argc < 3 || (strcmp(argv[1], "server") &&
-			 strcmp(argv[1], "client"))) {
+	if (argc < 3 ||
+	    (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
 		fprintf(stderr, "usage: %s server|client URI [MB]\n", argv[0]);
 		return 2;
 	}
@@ -223,8 +223,8 @@ int main(int argc, char **argv)
 		die("rmsg_cfg_create", ret);
 	/* HELLO_BUSY_POLL_US=N spins N us before sleeping (default: events) */
 	if (getenv("HELLO_BUSY_POLL_US"))
-		rmsg_cfg_set_busy_poll_us(cfg,
-					  (unsigned)atoi(getenv("HELLO_BUSY_POLL_US")));
+		rmsg_cfg_set_busy_poll_us(
+			cfg, (unsigned)atoi(getenv("HELLO_BUSY_POLL_US")));
 	ret = rmsg_ctx_create(loop, cfg, &ctx);
 	if (ret)
 		die("rmsg_ctx_create", ret);

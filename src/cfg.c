@@ -42,20 +42,20 @@ static bool in_range(unsigned long long v, unsigned long long lo,
 }
 
 /* one setter/getter pair per field, range-checked */
-#define CFG_ACCESSORS(name, field, type, lo, hi)                          \
-	int rmsg_cfg_set_##name(struct rmsg_cfg *cfg, type val)           \
-	{                                                                 \
-		if (!cfg || !in_range(val, lo, hi))                       \
-			return -EINVAL;                                   \
-		cfg->v.field = val;                                       \
-		return 0;                                                 \
-	}                                                                 \
-	int rmsg_cfg_get_##name(const struct rmsg_cfg *cfg, type *val_p)  \
-	{                                                                 \
-		if (!cfg || !val_p)                                       \
-			return -EINVAL;                                   \
-		*val_p = cfg->v.field;                                    \
-		return 0;                                                 \
+#define CFG_ACCESSORS(name, field, type, lo, hi)                         \
+	int rmsg_cfg_set_##name(struct rmsg_cfg *cfg, type val)          \
+	{                                                                \
+		if (!cfg || !in_range(val, lo, hi))                      \
+			return -EINVAL;                                  \
+		cfg->v.field = val;                                      \
+		return 0;                                                \
+	}                                                                \
+	int rmsg_cfg_get_##name(const struct rmsg_cfg *cfg, type *val_p) \
+	{                                                                \
+		if (!cfg || !val_p)                                      \
+			return -EINVAL;                                  \
+		*val_p = cfg->v.field;                                   \
+		return 0;                                                \
 	}
 
 CFG_ACCESSORS(eager_size, eager_size, size_t, 64, 1 << 20)
@@ -76,8 +76,7 @@ int rmsg_cfg_set_private_data(struct rmsg_cfg *cfg, const void *data,
 	return 0;
 }
 
-int rmsg_cfg_set_log(struct rmsg_cfg *cfg, int level, rmsg_log_cb fn,
-		     void *arg)
+int rmsg_cfg_set_log(struct rmsg_cfg *cfg, int level, rmsg_log_cb fn, void *arg)
 {
 	if (!cfg || level < RMSG_LOG_ERROR || level > RMSG_LOG_DEBUG)
 		return -EINVAL;

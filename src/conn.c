@@ -120,8 +120,7 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 	return ret;
 }
 
-void rmsgi_conn_ev_established(struct rmsg_conn *c,
-			       const struct rmsgi_hello *h)
+void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 {
 	if (c->state != RMSGI_CS_CONNECTING && c->state != RMSGI_CS_ACCEPTING)
 		return;
@@ -171,7 +170,8 @@ static void cancel_queued(struct rmsg_conn *c, int status)
 	struct rmsgi_list *n;
 
 	while ((n = rmsgi_list_pop(&c->sendq))) {
-		struct rmsgi_op *op = rmsgi_list_entry(n, struct rmsgi_op, link);
+		struct rmsgi_op *op =
+			rmsgi_list_entry(n, struct rmsgi_op, link);
 
 		if (op == &c->credit_op) {
 			c->credit_op_busy = false;
@@ -180,7 +180,8 @@ static void cancel_queued(struct rmsg_conn *c, int status)
 		op_finish(c, op, status);
 	}
 	while ((n = rmsgi_list_pop(&c->rndvq))) {
-		struct rmsgi_op *op = rmsgi_list_entry(n, struct rmsgi_op, link);
+		struct rmsgi_op *op =
+			rmsgi_list_entry(n, struct rmsgi_op, link);
 
 		rndv_settle(c, op, status);
 	}
@@ -191,11 +192,11 @@ static void drop_rx(struct rmsg_conn *c)
 {
 	struct rmsgi_list *n, *t;
 
-	rmsgi_list_for_each_safe(n, t, &c->rxq) {
+	rmsgi_list_for_each_safe (n, t, &c->rxq) {
 		struct rmsg_msg *m = rmsgi_list_entry(n, struct rmsg_msg, link);
 
 		if (!m->ready)
-			continue;	/* the transport still owns it */
+			continue; /* the transport still owns it */
 		rmsgi_list_del(&m->link);
 		m->free_fn(m);
 	}
@@ -250,7 +251,7 @@ int rmsg_conn_close(struct rmsg_conn *c)
 	if (!c)
 		return -EINVAL;
 	if (c->in_accept)
-		return -EBUSY;	/* reject by returning an error instead */
+		return -EBUSY; /* reject by returning an error instead */
 	if (c->state >= RMSGI_CS_CLOSING)
 		return 0;
 	c->close_reason = 0;
@@ -282,7 +283,7 @@ void rmsgi_conn_op_done(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 			rmsgi_list_del(&op->link);
 			rndv_settle(c, op, status);
 		}
-		return;	/* else the peer's RNDV_ACK finishes it */
+		return; /* else the peer's RNDV_ACK finishes it */
 	}
 	op_finish(c, op, status);
 }
@@ -330,7 +331,8 @@ static struct rmsgi_op *rndv_find(struct rmsg_conn *c, uint64_t id)
 	struct rmsgi_list *n;
 
 	for (n = c->rndvq.next; n != &c->rndvq; n = n->next) {
-		struct rmsgi_op *op = rmsgi_list_entry(n, struct rmsgi_op, link);
+		struct rmsgi_op *op =
+			rmsgi_list_entry(n, struct rmsgi_op, link);
 
 		if (op->id == id)
 			return op;
@@ -466,7 +468,8 @@ static void post_queued(struct rmsg_conn *c)
 	}
 	while (c->state == RMSGI_CS_ESTABLISHED &&
 	       (n = c->sendq.next) != &c->sendq) {
-		struct rmsgi_op *op = rmsgi_list_entry(n, struct rmsgi_op, link);
+		struct rmsgi_op *op =
+			rmsgi_list_entry(n, struct rmsgi_op, link);
 		struct rmsgi_credit save = c->cr;
 
 		/* only the CREDIT frame may take the last credit */
@@ -518,7 +521,8 @@ void rmsgi_conn_flush(struct rmsg_conn *c)
 	if (c->state == RMSGI_CS_ESTABLISHED)
 		post_queued(c);
 	while ((n = rmsgi_list_pop(&c->doneq))) {
-		struct rmsgi_op *op = rmsgi_list_entry(n, struct rmsgi_op, link);
+		struct rmsgi_op *op =
+			rmsgi_list_entry(n, struct rmsgi_op, link);
 		rmsg_done_cb cb = op->cb;
 		void *arg = op->arg;
 		int status = op->status;

@@ -16,9 +16,9 @@
 #include <stdint.h>
 
 struct rmsgi_credit {
-	uint32_t avail;		/* frames we may still send */
-	uint32_t to_return;	/* buffers reposted, not yet told to the peer */
-	uint32_t threshold;	/* explicit CREDIT frame at this many */
+	uint32_t avail;	    /* frames we may still send */
+	uint32_t to_return; /* buffers reposted, not yet told to the peer */
+	uint32_t threshold; /* explicit CREDIT frame at this many */
 };
 
 /* @peer_grant: buffers the peer gave us; @my_grant: buffers we gave it */
@@ -29,8 +29,7 @@ bool rmsgi_credit_can_send(const struct rmsgi_credit *cr, bool message);
 /* takes one credit and returns the count to piggyback */
 uint16_t rmsgi_credit_take(struct rmsgi_credit *cr);
 /* the peer returned @n credits; -EPROTO if that exceeds the grant */
-int rmsgi_credit_returned(struct rmsgi_credit *cr, uint32_t n,
-			  uint32_t grant);
+int rmsgi_credit_returned(struct rmsgi_credit *cr, uint32_t n, uint32_t grant);
 /* a receive buffer was reposted */
 void rmsgi_credit_freed(struct rmsgi_credit *cr);
 /* should an explicit CREDIT frame go out? */

@@ -184,10 +184,10 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 	if (ctx->in_cb)
 		return -EBUSY;
 	ctx->destroying = true;
-	rmsgi_list_for_each_safe(n, t, &ctx->listeners)
-		rmsg_listener_close(rmsgi_list_entry(n, struct rmsg_listener,
-						     link));
-	rmsgi_list_for_each_safe(n, t, &ctx->conns)
+	rmsgi_list_for_each_safe (n, t, &ctx->listeners)
+		rmsg_listener_close(
+			rmsgi_list_entry(n, struct rmsg_listener, link));
+	rmsgi_list_for_each_safe (n, t, &ctx->conns)
 		rmsgi_conn_abort(rmsgi_list_entry(n, struct rmsg_conn, link),
 				 -ECANCELED);
 	/* backends tear down synchronously and report every op and conn */

@@ -19,7 +19,7 @@ int rmsgi_err_verbs(int ret)
 {
 	if (ret == 0)
 		return 0;
-	if (ret < 0)	/* some providers return -errno or -1 + errno */
+	if (ret < 0) /* some providers return -errno or -1 + errno */
 		return ret == -1 ? (errno > 0 ? -errno : -EIO) : ret;
 	return -ret;
 }
@@ -66,56 +66,56 @@ static const struct {
 	int err;
 	const char *text;
 } texts[] = {
-	{ 0, "success" },
-	{ EINVAL, "invalid argument: a NULL handle, a bad URI or a value "
-		  "out of range" },
-	{ ENOMEM, "out of memory or registered memory: if RDMA is in use the "
-		  "memlock limit is the usual cause (check 'ulimit -l'; raise "
-		  "it with 'ulimit -l unlimited' or in "
-		  "/etc/security/limits.conf)" },
-	{ EAGAIN, "queue full: wait for on_writable and retry" },
-	{ ECONNREFUSED, "connection refused: nothing listens at that address "
-			"and port, or the listener rejected the connection "
-			"(see rmsg_conn_peer_data for its reason)" },
-	{ ETIMEDOUT, "timed out: the peer did not answer in time (peer dead, "
-		     "link down, or address/route resolution too slow)" },
-	{ ECANCELED, "canceled: the connection was closed before the "
-		     "operation completed" },
-	{ EPROTO, "protocol error: the peer sent a malformed or unexpected "
-		  "frame, so the connection was closed" },
-	{ EMSGSIZE, "message too large for the configured maximum message "
-		    "size (rmsg_cfg_set_max_msg_size)" },
-	{ ENOTCONN, "not connected: the connection is closing or closed" },
-	{ ENODEV, "no RDMA device: none is present, none is up, or none "
-		  "serves this address (try 'ibv_devices', 'rdma link' and "
-		  "rmsg-doctor; use tcp:// or auto:// without RDMA)" },
-	{ EADDRNOTAVAIL, "address not available: no local interface has it, "
-			 "or (RDMA) no RDMA device is bound to it" },
-	{ EADDRINUSE, "address in use: another listener has this port" },
-	{ EHOSTUNREACH, "host unreachable: no route to the peer (RDMA: "
-			"the route or address did not resolve)" },
-	{ ENETUNREACH, "network unreachable: no route to the peer" },
-	{ ECONNRESET, "connection reset: the peer closed or died" },
-	{ ECONNABORTED, "connection aborted by the local side" },
-	{ EPROTONOSUPPORT, "unknown URI scheme: use rdma://, tcp:// or "
-			   "auto://" },
-	{ EAFNOSUPPORT, "address family not supported by this transport" },
-	{ EACCES, "access denied: a one-sided operation outside a region or "
-		  "its rights, or permission to the device was refused" },
-	{ EREMOTEIO, "the peer's RDMA device reported an error for this "
-		     "operation" },
-	{ ENOBUFS, "receiver not ready: the peer had no receive buffer "
-		   "(should not happen with credits; report it)" },
-	{ EBUSY, "busy: not allowed from inside a callback of this context" },
-	{ EALREADY, "already done: the call does not apply in this state" },
-	{ EIO, "I/O error from the RDMA device or the socket" },
-	{ ENOENT, "not found" },
-	{ EHOSTDOWN, "host is down" },
-	{ ENOTSUP, "operation not supported by this transport or device" },
-	{ EPIPE, "broken pipe: the peer closed the connection" },
-	{ EPERM, "operation not permitted (RDMA: registering memory or "
-		 "opening the device was refused; check 'ulimit -l' and the "
-		 "permissions of /dev/infiniband)" },
+	{0, "success"},
+	{EINVAL, "invalid argument: a NULL handle, a bad URI or a value "
+		 "out of range"},
+	{ENOMEM, "out of memory or registered memory: if RDMA is in use the "
+		 "memlock limit is the usual cause (check 'ulimit -l'; raise "
+		 "it with 'ulimit -l unlimited' or in "
+		 "/etc/security/limits.conf)"},
+	{EAGAIN, "queue full: wait for on_writable and retry"},
+	{ECONNREFUSED, "connection refused: nothing listens at that address "
+		       "and port, or the listener rejected the connection "
+		       "(see rmsg_conn_peer_data for its reason)"},
+	{ETIMEDOUT, "timed out: the peer did not answer in time (peer dead, "
+		    "link down, or address/route resolution too slow)"},
+	{ECANCELED, "canceled: the connection was closed before the "
+		    "operation completed"},
+	{EPROTO, "protocol error: the peer sent a malformed or unexpected "
+		 "frame, so the connection was closed"},
+	{EMSGSIZE, "message too large for the configured maximum message "
+		   "size (rmsg_cfg_set_max_msg_size)"},
+	{ENOTCONN, "not connected: the connection is closing or closed"},
+	{ENODEV, "no RDMA device: none is present, none is up, or none "
+		 "serves this address (try 'ibv_devices', 'rdma link' and "
+		 "rmsg-doctor; use tcp:// or auto:// without RDMA)"},
+	{EADDRNOTAVAIL, "address not available: no local interface has it, "
+			"or (RDMA) no RDMA device is bound to it"},
+	{EADDRINUSE, "address in use: another listener has this port"},
+	{EHOSTUNREACH, "host unreachable: no route to the peer (RDMA: "
+		       "the route or address did not resolve)"},
+	{ENETUNREACH, "network unreachable: no route to the peer"},
+	{ECONNRESET, "connection reset: the peer closed or died"},
+	{ECONNABORTED, "connection aborted by the local side"},
+	{EPROTONOSUPPORT, "unknown URI scheme: use rdma://, tcp:// or "
+			  "auto://"},
+	{EAFNOSUPPORT, "address family not supported by this transport"},
+	{EACCES, "access denied: a one-sided operation outside a region or "
+		 "its rights, or permission to the device was refused"},
+	{EREMOTEIO, "the peer's RDMA device reported an error for this "
+		    "operation"},
+	{ENOBUFS, "receiver not ready: the peer had no receive buffer "
+		  "(should not happen with credits; report it)"},
+	{EBUSY, "busy: not allowed from inside a callback of this context"},
+	{EALREADY, "already done: the call does not apply in this state"},
+	{EIO, "I/O error from the RDMA device or the socket"},
+	{ENOENT, "not found"},
+	{EHOSTDOWN, "host is down"},
+	{ENOTSUP, "operation not supported by this transport or device"},
+	{EPIPE, "broken pipe: the peer closed the connection"},
+	{EPERM, "operation not permitted (RDMA: registering memory or "
+		"opening the device was refused; check 'ulimit -l' and the "
+		"permissions of /dev/infiniband)"},
 };
 
 const char *rmsg_strerror(int err)

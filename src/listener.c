@@ -52,8 +52,10 @@ int rmsg_listen(struct rmsg_ctx *ctx, const char *uri,
 		if (rmsgi_tr_rdma.listen(l, &u) == 0)
 			l->tr[RMSGI_TR_RDMA] = &rmsgi_tr_rdma;
 		else
-			rmsgi_info(ctx, "auto listener on port %u: no RDMA, "
-				   "TCP only", l->port);
+			rmsgi_info(ctx,
+				   "auto listener on port %u: no RDMA, "
+				   "TCP only",
+				   l->port);
 		break;
 	}
 	if (ret) {
@@ -122,8 +124,10 @@ int rmsg_connect(struct rmsg_ctx *ctx, const char *uri,
 	if (ret && u.scheme == RMSGI_SCHEME_AUTO) {
 		/* no RDMA here (no device, or no route through one): TCP.
 		 * A peer without an RDMA listener is not yet retried. */
-		rmsgi_info(ctx, "auto://%s:%u: RDMA unavailable (%s); using "
-			   "TCP", u.host, u.port, rmsg_strerror(ret));
+		rmsgi_info(ctx,
+			   "auto://%s:%u: RDMA unavailable (%s); using "
+			   "TCP",
+			   u.host, u.port, rmsg_strerror(ret));
 		c->tr = &rmsgi_tr_tcp;
 		ret = c->tr->connect(c, &u);
 	}

@@ -31,7 +31,7 @@ static int env_level(void)
 
 void rmsgi_log(const struct rmsg_ctx *ctx, int level, const char *fmt, ...)
 {
-	static const char *names[] = { "error", "warn", "info", "debug" };
+	static const char *names[] = {"error", "warn", "info", "debug"};
 	int max = ctx ? ctx->cfg.log_level : RMSG_LOG_WARN;
 	char line[512];
 	va_list ap;
@@ -48,5 +48,8 @@ void rmsgi_log(const struct rmsg_ctx *ctx, int level, const char *fmt, ...)
 		return;
 	}
 	fprintf(stderr, "librmsg %s: %s\n",
-		names[level < 0 ? 0 : level > 3 ? 3 : level], line);
+		names[level < 0	  ? 0
+		      : level > 3 ? 3
+				  : level],
+		line);
 }

@@ -5,8 +5,8 @@
  */
 #include "rmsg_int.h"
 
-void rmsgi_msg_init(struct rmsg_msg *m, struct rmsg_conn *c,
-		    const void *data, size_t len)
+void rmsgi_msg_init(struct rmsg_msg *m, struct rmsg_conn *c, const void *data,
+		    size_t len)
 {
 	rmsgi_list_init(&m->link);
 	m->conn = c;
@@ -55,6 +55,6 @@ void rmsg_msg_release(struct rmsg_msg *m)
 	m->held = 0;
 	c = m->conn;
 	if (!m->in_cb)
-		m->free_fn(m);	/* else freed when on_msg returns */
+		m->free_fn(m); /* else freed when on_msg returns */
 	rmsgi_conn_put(c);
 }

@@ -12,8 +12,8 @@
 #include "rmsg_int.h"
 #include "pool.h"
 
-#define POOL_MIN_SHIFT 6	/* 64 B */
-#define POOL_MAX_SHIFT 21	/* 2 MiB */
+#define POOL_MIN_SHIFT 6  /* 64 B */
+#define POOL_MAX_SHIFT 21 /* 2 MiB */
 #define POOL_NCLASS (POOL_MAX_SHIFT - POOL_MIN_SHIFT + 1)
 #define POOL_SLAB_MIN ((size_t)256 << 10)
 #define POOL_DEDICATED (-1)
@@ -21,13 +21,13 @@
 struct slab {
 	uint8_t *base;
 	size_t size;
-	int cls;		/* size class, or POOL_DEDICATED */
+	int cls; /* size class, or POOL_DEDICATED */
 	void *mr;
 	uint32_t lkey;
 };
 
 struct rmsgi_pool {
-	struct slab *slabs;	/* sorted by base */
+	struct slab *slabs; /* sorted by base */
 	size_t nslabs, cap;
 	void *free[POOL_NCLASS];
 	size_t bytes, limit;
@@ -125,7 +125,7 @@ static long slab_find(const struct rmsgi_pool *pool, const void *addr)
 static int slab_add(struct rmsgi_pool *pool, int cls, size_t size,
 		    struct slab **s_p)
 {
-	struct slab s = { .cls = cls, .size = size };
+	struct slab s = {.cls = cls, .size = size};
 	size_t i;
 	int ret;
 
@@ -217,7 +217,7 @@ void rmsgi_pool_free(struct rmsgi_pool *pool, void *buf)
 		return;
 	i = slab_find(pool, buf);
 	if (i < 0)
-		return;	/* not ours: ignore rather than corrupt */
+		return; /* not ours: ignore rather than corrupt */
 	if (pool->slabs[i].cls == POOL_DEDICATED) {
 		slab_remove(pool, (size_t)i);
 		return;

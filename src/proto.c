@@ -87,8 +87,7 @@ int rmsgi_hdr_decode(const void *buf, size_t avail, uint64_t max_len,
 	case RMSGI_T_HELLO:
 	case RMSGI_T_HELLO_ACK:
 	case RMSGI_T_REJECT:
-		if (h->len < RMSGI_HELLO_SIZE ||
-		    h->len > RMSGI_HELLO_SIZE + 32)
+		if (h->len < RMSGI_HELLO_SIZE || h->len > RMSGI_HELLO_SIZE + 32)
 			return -EPROTO;
 		break;
 	default:

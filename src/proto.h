@@ -39,13 +39,13 @@
 #define RMSGI_SEG_SIZE 16
 
 enum rmsgi_type {
-	RMSGI_T_DATA = 1,	/* a message, payload follows */
-	RMSGI_T_CREDIT = 2,	/* credits only */
-	RMSGI_T_RNDV_REQ = 3,	/* rendezvous: read my segments */
-	RMSGI_T_RNDV_ACK = 4,	/* rendezvous done, id = cookie, aux = status */
-	RMSGI_T_HELLO = 5,	/* TCP handshake: client -> server */
-	RMSGI_T_HELLO_ACK = 6,	/* TCP handshake: accepted */
-	RMSGI_T_REJECT = 7,	/* TCP handshake: rejected */
+	RMSGI_T_DATA = 1,      /* a message, payload follows */
+	RMSGI_T_CREDIT = 2,    /* credits only */
+	RMSGI_T_RNDV_REQ = 3,  /* rendezvous: read my segments */
+	RMSGI_T_RNDV_ACK = 4,  /* rendezvous done, id = cookie, aux = status */
+	RMSGI_T_HELLO = 5,     /* TCP handshake: client -> server */
+	RMSGI_T_HELLO_ACK = 6, /* TCP handshake: accepted */
+	RMSGI_T_REJECT = 7,    /* TCP handshake: rejected */
 	RMSGI_T_MAX_ = 8,
 };
 

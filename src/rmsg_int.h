@@ -20,12 +20,12 @@
 #include "proto.h"
 #include "credit.h"
 
-#define RMSGI_ALIGN(x, a) (((x) + ((a) - 1)) & ~((size_t)(a) - 1))
+#define RMSGI_ALIGN(x, a) (((x) + ((a)-1)) & ~((size_t)(a)-1))
 #define RMSGI_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define RMSGI_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define RMSGI_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define RMSGI_CONTAINER_OF(p, type, member) \
-	((type *)((char *)(p) - offsetof(type, member)))
+	((type *)((char *)(p)-offsetof(type, member)))
 #define RMSGI_LIKELY(x) __builtin_expect(!!(x), 1)
 #define RMSGI_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -62,14 +62,18 @@ void rmsgi_log(const struct rmsg_ctx *ctx, int level, const char *fmt, ...)
 
 /* the one place where librdmacm's -1+errno and verbs' positive errno
  * become the library's negative errno */
-int rmsgi_err_cm(int ret);	/* librdmacm: -1 and errno */
-int rmsgi_err_verbs(int ret);	/* libibverbs: positive errno */
-int rmsgi_err_wc(int wc_status);	/* enum ibv_wc_status */
+int rmsgi_err_cm(int ret);	 /* librdmacm: -1 and errno */
+int rmsgi_err_verbs(int ret);	 /* libibverbs: positive errno */
+int rmsgi_err_wc(int wc_status); /* enum ibv_wc_status */
 
 /* ------------------------------------------------------------------ */
 /* URIs (uri.c)                                                         */
 
-enum rmsgi_scheme { RMSGI_SCHEME_RDMA, RMSGI_SCHEME_TCP, RMSGI_SCHEME_AUTO };
+enum rmsgi_scheme {
+	RMSGI_SCHEME_RDMA,
+	RMSGI_SCHEME_TCP,
+	RMSGI_SCHEME_AUTO
+};
 
 struct rmsgi_uri {
 	enum rmsgi_scheme scheme;
@@ -83,8 +87,8 @@ int rmsgi_uri_parse(const char *uri, struct rmsgi_uri *u);
 /* operations queued on a connection                                    */
 
 enum rmsgi_op_kind {
-	RMSGI_OP_SEND,		/* user message (eager or rendezvous) */
-	RMSGI_OP_CTRL,		/* header-only control frame (credit, ack) */
+	RMSGI_OP_SEND, /* user message (eager or rendezvous) */
+	RMSGI_OP_CTRL, /* header-only control frame (credit, ack) */
 };
 
 #define RMSGI_OP_IOV_INLINE 4
@@ -92,33 +96,33 @@ enum rmsgi_op_kind {
 struct rmsgi_op {
 	struct rmsgi_list link;
 	uint8_t kind;
-	uint8_t type;		/* RMSGI_T_* of the frame */
-	uint8_t rndv;		/* sent as rendezvous, waits for RNDV_ACK */
-	uint8_t posted;		/* the transport owns it */
-	uint8_t acked;		/* rendezvous acknowledged or failed */
+	uint8_t type;	/* RMSGI_T_* of the frame */
+	uint8_t rndv;	/* sent as rendezvous, waits for RNDV_ACK */
+	uint8_t posted; /* the transport owns it */
+	uint8_t acked;	/* rendezvous acknowledged or failed */
 	int status;
-	uint16_t credits;	/* piggybacked, set when posted */
+	uint16_t credits; /* piggybacked, set when posted */
 	uint32_t aux;
-	uint64_t id;		/* rendezvous cookie */
-	size_t len;		/* payload bytes */
+	uint64_t id; /* rendezvous cookie */
+	size_t len;  /* payload bytes */
 	int iovcnt;
-	struct iovec *iov;	/* points to iov_inline or heap */
+	struct iovec *iov; /* points to iov_inline or heap */
 	struct iovec iov_inline[RMSGI_OP_IOV_INLINE];
 	rmsg_done_cb cb;
 	void *arg;
-	void *tr_priv;		/* transport state: copy buffer, MRs, ... */
+	void *tr_priv; /* transport state: copy buffer, MRs, ... */
 };
 
 /* ------------------------------------------------------------------ */
 /* received messages (msg.c)                                            */
 
 struct rmsg_msg {
-	struct rmsgi_list link;	/* conn's in-order receive queue */
+	struct rmsgi_list link; /* conn's in-order receive queue */
 	struct rmsg_conn *conn;
 	const uint8_t *data;
 	size_t len;
 	uint8_t type;
-	uint8_t ready;		/* payload complete (rendezvous read done) */
+	uint8_t ready; /* payload complete (rendezvous read done) */
 	uint8_t held;
 	uint8_t in_cb;
 	uint32_t aux;
@@ -141,16 +145,16 @@ struct rmsgi_pool;
 struct rmsg_ctx {
 	struct ev_loop *loop;
 	struct rmsgi_cfgv cfg;
-	ev_prepare prepare;	/* flushes queues before the loop blocks */
-	ev_idle idle;		/* keeps the loop turning while work remains */
-	struct rmsgi_list conns;	/* every live connection */
+	ev_prepare prepare;	 /* flushes queues before the loop blocks */
+	ev_idle idle;		 /* keeps the loop turning while work remains */
+	struct rmsgi_list conns; /* every live connection */
 	struct rmsgi_list listeners;
-	struct rmsgi_list dirty;	/* connections with queued work */
+	struct rmsgi_list dirty; /* connections with queued work */
 	struct rmsgi_pool *pool;
-	void *tr_priv[RMSGI_TR_COUNT];	/* per-transport context state */
-	struct rmsgi_list op_free;	/* recycled struct rmsgi_op */
+	void *tr_priv[RMSGI_TR_COUNT]; /* per-transport context state */
+	struct rmsgi_list op_free;     /* recycled struct rmsgi_op */
 	unsigned op_free_len;
-	int in_cb;		/* depth of user callbacks on the stack */
+	int in_cb; /* depth of user callbacks on the stack */
 	bool destroying;
 	bool flushing;
 	uint32_t next_conn_id;
@@ -175,7 +179,7 @@ struct rmsg_listener {
 	struct rmsg_conn_ops ops;
 	rmsg_accept_cb accept;
 	void *arg;
-	const struct rmsgi_tr_ops *tr[RMSGI_TR_COUNT];	/* listening backends */
+	const struct rmsgi_tr_ops *tr[RMSGI_TR_COUNT]; /* listening backends */
 	void *tr_priv[RMSGI_TR_COUNT];
 	uint16_t port;
 };
@@ -184,16 +188,16 @@ struct rmsg_listener {
 /* connections (conn.c): the one state machine                          */
 
 enum rmsgi_conn_state {
-	RMSGI_CS_CONNECTING,	/* client: transport handshake running */
-	RMSGI_CS_ACCEPTING,	/* server: app accepted, handshake finishing */
-	RMSGI_CS_ESTABLISHED,	/* messages flow */
-	RMSGI_CS_CLOSING,	/* local close: transport tearing down */
-	RMSGI_CS_CLOSED,	/* on_close delivered; waits for last ref */
+	RMSGI_CS_CONNECTING,  /* client: transport handshake running */
+	RMSGI_CS_ACCEPTING,   /* server: app accepted, handshake finishing */
+	RMSGI_CS_ESTABLISHED, /* messages flow */
+	RMSGI_CS_CLOSING,     /* local close: transport tearing down */
+	RMSGI_CS_CLOSED,      /* on_close delivered; waits for last ref */
 };
 
 struct rmsg_conn {
-	struct rmsgi_list link;	/* ctx->conns */
-	struct rmsgi_list dirty_link;	/* ctx->dirty */
+	struct rmsgi_list link;	      /* ctx->conns */
+	struct rmsgi_list dirty_link; /* ctx->dirty */
 	struct rmsg_ctx *ctx;
 	const struct rmsgi_tr_ops *tr;
 	void *tr_priv;
@@ -207,25 +211,25 @@ struct rmsg_conn {
 	bool in_accept;
 	bool want_writable;
 	bool dirty;
-	bool tr_down;		/* transport reported it is gone */
+	bool tr_down; /* transport reported it is gone */
 	bool was_established;
-	bool credit_op_busy;	/* the CREDIT frame is queued or posted */
+	bool credit_op_busy; /* the CREDIT frame is queued or posted */
 	int close_reason;
 	struct rmsgi_op credit_op;
 
 	struct rmsgi_credit cr;
-	struct rmsgi_list sendq;	/* ops not yet handed to the transport */
-	unsigned sendq_len;	/* user ops queued or posted, not completed */
-	struct rmsgi_list rndvq;	/* rendezvous sends waiting for ACK */
-	struct rmsgi_list rxq;	/* received, not yet delivered, in order */
-	struct rmsgi_list doneq;	/* completed ops whose cb is due */
+	struct rmsgi_list sendq; /* ops not yet handed to the transport */
+	unsigned sendq_len;	 /* user ops queued or posted, not completed */
+	struct rmsgi_list rndvq; /* rendezvous sends waiting for ACK */
+	struct rmsgi_list rxq;	 /* received, not yet delivered, in order */
+	struct rmsgi_list doneq; /* completed ops whose cb is due */
 	uint64_t next_rndv_id;
 	uint32_t peer_eager;
 	uint16_t peer_credits;
 
 	uint8_t peer_pdata[RMSG_PRIVATE_DATA_MAX];
 	uint8_t peer_pdata_len;
-	uint8_t my_pdata[RMSG_PRIVATE_DATA_MAX];	/* accept/reject reply */
+	uint8_t my_pdata[RMSG_PRIVATE_DATA_MAX]; /* accept/reject reply */
 	uint8_t my_pdata_len;
 };
 
@@ -276,8 +280,8 @@ void rmsgi_conn_flush(struct rmsg_conn *c);
 void rmsgi_conn_abort(struct rmsg_conn *c, int reason);
 
 /* message objects (msg.c) */
-void rmsgi_msg_init(struct rmsg_msg *m, struct rmsg_conn *c,
-		    const void *data, size_t len);
+void rmsgi_msg_init(struct rmsg_msg *m, struct rmsg_conn *c, const void *data,
+		    size_t len);
 /* after on_msg: frees the message unless the app holds it */
 void rmsgi_msg_after_cb(struct rmsg_msg *m);
 

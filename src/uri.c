@@ -13,9 +13,9 @@ static const struct {
 	const char *prefix;
 	enum rmsgi_scheme scheme;
 } schemes[] = {
-	{ "rdma://", RMSGI_SCHEME_RDMA },
-	{ "tcp://", RMSGI_SCHEME_TCP },
-	{ "auto://", RMSGI_SCHEME_AUTO },
+	{"rdma://", RMSGI_SCHEME_RDMA},
+	{"tcp://", RMSGI_SCHEME_TCP},
+	{"auto://", RMSGI_SCHEME_AUTO},
 };
 
 int rmsgi_uri_parse(const char *uri, struct rmsgi_uri *u)

@@ -34,8 +34,8 @@
 #define MAX_SGE 16
 #define REPOST_BATCH 16
 #define RD_ATOM_MAX 16
-#define ACK_TIMEOUT 16		/* 4.096 us * 2^16: ~0.27 s per retry */
-#define RETRY_COUNT 6		/* 7 would retry forever on rxe */
+#define ACK_TIMEOUT 16 /* 4.096 us * 2^16: ~0.27 s per retry */
+#define RETRY_COUNT 6  /* 7 would retry forever on rxe */
 #define TEARDOWN_MS 2000
 #define QPN_BUCKETS 256
 /* send wr_ids carry this bit over a ring counter; receive wr_ids are
@@ -57,12 +57,12 @@ struct rxbuf {
 /* a rendezvous receive: read segments into buf, then deliver */
 struct rndv_rx {
 	struct rmsg_msg m;
-	struct rdma_ctx *r;	/* outlives the connection if held */
+	struct rdma_ctx *r; /* outlives the connection if held */
 	uint8_t *buf;
 	uint32_t lkey;
 	uint32_t nseg;
-	uint32_t seg_idx;	/* next segment to read */
-	uint64_t seg_off;	/* offset in it */
+	uint32_t seg_idx; /* next segment to read */
+	uint64_t seg_off; /* offset in it */
 	uint64_t dst_off;
 	uint32_t reads_out;
 	int status;
@@ -76,7 +76,10 @@ struct rndv_tx {
 	struct ibv_mr *mr[];
 };
 
-enum slot_kind { SLOT_SEND, SLOT_READ };
+enum slot_kind {
+	SLOT_SEND,
+	SLOT_READ
+};
 
 struct sq_slot {
 	struct rmsgi_op *op;
@@ -104,26 +107,26 @@ struct rdma_conn {
 	struct rdma_ctx *r;
 	struct rdma_cm_id *id;
 	struct ibv_qp *qp;
-	struct rdma_conn *hnext;	/* qpn hash chain */
+	struct rdma_conn *hnext; /* qpn hash chain */
 	enum rc_state state;
 	uint32_t qpn;
-	uint32_t granted;	/* receive buffers this conn added to the SRQ */
+	uint32_t granted; /* receive buffers this conn added to the SRQ */
 	struct sq_slot ring[SQ_DEPTH];
-	uint8_t *hdrs;		/* registered header slots, 64 B each */
+	uint8_t *hdrs; /* registered header slots, 64 B each */
 	uint32_t hdrs_lkey;
-	uint32_t head;		/* next slot to fill */
-	uint32_t unposted;	/* first filled slot not yet posted */
-	uint32_t tail;		/* oldest slot not yet retired */
+	uint32_t head;	   /* next slot to fill */
+	uint32_t unposted; /* first filled slot not yet posted */
+	uint32_t tail;	   /* oldest slot not yet retired */
 	uint32_t since_sig;
 	uint32_t reads_out;
 	uint32_t max_inline;
 	uint32_t max_sge;
 	struct rndv_rx *pending_reads, *pending_tail;
-	ev_timer timer;		/* connect bound, then teardown bound */
+	ev_timer timer; /* connect bound, then teardown bound */
 	bool timer_on;
 	bool room_wanted;
-	bool silent;		/* rejected before the app saw it */
-	bool buried;		/* torn down; only memory is left */
+	bool silent; /* rejected before the app saw it */
+	bool buried; /* torn down; only memory is left */
 	struct rdma_conn *dead_next;
 };
 
@@ -142,16 +145,16 @@ struct rdma_ctx {
 	ev_io cq_io;
 	struct ibv_cq *cq;
 	struct ibv_srq *srq;
-	uint32_t cq_events;	/* to acknowledge in batches */
+	uint32_t cq_events; /* to acknowledge in batches */
 	uint64_t max_msg_sz;
 	uint32_t rd_atom;
 	uint32_t srq_max;
 	uint32_t srq_posted;
-	uint32_t srq_target;	/* sum of credits granted to live peers */
+	uint32_t srq_target; /* sum of credits granted to live peers */
 	size_t eager;
 	size_t stride;
-	struct rxbuf *rx_free;	/* allocated, not posted */
-	struct rxbuf *repost;	/* released, waiting for the next batch */
+	struct rxbuf *rx_free; /* allocated, not posted */
+	struct rxbuf *repost;  /* released, waiting for the next batch */
 	uint32_t repost_n;
 	void **rx_chunks;
 	uint32_t nchunks;
@@ -209,8 +212,8 @@ static int pool_reg(void *priv, void *addr, size_t len, void **mr_p,
 		    uint32_t *lkey_p)
 {
 	struct rdma_ctx *r = priv;
-	struct ibv_mr *mr = ibv_reg_mr(r->pd, addr, len,
-				       IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *mr =
+		ibv_reg_mr(r->pd, addr, len, IBV_ACCESS_LOCAL_WRITE);
 
 	if (!mr) {
 		int err = errno ? -errno : -ENOMEM;
@@ -371,8 +374,10 @@ static int dev_open(struct rdma_ctx *r, struct ibv_context *verbs)
 	if (r->verbs) {
 		if (r->verbs == verbs)
 			return 0;
-		rmsgi_err(r->ctx, "a context uses one RDMA device; %s is a "
-			  "second one", ibv_get_device_name(verbs->device));
+		rmsgi_err(r->ctx,
+			  "a context uses one RDMA device; %s is a "
+			  "second one",
+			  ibv_get_device_name(verbs->device));
 		return -ENODEV;
 	}
 	ret = ibv_query_device(verbs, &attr);
@@ -559,15 +564,16 @@ static int rc_setup_qp(struct rdma_conn *rc)
 	qpn_add(r, rc);
 	rdma_set_option(rc->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
 			&timeout, sizeof(timeout));
-	ret = rmsgi_pool_alloc(r->ctx->pool, SQ_DEPTH * 64,
-			       (void **)&rc->hdrs);
+	ret = rmsgi_pool_alloc(r->ctx->pool, SQ_DEPTH * 64, (void **)&rc->hdrs);
 	if (ret)
 		return ret;
 	rmsgi_pool_lookup(r->ctx->pool, rc->hdrs, SQ_DEPTH * 64,
 			  &rc->hdrs_lkey);
 	if (r->srq_target + rc->c->cfg.credits > r->srq_max) {
-		rmsgi_err(r->ctx, "SRQ full: %u receive buffers granted, the "
-			  "device allows %u", r->srq_target, r->srq_max);
+		rmsgi_err(r->ctx,
+			  "SRQ full: %u receive buffers granted, the "
+			  "device allows %u",
+			  r->srq_target, r->srq_max);
 		return -ENOBUFS;
 	}
 	rc->granted = rc->c->cfg.credits;
@@ -589,13 +595,13 @@ static void rc_conn_param(struct rdma_conn *rc, struct rdma_conn_param *p,
 	p->responder_resources = (uint8_t)rc->r->rd_atom;
 	p->initiator_depth = (uint8_t)rc->r->rd_atom;
 	p->retry_count = RETRY_COUNT;
-	p->rnr_retry_count = 0;	/* credits make RNR a bug: fail loudly */
+	p->rnr_retry_count = 0; /* credits make RNR a bug: fail loudly */
 }
 
 static int rdma_resolve(const struct rmsgi_uri *u, bool passive,
 			struct rdma_addrinfo **res_p)
 {
-	struct rdma_addrinfo hints = { 0 };
+	struct rdma_addrinfo hints = {0};
 	char port[8];
 	int ret;
 
@@ -671,7 +677,7 @@ static int rdma_listen_op(struct rmsg_listener *l, const struct rmsgi_uri *u)
 	ret = rmsgi_err_cm(rdma_create_id(r->ech, &rl->id, NULL, RDMA_PS_TCP));
 	if (ret)
 		goto undo_rl;
-	rl->id->context = NULL;	/* marks a listening id */
+	rl->id->context = NULL; /* marks a listening id */
 	ret = rmsgi_err_cm(rdma_bind_addr(rl->id, res->ai_src_addr));
 	if (ret)
 		goto undo_id;
@@ -721,7 +727,7 @@ static void on_connect_request(struct rdma_ctx *r, struct rdma_cm_event *ev,
 	if (rmsgi_hello_decode(ev->param.conn.private_data,
 			       ev->param.conn.private_data_len, &h)) {
 		rmsgi_warn(r->ctx, "rdma: connect request without a valid "
-			   "hello: rejected");
+				   "hello: rejected");
 		rdma_reject(ev->id, NULL, 0);
 		rdma_destroy_id(ev->id);
 		return;
@@ -754,8 +760,8 @@ static void on_connect_request(struct rdma_ctx *r, struct rdma_cm_event *ev,
 		size_t n;
 
 		rmsgi_conn_hello(c, &rh);
-		rh.status = (int16_t)(ret < 0 && ret > -4096 ? ret
-							      : -ECONNREFUSED);
+		rh.status =
+			(int16_t)(ret < 0 && ret > -4096 ? ret : -ECONNREFUSED);
 		n = rmsgi_hello_encode(&rh, rbuf);
 		rdma_reject(rc->id, rbuf, (uint8_t)n);
 	}
@@ -788,11 +794,11 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 	int ret;
 
 	if (!rc)
-		return;	/* a listening id's own events */
+		return; /* a listening id's own events */
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		ret = rmsgi_err_cm(rdma_resolve_route(
-			rc->id, (int)rc->c->cfg.timeout_ms));
+		ret = rmsgi_err_cm(
+			rdma_resolve_route(rc->id, (int)rc->c->cfg.timeout_ms));
 		if (ret)
 			rc_teardown(rc, ret);
 		break;
@@ -809,7 +815,7 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (rc->state != RC_CONNECTING)
-			break;	/* a receive already showed it (on_recv) */
+			break; /* a receive already showed it (on_recv) */
 		rc_timer_stop(rc);
 		rc->state = RC_UP;
 		if (rc->c->is_server) {
@@ -825,7 +831,8 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_REJECTED:
 		if (rmsgi_hello_decode(ev->param.conn.private_data,
 				       ev->param.conn.private_data_len,
-				       &h) == 0 && h.status < 0) {
+				       &h) == 0 &&
+		    h.status < 0) {
 			/* every reject reads the same; the reason is in pdata */
 			rmsgi_conn_ev_failed(rc->c, -ECONNREFUSED, &h);
 			rc_teardown(rc, -ECONNREFUSED);
@@ -943,7 +950,8 @@ static int rndv_prepare(struct rdma_conn *rc, struct rmsgi_op *op,
 		if (!mr) {
 			int err = errno ? -errno : -ENOMEM;
 
-			rmsgi_err(rc->r->ctx, "registering %zu bytes for a "
+			rmsgi_err(rc->r->ctx,
+				  "registering %zu bytes for a "
 				  "rendezvous send failed: %s",
 				  op->iov[i].iov_len, rmsg_strerror(err));
 			tx->nmr = n;
@@ -1007,8 +1015,8 @@ static int rdma_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	s->wr.opcode = IBV_WR_SEND;
 
 	if (op->rndv) {
-		size_t need = RMSGI_HDR_SIZE +
-			      (size_t)op->iovcnt * RMSGI_SEG_SIZE;
+		size_t need =
+			RMSGI_HDR_SIZE + (size_t)op->iovcnt * RMSGI_SEG_SIZE;
 
 		ret = rmsgi_pool_alloc(r->ctx->pool, need, &s->copybuf);
 		if (ret)
@@ -1110,8 +1118,8 @@ static void rdma_kick(struct rmsg_conn *c)
 			first = &s->wr;
 		prev = &s->wr;
 	}
-	rmsgi_dbg(rc->r->ctx, "conn %u: post slots %u..%u", c->id,
-		  rc->unposted, rc->head - 1);
+	rmsgi_dbg(rc->r->ctx, "conn %u: post slots %u..%u", c->id, rc->unposted,
+		  rc->head - 1);
 	ret = ibv_post_send(rc->qp, first, &bad);
 	if (ret) {
 		ret = rmsgi_err_verbs(ret);
@@ -1218,7 +1226,7 @@ static int rndv_rx_start(struct rdma_conn *rc, const struct rmsgi_hdr *h,
 	rx->m.free_fn = rndv_rx_free;
 	ret = rmsgi_conn_rx(c, h, &rx->m);
 	if (ret)
-		return 0;	/* the conn freed rx and is closing */
+		return 0; /* the conn freed rx and is closing */
 	if (rc->pending_tail)
 		rc->pending_tail->next_pending = rx;
 	else
@@ -1309,7 +1317,7 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 	if (ret == 0 && h.type == RMSGI_T_RNDV_REQ) {
 		/* the request frame is consumed here; its buffer goes back */
 		ret = rndv_rx_start(rc, &h, rb->buf + RMSGI_HDR_SIZE,
-					    wc->byte_len - RMSGI_HDR_SIZE);
+				    wc->byte_len - RMSGI_HDR_SIZE);
 		rxbuf_release(&rb->m);
 		if (ret)
 			rmsgi_conn_abort(rc->c, ret);
@@ -1348,8 +1356,10 @@ static int cq_drain(struct rdma_ctx *r)
 				  rmsgi_err_wc(wc->status));
 			if (wc->status != IBV_WC_SUCCESS &&
 			    wc->status != IBV_WC_WR_FLUSH_ERR) {
-				rmsgi_warn(r->ctx, "conn %u: work completion "
-					   "error: %s", rc->c->id,
+				rmsgi_warn(r->ctx,
+					   "conn %u: work completion "
+					   "error: %s",
+					   rc->c->id,
 					   ibv_wc_status_str(wc->status));
 				rc_teardown(rc, rmsgi_err_wc(wc->status));
 			} else if ((rc->state == RC_DRAINING ||
@@ -1423,9 +1433,9 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 	}
 	if (rc->state == RC_LINGER && !reason && rc->tail != rc->head &&
 	    rc->timer_on)
-		return;	/* still lingering */
+		return; /* still lingering */
 	if (rc->state != RC_DRAINING && rc->state != RC_DEAD) {
-		struct ibv_qp_attr qattr = { .qp_state = IBV_QPS_ERR };
+		struct ibv_qp_attr qattr = {.qp_state = IBV_QPS_ERR};
 
 		if (rc->state == RC_UP || rc->state == RC_CONNECTING ||
 		    rc->state == RC_LINGER)
@@ -1452,7 +1462,7 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 		rc->tail = rc->head;
 	}
 	if (rc->tail != rc->head)
-		return;	/* flush completions still to come */
+		return; /* flush completions still to come */
 
 	rc_timer_stop(rc);
 	while (rc->pending_reads) {
@@ -1510,15 +1520,17 @@ static void rc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	rc->timer_on = false;
 	ev_ref(loop);
 	if (rc->state == RC_LINGER) {
-		rmsgi_warn(rc->r->ctx, "conn %u: %u work requests still "
-			   "posted after %d ms: closing anyway", rc->c->id,
-			   rc->head - rc->tail, TEARDOWN_MS);
+		rmsgi_warn(rc->r->ctx,
+			   "conn %u: %u work requests still "
+			   "posted after %d ms: closing anyway",
+			   rc->c->id, rc->head - rc->tail, TEARDOWN_MS);
 		rc_teardown(rc, 0);
 	} else if (rc->state == RC_DRAINING) {
 		/* the device never flushed: retire by force, QP first */
-		rmsgi_warn(rc->r->ctx, "conn %u: %u work requests never "
-			   "flushed; destroying the QP", rc->c->id,
-			   rc->head - rc->tail);
+		rmsgi_warn(rc->r->ctx,
+			   "conn %u: %u work requests never "
+			   "flushed; destroying the QP",
+			   rc->c->id, rc->head - rc->tail);
 		if (rc->qp) {
 			qpn_del(rc->r, rc);
 			rdma_destroy_qp(rc->id);

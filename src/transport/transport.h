@@ -40,7 +40,7 @@ enum rmsgi_tr_id {
 };
 
 /* capabilities */
-#define RMSGI_TR_CAP_RNDV 0x1	/* large messages go by rendezvous read */
+#define RMSGI_TR_CAP_RNDV 0x1 /* large messages go by rendezvous read */
 
 struct rmsgi_tr_ops {
 	const char *name;

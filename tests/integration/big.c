@@ -18,9 +18,9 @@ static int rounds, want_rounds, closes;
 static void cli_send(struct rmsg_conn *c)
 {
 	struct iovec iov[3] = {
-		{ out, 1000 },
-		{ out + 1000, BIG / 2 },
-		{ out + 1000 + BIG / 2, BIG - 1000 - BIG / 2 },
+		{out, 1000},
+		{out + 1000, BIG / 2},
+		{out + 1000 + BIG / 2, BIG - 1000 - BIG / 2},
 	};
 
 	t_fill(out, BIG, (uint64_t)rounds + 1);
@@ -51,7 +51,7 @@ static void echo_done(struct rmsg_conn *c, int status, void *arg)
 
 static void srv_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 {
-	struct iovec iov = { (void *)rmsg_msg_data(m), rmsg_msg_len(m) };
+	struct iovec iov = {(void *)rmsg_msg_data(m), rmsg_msg_len(m)};
 
 	T_OK(rmsg_msg_hold(m));
 	T_OK(rmsg_send(c, &iov, 1, echo_done, m));
@@ -65,10 +65,10 @@ static void on_close(struct rmsg_conn *c, int reason, void *arg)
 
 int main(void)
 {
-	struct rmsg_conn_ops sops = { .on_msg = srv_msg, .on_close = on_close };
-	struct rmsg_conn_ops cops = { .on_established = cli_est,
-				      .on_msg = cli_msg,
-				      .on_close = on_close };
+	struct rmsg_conn_ops sops = {.on_msg = srv_msg, .on_close = on_close};
+	struct rmsg_conn_ops cops = {.on_established = cli_est,
+				     .on_msg = cli_msg,
+				     .on_close = on_close};
 	const char *env = getenv("RMSG_TEST_BIG_COUNT");
 	struct rmsg_ctx *sctx, *cctx;
 	struct rmsg_conn *c;

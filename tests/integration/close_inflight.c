@@ -46,7 +46,7 @@ static void blast(struct rmsg_conn *c)
 
 	for (i = 0; i < NSEND; i++) {
 		/* every 8th goes by rendezvous on RDMA */
-		struct iovec iov = { buf, i % 8 ? 100 : 200000 };
+		struct iovec iov = {buf, i % 8 ? 100 : 200000};
 
 		T_OK(rmsg_send(c, &iov, 1, send_done, (void *)(intptr_t)i));
 	}
@@ -54,7 +54,7 @@ static void blast(struct rmsg_conn *c)
 
 static void cli_est(struct rmsg_conn *c, void *arg)
 {
-	struct iovec iov = { buf, 10 };
+	struct iovec iov = {buf, 10};
 
 	blast(c);
 	if (round_no == 0) {
@@ -64,7 +64,7 @@ static void cli_est(struct rmsg_conn *c, void *arg)
 		in_close = 0;
 		T_ASSERT(rmsg_send(c, &iov, 1, never, NULL) == -ENOTCONN,
 			 "send after close");
-		T_OK(rmsg_conn_close(c));	/* harmless again */
+		T_OK(rmsg_conn_close(c)); /* harmless again */
 	}
 }
 
@@ -93,7 +93,8 @@ static void on_close(struct rmsg_conn *c, int reason, void *arg)
 	}
 	if (++closes % 2 == 0) {
 		printf("round %d: %d sends completed, %d failed, close "
-		       "reason %d\n", round_no, cb_ok, cb_err, reason);
+		       "reason %d\n",
+		       round_no, cb_ok, cb_err, reason);
 		if (round_no == 0)
 			T_ASSERT(cb_err > 0, "nothing was canceled");
 		if (++round_no == 2)
@@ -108,8 +109,8 @@ static char uri[128];
 
 static void start_round(void)
 {
-	struct rmsg_conn_ops cops = { .on_established = cli_est,
-				      .on_close = on_close };
+	struct rmsg_conn_ops cops = {.on_established = cli_est,
+				     .on_close = on_close};
 
 	memset(cbs, 0, sizeof(cbs));
 	cb_ok = cb_err = srv_msgs = 0;
@@ -119,8 +120,7 @@ static void start_round(void)
 
 int main(void)
 {
-	struct rmsg_conn_ops sops = { .on_msg = srv_msg,
-				      .on_close = on_close };
+	struct rmsg_conn_ops sops = {.on_msg = srv_msg, .on_close = on_close};
 	struct rmsg_ctx *sctx;
 
 	t_require_transport();

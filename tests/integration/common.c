@@ -27,8 +27,8 @@ void t_uri(char *buf, size_t len, uint16_t port)
 }
 
 void t_listen(struct rmsg_ctx *ctx, const struct rmsg_cfg *cfg,
-	      const struct rmsg_conn_ops *ops, rmsg_accept_cb accept,
-	      void *arg, struct rmsg_listener **l_p, char *uri, size_t len)
+	      const struct rmsg_conn_ops *ops, rmsg_accept_cb accept, void *arg,
+	      struct rmsg_listener **l_p, char *uri, size_t len)
 {
 	uint16_t port;
 
@@ -53,7 +53,7 @@ void t_deadline(struct ev_loop *loop, double seconds)
 	ev_timer_init(&w, deadline_cb, seconds, 0);
 	w.repeat = seconds;
 	ev_timer_start(loop, &w);
-	ev_unref(loop);	/* the deadline alone must not keep the loop up */
+	ev_unref(loop); /* the deadline alone must not keep the loop up */
 }
 
 void t_require_transport(void)

@@ -16,28 +16,28 @@
 
 #define T_SKIP 77
 
-#define T_FAIL(...)                                                       \
-	do {                                                              \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);      \
-		fprintf(stderr, __VA_ARGS__);                             \
-		fprintf(stderr, "\n");                                    \
-		exit(1);                                                  \
+#define T_FAIL(...)                                                  \
+	do {                                                         \
+		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+		fprintf(stderr, __VA_ARGS__);                        \
+		fprintf(stderr, "\n");                               \
+		exit(1);                                             \
 	} while (0)
 
-#define T_ASSERT(cond, ...)                                               \
-	do {                                                              \
-		if (!(cond)) {                                            \
+#define T_ASSERT(cond, ...)                                                \
+	do {                                                               \
+		if (!(cond)) {                                             \
 			fprintf(stderr, "assertion '%s' failed\n", #cond); \
-			T_FAIL(__VA_ARGS__);                              \
-		}                                                         \
+			T_FAIL(__VA_ARGS__);                               \
+		}                                                          \
 	} while (0)
 
-#define T_OK(expr)                                                        \
-	do {                                                              \
-		int t_ret_ = (expr);                                      \
-		if (t_ret_)                                               \
-			T_FAIL("%s = %d (%s)", #expr, t_ret_,             \
-			       rmsg_strerror(t_ret_));                    \
+#define T_OK(expr)                                            \
+	do {                                                  \
+		int t_ret_ = (expr);                          \
+		if (t_ret_)                                   \
+			T_FAIL("%s = %d (%s)", #expr, t_ret_, \
+			       rmsg_strerror(t_ret_));        \
 	} while (0)
 
 /* "tcp" or "rdma" */
@@ -46,8 +46,8 @@ const char *t_transport(void);
 void t_uri(char *buf, size_t len, uint16_t port);
 /* listens on port 0 and returns the listener's URI for clients */
 void t_listen(struct rmsg_ctx *ctx, const struct rmsg_cfg *cfg,
-	      const struct rmsg_conn_ops *ops, rmsg_accept_cb accept,
-	      void *arg, struct rmsg_listener **l_p, char *uri, size_t len);
+	      const struct rmsg_conn_ops *ops, rmsg_accept_cb accept, void *arg,
+	      struct rmsg_listener **l_p, char *uri, size_t len);
 /* fails the test if the loop still runs after @seconds */
 void t_deadline(struct ev_loop *loop, double seconds);
 /* exits 77 when the transport is unavailable here */

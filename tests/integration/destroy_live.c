@@ -46,7 +46,7 @@ static void cli_est(struct rmsg_conn *c, void *arg)
 	int i;
 
 	for (i = 0; i < LATE; i++) {
-		struct iovec iov = { buf, i % 10 ? 100 : sizeof(buf) };
+		struct iovec iov = {buf, i % 10 ? 100 : sizeof(buf)};
 
 		T_OK(rmsg_send(c, &iov, 1, send_done,
 			       (void *)(intptr_t)(EARLY + i)));
@@ -62,10 +62,9 @@ static void on_close(struct rmsg_conn *c, int reason, void *arg)
 
 int main(void)
 {
-	struct rmsg_conn_ops sops = { .on_msg = srv_msg,
-				      .on_close = on_close };
-	struct rmsg_conn_ops cops = { .on_established = cli_est,
-				      .on_close = on_close };
+	struct rmsg_conn_ops sops = {.on_msg = srv_msg, .on_close = on_close};
+	struct rmsg_conn_ops cops = {.on_established = cli_est,
+				     .on_close = on_close};
 	struct rmsg_listener *lis;
 	struct rmsg_cfg *cfg;
 	struct ev_loop *loop;
@@ -81,7 +80,7 @@ int main(void)
 	t_listen(sctx, NULL, &sops, NULL, NULL, &lis, uri, sizeof(uri));
 	T_OK(rmsg_connect(cctx, uri, NULL, &cops, NULL, &client));
 	for (i = 0; i < EARLY; i++) {
-		struct iovec iov = { buf, (size_t)i + 1 };
+		struct iovec iov = {buf, (size_t)i + 1};
 
 		T_OK(rmsg_send(client, &iov, 1, send_done,
 			       (void *)(intptr_t)i));
@@ -97,7 +96,7 @@ int main(void)
 	T_ASSERT(closes == 2, "server conn closes %d", closes - 1);
 	rmsg_cfg_destroy(cfg);
 	printf("destroy_live over %s: %d callbacks once each, both contexts "
-	       "destroyed with live connections\n", t_transport(),
-	       EARLY + LATE);
+	       "destroyed with live connections\n",
+	       t_transport(), EARLY + LATE);
 	return 0;
 }

@@ -31,14 +31,14 @@ static void send_done(struct rmsg_conn *c, int status, void *arg)
 static void send_more(void)
 {
 	while (sent < NMSG) {
-		struct iovec iov = { payload[sent], 1 + sent % 64 };
+		struct iovec iov = {payload[sent], 1 + sent % 64};
 		int ret;
 
 		t_fill(payload[sent], iov.iov_len, (uint64_t)sent);
 		ret = rmsg_send(client, &iov, 1, send_done, NULL);
 		if (ret == -EAGAIN) {
 			eagain++;
-			return;	/* on_writable resumes */
+			return; /* on_writable resumes */
 		}
 		T_OK(ret);
 		sent++;
@@ -97,7 +97,7 @@ static void release_cb(struct ev_loop *l, ev_timer *w, int revents)
 static void on_close(struct rmsg_conn *c, int reason, void *arg)
 {
 	if (c == client)
-		client = NULL;	/* freed once on_close returns */
+		client = NULL; /* freed once on_close returns */
 	if (++closes == 2) {
 		ev_timer_stop(loop, &release_timer);
 		rmsg_listener_close(lis);
@@ -106,11 +106,10 @@ static void on_close(struct rmsg_conn *c, int reason, void *arg)
 
 int main(void)
 {
-	struct rmsg_conn_ops sops = { .on_msg = srv_msg,
-				      .on_close = on_close };
-	struct rmsg_conn_ops cops = { .on_established = cli_est,
-				      .on_writable = cli_writable,
-				      .on_close = on_close };
+	struct rmsg_conn_ops sops = {.on_msg = srv_msg, .on_close = on_close};
+	struct rmsg_conn_ops cops = {.on_established = cli_est,
+				     .on_writable = cli_writable,
+				     .on_close = on_close};
 	struct rmsg_ctx *sctx, *cctx;
 	struct rmsg_cfg *ccfg;
 	char uri[128];
@@ -135,8 +134,8 @@ int main(void)
 		 writable);
 	T_ASSERT(max_held <= 32, "%d held with 32 credits", max_held);
 	printf("hold over %s: %d messages, at most %d held, %d x -EAGAIN, "
-	       "%d x on_writable\n", t_transport(), NMSG, max_held, eagain,
-	       writable);
+	       "%d x on_writable\n",
+	       t_transport(), NMSG, max_held, eagain, writable);
 	rmsg_cfg_destroy(ccfg);
 	T_OK(rmsg_ctx_destroy(cctx));
 	T_OK(rmsg_ctx_destroy(sctx));

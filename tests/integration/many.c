@@ -29,7 +29,7 @@ static size_t size_of(int idx, int round)
 static void send_round(struct peer *p)
 {
 	size_t len = size_of(p->idx, p->round);
-	struct iovec iov = { p->buf, len };
+	struct iovec iov = {p->buf, len};
 
 	t_fill(p->buf, len, (uint64_t)p->idx << 16 | (uint64_t)p->round);
 	T_OK(rmsg_send(p->c, &iov, 1, NULL, NULL));
@@ -66,7 +66,7 @@ static void echo_done(struct rmsg_conn *c, int status, void *arg)
 
 static void srv_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 {
-	struct iovec iov = { (void *)rmsg_msg_data(m), rmsg_msg_len(m) };
+	struct iovec iov = {(void *)rmsg_msg_data(m), rmsg_msg_len(m)};
 
 	T_OK(rmsg_msg_hold(m));
 	T_OK(rmsg_send(c, &iov, 1, echo_done, m));
@@ -91,11 +91,10 @@ static void srv_close(struct rmsg_conn *c, int reason, void *arg)
 
 int main(void)
 {
-	struct rmsg_conn_ops sops = { .on_msg = srv_msg,
-				      .on_close = srv_close };
-	struct rmsg_conn_ops cops = { .on_established = cli_est,
-				      .on_msg = cli_msg,
-				      .on_close = cli_close };
+	struct rmsg_conn_ops sops = {.on_msg = srv_msg, .on_close = srv_close};
+	struct rmsg_conn_ops cops = {.on_established = cli_est,
+				     .on_msg = cli_msg,
+				     .on_close = cli_close};
 	struct rmsg_ctx *sctx, *cctx;
 	struct ev_loop *loop;
 	char uri[128];
@@ -116,7 +115,8 @@ int main(void)
 	T_ASSERT(done == NCONN, "%d of %d connections finished", done, NCONN);
 	T_ASSERT(srv_closes == NCONN, "server saw %d closes", srv_closes);
 	printf("many over %s: %d connections x %d round trips on one "
-	       "context\n", t_transport(), NCONN, ROUNDS);
+	       "context\n",
+	       t_transport(), NCONN, ROUNDS);
 	T_OK(rmsg_ctx_destroy(cctx));
 	T_OK(rmsg_ctx_destroy(sctx));
 	return 0;

@@ -15,7 +15,7 @@ static struct rmsg_listener *lis;
 static struct rmsg_conn *client;
 static int round_no, closes, established, send_cbs, sends;
 static uint8_t *out, *in_copy;
-static size_t sizes[] = { 0, 1, 63, 64, 1000, 8192, 8193, 100000, 1 << 20 };
+static size_t sizes[] = {0, 1, 63, 64, 1000, 8192, 8193, 100000, 1 << 20};
 
 static size_t cur_size(void)
 {
@@ -30,7 +30,7 @@ static void send_done(struct rmsg_conn *c, int status, void *arg)
 
 static void client_send(void)
 {
-	struct iovec iov = { out, cur_size() };
+	struct iovec iov = {out, cur_size()};
 
 	t_fill(out, cur_size(), (uint64_t)round_no);
 	T_OK(rmsg_send(client, &iov, 1, send_done, NULL));
@@ -39,7 +39,7 @@ static void client_send(void)
 
 static void srv_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 {
-	struct iovec iov = { (void *)rmsg_msg_data(m), rmsg_msg_len(m) };
+	struct iovec iov = {(void *)rmsg_msg_data(m), rmsg_msg_len(m)};
 
 	/* echo from a copy: the message is only valid during the callback */
 	memcpy(in_copy, iov.iov_base, iov.iov_len);
@@ -52,8 +52,8 @@ static void cli_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 	T_ASSERT(rmsg_msg_len(m) == cur_size(), "len %zu want %zu",
 		 rmsg_msg_len(m), cur_size());
 	T_ASSERT(t_check(rmsg_msg_data(m), rmsg_msg_len(m),
-			 (uint64_t)round_no) == 0, "payload of round %d",
-		 round_no);
+			 (uint64_t)round_no) == 0,
+		 "payload of round %d", round_no);
 	if (++round_no == ROUNDS) {
 		rmsg_conn_close(c);
 		return;
@@ -82,12 +82,12 @@ static void on_close(struct rmsg_conn *c, int reason, void *arg)
 
 int main(void)
 {
-	struct rmsg_conn_ops sops = { .on_established = on_est,
-				      .on_msg = srv_msg,
-				      .on_close = on_close };
-	struct rmsg_conn_ops cops = { .on_established = on_est,
-				      .on_msg = cli_msg,
-				      .on_close = on_close };
+	struct rmsg_conn_ops sops = {.on_established = on_est,
+				     .on_msg = srv_msg,
+				     .on_close = on_close};
+	struct rmsg_conn_ops cops = {.on_established = on_est,
+				     .on_msg = cli_msg,
+				     .on_close = on_close};
 	struct rmsg_ctx *sctx, *cctx;
 	char uri[128];
 

@@ -66,10 +66,10 @@ static void cli_close(struct rmsg_conn *c, int reason, void *arg)
 
 int main(void)
 {
-	struct rmsg_conn_ops sops = { .on_established = srv_est,
-				      .on_close = srv_close };
-	struct rmsg_conn_ops cops = { .on_established = cli_est,
-				      .on_close = cli_close };
+	struct rmsg_conn_ops sops = {.on_established = srv_est,
+				     .on_close = srv_close};
+	struct rmsg_conn_ops cops = {.on_established = cli_est,
+				     .on_close = cli_close};
 	struct rmsg_ctx *sctx, *cctx;
 	struct rmsg_cfg *c1, *c2;
 	struct rmsg_conn *a, *b;
@@ -84,8 +84,9 @@ int main(void)
 	T_OK(rmsg_cfg_create(&c2));
 	T_OK(rmsg_cfg_set_private_data(c1, "hello", 5));
 	T_OK(rmsg_cfg_set_private_data(c2, "let me", 6));
-	T_ASSERT(rmsg_cfg_set_private_data(c1, "x", RMSG_PRIVATE_DATA_MAX + 1)
-		 == -EINVAL, "oversized private data");
+	T_ASSERT(rmsg_cfg_set_private_data(
+			 c1, "x", RMSG_PRIVATE_DATA_MAX + 1) == -EINVAL,
+		 "oversized private data");
 	t_listen(sctx, NULL, &sops, on_accept, NULL, &lis, uri, sizeof(uri));
 	T_OK(rmsg_connect(cctx, uri, c1, &cops, (void *)1, &a));
 	T_OK(rmsg_connect(cctx, uri, c2, &cops, (void *)2, &b));
@@ -96,7 +97,8 @@ int main(void)
 	/* the accepted one: on_established and on_close on the server */
 	T_ASSERT(srv_cbs == 2, "server callbacks %d", srv_cbs);
 	printf("reject over %s: refused with private data, accepted with "
-	       "private data\n", t_transport());
+	       "private data\n",
+	       t_transport());
 	rmsg_cfg_destroy(c1);
 	rmsg_cfg_destroy(c2);
 	T_OK(rmsg_ctx_destroy(cctx));

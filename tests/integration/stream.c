@@ -19,9 +19,9 @@
 struct side {
 	const char *name;
 	struct rmsg_conn *c;
-	uint64_t dir;		/* seeds this side's outgoing stream */
+	uint64_t dir; /* seeds this side's outgoing stream */
 	int sent, acked, recvd, inflight;
-	uint64_t rx_seed;	/* size generator of the incoming stream */
+	uint64_t rx_seed; /* size generator of the incoming stream */
 	uint64_t tx_seed;
 	uint64_t bytes;
 	int closed;
@@ -29,8 +29,8 @@ struct side {
 
 static struct ev_loop *loop;
 static struct rmsg_listener *lis;
-static struct side cli = { .name = "client", .dir = 1 };
-static struct side srv = { .name = "server", .dir = 2 };
+static struct side cli = {.name = "client", .dir = 1};
+static struct side srv = {.name = "server", .dir = 2};
 static int nmsgs;
 
 /* sizes come from a per-direction generator so both ends agree */
@@ -129,17 +129,18 @@ static int on_accept(struct rmsg_listener *l, struct rmsg_conn *c,
 
 int main(void)
 {
-	struct rmsg_conn_ops ops = { .on_established = on_est,
-				     .on_msg = on_msg,
-				     .on_close = on_close };
+	struct rmsg_conn_ops ops = {.on_established = on_est,
+				    .on_msg = on_msg,
+				    .on_close = on_close};
 	struct rmsg_ctx *sctx, *cctx;
 	const char *env = getenv("RMSG_TEST_MSGS");
 	char uri[128];
 	ev_tstamp t0;
 
 	t_require_transport();
-	nmsgs = env ? atoi(env) : !strcmp(t_transport(), "rdma") ? 10000
-								 : 100000;
+	nmsgs = env				 ? atoi(env)
+		: !strcmp(t_transport(), "rdma") ? 10000
+						 : 100000;
 	cli.tx_seed = srv.rx_seed = 11;
 	srv.tx_seed = cli.rx_seed = 22;
 	loop = ev_default_loop(0);
@@ -153,10 +154,9 @@ int main(void)
 	T_ASSERT(cli.recvd == nmsgs && srv.recvd == nmsgs,
 		 "received %d and %d of %d", cli.recvd, srv.recvd, nmsgs);
 	T_ASSERT(cli.acked == nmsgs && srv.acked == nmsgs,
-		 "send callbacks %d and %d of %d", cli.acked, srv.acked,
-		 nmsgs);
-	T_ASSERT(cli.closed == 1 && srv.closed == 1, "closes %d %d",
-		 cli.closed, srv.closed);
+		 "send callbacks %d and %d of %d", cli.acked, srv.acked, nmsgs);
+	T_ASSERT(cli.closed == 1 && srv.closed == 1, "closes %d %d", cli.closed,
+		 srv.closed);
 	printf("stream over %s: 2 x %d messages, %.1f MB checked in %.1f s\n",
 	       t_transport(), nmsgs, (cli.bytes + srv.bytes) / 1e6,
 	       ev_time() - t0);

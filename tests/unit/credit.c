@@ -9,8 +9,8 @@ static void credit_init__thresholds(void **state)
 	static const struct {
 		uint32_t grant, threshold;
 	} cases[] = {
-		{ 0, 2 }, { 1, 2 }, { 4, 2 }, { 8, 2 }, { 11, 2 }, { 12, 3 },
-		{ 32, 8 }, { 33, 8 }, { 4096, 1024 },
+		{0, 2},	 {1, 2},  {4, 2},  {8, 2},	 {11, 2},
+		{12, 3}, {32, 8}, {33, 8}, {4096, 1024},
 	};
 	struct rmsgi_credit cr;
 	size_t i;
@@ -158,19 +158,19 @@ static void credit_want_update__threshold(void **state)
 #define CHAN_MAX 8192
 
 struct frame {
-	uint8_t credit;		/* a CREDIT frame, else a message */
+	uint8_t credit; /* a CREDIT frame, else a message */
 	uint16_t credits;
 };
 
 struct side {
-	struct rmsgi_credit cr;	/* what we may send to the peer */
+	struct rmsgi_credit cr; /* what we may send to the peer */
 	uint32_t grant;		/* receive buffers we gave the peer */
 	uint32_t inuse;		/* of those, holding a frame */
 	uint32_t held;		/* of those, messages the app holds */
 	bool streaming;		/* always has a message to send */
 	bool credit_busy;	/* our CREDIT frame is in flight */
 	unsigned long sent, received;
-	struct frame chan[CHAN_MAX];	/* in flight to the peer */
+	struct frame chan[CHAN_MAX]; /* in flight to the peer */
 	unsigned int head, n;
 };
 
@@ -251,8 +251,8 @@ static void deliver(struct side *s, struct side *peer)
 
 /* runs @steps random steps; fails on a stall or a broken invariant */
 static void exchange(uint32_t grant_a, uint32_t grant_b, bool a_streams,
-		     bool b_streams, unsigned int release_weight,
-		     uint64_t seed, unsigned long steps)
+		     bool b_streams, unsigned int release_weight, uint64_t seed,
+		     unsigned long steps)
 {
 	static struct side sides[2];
 	struct side *a = &sides[0], *b = &sides[1];
@@ -278,14 +278,15 @@ static void exchange(uint32_t grant_a, uint32_t grant_b, bool a_streams,
 			total += w[k];
 		if (total == 0)
 			fail_msg("stall after %lu steps: a avail %u ret %u, "
-				 "b avail %u ret %u", step, a->cr.avail,
-				 a->cr.to_return, b->cr.avail,
-				 b->cr.to_return);
+				 "b avail %u ret %u",
+				 step, a->cr.avail, a->cr.to_return,
+				 b->cr.avail, b->cr.to_return);
 		pick = rnd(total);
 		for (k = 0; pick >= w[k]; k++)
 			pick -= w[k];
 		{
-			struct side *s = &sides[k % 2], *peer = &sides[1 - k % 2];
+			struct side *s = &sides[k % 2],
+				    *peer = &sides[1 - k % 2];
 
 			switch (k / 2) {
 			case 0:
@@ -320,7 +321,7 @@ static void exchange(uint32_t grant_a, uint32_t grant_b, bool a_streams,
 
 static void credit_exchange__both_stream(void **state)
 {
-	static const uint32_t grants[] = { 4, 5, 8, 32, 100 };
+	static const uint32_t grants[] = {4, 5, 8, 32, 100};
 	size_t i;
 
 	(void)state;
@@ -336,7 +337,7 @@ static void credit_exchange__both_stream(void **state)
  * the window */
 static void credit_exchange__one_way(void **state)
 {
-	static const uint32_t grants[] = { 4, 5, 8, 32, 100 };
+	static const uint32_t grants[] = {4, 5, 8, 32, 100};
 	size_t i;
 
 	(void)state;
