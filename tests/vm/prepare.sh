@@ -156,7 +156,7 @@ download()
 	# Run as root apt-get cannot drop to _apt for a directory _apt may
 	# not write; download as root instead of warning about it.
 	(cd "$cache" &&
-	 apt-get download -q -o APT::Sandbox::User=root "$pkg") >&2
+	 apt-get download -qq -o APT::Sandbox::User=root "$pkg") >&2
 }
 
 if [ -f "$root/.unpacked" ]; then
