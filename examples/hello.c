@@ -178,7 +178,10 @@ static void cli_writable(struct rmsg_conn *c, void *arg)
 
 static void cli_est(struct rmsg_conn *c, void *arg)
 {
-	printf("client: connected over %s\n", rmsg_conn_transport(c));
+	const char *why = rmsg_conn_fallback_reason(c);
+
+	printf("client: connected over %s%s%s%s\n", rmsg_conn_transport(c),
+	       why ? " (not RDMA: " : "", why ? why : "", why ? ")" : "");
 	t_start = ev_time();
 	send_ping();
 }

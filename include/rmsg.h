@@ -343,6 +343,17 @@ int rmsg_conn_close(struct rmsg_conn *c);
 const char *rmsg_conn_transport(const struct rmsg_conn *c);
 
 /**
+ * rmsg_conn_fallback_reason() - why an auto:// connection uses TCP
+ * @c: the connection
+ *
+ * Return: NULL when the connection did not fall back (it uses RDMA, was
+ * not opened with auto://, is the accepting side, or is still trying
+ * RDMA), else a static text such as "no RDMA device", "route to host not
+ * resolved over RDMA" or "peer has no RDMA listener".
+ */
+const char *rmsg_conn_fallback_reason(const struct rmsg_conn *c);
+
+/**
  * rmsg_conn_set_arg() - change the argument passed to the callbacks
  * @c: the connection
  * @arg: the new argument

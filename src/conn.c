@@ -207,6 +207,14 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 {
 	if (c->state >= RMSGI_CS_CLOSING)
 		return;
+	if (c->auto_fallback && c->state == RMSGI_CS_CONNECTING && !h &&
+	    c->tr == &rmsgi_tr_rdma) {
+		/* auto://: RDMA could not connect (an app's reject, which
+		 * carries a hello, is final); TCP once the backend is down */
+		c->fallback_pending = true;
+		c->fallback_reason = reason ? reason : -ECONNRESET;
+		return;
+	}
 	if (h) {
 		c->peer_pdata_len = h->pdata_len;
 		memcpy(c->peer_pdata, h->pdata, h->pdata_len);
@@ -219,6 +227,20 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 
 void rmsgi_conn_ev_down(struct rmsg_conn *c)
 {
+	if (c->fallback_pending) {
+		int ret;
+
+		c->fallback_pending = false;
+		c->auto_fallback = false;
+		rmsgi_info(c->ctx, "conn %u: RDMA failed (%s); using TCP",
+			   c->id, rmsgi_fallback_text(c->fallback_reason));
+		c->tr = &rmsgi_tr_tcp;
+		c->tr_priv = NULL;
+		ret = c->tr->connect(c, &c->auto_uri);
+		if (ret == 0)
+			return;
+		c->close_reason = ret;
+	}
 	c->tr_down = true;
 	if (c->state < RMSGI_CS_CLOSING) {
 		/* a backend that went down without saying why */
@@ -597,6 +619,34 @@ int rmsg_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	rmsgi_list_add_tail(&c->sendq, &op->link);
 	rmsgi_ctx_mark_dirty(c->ctx, c);
 	return 0;
+}
+
+const char *rmsgi_fallback_text(int reason)
+{
+	switch (reason) {
+	case -ENODEV:
+	case -ENOENT:
+	case -ENXIO:
+		return "no RDMA device";
+	case -EADDRNOTAVAIL:
+		return "no RDMA device serves this address";
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+		return "route to host not resolved over RDMA";
+	case -ECONNREFUSED:
+		return "peer has no RDMA listener";
+	case -ETIMEDOUT:
+		return "RDMA connection setup timed out";
+	default:
+		return "RDMA connection setup failed";
+	}
+}
+
+const char *rmsg_conn_fallback_reason(const struct rmsg_conn *c)
+{
+	if (!c || !c->fallback_reason || c->auto_fallback)
+		return NULL;
+	return rmsgi_fallback_text(c->fallback_reason);
 }
 
 const char *rmsg_conn_transport(const struct rmsg_conn *c)

@@ -213,6 +213,10 @@ struct rmsg_conn {
 	bool dirty;
 	bool tr_down; /* transport reported it is gone */
 	bool was_established;
+	bool auto_fallback; /* auto://: TCP if RDMA cannot connect */
+	bool fallback_pending;
+	int fallback_reason; /* why RDMA was not used, or 0 */
+	struct rmsgi_uri auto_uri;
 	bool credit_op_busy; /* the CREDIT frame is queued or posted */
 	int close_reason;
 	struct rmsgi_op credit_op;
@@ -278,6 +282,9 @@ void rmsgi_conn_credit_freed(struct rmsg_conn *c);
 void rmsgi_conn_flush(struct rmsg_conn *c);
 /* closes from inside the library with @reason (e.g. -EPROTO) */
 void rmsgi_conn_abort(struct rmsg_conn *c, int reason);
+
+/* text of why auto:// fell back to TCP */
+const char *rmsgi_fallback_text(int reason);
 
 /* message objects (msg.c) */
 void rmsgi_msg_init(struct rmsg_msg *m, struct rmsg_conn *c, const void *data,
