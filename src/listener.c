@@ -118,17 +118,20 @@ int rmsg_connect(struct rmsg_ctx *ctx, const char *uri,
 		break;
 	case RMSGI_SCHEME_AUTO:
 		c->tr = &rmsgi_tr_rdma;
+		c->auto_fallback = true;
+		c->auto_uri = u;
 		break;
 	}
 	ret = c->tr->connect(c, &u);
 	if (ret && u.scheme == RMSGI_SCHEME_AUTO) {
 		/* no RDMA here (no device, or no route through one): TCP.
-		 * A peer without an RDMA listener is not yet retried. */
-		rmsgi_info(ctx,
-			   "auto://%s:%u: RDMA unavailable (%s); using "
-			   "TCP",
-			   u.host, u.port, rmsg_strerror(ret));
+		 * Failures after this point fall back in conn.c. */
+		c->auto_fallback = false;
+		c->fallback_reason = ret;
+		rmsgi_info(ctx, "auto://%s:%u: %s; using TCP", u.host, u.port,
+			   rmsgi_fallback_text(ret));
 		c->tr = &rmsgi_tr_tcp;
+		c->tr_priv = NULL;
 		ret = c->tr->connect(c, &u);
 	}
 	if (ret) {

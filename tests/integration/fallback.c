@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fallback.c - auto:// picks the transport and says why.
+ *
+ * A: auto:// client to an auto:// listener: RDMA where the machine has a
+ *    device (the VM), else TCP with the reason "no RDMA device".
+ * B: auto:// client to a tcp://-only listener: TCP; in the VM the reason
+ *    is "peer has no RDMA listener", on the host "no RDMA device".
+ * C: tcp:// client to an auto:// listener: TCP on both sides.
+ * This test chooses its own schemes, so it runs the same on both
+ * transports; what it expects depends on whether RDMA exists here.
+ */
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common.h"
+
+struct cs {
+	const char *name, *scheme_l, *scheme_c;
+	const char *want_tr, *want_reason;
+	const char *got_tr, *got_reason, *srv_tr;
+	int closed;
+};
+
+static struct ev_loop *loop;
+static struct cs *cur;
+static struct rmsg_listener *lis;
+
+static void cli_est(struct rmsg_conn *c, void *arg)
+{
+	cur->got_tr = rmsg_conn_transport(c);
+	cur->got_reason = rmsg_conn_fallback_reason(c);
+	rmsg_conn_close(c);
+}
+
+static void srv_est(struct rmsg_conn *c, void *arg)
+{
+	cur->srv_tr = rmsg_conn_transport(c);
+	T_ASSERT(rmsg_conn_fallback_reason(c) == NULL, "server side reason");
+}
+
+static void cli_close(struct rmsg_conn *c, int reason, void *arg)
+{
+	T_ASSERT(reason == 0, "%s: close reason %d (%s)", cur->name, reason,
+		 rmsg_strerror(reason));
+	cur->closed = 1;
+	rmsg_listener_close(lis);
+}
+
+static const char *addr(void)
+{
+	const char *a = getenv("RMSG_TEST_ADDR");
+
+	return a && *a ? a : "127.0.0.1";
+}
+
+static void run(struct rmsg_ctx *ctx, struct cs *t)
+{
+	struct rmsg_conn_ops sops = { .on_established = srv_est };
+	struct rmsg_conn_ops cops = { .on_established = cli_est,
+				      .on_close = cli_close };
+	struct rmsg_conn *c;
+	char uri[160];
+	uint16_t port;
+
+	cur = t;
+	snprintf(uri, sizeof(uri), "%s://%s:0", t->scheme_l, addr());
+	T_OK(rmsg_listen(ctx, uri, NULL, &sops, NULL, NULL, &lis));
+	T_OK(rmsg_listener_port(lis, &port));
+	snprintf(uri, sizeof(uri), "%s://%s:%u", t->scheme_c, addr(), port);
+	T_OK(rmsg_connect(ctx, uri, NULL, &cops, NULL, &c));
+	ev_run(loop, 0);
+	T_ASSERT(t->closed, "%s: not closed", t->name);
+	T_ASSERT(t->got_tr && !strcmp(t->got_tr, t->want_tr),
+		 "%s: transport %s, want %s", t->name,
+		 t->got_tr ? t->got_tr : "(none)", t->want_tr);
+	T_ASSERT(t->srv_tr && !strcmp(t->srv_tr, t->want_tr),
+		 "%s: server transport %s", t->name,
+		 t->srv_tr ? t->srv_tr : "(none)");
+	if (t->want_reason)
+		T_ASSERT(t->got_reason &&
+				 !strcmp(t->got_reason, t->want_reason),
+			 "%s: reason '%s', want '%s'", t->name,
+			 t->got_reason ? t->got_reason : "(none)",
+			 t->want_reason);
+	else
+		T_ASSERT(!t->got_reason, "%s: unexpected reason '%s'", t->name,
+			 t->got_reason);
+	printf("%s: %s%s%s%s\n", t->name, t->got_tr,
+	       t->got_reason ? " (" : "", t->got_reason ? t->got_reason : "",
+	       t->got_reason ? ")" : "");
+}
+
+int main(void)
+{
+	struct stat st;
+	int rdma = stat("/dev/infiniband/rdma_cm", &st) == 0 &&
+		   getenv("RMSG_VM") != NULL;
+	struct cs a = { .name = "A auto->auto",
+			.scheme_l = "auto",
+			.scheme_c = "auto",
+			.want_tr = rdma ? "rdma" : "tcp",
+			.want_reason = rdma ? NULL : "no RDMA device" };
+	struct cs b = { .name = "B auto->tcp",
+			.scheme_l = "tcp",
+			.scheme_c = "auto",
+			.want_tr = "tcp",
+			.want_reason = rdma ? "peer has no RDMA listener"
+					    : "no RDMA device" };
+	struct cs c = { .name = "C tcp->auto",
+			.scheme_l = "auto",
+			.scheme_c = "tcp",
+			.want_tr = "tcp" };
+	struct rmsg_ctx *ctx;
+
+	loop = ev_default_loop(0);
+	T_OK(rmsg_ctx_create(loop, NULL, &ctx));
+	t_deadline(loop, 120);
+	run(ctx, &a);
+	run(ctx, &b);
+	run(ctx, &c);
+	T_OK(rmsg_ctx_destroy(ctx));
+	printf("fallback (%s machine): 3 cases\n", rdma ? "RDMA" : "no-RDMA");
+	return 0;
+}
