@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tcp_hostile.c - a raw TCP peer misbehaves against a librmsg tcp://
+ * listener (issue 4's hostile conditions). A child process speaks the
+ * wire format by hand; the parent runs the server and checks that each
+ * bad connection ends with the documented reason, no message leaks to
+ * the app, and the server goes on serving:
+ *   garbage before the handshake  -> dropped, the app never sees it
+ *   peer closes mid-message       -> on_close(-ECONNRESET), no on_msg
+ *   length above the maximum      -> on_close(-EMSGSIZE)
+ *   unknown frame type            -> on_close(-EPROTO)
+ *   credits beyond the grant      -> on_close(-EPROTO)
+ *   a well-behaved peer after all that -> its message arrives
+ * and a librmsg client connecting to a closed port gets -ECONNREFUSED.
+ * TCP only: the RDMA equivalent needs a raw verbs peer (reliability
+ * issue).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../integration/common.h"
+#include "proto.h"
+
+#define MAX_MSG (1 << 20)
+
+static struct ev_loop *loop;
+static int accepted, msgs, closes, n_reset, n_msgsize, n_proto, child_done;
+static int refused;
+static struct rmsg_listener *lis;
+
+static int raw_connect(uint16_t port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons(port)};
+	struct timeval tv = {.tv_sec = 10};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		_exit(10);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+static void put(int fd, const void *buf, size_t len)
+{
+	if (write(fd, buf, len) != (ssize_t)len)
+		_exit(11);
+}
+
+static void put_hdr(int fd, uint8_t type, uint16_t credits, uint64_t len)
+{
+	struct rmsgi_hdr h = {.type = type, .credits = credits, .len = len};
+	uint8_t buf[RMSGI_HDR_SIZE];
+
+	rmsgi_hdr_encode(&h, buf);
+	if (type >= RMSGI_T_MAX_)
+		buf[2] = type; /* encode keeps it; say so explicitly */
+	put(fd, buf, sizeof(buf));
+}
+
+/* HELLO, then wait for HELLO_ACK */
+static int handshake(uint16_t port)
+{
+	struct rmsgi_hello hello = {.credits = 32, .eager_size = 8192};
+	uint8_t buf[RMSGI_HDR_SIZE + 64];
+	struct rmsgi_hdr h;
+	size_t n = rmsgi_hello_encode(&hello, buf + RMSGI_HDR_SIZE), got = 0;
+	int fd = raw_connect(port);
+
+	put_hdr(fd, RMSGI_T_HELLO, 0, n);
+	put(fd, buf + RMSGI_HDR_SIZE, n);
+	while (got < RMSGI_HDR_SIZE) {
+		ssize_t r = read(fd, buf + got, RMSGI_HDR_SIZE - got);
+
+		if (r <= 0)
+			_exit(12);
+		got += (size_t)r;
+	}
+	if (rmsgi_hdr_decode(buf, got, 1 << 20, &h) ||
+	    h.type != RMSGI_T_HELLO_ACK)
+		_exit(13);
+	return fd;
+}
+
+/* waits until the server closes the socket */
+static void expect_eof(int fd)
+{
+	char b[256];
+
+	while (read(fd, b, sizeof(b)) > 0)
+		;
+	close(fd);
+}
+
+static void child(uint16_t port)
+{
+	uint8_t junk[64];
+	int fd, i;
+
+	for (i = 0; i < 64; i++)
+		junk[i] = (uint8_t)(i * 37 + 11);
+	fd = raw_connect(port);
+	put(fd, junk, sizeof(junk));
+	expect_eof(fd);
+
+	fd = handshake(port);
+	put_hdr(fd, RMSGI_T_DATA, 0, 1000);
+	put(fd, junk, 10);
+	close(fd); /* mid-message */
+	usleep(100000);
+
+	fd = handshake(port);
+	put_hdr(fd, RMSGI_T_DATA, 0, (uint64_t)MAX_MSG + 1);
+	expect_eof(fd);
+
+	fd = handshake(port);
+	put_hdr(fd, 99, 0, 0);
+	expect_eof(fd);
+
+	fd = handshake(port);
+	put_hdr(fd, RMSGI_T_CREDIT, 60000, 0);
+	expect_eof(fd);
+
+	fd = handshake(port);
+	put_hdr(fd, RMSGI_T_DATA, 0, 5);
+	put(fd, "hello", 5);
+	usleep(200000);
+	close(fd);
+	_exit(0);
+}
+
+static int on_accept(struct rmsg_listener *l, struct rmsg_conn *c,
+		     const void *pd, size_t len, void *arg)
+{
+	accepted++;
+	return 0;
+}
+
+static void on_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
+{
+	T_ASSERT(rmsg_msg_len(m) == 5 && !memcmp(rmsg_msg_data(m), "hello", 5),
+		 "a message from a hostile peer reached the app");
+	msgs++;
+}
+
+static void maybe_done(void)
+{
+	if (child_done && closes == 5 && refused)
+		rmsg_listener_close(lis);
+}
+
+static void on_close(struct rmsg_conn *c, int reason, void *arg)
+{
+	closes++;
+	if (reason == -ECONNRESET)
+		n_reset++;
+	else if (reason == -EMSGSIZE)
+		n_msgsize++;
+	else if (reason == -EPROTO)
+		n_proto++;
+	printf("server conn closed: %d (%s)\n", reason, rmsg_strerror(reason));
+	maybe_done();
+}
+
+static void refused_close(struct rmsg_conn *c, int reason, void *arg)
+{
+	T_ASSERT(reason == -ECONNREFUSED, "closed port: %d", reason);
+	refused = 1;
+	maybe_done();
+}
+
+static void child_cb(struct ev_loop *l, ev_child *w, int revents)
+{
+	ev_child_stop(l, w);
+	T_ASSERT(WIFEXITED(w->rstatus) && WEXITSTATUS(w->rstatus) == 0,
+		 "raw peer failed with status %d", w->rstatus);
+	child_done = 1;
+	maybe_done();
+}
+
+int main(void)
+{
+	struct rmsg_conn_ops ops = {.on_msg = on_msg, .on_close = on_close};
+	struct rmsg_conn_ops rops = {.on_close = refused_close};
+	struct rmsg_ctx *ctx;
+	struct rmsg_cfg *cfg;
+	struct rmsg_conn *c;
+	ev_child cw;
+	char uri[64];
+	uint16_t port, dead;
+	pid_t pid;
+	int fd;
+
+	signal(SIGPIPE, SIG_IGN);
+	loop = ev_default_loop(0);
+	T_OK(rmsg_cfg_create(&cfg));
+	T_OK(rmsg_cfg_set_max_msg_size(cfg, MAX_MSG));
+	T_OK(rmsg_ctx_create(loop, cfg, &ctx));
+	T_OK(rmsg_listen(ctx, "tcp://127.0.0.1:0", cfg, &ops, on_accept, NULL,
+			 &lis));
+	T_OK(rmsg_listener_port(lis, &port));
+
+	/* a port nobody listens on: bind one, note it, close it */
+	{
+		struct sockaddr_in sa = {.sin_family = AF_INET};
+		socklen_t sl = sizeof(sa);
+
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+		getsockname(fd, (struct sockaddr *)&sa, &sl);
+		dead = ntohs(sa.sin_port);
+		close(fd);
+	}
+	snprintf(uri, sizeof(uri), "tcp://127.0.0.1:%u", dead);
+	T_OK(rmsg_connect(ctx, uri, NULL, &rops, NULL, &c));
+
+	pid = fork();
+	if (pid == 0)
+		child(port);
+	ev_child_init(&cw, child_cb, pid, 0);
+	ev_child_start(loop, &cw);
+	t_deadline(loop, 60);
+	ev_run(loop, 0);
+	T_ASSERT(accepted == 5, "accepted %d (garbage must not be)", accepted);
+	T_ASSERT(msgs == 1, "messages %d", msgs);
+	T_ASSERT(n_reset >= 1 && n_msgsize == 1 && n_proto == 2,
+		 "reasons: reset %d msgsize %d proto %d", n_reset, n_msgsize,
+		 n_proto);
+	T_OK(rmsg_ctx_destroy(ctx));
+	rmsg_cfg_destroy(cfg);
+	printf("tcp_hostile: 5 hostile connections closed with the right "
+	       "reason, the good one served, closed port refused\n");
+	return 0;
+}
