@@ -1,0 +1,365 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# compare-tcp.sh - librmsg over tcp:// against the raw libev TCP baselines,
+# side by side on 127.0.0.1, alternating A B A B ...
+#
+#   bench/compare-tcp.sh [--quick] [--rounds N]
+#
+# Needs a built tree (`make` at the top). Prints a markdown table on
+# stdout; every raw line, the table and the callgrind profile go to
+# bench/results-tcp.txt. See bench/README.md for the method.
+#
+# Environment (defaults in brackets):
+#   ROUNDS [7]            A/B rounds (at least 5 for real numbers)
+#   PING_SIZE [64]        ping-pong message size
+#   PING_ITERS [20000]    timed round trips per ping-pong run
+#   PING_WARMUP [1000]    untimed round trips first
+#   STREAM_SIZE [65536]   stream message size
+#   STREAM_BYTES [1000000000] bytes per stream run
+#   CG_ITERS [2000]       callgrind runs use CG_ITERS and 2*CG_ITERS
+#   CG_ROUNDS [2]         callgrind pairs (the figure should not move)
+#   PIN [same]            same: server and client on one CPU (BENCH_CPU);
+#                         split: server CPU 0, client CPU 1; none
+#   BENCH_CPU [last CPU]  the CPU for PIN=same
+#   BUILDDIR [top of the tree]  where `make` put .libs/librmsg.so
+#   RESULTS [bench/results-tcp.txt]
+#   CC [gcc]
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+quick=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1 ;;
+	--rounds) ROUNDS=$2; shift ;;
+	-h | --help) sed -n '3,27p' "$0"; exit 0 ;;
+	*) echo "compare-tcp.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+if [ $quick = 1 ]; then
+	: "${ROUNDS:=1}" "${PING_ITERS:=2000}" "${PING_WARMUP:=200}"
+	: "${STREAM_BYTES:=67108864}" "${CG_ITERS:=200}" "${CG_ROUNDS:=1}"
+fi
+ROUNDS=${ROUNDS:-7}
+PING_SIZE=${PING_SIZE:-64}
+PING_ITERS=${PING_ITERS:-20000}
+PING_WARMUP=${PING_WARMUP:-1000}
+STREAM_SIZE=${STREAM_SIZE:-65536}
+STREAM_BYTES=${STREAM_BYTES:-1000000000}
+CG_ITERS=${CG_ITERS:-2000}
+CG_ROUNDS=${CG_ROUNDS:-2}
+PIN=${PIN:-same}
+ncpu=$(nproc)
+BENCH_CPU=${BENCH_CPU:-$((ncpu - 1))}
+RESULTS=${RESULTS:-$here/results-tcp.txt}
+CC=${CC:-gcc}
+HOST=127.0.0.1
+
+# ---- build -------------------------------------------------------------
+# The library is copied into bench/build/lib first, so a concurrent
+# rebuild of the tree cannot change it between rounds.
+BUILDDIR=${BUILDDIR:-$top}
+lib=$BUILDDIR/.libs/librmsg.so
+if [ ! -e "$lib" ]; then
+	echo "compare-tcp.sh: $lib missing: run ./configure && make at the top" >&2
+	exit 1
+fi
+build=$here/build
+mkdir -p "$build/lib"
+cp -L "$lib" "$build/lib/librmsg.so.0"
+ln -sf librmsg.so.0 "$build/lib/librmsg.so"
+cflags="-O2 -g -Wall -Wextra -Wno-unused-parameter"
+$CC $cflags -o "$build/raw_pingpong" "$here/raw_pingpong.c" -lev
+$CC $cflags -o "$build/raw_stream" "$here/raw_stream.c" -lev
+$CC $cflags -I"$top/include" -o "$build/rmsg_bench" "$here/rmsg_bench.c" \
+	-L"$build/lib" -Wl,-rpath,"$build/lib" -lrmsg -lev
+
+# ---- helpers -----------------------------------------------------------
+srv_pid=
+tmp=$build/client.out
+cleanup() {
+	if [ -n "$srv_pid" ] && kill -0 "$srv_pid" 2>/dev/null; then
+		kill "$srv_pid" 2>/dev/null || true
+	fi
+}
+trap cleanup EXIT
+
+case $PIN in
+same) pin_srv="taskset -c $BENCH_CPU" pin_cli="taskset -c $BENCH_CPU" ;;
+split) pin_srv="taskset -c 0" pin_cli="taskset -c $((ncpu > 1 ? 1 : 0))" ;;
+none) pin_srv="" pin_cli="" ;;
+*) echo "compare-tcp.sh: PIN must be same, split or none" >&2; exit 2 ;;
+esac
+
+port=$((20000 + $$ % 20000))
+listening() {
+	ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
+}
+next_port() {
+	port=$((port + 1))
+	while listening $port; do port=$((port + 1)); done
+}
+
+# start_server CMD...: a fresh server on $port, waits until it listens
+start_server() {
+	"$@" >>"$build/server.log" 2>&1 &
+	srv_pid=$!
+	local i
+	for i in $(seq 200); do
+		listening $port && return 0
+		if ! kill -0 "$srv_pid" 2>/dev/null; then
+			echo "compare-tcp.sh: server died: $*" >&2
+			tail -5 "$build/server.log" >&2
+			exit 1
+		fi
+		sleep 0.05
+	done
+	echo "compare-tcp.sh: server never listened on $port: $*" >&2
+	exit 1
+}
+
+# stop_server: it exits by itself once its client left; else kill it
+stop_server() {
+	local i
+	for i in $(seq 100); do
+		kill -0 "$srv_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "$srv_pid" 2>/dev/null; then
+		kill "$srv_pid" 2>/dev/null || true
+	fi
+	wait "$srv_pid" 2>/dev/null || true
+	srv_pid=
+}
+
+# run KIND: one client run against a fresh server; its line goes to $out
+# (no command substitution: the server stays a child of this shell)
+run() {
+	local kind=$1
+	next_port
+	case $kind in
+	rmsg_pingpong | rmsg_stream)
+		start_server $pin_srv "$build/rmsg_bench" server "tcp://$HOST:$port" ;;
+	raw_pingpong)
+		start_server $pin_srv "$build/raw_pingpong" server $port ;;
+	raw_stream)
+		start_server $pin_srv "$build/raw_stream" server $port ;;
+	esac
+	case $kind in
+	rmsg_pingpong)
+		$pin_cli "$build/rmsg_bench" -w "$PING_WARMUP" pingpong \
+			"tcp://$HOST:$port" "$PING_SIZE" "$PING_ITERS" >"$tmp" ;;
+	raw_pingpong)
+		$pin_cli "$build/raw_pingpong" -w "$PING_WARMUP" client \
+			$HOST $port "$PING_SIZE" "$PING_ITERS" >"$tmp" ;;
+	rmsg_stream)
+		$pin_cli "$build/rmsg_bench" stream "tcp://$HOST:$port" \
+			"$STREAM_SIZE" "$STREAM_BYTES" >"$tmp" ;;
+	raw_stream)
+		$pin_cli "$build/raw_stream" client $HOST $port \
+			"$STREAM_SIZE" "$STREAM_BYTES" >"$tmp" ;;
+	esac
+	out=$(tail -1 "$tmp")
+	stop_server
+}
+
+# field LINE KEY: the value of KEY=... in a result line
+field() {
+	local v
+	v=$(printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p")
+	if [ -z "$v" ]; then
+		echo "compare-tcp.sh: no $2= in: $1" >&2
+		exit 1
+	fi
+	echo "$v"
+}
+
+# callgrind_ir KIND ITERS PREFIX: client instructions inside ev_run(),
+# into $ir
+callgrind_ir() {
+	local kind=$1 iters=$2 f=$3.out
+	next_port
+	if [ "$kind" = rmsg ]; then
+		start_server $pin_srv "$build/rmsg_bench" server "tcp://$HOST:$port"
+		$pin_cli valgrind --tool=callgrind --toggle-collect=ev_run \
+			--callgrind-out-file="$f" "$build/rmsg_bench" -w 100 \
+			pingpong "tcp://$HOST:$port" "$PING_SIZE" "$iters" \
+			>/dev/null 2>>"$build/callgrind.log"
+	else
+		start_server $pin_srv "$build/raw_pingpong" server $port
+		$pin_cli valgrind --tool=callgrind --toggle-collect=ev_run \
+			--callgrind-out-file="$f" "$build/raw_pingpong" -w 100 \
+			client $HOST $port "$PING_SIZE" "$iters" \
+			>/dev/null 2>>"$build/callgrind.log"
+	fi
+	stop_server
+	ir=$(sed -n 's/^summary: *//p' "$f")
+	[ -n "$ir" ] || { echo "compare-tcp.sh: no total in $f" >&2; exit 1; }
+}
+
+# per-function instructions per round trip: (profile(2N) - profile(N)) / N
+cg_top() {
+	local a=$1 b=$2 n=$3 count=$4
+	for f in "$a" "$b"; do
+		callgrind_annotate --threshold=100 --auto=no --show-percs=no \
+			"$f" 2>/dev/null |
+			awk -v tag="$f" '/^ *[0-9,]+  /{ v=$1; gsub(",","",v);
+				$1=""; sub(/^ +/,""); print tag "\t" v "\t" $0 }'
+	done | awk -F'\t' -v a="$a" -v n="$n" -v count="$count" '
+		{ if ($1 == a) lo[$3] += $2; else hi[$3] += $2; k[$3] = 1 }
+		END { for (f in k) { d = (hi[f] - lo[f]) / n;
+			if (d >= 0.5) printf "%10.1f  %s\n", d, f } }' |
+		sort -rn | head -"$count"
+}
+
+# the same, summed per object file (inlined code counts under its file)
+cg_by_object() {
+	cg_top "$1" "$2" "$3" 1000 | awk '$2 != "PROGRAM" {
+		v = $1; $1 = ""; o = $0; sub(/^ +/, "", o)
+		if (match(o, /\[[^]]*\]$/)) o = substr(o, RSTART + 1, RLENGTH - 2)
+		else { sub(/:.*/, "", o); o = o " (inlined)" }
+		n = split(o, p, "/"); sum[p[n]] += v }
+		END { for (k in sum) printf "%10.1f  %s\n", sum[k], k }' |
+		sort -rn
+}
+
+# other processes using CPU now: they make the timed figures noisy;
+# the warning goes to stdout (the results file) and to stderr
+busy() {
+	local w
+	w=$(busy_list)
+	[ -z "$w" ] || { echo "$w"; echo "$w" >&2; }
+}
+busy_list() {
+	ps -eo pcpu=,pid=,comm= --sort=-pcpu 2>/dev/null |
+		awk -v me=$$ '$1 >= 10 && $2 != me {
+			print "# warning: busy process " $3 " (pid " $2 ", " $1 "% CPU)" }' |
+		grep -v -e compare-tcp -e rmsg_bench -e raw_pingpong -e raw_stream \
+			-e valgrind -e callgrind || true
+}
+
+median() { sort -g | awk '{a[NR]=$1} END{ if (NR%2) print a[(NR+1)/2];
+	else printf "%.6g\n", (a[NR/2]+a[NR/2+1])/2 }'; }
+
+# ---- run -----------------------------------------------------------------
+rev=$(cd "$top" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
+dirty=$(cd "$top" && git status --porcelain -- src include 2>/dev/null |
+	grep -q . && echo "+dirty" || true)
+{
+	echo "# compare-tcp.sh $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "# librmsg $rev$dirty, $(uname -sr), $ncpu CPUs, PIN=$PIN" \
+		"(cpu $BENCH_CPU), rounds=$ROUNDS"
+	echo "# ping-pong: size=$PING_SIZE iters=$PING_ITERS warmup=$PING_WARMUP;" \
+		"stream: size=$STREAM_SIZE bytes=$STREAM_BYTES"
+	echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+	busy
+} >"$RESULTS"
+: >"$build/server.log"
+: >"$build/callgrind.log"
+
+lat_a=() lat_b=() bw_a=() bw_b=()
+for r in $(seq "$ROUNDS"); do
+	echo "round $r/$ROUNDS" >&2
+	run rmsg_pingpong; la=$out
+	run raw_pingpong; lb=$out
+	run rmsg_stream; sa=$out
+	run raw_stream; sb=$out
+	printf 'round=%d %s\nround=%d %s\nround=%d %s\nround=%d %s\n' \
+		"$r" "$la" "$r" "$lb" "$r" "$sa" "$r" "$sb" >>"$RESULTS"
+	lat_a+=("$(field "$la" lat_us)")
+	lat_b+=("$(field "$lb" lat_us)")
+	bw_a+=("$(field "$sa" mbps)")
+	bw_b+=("$(field "$sb" mbps)")
+done
+
+# instructions per round trip
+have_cg=0
+if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null
+then
+	have_cg=1
+	ins_a=() ins_b=()
+	cgdir=$build/callgrind
+	mkdir -p "$cgdir"
+	n2=$((CG_ITERS * 2))
+	for r in $(seq "$CG_ROUNDS"); do
+		echo "callgrind $r/$CG_ROUNDS" >&2
+		callgrind_ir rmsg "$CG_ITERS" "$cgdir/rmsg-$r-$CG_ITERS"; a1=$ir
+		callgrind_ir rmsg "$n2" "$cgdir/rmsg-$r-$n2"; a2=$ir
+		callgrind_ir raw "$CG_ITERS" "$cgdir/raw-$r-$CG_ITERS"; b1=$ir
+		callgrind_ir raw "$n2" "$cgdir/raw-$r-$n2"; b2=$ir
+		ia=$(awk -v x="$a1" -v y="$a2" -v n="$CG_ITERS" \
+			'BEGIN{printf "%.1f", (y-x)/n}')
+		ib=$(awk -v x="$b1" -v y="$b2" -v n="$CG_ITERS" \
+			'BEGIN{printf "%.1f", (y-x)/n}')
+		echo "round=$r callgrind rmsg Ir($CG_ITERS)=$a1 Ir($n2)=$a2" \
+			"per_rt=$ia; raw Ir($CG_ITERS)=$b1 Ir($n2)=$b2" \
+			"per_rt=$ib" >>"$RESULTS"
+		ins_a+=("$ia")
+		ins_b+=("$ib")
+	done
+fi
+
+# row NAME UNIT TARGET A[] B[]: medians, ratio of medians, min/max ratio
+row() {
+	local name=$1 target=$2 n=$3
+	shift 3
+	local a=("${@:1:n}") b=("${@:n+1:n}")
+	local ma mb
+	ma=$(printf '%s\n' "${a[@]}" | median)
+	mb=$(printf '%s\n' "${b[@]}" | median)
+	local ratios
+	ratios=$(for i in $(seq 0 $((n - 1))); do
+		awk -v x="${a[i]}" -v y="${b[i]}" 'BEGIN{printf "%.4f\n", x/y}'
+	done | sort -g)
+	awk -v name="$name" -v ma="$ma" -v mb="$mb" -v t="$target" \
+		-v lo="$(echo "$ratios" | head -1)" \
+		-v hi="$(echo "$ratios" | tail -1)" -v n="$n" 'BEGIN{
+		printf "| %s | %.4g | %.4g | %.3f | %.3f | %.3f | %d | %s |\n",
+			name, ma, mb, ma/mb, lo, hi, n, t }'
+}
+
+table=$(
+	echo "| metric | librmsg (median) | raw (median) | ratio of medians | min ratio | max ratio | rounds | target |"
+	echo "|---|---|---|---|---|---|---|---|"
+	row "ping-pong ${PING_SIZE} B, half RTT, us" "<= 1.10" \
+		"$ROUNDS" "${lat_a[@]}" "${lat_b[@]}"
+	row "stream $((STREAM_SIZE / 1024)) KiB, MB/s" ">= 0.95" \
+		"$ROUNDS" "${bw_a[@]}" "${bw_b[@]}"
+	if [ $have_cg = 1 ]; then
+		row "instructions per ${PING_SIZE} B round trip (client)" \
+			"<= 1.5" "$CG_ROUNDS" "${ins_a[@]}" "${ins_b[@]}"
+	fi
+)
+echo "$table"
+{
+	echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+	busy
+	echo
+	echo "$table"
+} >>"$RESULTS"
+if [ $have_cg = 1 ]; then
+	{
+		echo
+		echo "# callgrind: instructions per round trip by function" \
+			"(client, inside ev_run, (Ir(2N)-Ir(N))/N, last round)"
+		echo "## librmsg, by object"
+		cg_by_object "$cgdir/rmsg-$CG_ROUNDS-$CG_ITERS.out" \
+			"$cgdir/rmsg-$CG_ROUNDS-$n2.out" "$CG_ITERS"
+		echo "## raw, by object"
+		cg_by_object "$cgdir/raw-$CG_ROUNDS-$CG_ITERS.out" \
+			"$cgdir/raw-$CG_ROUNDS-$n2.out" "$CG_ITERS"
+		echo "## librmsg, by function"
+		cg_top "$cgdir/rmsg-$CG_ROUNDS-$CG_ITERS.out" \
+			"$cgdir/rmsg-$CG_ROUNDS-$n2.out" "$CG_ITERS" 30
+		echo "## raw, by function"
+		cg_top "$cgdir/raw-$CG_ROUNDS-$CG_ITERS.out" \
+			"$cgdir/raw-$CG_ROUNDS-$n2.out" "$CG_ITERS" 30
+	} >>"$RESULTS"
+else
+	echo "(valgrind not found: no instruction counts)" | tee -a "$RESULTS"
+fi
+echo >&2
+echo "raw numbers and the callgrind profile: $RESULTS" >&2
