@@ -458,6 +458,270 @@ int rmsg_buf_alloc(struct rmsg_ctx *ctx, size_t len, void **buf_p);
 void rmsg_buf_free(struct rmsg_ctx *ctx, void *buf);
 
 /* ------------------------------------------------------------------ */
+/* memory regions and one-sided operations                              */
+
+/** RMSG_MR_DESC_SIZE - bytes of an exported region descriptor */
+#define RMSG_MR_DESC_SIZE 32
+
+/** RMSG_ACCESS_REMOTE_WRITE, RMSG_ACCESS_REMOTE_READ - what a peer may do */
+enum {
+	RMSG_ACCESS_REMOTE_WRITE = 1,
+	RMSG_ACCESS_REMOTE_READ = 2,
+};
+
+/**
+ * rmsg_cfg_set_reg_limit() - most bytes a context keeps registered
+ * (default 1 GiB)
+ * @cfg: the configuration
+ * @bytes: at least 4096; regions from rmsg_mr_reg() and the short-lived
+ *         registrations of user memory count, page-rounded
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_reg_limit(struct rmsg_cfg *cfg, size_t bytes);
+/**
+ * rmsg_cfg_get_reg_limit() - read the registered-memory budget
+ * @cfg: the configuration
+ * @bytes_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_reg_limit(const struct rmsg_cfg *cfg, size_t *bytes_p);
+
+/**
+ * rmsg_mr_reg() - register memory that peers may access
+ * @ctx: the context
+ * @addr: start of the memory
+ * @len: bytes, at least 1
+ * @access: RMSG_ACCESS_REMOTE_WRITE and/or RMSG_ACCESS_REMOTE_READ, or 0
+ *          for memory only used locally (sent or read into without a
+ *          per-operation registration)
+ * @mr_p: where the new region is stored
+ *
+ * The memory must stay mapped until rmsg_mr_dereg().
+ * Return: 0, or -EINVAL, -ENOMEM (out of memory, over the context's
+ * registration budget or over the memlock limit).
+ */
+int rmsg_mr_reg(struct rmsg_ctx *ctx, void *addr, size_t len, int access,
+		struct rmsg_mr **mr_p);
+
+/**
+ * rmsg_mr_dereg() - revoke a region and free it
+ * @mr: the region
+ *
+ * Return: 0, or -EINVAL, -EBUSY while local operations still use its
+ * memory (nothing is changed then).
+ */
+int rmsg_mr_dereg(struct rmsg_mr *mr);
+
+/**
+ * rmsg_mr_export() - write a region's descriptor for a peer
+ * @mr: the region
+ * @desc: RMSG_MR_DESC_SIZE bytes; the descriptor holds no pointers the
+ *        peer could use beyond the region, and is safe to send
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_mr_export(const struct rmsg_mr *mr, void *desc);
+
+/**
+ * rmsg_write_imm() - write into a peer's region and notify it
+ * @c: the connection
+ * @iov: the local pieces, at most RMSG_IOV_MAX
+ * @iovcnt: number of pieces
+ * @remote_desc: a descriptor from the peer's rmsg_mr_export()
+ * @remote_off: byte offset in the remote region
+ * @imm: 32 bits passed to the peer's on_imm with the length
+ * @cb: runs once the write is done (0) or failed, or NULL
+ * @arg: passed to @cb
+ *
+ * Costs one of the peer's credits, like a message.
+ * Return: 0, or -EINVAL (bad descriptor, out of bounds), -EACCES (the
+ * region does not allow writes), -EMSGSIZE, -EAGAIN, -ENOTCONN, -ENOMEM.
+ */
+int rmsg_write_imm(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+		   const void *remote_desc, uint64_t remote_off, uint32_t imm,
+		   rmsg_done_cb cb, void *arg);
+
+/**
+ * rmsg_write() - write into a peer's region
+ * @c: the connection
+ * @iov: the local pieces, at most RMSG_IOV_MAX
+ * @iovcnt: number of pieces
+ * @remote_desc: a descriptor from the peer's rmsg_mr_export()
+ * @remote_off: byte offset in the remote region
+ * @cb: runs once the write is done (0) or failed, or NULL
+ * @arg: passed to @cb
+ *
+ * Return: as rmsg_write_imm().
+ */
+int rmsg_write(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+	       const void *remote_desc, uint64_t remote_off, rmsg_done_cb cb,
+	       void *arg);
+
+/**
+ * rmsg_read() - read from a peer's region into local memory
+ * @c: the connection
+ * @iov: the local pieces the bytes go to, at most RMSG_IOV_MAX
+ * @iovcnt: number of pieces
+ * @remote_desc: a descriptor from the peer's rmsg_mr_export()
+ * @remote_off: byte offset in the remote region
+ * @cb: runs once the bytes are in @iov (0) or the read failed, or NULL
+ * @arg: passed to @cb
+ *
+ * Return: 0, or -EINVAL, -EACCES (the region does not allow reads),
+ * -EMSGSIZE, -EAGAIN, -ENOTCONN, -ENOMEM.
+ */
+int rmsg_read(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+	      const void *remote_desc, uint64_t remote_off, rmsg_done_cb cb,
+	      void *arg);
+
+/* ------------------------------------------------------------------ */
+/* RPC                                                                  */
+
+/**
+ * rmsg_reply_cb - the end of a call
+ *
+ * @status is 0 with @reply, or a negative errno with @reply NULL:
+ * -ETIMEDOUT (deadline), -ECANCELED (rmsg_call_cancel() or a local
+ * close), -ENOSYS (no handler for the method at the peer), the error the
+ * handler gave rmsg_reply_error(), or the connection's close reason.
+ * @reply is valid during the call unless held with rmsg_msg_hold().
+ */
+typedef void (*rmsg_reply_cb)(struct rmsg_conn *c, int status,
+			      struct rmsg_msg *reply, void *arg);
+
+/**
+ * rmsg_handler_cb - serves one request
+ *
+ * @request is valid during the call unless held. The handler answers,
+ * now or later, with rmsg_reply() or rmsg_reply_error(), exactly once.
+ */
+typedef void (*rmsg_handler_cb)(struct rmsg_conn *c, struct rmsg_req *req,
+				struct rmsg_msg *request, void *arg);
+
+/**
+ * rmsg_handle() - serve a method on every connection of a context
+ * @ctx: the context
+ * @method: the method number
+ * @h: the handler, or NULL to remove the method's handler
+ * @arg: passed to @h
+ *
+ * Return: 0, or -EINVAL, -ENOMEM, -ENOENT (removing an unknown method).
+ */
+int rmsg_handle(struct rmsg_ctx *ctx, uint32_t method, rmsg_handler_cb h,
+		void *arg);
+
+/**
+ * rmsg_call() - call a method on the peer
+ * @c: the connection
+ * @method: the method number
+ * @iov: the request, at most RMSG_IOV_MAX - 1 pieces; any size
+ * @iovcnt: number of pieces
+ * @timeout_ms: deadline in milliseconds, 0 for none
+ * @cb: runs exactly once with the reply or the error
+ * @arg: passed to @cb
+ * @call_id_p: where the call's id is stored, or NULL
+ *
+ * The request memory stays untouched until @cb runs. Calls are
+ * pipelined; replies may come in any order.
+ * Return: 0, or -EINVAL, -ENOTCONN, -EMSGSIZE, -EAGAIN (queue full;
+ * on_writable follows), -ENOMEM.
+ */
+int rmsg_call(struct rmsg_conn *c, uint32_t method, const struct iovec *iov,
+	      int iovcnt, uint32_t timeout_ms, rmsg_reply_cb cb, void *arg,
+	      uint64_t *call_id_p);
+
+/**
+ * rmsg_call_cancel() - give up on a call
+ * @c: the connection
+ * @call_id: the id rmsg_call() gave
+ *
+ * The call's callback runs with -ECANCELED (from the loop, not inside
+ * this function); a reply that arrives later is dropped.
+ * Return: 0, or -EINVAL, -ENOENT if the call is unknown or already over.
+ */
+int rmsg_call_cancel(struct rmsg_conn *c, uint64_t call_id);
+
+/**
+ * rmsg_reply() - answer a request
+ * @req: the request, from the handler
+ * @iov: the reply, at most RMSG_IOV_MAX - 1 pieces; any size
+ * @iovcnt: number of pieces
+ *
+ * The data is copied before this returns. @req is used up, also when an
+ * error other than -ENOMEM or -EINVAL is returned.
+ * Return: 0, or -EINVAL, -ENOMEM (@req stays valid: try again),
+ * -ENOTCONN (the connection closed; the reply is dropped), -EMSGSIZE.
+ */
+int rmsg_reply(struct rmsg_req *req, const struct iovec *iov, int iovcnt);
+
+/**
+ * rmsg_reply_error() - answer a request with an error
+ * @req: the request
+ * @err: a negative errno, -4095 to -1; the caller's callback gets it
+ *
+ * Return: as rmsg_reply(); -EINVAL for an @err out of range.
+ */
+int rmsg_reply_error(struct rmsg_req *req, int err);
+
+/**
+ * rmsg_cfg_set_keepalive_ms() - heartbeat interval (default 1000)
+ * @cfg: the configuration
+ * @ms: 0 turns keepalive off; up to 3600000
+ *
+ * A connection that hears nothing from its peer for the interval times
+ * the misses (rmsg_cfg_set_keepalive_misses()) closes with -ETIMEDOUT.
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_keepalive_ms(struct rmsg_cfg *cfg, unsigned ms);
+/**
+ * rmsg_cfg_get_keepalive_ms() - read the heartbeat interval
+ * @cfg: the configuration
+ * @ms_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_keepalive_ms(const struct rmsg_cfg *cfg, unsigned *ms_p);
+/**
+ * rmsg_cfg_set_keepalive_misses() - silent intervals before the peer is
+ * declared dead (default 3)
+ * @cfg: the configuration
+ * @misses: 1 to 1000
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_keepalive_misses(struct rmsg_cfg *cfg, unsigned misses);
+/**
+ * rmsg_cfg_get_keepalive_misses() - read the misses
+ * @cfg: the configuration
+ * @misses_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_keepalive_misses(const struct rmsg_cfg *cfg,
+				  unsigned *misses_p);
+
+/* ------------------------------------------------------------------ */
+/* threads                                                              */
+
+/** rmsg_work_cb - work handed to a context's loop thread */
+typedef void (*rmsg_work_cb)(struct rmsg_ctx *ctx, void *arg);
+
+/**
+ * rmsg_ctx_submit() - run a function on the context's loop thread
+ * @ctx: the context
+ * @fn: runs once, on the loop thread, in submission order
+ * @arg: passed to @fn
+ *
+ * The one function that may be called from any thread (see THREAD SAFETY
+ * in rmsg(7)); @fn may use the whole API. Work still queued when the
+ * context is destroyed runs at the start of rmsg_ctx_destroy().
+ * Return: 0, or -EINVAL, -ENOMEM.
+ */
+int rmsg_ctx_submit(struct rmsg_ctx *ctx, rmsg_work_cb fn, void *arg);
+
+/* ------------------------------------------------------------------ */
 /* errors                                                               */
 
 /**

@@ -13,7 +13,10 @@ void rmsgi_cfg_defaults(struct rmsgi_cfgv *v)
 	v->send_queue = 1024;
 	v->busy_poll_us = 0;
 	v->timeout_ms = 10000;
+	v->keepalive_ms = 1000;
+	v->keepalive_misses = 3;
 	v->log_level = RMSG_LOG_WARN;
+	v->reg_limit = (size_t)1 << 30;
 }
 
 int rmsg_cfg_create(struct rmsg_cfg **cfg_p)
@@ -64,6 +67,9 @@ CFG_ACCESSORS(send_queue, send_queue, unsigned, 1, 1 << 20)
 CFG_ACCESSORS(busy_poll_us, busy_poll_us, unsigned, 0, 1000000)
 CFG_ACCESSORS(max_msg_size, max_msg_size, size_t, 1, SIZE_MAX)
 CFG_ACCESSORS(timeout_ms, timeout_ms, unsigned, 1, 3600000)
+CFG_ACCESSORS(keepalive_ms, keepalive_ms, unsigned, 0, 3600000)
+CFG_ACCESSORS(keepalive_misses, keepalive_misses, unsigned, 1, 1000)
+CFG_ACCESSORS(reg_limit, reg_limit, size_t, 4096, SIZE_MAX)
 
 int rmsg_cfg_set_private_data(struct rmsg_cfg *cfg, const void *data,
 			      size_t len)

@@ -20,6 +20,14 @@
  *  CLOSING       tr down (all ops done)     on_close(reason) -> CLOSED
  *  CLOSED        last reference dropped     free
  *
+ * One-sided operations (rmsg_write_imm, rmsg_write, rmsg_read) are ops on
+ * the same send queue as messages, so order and the queue bound hold for
+ * them too. A write-with-immediate takes a credit (it consumes a receive
+ * at the peer); on a transport with native one-sided ops (RDMA) writes
+ * and reads take none. Without it (TCP) they are frames the peer checks
+ * against its regions and acknowledges, and the op completes on that
+ * answer, like a rendezvous send (rndvq).
+ *
  * A failure after a local close keeps reason 0. Callbacks of completed ops
  * run from the context flush (never inside the API call that queued them),
  * and always before on_close.
@@ -70,6 +78,7 @@ void rmsgi_conn_put(struct rmsg_conn *c)
 		return;
 	if (c->dirty)
 		rmsgi_list_del(&c->dirty_link);
+	rmsgi_rpc_conn_free(c);
 	free(c);
 }
 
@@ -133,6 +142,8 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	}
 	c->state = RMSGI_CS_ESTABLISHED;
 	c->was_established = true;
+	c->peer_avail = (int32_t)c->cfg.credits;
+	rmsgi_keepalive_start(c);
 	rmsgi_conn_get(c);
 	if (c->ops.on_established) {
 		c->ctx->in_cb++;
@@ -181,7 +192,7 @@ static void cancel_queued(struct rmsg_conn *c, int status)
 	}
 	while ((n = rmsgi_list_pop(&c->rndvq))) {
 		struct rmsgi_op *op =
-			rmsgi_list_entry(n, struct rmsgi_op, link);
+			rmsgi_list_entry(n, struct rmsgi_op, rlink);
 
 		rndv_settle(c, op, status);
 	}
@@ -302,7 +313,7 @@ void rmsgi_conn_op_done(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 		if (op->acked) {
 			op_finish(c, op, status ? status : op->status);
 		} else if (status) {
-			rmsgi_list_del(&op->link);
+			rmsgi_list_del(&op->rlink);
 			rndv_settle(c, op, status);
 		}
 		return; /* else the peer's RNDV_ACK finishes it */
@@ -335,6 +346,28 @@ static void deliver_rx(struct rmsg_conn *c)
 		if (!m->ready)
 			break;
 		rmsgi_list_del(&m->link);
+		if (m->type == RMSGI_T_IMM) {
+			/* a write-with-immediate landed: in order with the
+			 * messages around it */
+			if (c->state == RMSGI_CS_ESTABLISHED && c->ops.on_imm) {
+				c->ctx->in_cb++;
+				c->ops.on_imm(c, m->aux, m->len, c->arg);
+				c->ctx->in_cb--;
+			}
+			m->free_fn(m);
+			continue;
+		}
+		if (m->aux && c->state == RMSGI_CS_ESTABLISHED) {
+			/* RPC requests and replies go to rpc.c */
+			int ret = rmsgi_rpc_rx(c, m);
+
+			rmsgi_msg_after_cb(m);
+			if (ret) {
+				rmsgi_conn_abort(c, ret);
+				return;
+			}
+			continue;
+		}
 		if (c->state != RMSGI_CS_ESTABLISHED || !c->ops.on_msg) {
 			m->free_fn(m);
 			continue;
@@ -354,12 +387,153 @@ static struct rmsgi_op *rndv_find(struct rmsg_conn *c, uint64_t id)
 
 	for (n = c->rndvq.next; n != &c->rndvq; n = n->next) {
 		struct rmsgi_op *op =
-			rmsgi_list_entry(n, struct rmsgi_op, link);
+			rmsgi_list_entry(n, struct rmsgi_op, rlink);
 
 		if (op->id == id)
 			return op;
 	}
 	return NULL;
+}
+
+static int send_ctrl(struct rmsg_conn *c, uint8_t type, uint32_t aux,
+		     uint64_t id);
+
+/* queues a message-like object for in-order delivery */
+static void rx_enqueue(struct rmsg_conn *c, struct rmsg_msg *m)
+{
+	rmsgi_conn_get(c);
+	rmsgi_list_add_tail(&c->rxq, &m->link);
+	deliver_rx(c);
+	rmsgi_conn_put(c);
+}
+
+/* TCP: a peer's WRITE or WRITE_IMM; checked against our regions, never
+ * touching memory outside them, then acknowledged with the status */
+static int rma_rx_write(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+			struct rmsg_msg *m)
+{
+	struct rmsgi_rma r;
+	uint64_t dlen;
+	uint8_t *dst = NULL;
+	int st;
+
+	if (rmsgi_rma_decode(m->data, m->len, 0, &r)) {
+		m->free_fn(m);
+		rmsgi_conn_abort(c, -EPROTO);
+		return -EPROTO;
+	}
+	dlen = m->len - RMSGI_RMA_SIZE;
+	st = rmsgi_mr_target(c->ctx, r.rid, r.off, dlen,
+			     RMSG_ACCESS_REMOTE_WRITE, &dst);
+	if (st)
+		rmsgi_warn(c->ctx,
+			   "conn %u: refused the peer's write of %llu bytes "
+			   "at offset %llu of region %08x: %s",
+			   c->id, (unsigned long long)dlen,
+			   (unsigned long long)r.off, r.rid, rmsg_strerror(st));
+	else if (dlen)
+		memcpy(dst, m->data + RMSGI_RMA_SIZE, dlen);
+	if (send_ctrl(c, RMSGI_T_RNDV_ACK, (uint32_t)-st, h->id)) {
+		m->free_fn(m);
+		rmsgi_conn_abort(c, -ENOMEM);
+		return -ENOMEM;
+	}
+	if (st || h->type == RMSGI_T_WRITE) {
+		m->free_fn(m);
+		return 0;
+	}
+	m->type = RMSGI_T_IMM;
+	m->aux = h->aux;
+	m->id = 0;
+	m->len = dlen;
+	rx_enqueue(c, m);
+	return 0;
+}
+
+static void resp_done(struct rmsg_conn *c, int status, void *arg)
+{
+	(void)c;
+	(void)status;
+	free(arg);
+}
+
+/* TCP: a peer's READ_REQ; answered with a copy of the bytes (so a later
+ * rmsg_mr_dereg never races with the answer still being written) */
+static int rma_rx_read(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+		       struct rmsg_msg *m)
+{
+	struct rmsgi_rma r;
+	struct rmsgi_op *op;
+	uint8_t *src = NULL, *buf = NULL;
+	int st;
+
+	st = rmsgi_rma_decode(m->data, m->len, 1, &r);
+	m->free_fn(m);
+	if (st) {
+		rmsgi_conn_abort(c, -EPROTO);
+		return -EPROTO;
+	}
+	if (r.len > c->cfg.max_msg_size)
+		st = -EMSGSIZE;
+	else
+		st = rmsgi_mr_target(c->ctx, r.rid, r.off, r.len,
+				     RMSG_ACCESS_REMOTE_READ, &src);
+	if (!st && r.len) {
+		buf = malloc(r.len);
+		if (buf)
+			memcpy(buf, src, r.len);
+		else
+			st = -ENOMEM;
+	}
+	if (st)
+		rmsgi_warn(c->ctx,
+			   "conn %u: refused the peer's read of %llu bytes "
+			   "at offset %llu of region %08x: %s",
+			   c->id, (unsigned long long)r.len,
+			   (unsigned long long)r.off, r.rid, rmsg_strerror(st));
+	op = rmsgi_op_get(c->ctx);
+	if (!op) {
+		free(buf);
+		rmsgi_conn_abort(c, -ENOMEM);
+		return -ENOMEM;
+	}
+	op->kind = RMSGI_OP_RESP;
+	op->type = RMSGI_T_READ_RESP;
+	op->aux = (uint32_t)-st;
+	op->id = h->id;
+	op->len = st ? 0 : r.len;
+	op->iov[0].iov_base = buf;
+	op->iov[0].iov_len = op->len;
+	op->iovcnt = op->len ? 1 : 0;
+	op->cb = resp_done;
+	op->arg = buf;
+	rmsgi_list_add_tail(&c->sendq, &op->link);
+	rmsgi_ctx_mark_dirty(c->ctx, c);
+	return 0;
+}
+
+/* TCP: the answer to one of our reads: the bytes go into its iovec */
+static int rma_rx_read_resp(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+			    struct rmsg_msg *m)
+{
+	struct rmsgi_op *op = rndv_find(c, h->id);
+	const uint8_t *p = m->data;
+	int i;
+
+	if (!op || op->kind != RMSGI_OP_READ ||
+	    (!h->aux && h->len != op->len)) {
+		m->free_fn(m);
+		rmsgi_conn_abort(c, -EPROTO);
+		return -EPROTO;
+	}
+	for (i = 0; !h->aux && i < op->iovcnt; i++) {
+		memcpy(op->iov[i].iov_base, p, op->iov[i].iov_len);
+		p += op->iov[i].iov_len;
+	}
+	m->free_fn(m);
+	rmsgi_list_del(&op->rlink);
+	rndv_settle(c, op, -(int)h->aux);
+	return 0;
 }
 
 int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
@@ -368,6 +542,9 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	struct rmsgi_op *op;
 	int ret;
 
+	/* any frame shows the peer alive and used one of its credits */
+	c->last_rx = ev_now(c->ctx->loop);
+	c->peer_avail--;
 	ret = rmsgi_credit_returned(&c->cr, h->credits, c->peer_credits);
 	if (ret) {
 		m->free_fn(m);
@@ -389,11 +566,29 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		return 0;
 	case RMSGI_T_CREDIT:
 		m->free_fn(m);
+		if (h->aux == RMSGI_CREDIT_PROBE)
+			rmsgi_keepalive_answer(c);
 		return 0;
+	case RMSGI_T_IMM:
+		/* RDMA: a write-with-immediate landed (native, or the end of
+		 * a split one); id is its length */
+		m->type = RMSGI_T_IMM;
+		m->aux = h->aux;
+		m->len = (size_t)h->id;
+		m->id = 0;
+		rx_enqueue(c, m);
+		return 0;
+	case RMSGI_T_WRITE:
+	case RMSGI_T_WRITE_IMM:
+		return rma_rx_write(c, h, m);
+	case RMSGI_T_READ_REQ:
+		return rma_rx_read(c, h, m);
+	case RMSGI_T_READ_RESP:
+		return rma_rx_read_resp(c, h, m);
 	case RMSGI_T_RNDV_ACK:
 		m->free_fn(m);
 		op = rndv_find(c, h->id);
-		if (!op) {
+		if (!op || op->kind == RMSGI_OP_READ) {
 			rmsgi_conn_abort(c, -EPROTO);
 			return -EPROTO;
 		}
@@ -401,7 +596,7 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 			rmsgi_conn_abort(c, -EPROTO);
 			return -EPROTO;
 		}
-		rmsgi_list_del(&op->link);
+		rmsgi_list_del(&op->rlink);
 		rndv_settle(c, op, -(int)h->aux);
 		return 0;
 	default:
@@ -463,6 +658,10 @@ static void finalize(struct rmsg_conn *c)
 {
 	c->state = RMSGI_CS_CLOSED;
 	rmsgi_list_del(&c->link);
+	rmsgi_keepalive_stop(c);
+	/* calls still waiting end before on_close, which is last */
+	rmsgi_rpc_conn_closed(c,
+			      c->close_reason ? c->close_reason : -ECANCELED);
 	/* an accepted connection that failed its handshake never reached
 	 * the app; a client always learns how its connect ended */
 	if (c->ops.on_close && (c->was_established || !c->is_server)) {
@@ -486,6 +685,7 @@ static void post_queued(struct rmsg_conn *c)
 	    (rmsgi_list_empty(&c->sendq) ||
 	     !rmsgi_credit_can_send(&c->cr, true))) {
 		c->credit_op_busy = true;
+		c->credit_op.aux = 0;
 		rmsgi_list_add_head(&c->sendq, &c->credit_op.link);
 	}
 	while (c->state == RMSGI_CS_ESTABLISHED &&
@@ -493,29 +693,59 @@ static void post_queued(struct rmsg_conn *c)
 		struct rmsgi_op *op =
 			rmsgi_list_entry(n, struct rmsgi_op, link);
 		struct rmsgi_credit save = c->cr;
+		bool rma =
+			op->kind == RMSGI_OP_WRITE || op->kind == RMSGI_OP_READ;
+		bool native = rma && (c->tr->caps & RMSGI_TR_CAP_RMA);
+		/* native write and read land in no receive buffer */
+		bool credit = !native || op->type == RMSGI_T_WRITE_IMM;
 
 		/* only the CREDIT frame may take the last credit */
-		if (!rmsgi_credit_can_send(&c->cr, op != &c->credit_op))
+		if (credit &&
+		    !rmsgi_credit_can_send(&c->cr, op != &c->credit_op))
 			break;
+		if (rma && !native && !op->rndv) {
+			/* emulated: completes on the peer's answer */
+			op->rndv = 1;
+			op->id = ++c->next_rndv_id;
+		}
 		if (op->kind == RMSGI_OP_SEND && op->len > c->peer_eager &&
 		    (c->tr->caps & RMSGI_TR_CAP_RNDV) && !op->rndv) {
 			op->rndv = 1;
 			op->type = RMSGI_T_RNDV_REQ;
 			op->id = ++c->next_rndv_id;
 		}
-		op->credits = rmsgi_credit_take(&c->cr);
+		if (!native) {
+			op->credits = rmsgi_credit_take(&c->cr);
+		} else {
+			/* no header to piggyback returned credits on */
+			op->credits = 0;
+			if (credit)
+				c->cr.avail--;
+		}
+		c->peer_avail += op->credits;
+		c->last_tx = ev_now(c->ctx->loop);
 		rmsgi_list_del(&op->link);
 		op->posted = 1;
 		ret = c->tr->post(c, op);
 		if (ret == 0)
 			posted = true;
 		if (ret == 0 && op->rndv)
-			rmsgi_list_add_tail(&c->rndvq, &op->link);
+			rmsgi_list_add_tail(&c->rndvq, &op->rlink);
 		if (ret == -EAGAIN) {
 			c->cr = save;
+			c->peer_avail -= op->credits;
 			op->posted = 0;
 			rmsgi_list_add_head(&c->sendq, &op->link);
 			break;
+		}
+		if (ret && native &&
+		    (ret == -EINVAL || ret == -EACCES || ret == -ENOMEM)) {
+			/* a one-sided op the backend refused: only it fails */
+			c->cr = save;
+			c->peer_avail -= op->credits;
+			op->posted = 0;
+			op_finish(c, op, ret);
+			continue;
 		}
 		if (ret) {
 			c->cr = save;
@@ -549,7 +779,8 @@ void rmsgi_conn_flush(struct rmsg_conn *c)
 		void *arg = op->arg;
 		int status = op->status;
 
-		if (op->kind == RMSGI_OP_SEND)
+		if (op->kind == RMSGI_OP_SEND || op->kind == RMSGI_OP_WRITE ||
+		    op->kind == RMSGI_OP_READ)
 			c->sendq_len--;
 		rmsgi_op_put(c->ctx, op);
 		if (cb) {
@@ -575,6 +806,12 @@ void rmsgi_conn_flush(struct rmsg_conn *c)
 int rmsg_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	      rmsg_done_cb cb, void *arg)
 {
+	return rmsgi_conn_send(c, iov, iovcnt, 0, false, cb, arg);
+}
+
+int rmsgi_conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+		    uint32_t aux, bool unbounded, rmsg_done_cb cb, void *arg)
+{
 	struct rmsgi_op *op;
 	size_t len = 0;
 	int i;
@@ -592,7 +829,7 @@ int rmsg_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	}
 	if (len > c->cfg.max_msg_size)
 		return -EMSGSIZE;
-	if (c->sendq_len >= c->cfg.send_queue) {
+	if (c->sendq_len >= c->cfg.send_queue && !unbounded) {
 		c->want_writable = true;
 		return -EAGAIN;
 	}
@@ -612,6 +849,7 @@ int rmsg_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	op->iovcnt = iovcnt;
 	op->kind = RMSGI_OP_SEND;
 	op->type = RMSGI_T_DATA;
+	op->aux = aux;
 	op->len = len;
 	op->cb = cb;
 	op->arg = arg;
@@ -685,4 +923,96 @@ int rmsg_conn_peer_data(const struct rmsg_conn *c, const void **data_p,
 	*data_p = c->peer_pdata;
 	*len_p = c->peer_pdata_len;
 	return 0;
+}
+
+/* queues a one-sided op after the checks the descriptor allows */
+static int rma_queue(struct rmsg_conn *c, uint8_t kind, uint8_t type,
+		     const struct iovec *iov, int iovcnt, const void *desc,
+		     uint64_t off, uint32_t imm, rmsg_done_cb cb, void *arg)
+{
+	struct rmsgi_desc d;
+	struct rmsgi_op *op;
+	size_t len = 0;
+	int i, ret;
+
+	if (!c || iovcnt < 0 || iovcnt > RMSG_IOV_MAX || (iovcnt && !iov) ||
+	    !desc)
+		return -EINVAL;
+	if (c->state >= RMSGI_CS_CLOSING)
+		return -ENOTCONN;
+	for (i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return -EINVAL;
+		len += iov[i].iov_len;
+		if (len < iov[i].iov_len)
+			return -EMSGSIZE;
+	}
+	if (len > c->cfg.max_msg_size)
+		return -EMSGSIZE;
+	ret = rmsgi_desc_decode(desc, &d);
+	if (ret)
+		return ret;
+	ret = rmsgi_desc_check(&d, off, len,
+			       kind == RMSGI_OP_READ
+				       ? RMSG_ACCESS_REMOTE_READ
+				       : RMSG_ACCESS_REMOTE_WRITE);
+	if (ret)
+		return ret;
+	if (c->sendq_len >= c->cfg.send_queue) {
+		c->want_writable = true;
+		return -EAGAIN;
+	}
+	op = rmsgi_op_get(c->ctx);
+	if (!op)
+		return -ENOMEM;
+	if (iovcnt > RMSGI_OP_IOV_INLINE) {
+		op->iov = malloc(sizeof(*iov) * (size_t)iovcnt);
+		if (!op->iov) {
+			op->iov = op->iov_inline;
+			rmsgi_op_put(c->ctx, op);
+			return -ENOMEM;
+		}
+	}
+	if (iovcnt)
+		memcpy(op->iov, iov, sizeof(*iov) * (size_t)iovcnt);
+	op->iovcnt = iovcnt;
+	op->kind = kind;
+	op->type = type;
+	op->aux = imm;
+	op->len = len;
+	op->rma.addr = d.addr + off;
+	op->rma.off = off;
+	op->rma.rkey = d.rkey;
+	op->rma.rid = d.rid;
+	op->rma.has_rkey = d.flags & RMSGI_DESC_F_RKEY;
+	op->cb = cb;
+	op->arg = arg;
+	c->sendq_len++;
+	rmsgi_list_add_tail(&c->sendq, &op->link);
+	rmsgi_ctx_mark_dirty(c->ctx, c);
+	return 0;
+}
+
+int rmsg_write_imm(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+		   const void *remote_desc, uint64_t remote_off, uint32_t imm,
+		   rmsg_done_cb cb, void *arg)
+{
+	return rma_queue(c, RMSGI_OP_WRITE, RMSGI_T_WRITE_IMM, iov, iovcnt,
+			 remote_desc, remote_off, imm, cb, arg);
+}
+
+int rmsg_write(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+	       const void *remote_desc, uint64_t remote_off, rmsg_done_cb cb,
+	       void *arg)
+{
+	return rma_queue(c, RMSGI_OP_WRITE, RMSGI_T_WRITE, iov, iovcnt,
+			 remote_desc, remote_off, 0, cb, arg);
+}
+
+int rmsg_read(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+	      const void *remote_desc, uint64_t remote_off, rmsg_done_cb cb,
+	      void *arg)
+{
+	return rma_queue(c, RMSGI_OP_READ, RMSGI_T_READ_REQ, iov, iovcnt,
+			 remote_desc, remote_off, 0, cb, arg);
 }

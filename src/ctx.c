@@ -161,8 +161,15 @@ int rmsg_ctx_create(struct ev_loop *loop, const struct rmsg_cfg *cfg,
 	rmsgi_list_init(&ctx->listeners);
 	rmsgi_list_init(&ctx->dirty);
 	rmsgi_list_init(&ctx->op_free);
+	rmsgi_mr_init(ctx);
 	ret = rmsgi_pool_create(0, &ctx->pool);
 	if (ret) {
+		free(ctx);
+		return ret;
+	}
+	ret = rmsgi_async_init(ctx);
+	if (ret) {
+		rmsgi_pool_destroy(ctx->pool);
 		free(ctx);
 		return ret;
 	}
@@ -183,6 +190,7 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 		return -EINVAL;
 	if (ctx->in_cb)
 		return -EBUSY;
+	rmsgi_async_fini(ctx);
 	ctx->destroying = true;
 	rmsgi_list_for_each_safe (n, t, &ctx->listeners)
 		rmsg_listener_close(
@@ -195,6 +203,8 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 		if (ctx->tr_priv[i])
 			transports[i]->ctx_fini(ctx);
 	rmsgi_ctx_flush(ctx);
+	rmsgi_rpc_ctx_fini(ctx);
+	rmsgi_mr_fini(ctx);
 	ev_ref(ctx->loop);
 	ev_prepare_stop(ctx->loop, &ctx->prepare);
 	while ((n = rmsgi_list_pop(&ctx->op_free)))

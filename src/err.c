@@ -67,9 +67,12 @@ static const struct {
 	const char *text;
 } texts[] = {
 	{0, "success"},
-	{EINVAL, "invalid argument: a NULL handle, a bad URI or a value "
-		 "out of range"},
-	{ENOMEM, "out of memory or registered memory: if RDMA is in use the "
+	{EINVAL, "invalid argument: a NULL handle, a bad URI, a value "
+		 "out of range, or a one-sided access outside the region "
+		 "or with a malformed descriptor"},
+	{ENOMEM, "out of memory or registered memory (the context's "
+		 "budget is set with rmsg_cfg_set_reg_limit): if RDMA is "
+		 "in use the "
 		 "memlock limit is the usual cause (check 'ulimit -l'; raise "
 		 "it with 'ulimit -l unlimited' or in "
 		 "/etc/security/limits.conf)"},
@@ -100,13 +103,16 @@ static const struct {
 	{EPROTONOSUPPORT, "unknown URI scheme: use rdma://, tcp:// or "
 			  "auto://"},
 	{EAFNOSUPPORT, "address family not supported by this transport"},
-	{EACCES, "access denied: a one-sided operation outside a region or "
-		 "its rights, or permission to the device was refused"},
+	{EACCES, "access denied: a one-sided operation the region's rights "
+		 "do not allow, or a descriptor of a region that is not (or "
+		 "no longer) registered; or permission to the device was "
+		 "refused"},
 	{EREMOTEIO, "the peer's RDMA device reported an error for this "
 		    "operation"},
 	{ENOBUFS, "receiver not ready: the peer had no receive buffer "
 		  "(should not happen with credits; report it)"},
-	{EBUSY, "busy: not allowed from inside a callback of this context"},
+	{EBUSY, "busy: not allowed from inside a callback of this context, "
+		"or a region still used by operations in flight"},
 	{EALREADY, "already done: the call does not apply in this state"},
 	{EIO, "I/O error from the RDMA device or the socket"},
 	{ENOENT, "not found"},

@@ -84,6 +84,25 @@ int rmsgi_hdr_decode(const void *buf, size_t avail, uint64_t max_len,
 		if (h->len > max_len)
 			return -EMSGSIZE;
 		break;
+	case RMSGI_T_WRITE:
+	case RMSGI_T_WRITE_IMM:
+		if (h->type == RMSGI_T_WRITE && h->aux != 0)
+			return -EPROTO;
+		if (h->len < RMSGI_RMA_SIZE)
+			return -EPROTO;
+		if (h->len - RMSGI_RMA_SIZE > max_len)
+			return -EMSGSIZE;
+		break;
+	case RMSGI_T_READ_REQ:
+		if (h->len != RMSGI_READ_REQ_SIZE || h->aux != 0)
+			return -EPROTO;
+		break;
+	case RMSGI_T_READ_RESP:
+		if (h->aux > 4095 || (h->aux && h->len))
+			return -EPROTO;
+		if (h->len > max_len)
+			return -EMSGSIZE;
+		break;
 	case RMSGI_T_HELLO:
 	case RMSGI_T_HELLO_ACK:
 	case RMSGI_T_REJECT:
@@ -154,4 +173,30 @@ void rmsgi_seg_decode(const void *buf, struct rmsgi_seg *s)
 	s->addr = get64(p);
 	s->len = get32(p + 8);
 	s->rkey = get32(p + 12);
+}
+
+void rmsgi_rma_encode(const struct rmsgi_rma *r, int read, void *buf)
+{
+	uint8_t *p = buf;
+
+	put64(p, r->off);
+	put32(p + 8, r->rid);
+	put32(p + 12, 0);
+	if (read)
+		put64(p + 16, r->len);
+}
+
+int rmsgi_rma_decode(const void *buf, size_t avail, int read,
+		     struct rmsgi_rma *r)
+{
+	const uint8_t *p = buf;
+
+	if (avail < (read ? RMSGI_READ_REQ_SIZE : RMSGI_RMA_SIZE))
+		return -EPROTO;
+	if (get32(p + 12) != 0)
+		return -EPROTO;
+	r->off = get64(p);
+	r->rid = get32(p + 8);
+	r->len = read ? get64(p + 16) : 0;
+	return 0;
 }

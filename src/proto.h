@@ -20,6 +20,15 @@
  * RNDV_REQ carries, after the header, a list of segments the receiver
  * reads: (u64 addr, u32 len, u32 rkey) each, little-endian.
  *
+ * One-sided operations (TCP emulation; over RDMA they are verbs):
+ *   WRITE, WRITE_IMM: payload = RMA header (u64 offset, u32 region id,
+ *     u32 0) then the data; aux = immediate (WRITE: 0); id = cookie the
+ *     receiver acknowledges with RNDV_ACK (aux = status)
+ *   READ_REQ: payload = RMA header then u64 length (24 bytes); id = cookie
+ *   READ_RESP: payload = the bytes read; aux = status; id = cookie
+ *   IMM (RDMA only): a write-with-immediate split into several writes
+ *     ends with this SEND: aux = immediate, id = total length
+ *
  * The handshake (rdma_cm private data or the TCP HELLO frame payload) is
  * 16 bytes plus up to RMSG_PRIVATE_DATA_MAX of user data:
  *   0 magic, 1 version, 2 pdata_len, 3 flags, 4 credits (u16),
@@ -39,15 +48,23 @@
 #define RMSGI_SEG_SIZE 16
 
 enum rmsgi_type {
-	RMSGI_T_DATA = 1,      /* a message, payload follows */
-	RMSGI_T_CREDIT = 2,    /* credits only */
-	RMSGI_T_RNDV_REQ = 3,  /* rendezvous: read my segments */
-	RMSGI_T_RNDV_ACK = 4,  /* rendezvous done, id = cookie, aux = status */
-	RMSGI_T_HELLO = 5,     /* TCP handshake: client -> server */
-	RMSGI_T_HELLO_ACK = 6, /* TCP handshake: accepted */
-	RMSGI_T_REJECT = 7,    /* TCP handshake: rejected */
-	RMSGI_T_MAX_ = 8,
+	RMSGI_T_DATA = 1,	/* a message, payload follows */
+	RMSGI_T_CREDIT = 2,	/* credits only */
+	RMSGI_T_RNDV_REQ = 3,	/* rendezvous: read my segments */
+	RMSGI_T_RNDV_ACK = 4,	/* rendezvous done, id = cookie, aux = status */
+	RMSGI_T_HELLO = 5,	/* TCP handshake: client -> server */
+	RMSGI_T_HELLO_ACK = 6,	/* TCP handshake: accepted */
+	RMSGI_T_REJECT = 7,	/* TCP handshake: rejected */
+	RMSGI_T_WRITE = 8,	/* TCP: one-sided write */
+	RMSGI_T_WRITE_IMM = 9,	/* TCP: one-sided write with immediate */
+	RMSGI_T_READ_REQ = 10,	/* TCP: one-sided read request */
+	RMSGI_T_READ_RESP = 11, /* TCP: the bytes of a read, or its error */
+	RMSGI_T_IMM = 12,	/* RDMA: immediate of a split write */
+	RMSGI_T_MAX_ = 13,
 };
+
+#define RMSGI_RMA_SIZE 16      /* RMA header of WRITE and READ_REQ */
+#define RMSGI_READ_REQ_SIZE 24 /* RMA header + u64 length */
 
 struct rmsgi_hdr {
 	uint8_t type;
@@ -74,6 +91,13 @@ struct rmsgi_seg {
 	uint32_t rkey;
 };
 
+/* target of a one-sided frame */
+struct rmsgi_rma {
+	uint64_t off;
+	uint32_t rid;
+	uint64_t len; /* READ_REQ only */
+};
+
 void rmsgi_hdr_encode(const struct rmsgi_hdr *h, void *buf);
 /* validates: -EPROTO for a bad magic, version, type or reserved field,
  * -EMSGSIZE for a length above @max_len */
@@ -83,6 +107,11 @@ int rmsgi_hdr_decode(const void *buf, size_t avail, uint64_t max_len,
 /* returns the encoded size */
 size_t rmsgi_hello_encode(const struct rmsgi_hello *h, void *buf);
 int rmsgi_hello_decode(const void *buf, size_t avail, struct rmsgi_hello *h);
+
+/* RMSGI_RMA_SIZE bytes, or RMSGI_READ_REQ_SIZE with @read */
+void rmsgi_rma_encode(const struct rmsgi_rma *r, int read, void *buf);
+int rmsgi_rma_decode(const void *buf, size_t avail, int read,
+		     struct rmsgi_rma *r);
 
 void rmsgi_seg_encode(const struct rmsgi_seg *s, void *buf);
 void rmsgi_seg_decode(const void *buf, struct rmsgi_seg *s);

@@ -37,11 +37,14 @@ struct rmsgi_cfgv {
 	unsigned send_queue;
 	unsigned busy_poll_us;
 	unsigned timeout_ms;
+	unsigned keepalive_ms;	   /* 0: off */
+	unsigned keepalive_misses; /* silent intervals before death */
 	int log_level;
 	rmsg_log_cb log_fn;
 	void *log_arg;
 	uint8_t pdata[RMSG_PRIVATE_DATA_MAX];
 	uint8_t pdata_len;
+	size_t reg_limit; /* registered bytes per context */
 };
 
 struct rmsg_cfg {
@@ -87,14 +90,27 @@ int rmsgi_uri_parse(const char *uri, struct rmsgi_uri *u);
 /* operations queued on a connection                                    */
 
 enum rmsgi_op_kind {
-	RMSGI_OP_SEND, /* user message (eager or rendezvous) */
-	RMSGI_OP_CTRL, /* header-only control frame (credit, ack) */
+	RMSGI_OP_SEND,	/* user message (eager or rendezvous) */
+	RMSGI_OP_CTRL,	/* header-only control frame (credit, ack) */
+	RMSGI_OP_WRITE, /* one-sided write (type WRITE or WRITE_IMM) */
+	RMSGI_OP_READ,	/* one-sided read */
+	RMSGI_OP_RESP,	/* TCP: the answer to a peer's read, heap payload */
+};
+
+/* the remote side of a one-sided op, from the peer's descriptor */
+struct rmsgi_op_rma {
+	uint64_t addr; /* remote address of byte 0 (RDMA) */
+	uint64_t off;  /* offset in the region */
+	uint32_t rkey;
+	uint32_t rid;
+	bool has_rkey;
 };
 
 #define RMSGI_OP_IOV_INLINE 4
 
 struct rmsgi_op {
-	struct rmsgi_list link;
+	struct rmsgi_list link;	 /* sendq, doneq, or the transport's */
+	struct rmsgi_list rlink; /* rndvq: waits for the peer's answer */
 	uint8_t kind;
 	uint8_t type;	/* RMSGI_T_* of the frame */
 	uint8_t rndv;	/* sent as rendezvous, waits for RNDV_ACK */
@@ -105,6 +121,7 @@ struct rmsgi_op {
 	uint32_t aux;
 	uint64_t id; /* rendezvous cookie */
 	size_t len;  /* payload bytes */
+	struct rmsgi_op_rma rma;
 	int iovcnt;
 	struct iovec *iov; /* points to iov_inline or heap */
 	struct iovec iov_inline[RMSGI_OP_IOV_INLINE];
@@ -138,6 +155,105 @@ struct rmsg_msg {
 #include "transport/transport.h"
 
 /* ------------------------------------------------------------------ */
+/* memory regions and the registration cache (mr.c)                     */
+
+#define RMSGI_DESC_MAGIC 0xa8
+#define RMSGI_DESC_VERSION 1
+#define RMSGI_DESC_F_RKEY 0x1 /* rkey is valid (registered on RDMA) */
+#define RMSGI_ACCESS_ALL (RMSG_ACCESS_REMOTE_WRITE | RMSG_ACCESS_REMOTE_READ)
+#define RMSGI_ACCESS_LOCAL_WRITE 0x100 /* the device writes the memory */
+
+/* an exported descriptor, decoded */
+struct rmsgi_desc {
+	uint8_t access;
+	uint8_t flags;
+	uint32_t rid;
+	uint32_t rkey;
+	uint64_t addr;
+	uint64_t len;
+};
+
+void rmsgi_desc_encode(const struct rmsgi_desc *d, void *buf);
+/* -EINVAL for anything but a well-formed descriptor */
+int rmsgi_desc_decode(const void *buf, struct rmsgi_desc *d);
+/* may @len bytes at @off be accessed with @access? -EACCES for rights,
+ * -EINVAL for bounds (overflow included) */
+int rmsgi_desc_check(const struct rmsgi_desc *d, uint64_t off, uint64_t len,
+		     int access);
+
+/* how a transport registers memory; @access: RMSG_ACCESS_* and
+ * RMSGI_ACCESS_LOCAL_WRITE bits */
+struct rmsgi_reg_ops {
+	int (*reg)(void *priv, void *addr, size_t len, int access, void **h_p,
+		   uint32_t *lkey_p, uint32_t *rkey_p);
+	void (*dereg)(void *priv, void *h);
+};
+
+struct rmsg_mr {
+	struct rmsgi_list link; /* ctx's regions */
+	struct rmsg_mr *hnext;	/* id hash chain */
+	struct rmsg_ctx *ctx;
+	uint8_t *addr;
+	size_t len;
+	size_t charged; /* page-rounded bytes counted in the budget */
+	int access;
+	uint32_t id;
+	void *h; /* transport registration, or NULL */
+	uint32_t lkey, rkey;
+	unsigned busy; /* local operations using the memory */
+};
+
+/* a short-lived registration of user memory, shared while in use */
+struct rmsgi_rc_ent {
+	struct rmsgi_list link;
+	uintptr_t start, end;
+	int access;
+	unsigned refs;
+	size_t charged;
+	void *h;
+	uint32_t lkey, rkey;
+};
+
+/* what a local piece of memory is registered through */
+struct rmsgi_pin {
+	struct rmsg_mr *mr;
+	struct rmsgi_rc_ent *ent;
+};
+
+#define RMSGI_MR_HASH 256
+
+struct rmsgi_mrtab {
+	struct rmsgi_list regions;
+	struct rmsg_mr *hash[RMSGI_MR_HASH];
+	struct rmsgi_list rc; /* registration cache entries in use */
+	unsigned rc_n;
+	size_t bytes; /* regions + cache, page-rounded */
+	size_t limit;
+	const struct rmsgi_reg_ops *ops;
+	void *priv;
+};
+
+void rmsgi_mr_init(struct rmsg_ctx *ctx);
+/* frees every region left; the transports are gone */
+void rmsgi_mr_fini(struct rmsg_ctx *ctx);
+/* a transport that registers memory arrived: registers every region */
+void rmsgi_mr_set_reg(struct rmsg_ctx *ctx, const struct rmsgi_reg_ops *ops,
+		      void *priv);
+/* the transport goes: deregisters every region and cache entry */
+void rmsgi_mr_clear_reg(struct rmsg_ctx *ctx);
+/* a peer's access to region @rid: 0 and the memory, or -EACCES (no such
+ * live region, or rights), -EINVAL (bounds) */
+int rmsgi_mr_target(struct rmsg_ctx *ctx, uint32_t rid, uint64_t off,
+		    uint64_t len, int access, uint8_t **p);
+/* keys for local memory [addr, addr+len): from a region of the app or a
+ * short-lived registration; @need: RMSG_ACCESS_REMOTE_READ if the peer
+ * reads it (rendezvous), RMSGI_ACCESS_LOCAL_WRITE if the device writes it
+ * (read target); the pin is released with rmsgi_mr_unpin() */
+int rmsgi_mr_pin(struct rmsg_ctx *ctx, const void *addr, size_t len, int need,
+		 struct rmsgi_pin *pin, uint32_t *lkey_p, uint32_t *rkey_p);
+void rmsgi_mr_unpin(struct rmsg_ctx *ctx, struct rmsgi_pin *pin);
+
+/* ------------------------------------------------------------------ */
 /* context (ctx.c)                                                      */
 
 struct rmsgi_pool;
@@ -156,8 +272,11 @@ struct rmsg_ctx {
 	unsigned op_free_len;
 	int in_cb; /* depth of user callbacks on the stack */
 	bool destroying;
+	struct rmsgi_rpc_ctx *rpc; /* RPC handlers (rpc.c) */
+	struct rmsgi_async *async; /* cross-thread queue (async.c) */
 	bool flushing;
 	uint32_t next_conn_id;
+	struct rmsgi_mrtab mrt;
 };
 
 /* op objects, recycled per context */
@@ -217,6 +336,11 @@ struct rmsg_conn {
 	bool fallback_pending;
 	int fallback_reason; /* why RDMA was not used, or 0 */
 	struct rmsgi_uri auto_uri;
+	struct rmsgi_rpc_conn *rpc; /* calls in flight (rpc.c) */
+	ev_timer ka;		    /* keepalive (keepalive.c) */
+	bool ka_on;
+	ev_tstamp last_rx, last_tx;
+	int32_t peer_avail;  /* credits the peer can still use, as we see it */
 	bool credit_op_busy; /* the CREDIT frame is queued or posted */
 	int close_reason;
 	struct rmsgi_op credit_op;
@@ -282,6 +406,28 @@ void rmsgi_conn_credit_freed(struct rmsg_conn *c);
 void rmsgi_conn_flush(struct rmsg_conn *c);
 /* closes from inside the library with @reason (e.g. -EPROTO) */
 void rmsgi_conn_abort(struct rmsg_conn *c, int reason);
+/* rmsg_send with a frame aux value; @unbounded skips the queue bound */
+int rmsgi_conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+		    uint32_t aux, bool unbounded, rmsg_done_cb cb, void *arg);
+
+/* RPC (rpc.c): DATA frames with these aux values carry calls */
+#define RMSGI_AUX_RPC_REQ 1
+#define RMSGI_AUX_RPC_REP 2
+int rmsgi_rpc_rx(struct rmsg_conn *c, struct rmsg_msg *m);
+void rmsgi_rpc_conn_closed(struct rmsg_conn *c, int reason);
+void rmsgi_rpc_conn_free(struct rmsg_conn *c);
+void rmsgi_rpc_ctx_fini(struct rmsg_ctx *ctx);
+
+/* keepalive (keepalive.c) */
+void rmsgi_keepalive_start(struct rmsg_conn *c);
+void rmsgi_keepalive_stop(struct rmsg_conn *c);
+/* a CREDIT frame with this aux asks the peer to answer at once */
+#define RMSGI_CREDIT_PROBE 1
+void rmsgi_keepalive_answer(struct rmsg_conn *c);
+
+/* cross-thread submission (async.c) */
+int rmsgi_async_init(struct rmsg_ctx *ctx);
+void rmsgi_async_fini(struct rmsg_ctx *ctx);
 
 /* text of why auto:// fell back to TCP */
 const char *rmsgi_fallback_text(int reason);

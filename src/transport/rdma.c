@@ -14,10 +14,21 @@
  * doorbell and one completion. A signalled completion retires every slot
  * before it, in order.
  *
- * Rendezvous: the sender registers its pieces for remote read and sends
- * their segments; the receiver reads them (split at the device's message
- * size limit) into a pool buffer and then acknowledges.
+ * Rendezvous: the sender registers its pieces for remote read (through
+ * the registration cache of mr.c) and sends their segments; the receiver
+ * reads them (split at the device's message size limit) into a pool
+ * buffer and then acknowledges.
+ *
+ * One-sided ops: RDMA WRITE (WITH_IMM) and READ work requests straight
+ * from and into the caller's iovec, split at the device's message size
+ * and SGE limits. While one op is being posted piece by piece nothing
+ * else is posted, so ops stay in order. A write-with-immediate that needs
+ * one work request is exactly that; a longer one is plain writes followed
+ * by an IMM frame (SEND) that carries the immediate and the total length,
+ * which RC orders after the writes. The library itself uses no immediate
+ * data: every IBV_WC_RECV_RDMA_WITH_IMM is the app's.
  */
+#include <sys/resource.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,13 +83,26 @@ struct rndv_rx {
 
 /* a rendezvous send: what the peer may read, until it acknowledges */
 struct rndv_tx {
-	int nmr;
-	struct ibv_mr *mr[];
+	int npin;
+	struct rmsgi_pin pin[];
+};
+
+/* a one-sided op being posted: where the next work request starts */
+struct rma_tx {
+	int idx;       /* iov piece */
+	size_t ioff;   /* offset in it */
+	uint64_t done; /* bytes posted */
+	bool started;  /* a work request went */
+	bool split;    /* write-with-immediate ends with an IMM frame */
+	int npin;
+	uint32_t *lkey; /* per iov piece */
+	struct rmsgi_pin pin[];
 };
 
 enum slot_kind {
 	SLOT_SEND,
-	SLOT_READ
+	SLOT_READ,
+	SLOT_RMA, /* a one-sided work request; op set on its last */
 };
 
 struct sq_slot {
@@ -87,6 +111,7 @@ struct sq_slot {
 	void *copybuf;
 	uint8_t kind;
 	uint8_t signaled;
+	uint8_t is_read; /* SLOT_RMA: counts in reads_out */
 	struct ibv_send_wr wr;
 	struct ibv_sge sge[MAX_SGE + 1];
 };
@@ -122,7 +147,8 @@ struct rdma_conn {
 	uint32_t max_inline;
 	uint32_t max_sge;
 	struct rndv_rx *pending_reads, *pending_tail;
-	ev_timer timer; /* connect bound, then teardown bound */
+	struct rmsgi_op *rma_op; /* one-sided op still being posted */
+	ev_timer timer;		 /* connect bound, then teardown bound */
 	bool timer_on;
 	bool room_wanted;
 	bool silent; /* rejected before the app saw it */
@@ -208,6 +234,32 @@ static struct rdma_conn *qpn_find(struct rdma_ctx *r, uint32_t qpn)
 /* ------------------------------------------------------------------ */
 /* device, pool registration, SRQ                                       */
 
+/* ibv_reg_mr failed with errno @err: logs why, naming the memlock limit
+ * when that is the likely cause, and returns the library's error */
+static int reg_failed(struct rdma_ctx *r, size_t len, int err)
+{
+	struct rlimit rl;
+
+	if (err == -ENOMEM || err == -EPERM || err == -EFAULT) {
+		char lim[32] = "unlimited";
+
+		if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 &&
+		    rl.rlim_cur != RLIM_INFINITY)
+			snprintf(lim, sizeof(lim), "%llu KiB",
+				 (unsigned long long)rl.rlim_cur / 1024);
+		rmsgi_err(r->ctx,
+			  "registering %zu bytes with the RDMA device failed "
+			  "(%s): the memlock limit is %s; check 'ulimit -l' "
+			  "and raise it ('ulimit -l unlimited', or memlock in "
+			  "/etc/security/limits.conf)",
+			  len, strerror(-err), lim);
+		return -ENOMEM;
+	}
+	rmsgi_err(r->ctx, "registering %zu bytes failed: %s", len,
+		  rmsg_strerror(err));
+	return err;
+}
+
 static int pool_reg(void *priv, void *addr, size_t len, void **mr_p,
 		    uint32_t *lkey_p)
 {
@@ -215,13 +267,8 @@ static int pool_reg(void *priv, void *addr, size_t len, void **mr_p,
 	struct ibv_mr *mr =
 		ibv_reg_mr(r->pd, addr, len, IBV_ACCESS_LOCAL_WRITE);
 
-	if (!mr) {
-		int err = errno ? -errno : -ENOMEM;
-
-		rmsgi_err(r->ctx, "registering %zu bytes failed: %s", len,
-			  rmsg_strerror(err));
-		return err == -EPERM || err == -EFAULT ? -ENOMEM : err;
-	}
+	if (!mr)
+		return reg_failed(r, len, errno ? -errno : -ENOMEM);
 	*mr_p = mr;
 	*lkey_p = mr->lkey;
 	return 0;
@@ -235,6 +282,40 @@ static void pool_dereg(void *priv, void *mr)
 static const struct rmsgi_pool_reg pool_reg_ops = {
 	.reg = pool_reg,
 	.dereg = pool_dereg,
+};
+
+/* registrations of mr.c: the app's regions and the cache */
+static int mr_reg(void *priv, void *addr, size_t len, int access, void **h_p,
+		  uint32_t *lkey_p, uint32_t *rkey_p)
+{
+	struct rdma_ctx *r = priv;
+	int flags = 0;
+	struct ibv_mr *mr;
+
+	if (access & (RMSGI_ACCESS_LOCAL_WRITE | RMSG_ACCESS_REMOTE_WRITE))
+		flags |= IBV_ACCESS_LOCAL_WRITE;
+	if (access & RMSG_ACCESS_REMOTE_WRITE)
+		flags |= IBV_ACCESS_REMOTE_WRITE;
+	if (access & RMSG_ACCESS_REMOTE_READ)
+		flags |= IBV_ACCESS_REMOTE_READ;
+	mr = ibv_reg_mr(r->pd, addr, len, flags);
+	if (!mr)
+		return reg_failed(r, len, errno ? -errno : -ENOMEM);
+	*h_p = mr;
+	*lkey_p = mr->lkey;
+	*rkey_p = mr->rkey;
+	return 0;
+}
+
+static void mr_dereg(void *priv, void *h)
+{
+	(void)priv;
+	ibv_dereg_mr(h);
+}
+
+static const struct rmsgi_reg_ops mr_reg_ops = {
+	.reg = mr_reg,
+	.dereg = mr_dereg,
 };
 
 static void cq_cb(struct ev_loop *loop, ev_io *w, int revents);
@@ -422,6 +503,7 @@ static int dev_open(struct rdma_ctx *r, struct ibv_context *verbs)
 	if (ret)
 		goto undo_reg;
 	r->verbs = verbs;
+	rmsgi_mr_set_reg(r->ctx, &mr_reg_ops, r);
 	ev_io_init(&r->cq_io, cq_cb, r->cch->fd, EV_READ);
 	r->cq_io.data = r;
 	ev_io_start(r->ctx->loop, &r->cq_io);
@@ -936,36 +1018,33 @@ static int rndv_prepare(struct rdma_conn *rc, struct rmsgi_op *op,
 	size_t off = RMSGI_HDR_SIZE;
 	int i, n = 0;
 
-	tx = calloc(1, sizeof(*tx) + sizeof(tx->mr[0]) * (size_t)op->iovcnt);
+	tx = calloc(1, sizeof(*tx) + sizeof(tx->pin[0]) * (size_t)op->iovcnt);
 	if (!tx)
 		return -ENOMEM;
 	for (i = 0; i < op->iovcnt; i++) {
 		struct rmsgi_seg seg;
-		struct ibv_mr *mr;
+		uint32_t lkey, rkey;
+		int ret;
 
 		if (!op->iov[i].iov_len)
 			continue;
-		mr = ibv_reg_mr(rc->r->pd, op->iov[i].iov_base,
-				op->iov[i].iov_len, IBV_ACCESS_REMOTE_READ);
-		if (!mr) {
-			int err = errno ? -errno : -ENOMEM;
-
-			rmsgi_err(rc->r->ctx,
-				  "registering %zu bytes for a "
-				  "rendezvous send failed: %s",
-				  op->iov[i].iov_len, rmsg_strerror(err));
-			tx->nmr = n;
+		/* exact bytes, readable by the peer until it acknowledges */
+		ret = rmsgi_mr_pin(rc->r->ctx, op->iov[i].iov_base,
+				   op->iov[i].iov_len, RMSG_ACCESS_REMOTE_READ,
+				   &tx->pin[n], &lkey, &rkey);
+		if (ret) {
+			tx->npin = n;
 			op->tr_priv = tx;
-			return err == -EPERM || err == -EFAULT ? -ENOMEM : err;
+			return ret;
 		}
-		tx->mr[n++] = mr;
+		n++;
 		seg.addr = (uintptr_t)op->iov[i].iov_base;
 		seg.len = (uint32_t)op->iov[i].iov_len;
-		seg.rkey = mr->rkey;
+		seg.rkey = rkey;
 		rmsgi_seg_encode(&seg, frame + off);
 		off += RMSGI_SEG_SIZE;
 	}
-	tx->nmr = n;
+	tx->npin = n;
 	op->tr_priv = tx;
 	*flen_p = off;
 	return 0;
@@ -978,10 +1057,167 @@ static void rdma_rndv_release(struct rmsg_conn *c, struct rmsgi_op *op)
 
 	if (!tx)
 		return;
-	for (i = 0; i < tx->nmr; i++)
-		ibv_dereg_mr(tx->mr[i]);
+	for (i = 0; i < tx->npin; i++)
+		rmsgi_mr_unpin(c->ctx, &tx->pin[i]);
 	free(tx);
 	op->tr_priv = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* one-sided operations                                                 */
+
+static void rma_release(struct rmsg_ctx *ctx, struct rmsgi_op *op)
+{
+	struct rma_tx *tx = op->tr_priv;
+	int i;
+
+	if (!tx)
+		return;
+	for (i = 0; i < tx->npin; i++)
+		rmsgi_mr_unpin(ctx, &tx->pin[i]);
+	free(tx);
+	op->tr_priv = NULL;
+}
+
+/* keys for every piece: the pools, the app's regions, or the cache */
+static int rma_prepare(struct rdma_conn *rc, struct rmsgi_op *op)
+{
+	struct rmsg_ctx *ctx = rc->r->ctx;
+	int need = op->kind == RMSGI_OP_READ ? RMSGI_ACCESS_LOCAL_WRITE : 0;
+	struct rma_tx *tx;
+	uint32_t rkey;
+	int i, ret;
+
+	if (!op->rma.has_rkey) {
+		rmsgi_err(ctx,
+			  "conn %u: the peer's descriptor has no rkey (its "
+			  "region was exported before its context opened an "
+			  "RDMA device): export it again",
+			  rc->c->id);
+		return -EINVAL;
+	}
+	tx = calloc(1, sizeof(*tx) + sizeof(tx->pin[0]) * (size_t)op->iovcnt +
+			       sizeof(uint32_t) * (size_t)op->iovcnt);
+	if (!tx)
+		return -ENOMEM;
+	tx->lkey = (uint32_t *)(tx->pin + op->iovcnt);
+	op->tr_priv = tx;
+	for (i = 0; i < op->iovcnt; i++) {
+		const struct iovec *v = &op->iov[i];
+
+		if (!v->iov_len ||
+		    rmsgi_pool_lookup(ctx->pool, v->iov_base, v->iov_len,
+				      &tx->lkey[i]) == 0)
+			continue;
+		ret = rmsgi_mr_pin(ctx, v->iov_base, v->iov_len, need,
+				   &tx->pin[tx->npin], &tx->lkey[i], &rkey);
+		if (ret) {
+			rma_release(ctx, op);
+			return ret;
+		}
+		tx->npin++;
+	}
+	tx->split =
+		op->type == RMSGI_T_WRITE_IMM &&
+		(op->len > rc->r->max_msg_sz || op->iovcnt > (int)rc->max_sge);
+	return 0;
+}
+
+/* fills slots with the pieces of rc->rma_op while room lasts; the op
+ * completes with its last slot */
+static void rc_post_rma(struct rdma_conn *rc)
+{
+	struct rdma_ctx *r = rc->r;
+	struct rmsgi_op *op;
+
+	while ((op = rc->rma_op) && rc->state == RC_UP &&
+	       ring_used(rc) < SQ_DEPTH - 8) {
+		struct rma_tx *tx = op->tr_priv;
+		bool rd = op->kind == RMSGI_OP_READ;
+		struct sq_slot *s;
+		uint64_t bytes = 0;
+		int nsge = 0;
+
+		if (rd && rc->reads_out >= r->rd_atom)
+			break;
+		if (tx->split && tx->done == op->len && tx->started) {
+			/* the writes went: the immediate follows in order */
+			struct rmsgi_hdr h = {.type = RMSGI_T_IMM,
+					      .aux = op->aux,
+					      .id = op->len};
+			uint8_t *hdr;
+
+			s = slot_fill(rc, SLOT_RMA);
+			hdr = rc->hdrs + (size_t)(rc->head - 1) % SQ_DEPTH * 64;
+			rmsgi_hdr_encode(&h, hdr);
+			s->wr.opcode = IBV_WR_SEND;
+			s->sge[0].addr = (uintptr_t)hdr;
+			s->sge[0].length = RMSGI_HDR_SIZE;
+			s->sge[0].lkey = rc->hdrs_lkey;
+			s->wr.num_sge = 1;
+			s->op = op;
+			rc->rma_op = NULL;
+			break;
+		}
+		s = slot_fill(rc, SLOT_RMA);
+		while (tx->idx < op->iovcnt && nsge < (int)rc->max_sge &&
+		       bytes < r->max_msg_sz) {
+			const struct iovec *v = &op->iov[tx->idx];
+			uint64_t take = RMSGI_MIN(v->iov_len - tx->ioff,
+						  r->max_msg_sz - bytes);
+
+			if (!take) {
+				tx->idx++;
+				tx->ioff = 0;
+				continue;
+			}
+			s->sge[nsge].addr =
+				(uintptr_t)((uint8_t *)v->iov_base + tx->ioff);
+			s->sge[nsge].length = (uint32_t)take;
+			s->sge[nsge].lkey = tx->lkey[tx->idx];
+			nsge++;
+			bytes += take;
+			tx->ioff += take;
+			if (tx->ioff == v->iov_len) {
+				tx->idx++;
+				tx->ioff = 0;
+			}
+		}
+		s->wr.num_sge = nsge;
+		s->wr.wr.rdma.remote_addr = op->rma.addr + tx->done;
+		s->wr.wr.rdma.rkey = op->rma.rkey;
+		tx->done += bytes;
+		tx->started = true;
+		if (rd) {
+			s->wr.opcode = IBV_WR_RDMA_READ;
+			s->is_read = 1;
+			rc->reads_out++;
+		} else if (op->type == RMSGI_T_WRITE_IMM && !tx->split) {
+			s->wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+			s->wr.imm_data = htonl(op->aux);
+		} else {
+			s->wr.opcode = IBV_WR_RDMA_WRITE;
+		}
+		if (tx->done == op->len && !tx->split) {
+			s->op = op;
+			rc->rma_op = NULL;
+		}
+	}
+	if (!rc->rma_op && rc->room_wanted) {
+		rc->room_wanted = false;
+		rmsgi_conn_tr_room(rc->c);
+	}
+}
+
+static int rdma_post_rma(struct rdma_conn *rc, struct rmsgi_op *op)
+{
+	int ret = rma_prepare(rc, op);
+
+	if (ret)
+		return ret;
+	rc->rma_op = op;
+	rc_post_rma(rc);
+	return 0;
 }
 
 static int rdma_post(struct rmsg_conn *c, struct rmsgi_op *op)
@@ -998,11 +1234,14 @@ static int rdma_post(struct rmsg_conn *c, struct rmsgi_op *op)
 
 	if (rc->state != RC_UP)
 		return -ENOTCONN;
-	/* keep room for rendezvous reads of the other direction */
-	if (ring_used(rc) >= SQ_DEPTH - 8) {
+	/* keep room for rendezvous reads of the other direction; and
+	 * nothing overtakes a one-sided op still being posted */
+	if (ring_used(rc) >= SQ_DEPTH - 8 || rc->rma_op) {
 		rc->room_wanted = true;
 		return -EAGAIN;
 	}
+	if (op->kind == RMSGI_OP_WRITE || op->kind == RMSGI_OP_READ)
+		return rdma_post_rma(rc, op);
 	h.type = op->type;
 	h.flags = 0;
 	h.credits = op->credits;
@@ -1106,7 +1345,7 @@ static void rdma_kick(struct rmsg_conn *c)
 		struct sq_slot *s = &rc->ring[i % SQ_DEPTH];
 
 		if (++rc->since_sig >= SIG_EVERY || i + 1 == rc->head ||
-		    s->kind == SLOT_READ) {
+		    s->kind == SLOT_READ || s->is_read) {
 			s->wr.send_flags |= IBV_SEND_SIGNALED;
 			s->signaled = 1;
 			rc->since_sig = 0;
@@ -1262,8 +1501,12 @@ static void rc_retire(struct rdma_conn *rc, uint32_t upto, int status)
 			if (--rx->reads_out == 0 && rx->seg_idx == rx->nseg)
 				rmsgi_conn_rx_ready(c, &rx->m, rx->status);
 		} else if (s->op) {
+			if (s->kind == SLOT_RMA)
+				rma_release(rc->r->ctx, s->op);
 			rmsgi_conn_op_done(c, s->op, st);
 		}
+		if (s->is_read)
+			rc->reads_out--;
 	}
 	if (rc->room_wanted && ring_used(rc) < SQ_DEPTH / 2) {
 		rc->room_wanted = false;
@@ -1302,6 +1545,15 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 	/* the buffer carries one of this conn's credits until reposted */
 	rb->m.conn = rc->c;
 	rmsgi_conn_get(rc->c);
+	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+		/* the peer's write-with-immediate: nothing is in the buffer */
+		memset(&h, 0, sizeof(h));
+		h.type = RMSGI_T_IMM;
+		h.aux = ntohl(wc->imm_data);
+		h.id = wc->byte_len;
+		rmsgi_conn_rx(rc->c, &h, &rb->m);
+		return;
+	}
 	/* DATA fits the buffer (byte_len checks it); RNDV_REQ announces up
 	 * to the configured maximum */
 	ret = rmsgi_hdr_decode(rb->buf, wc->byte_len, rc->c->cfg.max_msg_size,
@@ -1309,7 +1561,7 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 	if (ret == 0 && h.type == RMSGI_T_DATA &&
 	    h.len != wc->byte_len - RMSGI_HDR_SIZE)
 		ret = -EPROTO;
-	if (ret == 0 && h.type >= RMSGI_T_HELLO)
+	if (ret == 0 && h.type >= RMSGI_T_HELLO && h.type != RMSGI_T_IMM)
 		ret = -EPROTO;
 	if (ret == 0 && h.type != RMSGI_T_DATA && h.type != RMSGI_T_RNDV_REQ &&
 	    wc->byte_len != RMSGI_HDR_SIZE)
@@ -1366,8 +1618,13 @@ static int cq_drain(struct rdma_ctx *r)
 				    rc->state == RC_LINGER) &&
 				   rc->tail == rc->head) {
 				rc_teardown(rc, 0);
-			} else if (rc->pending_reads) {
-				rc_post_reads(rc);
+			} else {
+				if (rc->pending_reads)
+					rc_post_reads(rc);
+				if (rc->rma_op) {
+					rc_post_rma(rc);
+					rdma_kick(rc->c);
+				}
 			}
 		}
 		total += n;
@@ -1449,12 +1706,16 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 
 			if (s->copybuf)
 				rmsgi_pool_free(r->ctx->pool, s->copybuf);
+			if (s->op && s->kind == SLOT_RMA)
+				rma_release(r->ctx, s->op);
 			if (s->op)
 				rmsgi_conn_op_done(c, s->op, -ECANCELED);
 			if (s->kind == SLOT_READ) {
 				s->rx->reads_out--;
 				rc->reads_out--;
 			}
+			if (s->is_read)
+				rc->reads_out--;
 		}
 		rc_timer(rc, TEARDOWN_MS);
 	} else if (rc->state == RC_DEAD) {
@@ -1465,6 +1726,14 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 		return; /* flush completions still to come */
 
 	rc_timer_stop(rc);
+	if (rc->rma_op) {
+		/* posted in part: its last piece never will be */
+		struct rmsgi_op *op = rc->rma_op;
+
+		rc->rma_op = NULL;
+		rma_release(r->ctx, op);
+		rmsgi_conn_op_done(c, op, -ECANCELED);
+	}
 	while (rc->pending_reads) {
 		struct rndv_rx *rx = rc->pending_reads;
 
@@ -1596,6 +1865,7 @@ static void rdma_ctx_fini(struct rmsg_ctx *ctx)
 	}
 	free(r->rx_chunks);
 	rmsgi_pool_clear_reg(ctx->pool);
+	rmsgi_mr_clear_reg(ctx);
 	if (r->pd)
 		ibv_dealloc_pd(r->pd);
 	ev_ref(ctx->loop);
@@ -1614,7 +1884,7 @@ static int rdma_buf_key(struct rmsg_ctx *ctx, const void *addr, size_t len,
 const struct rmsgi_tr_ops rmsgi_tr_rdma = {
 	.name = "rdma",
 	.id = RMSGI_TR_RDMA,
-	.caps = RMSGI_TR_CAP_RNDV,
+	.caps = RMSGI_TR_CAP_RNDV | RMSGI_TR_CAP_RMA,
 	.ctx_fini = rdma_ctx_fini,
 	.listen = rdma_listen_op,
 	.listen_close = rdma_listen_close,

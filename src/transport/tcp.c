@@ -62,6 +62,8 @@
 #define TCP_RBUF_CACHE 8
 #define TCP_SPARE_MAX ((size_t)16 << 20)
 #define TCP_HS_MAX (RMSGI_HDR_SIZE + RMSGI_HELLO_SIZE + RMSG_PRIVATE_DATA_MAX)
+/* a frame's header slot: the header and a one-sided op's RMA header */
+#define TCP_SLOT 64
 
 #if defined(IOV_MAX) && IOV_MAX < TCP_WIOV
 #error "TCP_WIOV exceeds IOV_MAX"
@@ -150,7 +152,7 @@ struct tcp_conn {
 	unsigned outq_len;
 	size_t outq_bytes;
 	size_t out_off;
-	uint8_t (*hdr)[RMSGI_HDR_SIZE];
+	uint8_t (*hdr)[TCP_SLOT];
 	unsigned hdr_mask;
 	unsigned hdr_seq;
 	uint8_t hs[TCP_HS_MAX]; /* handshake frame, written first */
@@ -469,21 +471,41 @@ static void tcp_conn_unbusy(struct tcp_conn *tc)
 /* ------------------------------------------------------------------ */
 /* output                                                               */
 
+/* bytes of @op's frame that come from its header slot */
+static size_t tcp_pre(const struct rmsgi_op *op)
+{
+	if (op->kind == RMSGI_OP_WRITE)
+		return RMSGI_HDR_SIZE + RMSGI_RMA_SIZE;
+	if (op->kind == RMSGI_OP_READ)
+		return RMSGI_HDR_SIZE + RMSGI_READ_REQ_SIZE;
+	return RMSGI_HDR_SIZE;
+}
+
+/* bytes of @op's whole frame; a read request carries no payload (its
+ * iovec is where the answer goes) */
+static size_t tcp_frame_len(const struct rmsgi_op *op)
+{
+	return tcp_pre(op) + (op->kind == RMSGI_OP_READ ? 0 : op->len);
+}
+
 /* appends @op's frame minus its first @skip bytes to @iov */
 static int tcp_op_iov(const struct rmsgi_op *op, size_t skip, struct iovec *iov,
 		      int n, size_t *want)
 {
+	size_t pre = tcp_pre(op);
 	int i;
 
-	if (skip < RMSGI_HDR_SIZE) {
+	if (skip < pre) {
 		iov[n].iov_base = (uint8_t *)op->tr_priv + skip;
-		iov[n].iov_len = RMSGI_HDR_SIZE - skip;
+		iov[n].iov_len = pre - skip;
 		*want += iov[n].iov_len;
 		n++;
 		skip = 0;
 	} else {
-		skip -= RMSGI_HDR_SIZE;
+		skip -= pre;
 	}
+	if (op->kind == RMSGI_OP_READ)
+		return n;
 	for (i = 0; i < op->iovcnt && n < TCP_WIOV; i++) {
 		size_t len = op->iov[i].iov_len;
 
@@ -516,7 +538,7 @@ static void tcp_written(struct tcp_conn *tc, size_t done)
 	while (done && (n = tc->outq.next) != &tc->outq) {
 		struct rmsgi_op *op =
 			rmsgi_list_entry(n, struct rmsgi_op, link);
-		size_t rest = RMSGI_HDR_SIZE + op->len - tc->out_off;
+		size_t rest = tcp_frame_len(op) - tc->out_off;
 
 		if (done < rest) {
 			tc->out_off += done;
@@ -526,7 +548,7 @@ static void tcp_written(struct tcp_conn *tc, size_t done)
 		tc->out_off = 0;
 		rmsgi_list_del(&op->link);
 		tc->outq_len--;
-		tc->outq_bytes -= RMSGI_HDR_SIZE + op->len;
+		tc->outq_bytes -= tcp_frame_len(op);
 		op->tr_priv = NULL;
 		rmsgi_conn_op_done(c, op, 0);
 	}
@@ -603,7 +625,7 @@ static int tcp_hdr_alloc(struct tcp_conn *tc)
 
 	while (size < want)
 		size <<= 1;
-	tc->hdr = malloc((size_t)size * RMSGI_HDR_SIZE);
+	tc->hdr = malloc((size_t)size * TCP_SLOT);
 	if (!tc->hdr)
 		return -ENOMEM;
 	tc->hdr_mask = size - 1;
@@ -632,11 +654,19 @@ static int tcp_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	h.len = op->len;
 	h.id = op->id;
 	slot = tc->hdr[tc->hdr_seq++ & tc->hdr_mask];
+	if (op->kind == RMSGI_OP_WRITE || op->kind == RMSGI_OP_READ) {
+		struct rmsgi_rma r = {
+			.off = op->rma.off, .rid = op->rma.rid, .len = op->len};
+		int rd = op->kind == RMSGI_OP_READ;
+
+		h.len = rd ? RMSGI_READ_REQ_SIZE : RMSGI_RMA_SIZE + op->len;
+		rmsgi_rma_encode(&r, rd, slot + RMSGI_HDR_SIZE);
+	}
 	rmsgi_hdr_encode(&h, slot);
 	op->tr_priv = slot;
 	rmsgi_list_add_tail(&tc->outq, &op->link);
 	tc->outq_len++;
-	tc->outq_bytes += RMSGI_HDR_SIZE + op->len;
+	tc->outq_bytes += tcp_frame_len(op);
 	if (tc->blocked)
 		return 0; /* EV_WRITE carries it */
 	if (tc->outq_len < TCP_BATCH_FRAMES &&
@@ -809,6 +839,7 @@ static int tcp_check_type(const struct tcp_conn *tc, const struct rmsgi_hdr *h)
 		case RMSGI_T_HELLO_ACK:
 		case RMSGI_T_REJECT:
 		case RMSGI_T_RNDV_REQ: /* never sent over TCP (caps 0) */
+		case RMSGI_T_IMM:      /* RDMA only */
 			return -EPROTO;
 		default:
 			return 0;

@@ -41,6 +41,12 @@ enum rmsgi_tr_id {
 
 /* capabilities */
 #define RMSGI_TR_CAP_RNDV 0x1 /* large messages go by rendezvous read */
+/* one-sided ops are native: write and read consume no receive (no
+ * credit) and complete without the peer's acknowledgement. Without it
+ * conn.c sends them as frames (credit each) that the peer acknowledges
+ * (RNDV_ACK for writes, READ_RESP for reads). post() of a one-sided op
+ * may fail with -EINVAL, -EACCES or -ENOMEM: only that op fails. */
+#define RMSGI_TR_CAP_RMA 0x2
 
 struct rmsgi_tr_ops {
 	const char *name;

@@ -56,9 +56,9 @@ static const char *addr(void)
 
 static void run(struct rmsg_ctx *ctx, struct cs *t)
 {
-	struct rmsg_conn_ops sops = { .on_established = srv_est };
-	struct rmsg_conn_ops cops = { .on_established = cli_est,
-				      .on_close = cli_close };
+	struct rmsg_conn_ops sops = {.on_established = srv_est};
+	struct rmsg_conn_ops cops = {.on_established = cli_est,
+				     .on_close = cli_close};
 	struct rmsg_conn *c;
 	char uri[160];
 	uint16_t port;
@@ -86,9 +86,8 @@ static void run(struct rmsg_ctx *ctx, struct cs *t)
 	else
 		T_ASSERT(!t->got_reason, "%s: unexpected reason '%s'", t->name,
 			 t->got_reason);
-	printf("%s: %s%s%s%s\n", t->name, t->got_tr,
-	       t->got_reason ? " (" : "", t->got_reason ? t->got_reason : "",
-	       t->got_reason ? ")" : "");
+	printf("%s: %s%s%s%s\n", t->name, t->got_tr, t->got_reason ? " (" : "",
+	       t->got_reason ? t->got_reason : "", t->got_reason ? ")" : "");
 }
 
 int main(void)
@@ -96,21 +95,21 @@ int main(void)
 	struct stat st;
 	int rdma = stat("/dev/infiniband/rdma_cm", &st) == 0 &&
 		   getenv("RMSG_VM") != NULL;
-	struct cs a = { .name = "A auto->auto",
-			.scheme_l = "auto",
-			.scheme_c = "auto",
-			.want_tr = rdma ? "rdma" : "tcp",
-			.want_reason = rdma ? NULL : "no RDMA device" };
-	struct cs b = { .name = "B auto->tcp",
-			.scheme_l = "tcp",
-			.scheme_c = "auto",
-			.want_tr = "tcp",
-			.want_reason = rdma ? "peer has no RDMA listener"
-					    : "no RDMA device" };
-	struct cs c = { .name = "C tcp->auto",
-			.scheme_l = "auto",
-			.scheme_c = "tcp",
-			.want_tr = "tcp" };
+	struct cs a = {.name = "A auto->auto",
+		       .scheme_l = "auto",
+		       .scheme_c = "auto",
+		       .want_tr = rdma ? "rdma" : "tcp",
+		       .want_reason = rdma ? NULL : "no RDMA device"};
+	struct cs b = {.name = "B auto->tcp",
+		       .scheme_l = "tcp",
+		       .scheme_c = "auto",
+		       .want_tr = "tcp",
+		       .want_reason = rdma ? "peer has no RDMA listener"
+					   : "no RDMA device"};
+	struct cs c = {.name = "C tcp->auto",
+		       .scheme_l = "auto",
+		       .scheme_c = "tcp",
+		       .want_tr = "tcp"};
 	struct rmsg_ctx *ctx;
 
 	loop = ev_default_loop(0);

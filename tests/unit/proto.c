@@ -51,25 +51,34 @@ static void hdr_encode__roundtrip_every_type(void **state)
 	static const struct {
 		uint8_t type;
 		uint64_t len;
+		uint32_t aux_max; /* types that constrain aux */
 	} cases[] = {
-		{RMSGI_T_DATA, MAX_LEN},
-		{RMSGI_T_CREDIT, 0},
-		{RMSGI_T_RNDV_REQ, MAX_LEN},
-		{RMSGI_T_RNDV_ACK, 0},
-		{RMSGI_T_HELLO, RMSGI_HELLO_SIZE},
-		{RMSGI_T_HELLO_ACK, RMSGI_HELLO_SIZE + 32},
-		{RMSGI_T_REJECT, RMSGI_HELLO_SIZE + 1},
+		{RMSGI_T_DATA, MAX_LEN, UINT32_MAX},
+		{RMSGI_T_CREDIT, 0, UINT32_MAX},
+		{RMSGI_T_RNDV_REQ, MAX_LEN, UINT32_MAX},
+		{RMSGI_T_RNDV_ACK, 0, UINT32_MAX},
+		{RMSGI_T_HELLO, RMSGI_HELLO_SIZE, UINT32_MAX},
+		{RMSGI_T_HELLO_ACK, RMSGI_HELLO_SIZE + 32, UINT32_MAX},
+		{RMSGI_T_REJECT, RMSGI_HELLO_SIZE + 1, UINT32_MAX},
+		{RMSGI_T_WRITE, RMSGI_RMA_SIZE + MAX_LEN, 0},
+		{RMSGI_T_WRITE_IMM, RMSGI_RMA_SIZE + MAX_LEN, UINT32_MAX},
+		{RMSGI_T_READ_REQ, RMSGI_READ_REQ_SIZE, 0},
+		{RMSGI_T_READ_RESP, MAX_LEN, 0},
+		{RMSGI_T_IMM, 0, UINT32_MAX},
 	};
 	size_t i;
 
 	(void)state;
 	assert_int_equal(sizeof(cases) / sizeof(cases[0]), RMSGI_T_MAX_ - 1);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct rmsgi_hdr in = {.type = cases[i].type,
-				       .credits = (uint16_t)(0xffff - i),
-				       .aux = 0xfffffff0u + (uint32_t)i,
-				       .len = cases[i].len,
-				       .id = ~(uint64_t)i};
+		struct rmsgi_hdr in = {
+			.type = cases[i].type,
+			.credits = (uint16_t)(0xffff - i),
+			.aux = 0xfffffff0u + (uint32_t)i < cases[i].aux_max
+				       ? 0xfffffff0u + (uint32_t)i
+				       : cases[i].aux_max,
+			.len = cases[i].len,
+			.id = ~(uint64_t)i};
 		struct rmsgi_hdr out;
 		uint8_t buf[RMSGI_HDR_SIZE];
 
@@ -84,6 +93,58 @@ static void hdr_encode__roundtrip_every_type(void **state)
 		assert_true(out.len == in.len);
 		assert_true(out.id == in.id);
 	}
+}
+
+/* one-sided frames: lengths and aux as proto.h says, nothing else */
+static void hdr_decode__one_sided(void **state)
+{
+	static const struct {
+		uint8_t type;
+		uint32_t aux;
+		uint64_t len;
+		int ret;
+	} cases[] = {
+		{RMSGI_T_WRITE, 0, RMSGI_RMA_SIZE - 1, -EPROTO},
+		{RMSGI_T_WRITE, 1, RMSGI_RMA_SIZE, -EPROTO},
+		{RMSGI_T_WRITE, 0, RMSGI_RMA_SIZE, 0},
+		{RMSGI_T_WRITE, 0, RMSGI_RMA_SIZE + MAX_LEN + 1, -EMSGSIZE},
+		{RMSGI_T_WRITE, 0, UINT64_MAX, -EMSGSIZE},
+		{RMSGI_T_WRITE_IMM, 7, RMSGI_RMA_SIZE - 1, -EPROTO},
+		{RMSGI_T_WRITE_IMM, 7, RMSGI_RMA_SIZE + MAX_LEN + 1, -EMSGSIZE},
+		{RMSGI_T_READ_REQ, 0, RMSGI_READ_REQ_SIZE + 1, -EPROTO},
+		{RMSGI_T_READ_REQ, 1, RMSGI_READ_REQ_SIZE, -EPROTO},
+		{RMSGI_T_READ_RESP, 13, 0, 0},
+		{RMSGI_T_READ_RESP, 13, 1, -EPROTO},
+		{RMSGI_T_READ_RESP, 4096, 0, -EPROTO},
+		{RMSGI_T_READ_RESP, 0, MAX_LEN + 1, -EMSGSIZE},
+		{RMSGI_T_IMM, 5, 1, -EPROTO},
+	};
+	struct rmsgi_rma r = {.off = 1ull << 40, .rid = 0xabcdef01, .len = 9},
+			 o;
+	uint8_t rb[RMSGI_READ_REQ_SIZE];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rmsgi_hdr in = {.type = cases[i].type,
+				       .aux = cases[i].aux,
+				       .len = cases[i].len};
+		struct rmsgi_hdr out;
+		uint8_t buf[RMSGI_HDR_SIZE];
+
+		rmsgi_hdr_encode(&in, buf);
+		assert_int_equal(
+			rmsgi_hdr_decode(buf, sizeof(buf), MAX_LEN, &out),
+			cases[i].ret);
+	}
+	rmsgi_rma_encode(&r, 1, rb);
+	assert_int_equal(rmsgi_rma_decode(rb, sizeof(rb), 1, &o), 0);
+	assert_true(o.off == r.off && o.rid == r.rid && o.len == r.len);
+	assert_int_equal(rmsgi_rma_decode(rb, RMSGI_RMA_SIZE, 1, &o), -EPROTO);
+	assert_int_equal(rmsgi_rma_decode(rb, RMSGI_RMA_SIZE, 0, &o), 0);
+	assert_true(o.len == 0);
+	rb[13] = 1; /* reserved */
+	assert_int_equal(rmsgi_rma_decode(rb, sizeof(rb), 1, &o), -EPROTO);
 }
 
 /* the layout documented in proto.h, little-endian */
@@ -460,6 +521,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(hdr_encode__roundtrip),
 		cmocka_unit_test(hdr_encode__roundtrip_every_type),
+		cmocka_unit_test(hdr_decode__one_sided),
 		cmocka_unit_test(hdr_encode__wire_layout),
 		cmocka_unit_test(hdr_decode__bad_magic),
 		cmocka_unit_test(hdr_decode__bad_version),

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: MIT
+/*
+ * keepalive.c - heartbeats and peer-death detection with a time bound.
+ *
+ * RDMA alone does not bound it (VM-TESTBED.md): a side with only receives
+ * posted never notices a dead peer, and DISCONNECTED can come a minute
+ * late. So a side that has heard nothing for one interval probes: it
+ * sends a CREDIT frame marked RMSGI_CREDIT_PROBE, which the peer answers
+ * at once with a CREDIT frame of its own. A connection that heard nothing
+ * for interval x misses closes with -ETIMEDOUT, failing everything
+ * outstanding. Probes are answered whatever the peer's own interval, so
+ * the two ends need not agree on it.
+ *
+ * A peer that has no credit left cannot answer; while our count says so
+ * (the app here holds its messages) its silence is not held against it.
+ */
+#include "rmsg_int.h"
+
+/* queues the one CREDIT frame a connection has, if it is free */
+static void send_credit_frame(struct rmsg_conn *c, uint32_t aux)
+{
+	if (c->credit_op_busy || c->state != RMSGI_CS_ESTABLISHED)
+		return; /* a frame is on its way: that tells the peer */
+	c->credit_op_busy = true;
+	c->credit_op.aux = aux;
+	rmsgi_list_add_head(&c->sendq, &c->credit_op.link);
+	rmsgi_ctx_mark_dirty(c->ctx, c);
+}
+
+void rmsgi_keepalive_answer(struct rmsg_conn *c)
+{
+	send_credit_frame(c, 0);
+}
+
+static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct rmsg_conn *c = w->data;
+	ev_tstamp now = ev_now(loop);
+	ev_tstamp iv = c->cfg.keepalive_ms / 1000.0;
+
+	if (c->state != RMSGI_CS_ESTABLISHED)
+		return;
+	if (c->peer_avail <= 0)
+		c->last_rx = now; /* it cannot talk: do not count */
+	if (now - c->last_rx > iv * c->cfg.keepalive_misses) {
+		rmsgi_warn(c->ctx,
+			   "conn %u: nothing heard for %.1f s "
+			   "(keepalive %u ms x %u): peer dead",
+			   c->id, now - c->last_rx, c->cfg.keepalive_ms,
+			   c->cfg.keepalive_misses);
+		rmsgi_conn_abort(c, -ETIMEDOUT);
+		rmsgi_ctx_flush(c->ctx);
+		return;
+	}
+	if (now - c->last_rx >= iv) {
+		send_credit_frame(c, RMSGI_CREDIT_PROBE);
+		rmsgi_ctx_flush(c->ctx);
+	}
+}
+
+void rmsgi_keepalive_start(struct rmsg_conn *c)
+{
+	ev_tstamp iv;
+
+	c->last_rx = c->last_tx = ev_now(c->ctx->loop);
+	if (!c->cfg.keepalive_ms || c->ka_on)
+		return;
+	iv = c->cfg.keepalive_ms / 1000.0;
+	ev_timer_init(&c->ka, ka_cb, iv / 2, iv / 2);
+	c->ka.data = c;
+	ev_timer_start(c->ctx->loop, &c->ka);
+	/* the connection itself keeps the loop alive, not its heartbeat */
+	ev_unref(c->ctx->loop);
+	c->ka_on = true;
+}
+
+void rmsgi_keepalive_stop(struct rmsg_conn *c)
+{
+	if (!c->ka_on)
+		return;
+	ev_ref(c->ctx->loop);
+	ev_timer_stop(c->ctx->loop, &c->ka);
+	c->ka_on = false;
+}

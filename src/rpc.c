@@ -1,0 +1,539 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rpc.c - calls, replies, the call table, deadlines and cancellation.
+ *
+ * RPC rides on ordinary messages, so eager sends, rendezvous and credits
+ * apply unchanged and no transport knows about it. A request or reply is
+ * a message whose frame header has aux = RMSGI_AUX_RPC_REQ or _REP and
+ * whose payload starts with a 16-byte RPC header (little-endian):
+ *
+ *   0  4  method (request) or status (reply: 0 or a negative errno)
+ *   4  4  reserved, 0
+ *   8  8  call id, chosen by the caller, echoed by the reply
+ *
+ * A call finishes once: by its reply, its deadline, rmsg_call_cancel() or
+ * the connection's end. Its callback runs from the loop, never inside an
+ * API call, and never before the request's memory is free: a reply proves
+ * the peer has the whole request; a deadline or cancel that comes first
+ * waits for the send's completion.
+ */
+#include <stdlib.h>
+
+#include "rmsg_int.h"
+
+#define RPC_HDR_SIZE 16
+#define RPC_BUCKETS 256
+#define RPC_IOV_INLINE 8
+
+struct rpc_call {
+	struct rmsgi_list link; /* conn's calls, for close */
+	struct rpc_call *hnext; /* id hash chain */
+	struct rmsg_conn *c;
+	uint64_t id;
+	rmsg_reply_cb cb;
+	void *arg;
+	ev_timer timer; /* deadline, then the deferred callback */
+	bool timer_on;
+	bool sent;     /* the request's send callback ran */
+	bool finished; /* status is known */
+	bool delivered;
+	bool hashed;
+	int status;
+	uint8_t hdr[RPC_HDR_SIZE];
+	struct iovec iov_inline[RPC_IOV_INLINE];
+	struct iovec *iov;
+};
+
+struct rmsgi_rpc_conn {
+	struct rmsgi_list calls;
+	struct rpc_call *hash[RPC_BUCKETS];
+};
+
+struct rpc_handler {
+	struct rpc_handler *next;
+	uint32_t method;
+	rmsg_handler_cb h;
+	void *arg;
+};
+
+struct rmsgi_rpc_ctx {
+	struct rpc_handler *buckets[64];
+	uint64_t next_id;
+};
+
+struct rmsg_req {
+	struct rmsg_conn *c;
+	uint64_t id;
+	uint32_t method;
+};
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static void rpc_hdr_encode(uint8_t *p, uint32_t word, uint64_t id)
+{
+	put_le32(p, word);
+	put_le32(p + 4, 0);
+	put_le32(p + 8, (uint32_t)id);
+	put_le32(p + 12, (uint32_t)(id >> 32));
+}
+
+static struct rmsgi_rpc_ctx *rpc_ctx(struct rmsg_ctx *ctx)
+{
+	if (!ctx->rpc)
+		ctx->rpc = calloc(1, sizeof(*ctx->rpc));
+	return ctx->rpc;
+}
+
+static struct rmsgi_rpc_conn *rpc_conn(struct rmsg_conn *c)
+{
+	if (!c->rpc) {
+		c->rpc = calloc(1, sizeof(*c->rpc));
+		if (c->rpc)
+			rmsgi_list_init(&c->rpc->calls);
+	}
+	return c->rpc;
+}
+
+void rmsgi_rpc_ctx_fini(struct rmsg_ctx *ctx)
+{
+	size_t i;
+
+	if (!ctx->rpc)
+		return;
+	for (i = 0; i < RMSGI_ARRAY_SIZE(ctx->rpc->buckets); i++)
+		while (ctx->rpc->buckets[i]) {
+			struct rpc_handler *h = ctx->rpc->buckets[i];
+
+			ctx->rpc->buckets[i] = h->next;
+			free(h);
+		}
+	free(ctx->rpc);
+	ctx->rpc = NULL;
+}
+
+int rmsg_handle(struct rmsg_ctx *ctx, uint32_t method, rmsg_handler_cb h,
+		void *arg)
+{
+	struct rmsgi_rpc_ctx *r;
+	struct rpc_handler **p, *e;
+
+	if (!ctx)
+		return -EINVAL;
+	r = rpc_ctx(ctx);
+	if (!r)
+		return -ENOMEM;
+	for (p = &r->buckets[method % 64]; *p; p = &(*p)->next)
+		if ((*p)->method == method)
+			break;
+	if (!h) {
+		/* removes the handler: later requests get -ENOSYS */
+		if (!*p)
+			return -ENOENT;
+		e = *p;
+		*p = e->next;
+		free(e);
+		return 0;
+	}
+	if (!*p) {
+		*p = calloc(1, sizeof(**p));
+		if (!*p)
+			return -ENOMEM;
+		(*p)->method = method;
+	}
+	(*p)->h = h;
+	(*p)->arg = arg;
+	return 0;
+}
+
+static struct rpc_handler *handler_find(struct rmsg_ctx *ctx, uint32_t m)
+{
+	struct rpc_handler *h;
+
+	if (!ctx->rpc)
+		return NULL;
+	for (h = ctx->rpc->buckets[m % 64]; h; h = h->next)
+		if (h->method == m)
+			return h;
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* the caller's side                                                    */
+
+static void call_unhash(struct rpc_call *call)
+{
+	struct rpc_call **p;
+
+	if (!call->hashed)
+		return;
+	call->hashed = false;
+	for (p = &call->c->rpc->hash[call->id % RPC_BUCKETS]; *p;
+	     p = &(*p)->hnext)
+		if (*p == call) {
+			*p = call->hnext;
+			return;
+		}
+}
+
+static struct rpc_call *call_find(struct rmsg_conn *c, uint64_t id)
+{
+	struct rpc_call *call;
+
+	if (!c->rpc)
+		return NULL;
+	for (call = c->rpc->hash[id % RPC_BUCKETS]; call; call = call->hnext)
+		if (call->id == id)
+			return call;
+	return NULL;
+}
+
+static void call_timer_stop(struct rpc_call *call)
+{
+	if (call->timer_on) {
+		ev_timer_stop(call->c->ctx->loop, &call->timer);
+		call->timer_on = false;
+	}
+}
+
+/* frees the call once its callback ran and its send completed */
+static void call_maybe_free(struct rpc_call *call)
+{
+	if (!call->delivered || !call->sent)
+		return;
+	call_timer_stop(call);
+	rmsgi_list_del(&call->link);
+	if (call->iov != call->iov_inline)
+		free(call->iov);
+	rmsgi_conn_put(call->c);
+	free(call);
+}
+
+static void call_deliver(struct rpc_call *call, struct rmsg_msg *reply)
+{
+	struct rmsg_conn *c = call->c;
+
+	call->delivered = true;
+	if (call->cb) {
+		c->ctx->in_cb++;
+		call->cb(c, call->status, reply, call->arg);
+		c->ctx->in_cb--;
+	}
+}
+
+static void call_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct rpc_call *call = w->data;
+	struct rmsg_ctx *ctx;
+
+	call->timer_on = false;
+	if (!call->finished) {
+		/* the deadline passed; a late reply finds no call */
+		call->finished = true;
+		call->status = -ETIMEDOUT;
+		call_unhash(call);
+	}
+	if (!call->sent)
+		return; /* delivered from the send callback */
+	ctx = call->c->ctx;
+	call_deliver(call, NULL);
+	call_maybe_free(call);
+	rmsgi_ctx_flush(ctx);
+}
+
+/* ends a call without a reply; the callback follows from the loop */
+static void call_end(struct rpc_call *call, int status)
+{
+	if (call->finished)
+		return;
+	call->finished = true;
+	call->status = status;
+	call_unhash(call);
+	call_timer_stop(call);
+	if (call->sent) {
+		ev_timer_set(&call->timer, 0, 0);
+		ev_timer_start(call->c->ctx->loop, &call->timer);
+		call->timer_on = true;
+	}
+}
+
+static void call_sent(struct rmsg_conn *c, int status, void *arg)
+{
+	struct rpc_call *call = arg;
+
+	call->sent = true;
+	if (status && !call->finished) {
+		call->finished = true;
+		call->status = status;
+		call_unhash(call);
+		call_timer_stop(call);
+	}
+	if (call->finished && !call->delivered) {
+		call_timer_stop(call);
+		call_deliver(call, NULL);
+	}
+	call_maybe_free(call);
+}
+
+int rmsg_call(struct rmsg_conn *c, uint32_t method, const struct iovec *iov,
+	      int iovcnt, uint32_t timeout_ms, rmsg_reply_cb cb, void *arg,
+	      uint64_t *call_id_p)
+{
+	struct rmsgi_rpc_ctx *rctx;
+	struct rmsgi_rpc_conn *rc;
+	struct rpc_call *call;
+	int ret;
+
+	if (!c || iovcnt < 0 || iovcnt > RMSG_IOV_MAX - 1 || (iovcnt && !iov))
+		return -EINVAL;
+	if (c->state >= RMSGI_CS_CLOSING)
+		return -ENOTCONN;
+	rctx = rpc_ctx(c->ctx);
+	rc = rpc_conn(c);
+	call = calloc(1, sizeof(*call));
+	if (!rctx || !rc || !call) {
+		free(call);
+		return -ENOMEM;
+	}
+	call->iov = call->iov_inline;
+	if (iovcnt + 1 > RPC_IOV_INLINE) {
+		call->iov = malloc(sizeof(*iov) * (size_t)(iovcnt + 1));
+		if (!call->iov) {
+			free(call);
+			return -ENOMEM;
+		}
+	}
+	call->c = c;
+	call->id = ++rctx->next_id;
+	call->cb = cb;
+	call->arg = arg;
+	rpc_hdr_encode(call->hdr, method, call->id);
+	call->iov[0].iov_base = call->hdr;
+	call->iov[0].iov_len = RPC_HDR_SIZE;
+	if (iovcnt)
+		memcpy(call->iov + 1, iov, sizeof(*iov) * (size_t)iovcnt);
+	ret = rmsgi_conn_send(c, call->iov, iovcnt + 1, RMSGI_AUX_RPC_REQ,
+			      false, call_sent, call);
+	if (ret) {
+		if (call->iov != call->iov_inline)
+			free(call->iov);
+		free(call);
+		return ret;
+	}
+	rmsgi_conn_get(c);
+	rmsgi_list_add_tail(&rc->calls, &call->link);
+	call->hnext = rc->hash[call->id % RPC_BUCKETS];
+	rc->hash[call->id % RPC_BUCKETS] = call;
+	call->hashed = true;
+	ev_timer_init(&call->timer, call_timer_cb, timeout_ms / 1000.0, 0);
+	call->timer.data = call;
+	if (timeout_ms) {
+		ev_timer_start(c->ctx->loop, &call->timer);
+		call->timer_on = true;
+	}
+	if (call_id_p)
+		*call_id_p = call->id;
+	return 0;
+}
+
+int rmsg_call_cancel(struct rmsg_conn *c, uint64_t call_id)
+{
+	struct rpc_call *call;
+
+	if (!c)
+		return -EINVAL;
+	call = call_find(c, call_id);
+	if (!call)
+		return -ENOENT; /* unknown, or already finished */
+	call_end(call, -ECANCELED);
+	return 0;
+}
+
+/* a reply: the peer has the whole request, so deliver at once */
+static int rpc_rx_reply(struct rmsg_conn *c, struct rmsg_msg *m, uint32_t word,
+			uint64_t id)
+{
+	int32_t status = (int32_t)word;
+	struct rpc_call *call;
+
+	if (status > 0 || status < -4095)
+		return -EPROTO;
+	call = call_find(c, id);
+	if (!call)
+		return 0; /* late: the call timed out or was canceled */
+	call->finished = true;
+	call->status = status;
+	call_unhash(call);
+	call_timer_stop(call);
+	m->in_cb = 1;
+	call_deliver(call, status ? NULL : m);
+	m->in_cb = 0;
+	call_maybe_free(call);
+	return 0;
+}
+
+void rmsgi_rpc_conn_closed(struct rmsg_conn *c, int reason)
+{
+	struct rmsgi_list *n, *t;
+
+	if (!c->rpc)
+		return;
+	rmsgi_list_for_each_safe (n, t, &c->rpc->calls) {
+		struct rpc_call *call =
+			rmsgi_list_entry(n, struct rpc_call, link);
+
+		if (!call->finished) {
+			call->finished = true;
+			call->status = reason;
+			call_unhash(call);
+		}
+		call_timer_stop(call);
+		if (!call->delivered)
+			call_deliver(call, NULL);
+		/* every request's send callback has run by now */
+		call->sent = true;
+		call_maybe_free(call);
+	}
+}
+
+void rmsgi_rpc_conn_free(struct rmsg_conn *c)
+{
+	free(c->rpc);
+	c->rpc = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* the handler's side                                                   */
+
+static void reply_sent(struct rmsg_conn *c, int status, void *arg)
+{
+	free(arg);
+}
+
+static int send_reply(struct rmsg_conn *c, uint64_t id, int status,
+		      const struct iovec *iov, int iovcnt)
+{
+	size_t len = RPC_HDR_SIZE, off;
+	struct iovec out;
+	uint8_t *buf;
+	int i, ret;
+
+	for (i = 0; i < iovcnt; i++)
+		len += iov[i].iov_len;
+	/* copied here, so the caller may reuse its memory at once */
+	buf = malloc(len);
+	if (!buf)
+		return -ENOMEM;
+	rpc_hdr_encode(buf, (uint32_t)status, id);
+	off = RPC_HDR_SIZE;
+	for (i = 0; i < iovcnt; i++) {
+		memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+	out.iov_base = buf;
+	out.iov_len = len;
+	/* replies skip the queue bound: they are bounded by requests */
+	ret = rmsgi_conn_send(c, &out, 1, RMSGI_AUX_RPC_REP, true, reply_sent,
+			      buf);
+	if (ret)
+		free(buf);
+	return ret;
+}
+
+static void req_free(struct rmsg_req *req)
+{
+	rmsgi_conn_put(req->c);
+	free(req);
+}
+
+int rmsg_reply(struct rmsg_req *req, const struct iovec *iov, int iovcnt)
+{
+	int i, ret;
+
+	if (!req || iovcnt < 0 || iovcnt > RMSG_IOV_MAX - 1 || (iovcnt && !iov))
+		return -EINVAL;
+	for (i = 0; i < iovcnt; i++)
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return -EINVAL;
+	ret = req->c->state == RMSGI_CS_ESTABLISHED
+		      ? send_reply(req->c, req->id, 0, iov, iovcnt)
+		      : -ENOTCONN;
+	if (ret == -ENOMEM)
+		return ret;   /* the request stays: try again */
+	if (ret == -EMSGSIZE) /* the caller learns why, not by deadline */
+		send_reply(req->c, req->id, -EMSGSIZE, NULL, 0);
+	req_free(req);
+	return ret;
+}
+
+int rmsg_reply_error(struct rmsg_req *req, int err)
+{
+	int ret;
+
+	if (!req || err >= 0 || err < -4095)
+		return -EINVAL;
+	ret = req->c->state == RMSGI_CS_ESTABLISHED
+		      ? send_reply(req->c, req->id, err, NULL, 0)
+		      : -ENOTCONN;
+	if (ret == -ENOMEM)
+		return ret;
+	req_free(req);
+	return ret;
+}
+
+static int rpc_rx_request(struct rmsg_conn *c, struct rmsg_msg *m,
+			  uint32_t method, uint64_t id)
+{
+	struct rpc_handler *h = handler_find(c->ctx, method);
+	struct rmsg_req *req;
+
+	if (!h)
+		return send_reply(c, id, -ENOSYS, NULL, 0) == -ENOMEM ? -ENOMEM
+								      : 0;
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return -ENOMEM;
+	req->c = c;
+	req->id = id;
+	req->method = method;
+	rmsgi_conn_get(c);
+	m->in_cb = 1;
+	c->ctx->in_cb++;
+	h->h(c, req, m, h->arg);
+	c->ctx->in_cb--;
+	m->in_cb = 0;
+	return 0;
+}
+
+int rmsgi_rpc_rx(struct rmsg_conn *c, struct rmsg_msg *m)
+{
+	uint32_t word;
+	uint64_t id;
+	int ret;
+
+	if (m->len < RPC_HDR_SIZE ||
+	    (m->aux != RMSGI_AUX_RPC_REQ && m->aux != RMSGI_AUX_RPC_REP))
+		return -EPROTO;
+	word = get_le32(m->data);
+	if (get_le32(m->data + 4))
+		return -EPROTO;
+	id = get_le32(m->data + 8) | (uint64_t)get_le32(m->data + 12) << 32;
+	m->data += RPC_HDR_SIZE;
+	m->len -= RPC_HDR_SIZE;
+	if (m->aux == RMSGI_AUX_RPC_REQ)
+		ret = rpc_rx_request(c, m, word, id);
+	else
+		ret = rpc_rx_reply(c, m, word, id);
+	return ret;
+}

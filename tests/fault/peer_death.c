@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+/*
+ * peer_death.c - the server process dies (SIGKILL) or hangs (SIGSTOP:
+ * its kernel still acknowledges, only the app is silent) while calls and
+ * sends (eager and rendezvous) are in flight. Every callback on the
+ * client runs exactly once, the calls with an error; on_close reports
+ * the failure within the keepalive bound (300 ms x 3 here, so about a
+ * second); a second connection to another server keeps working.
+ * Runs on both transports (RDMA in the VM).
+ */
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../integration/common.h"
+
+#define NCALLS 50
+#define NSENDS 50
+#define KA_MS 300
+#define KA_MISSES 3
+
+static struct ev_loop *loop;
+static struct rmsg_conn *victim, *other;
+static int call_cbs, call_errs, send_cbs, closed, other_ok, round_no;
+static int close_reason;
+static ev_tstamp t_kill, t_closed;
+static pid_t child;
+static uint8_t *big;
+
+/* ---- the server that dies ---- */
+
+static void never_reply(struct rmsg_conn *c, struct rmsg_req *req,
+			struct rmsg_msg *m, void *arg)
+{
+	(void)req; /* held forever: the process dies first */
+}
+
+static void serve(int fd)
+{
+	struct rmsg_listener *l;
+	struct rmsg_ctx *ctx;
+	char uri[128];
+	uint16_t port;
+
+	struct ev_loop *own = ev_default_loop(0);
+
+	t_uri(uri, sizeof(uri), 0);
+	if (!own || rmsg_ctx_create(own, NULL, &ctx) ||
+	    rmsg_handle(ctx, 1, never_reply, NULL) ||
+	    rmsg_listen(ctx, uri, NULL, NULL, NULL, NULL, &l) ||
+	    rmsg_listener_port(l, &port))
+		_exit(3);
+	if (write(fd, &port, sizeof(port)) != sizeof(port))
+		_exit(4);
+	close(fd);
+	ev_run(own, 0);
+	_exit(0);
+}
+
+/* ---- the client ---- */
+
+static void call_cb(struct rmsg_conn *c, int status, struct rmsg_msg *r,
+		    void *arg)
+{
+	T_ASSERT(status < 0, "a call to a dead server succeeded");
+	call_cbs++;
+	call_errs++;
+}
+
+static void send_cb(struct rmsg_conn *c, int status, void *arg)
+{
+	send_cbs++;
+}
+
+static void kill_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	t_kill = ev_time();
+	kill(child, round_no == 0 ? SIGKILL : SIGSTOP);
+}
+
+static ev_timer killer;
+
+static void victim_est(struct rmsg_conn *c, void *arg)
+{
+	struct iovec small = {"x", 1};
+	int i;
+
+	for (i = 0; i < NCALLS; i++)
+		T_OK(rmsg_call(c, 1, &small, 1, 0, call_cb, NULL, NULL));
+	for (i = 0; i < NSENDS; i++) {
+		struct iovec iov = {big, i % 5 ? 100 : 200000};
+
+		T_OK(rmsg_send(c, &iov, 1, send_cb, NULL));
+	}
+	/* let them reach the server, then kill it */
+	ev_timer_init(&killer, kill_cb, 0.2, 0);
+	ev_timer_start(loop, &killer);
+}
+
+static void victim_close(struct rmsg_conn *c, int reason, void *arg)
+{
+	t_closed = ev_time();
+	close_reason = reason;
+	closed++;
+	T_ASSERT(call_cbs == NCALLS && send_cbs == NSENDS,
+		 "before on_close: %d/%d call and %d/%d send callbacks",
+		 call_cbs, NCALLS, send_cbs, NSENDS);
+	/* the other connection still works */
+	{
+		struct iovec iov = {"still here", 10};
+
+		T_OK(rmsg_send(other, &iov, 1, NULL, NULL));
+	}
+}
+
+static void other_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
+{
+	other_ok++;
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void release_later(int revents, void *m)
+{
+	rmsg_msg_release(m);
+}
+
+static void echo(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
+{
+	struct iovec iov = {(void *)rmsg_msg_data(m), rmsg_msg_len(m)};
+
+	/* echoes from memory that stays valid: the message is held */
+	rmsg_msg_hold(m);
+	T_OK(rmsg_send(c, &iov, 1, NULL, NULL));
+	ev_once(loop, -1, 0, 0.5, release_later, m);
+}
+
+static void one_round(struct rmsg_ctx *ctx, const char *other_uri)
+{
+	struct rmsg_conn_ops vops = {.on_established = victim_est,
+				     .on_close = victim_close};
+	struct rmsg_conn_ops oops = {.on_msg = other_msg};
+	char uri[128];
+	uint16_t port;
+	int fds[2], st;
+
+	call_cbs = call_errs = send_cbs = closed = other_ok = 0;
+	T_ASSERT(pipe(fds) == 0, "pipe");
+	child = fork();
+	if (child == 0) {
+		/* a fresh process: verbs state must not cross a fork */
+		char fdarg[16];
+
+		close(fds[0]);
+		snprintf(fdarg, sizeof(fdarg), "%d", fds[1]);
+		execl("/proc/self/exe", "peer_death", "--serve", fdarg,
+		      (char *)NULL);
+		_exit(5);
+	}
+	close(fds[1]);
+	T_ASSERT(read(fds[0], &port, sizeof(port)) == sizeof(port),
+		 "server did not start");
+	close(fds[0]);
+	t_uri(uri, sizeof(uri), port);
+	T_OK(rmsg_connect(ctx, uri, NULL, &vops, NULL, &victim));
+	T_OK(rmsg_connect(ctx, other_uri, NULL, &oops, NULL, &other));
+	ev_run(loop, 0);
+	T_ASSERT(closed == 1 && close_reason < 0, "victim close %d reason %d",
+		 closed, close_reason);
+	T_ASSERT(other_ok == 1, "the other connection stopped working");
+	printf("%s: peer %s: all %d callbacks failed or done, on_close(%s) "
+	       "%.2f s after the kill (keepalive bound %.1f s)\n",
+	       t_transport(), round_no ? "hung (SIGSTOP)" : "killed",
+	       NCALLS + NSENDS, rmsg_strerror(close_reason), t_closed - t_kill,
+	       KA_MS * KA_MISSES / 1000.0);
+	/* generous: the bound plus teardown, on a loaded emulated host */
+	T_ASSERT(t_closed - t_kill < 10 * t_scale(), "detection took %.1f s",
+		 t_closed - t_kill);
+	rmsg_conn_close(other);
+	kill(child, SIGKILL);
+	waitpid(child, &st, 0);
+}
+
+int main(int argc, char **argv)
+{
+	struct rmsg_conn_ops eops = {.on_msg = echo};
+	struct rmsg_listener *lis;
+	struct rmsg_ctx *ctx, *sctx;
+	struct rmsg_cfg *cfg;
+	char uri[128];
+
+	if (argc == 3 && !strcmp(argv[1], "--serve"))
+		serve(atoi(argv[2]));
+	t_require_transport();
+	signal(SIGPIPE, SIG_IGN);
+	loop = ev_default_loop(0);
+	big = calloc(1, 200000);
+	T_OK(rmsg_cfg_create(&cfg));
+	T_OK(rmsg_cfg_set_keepalive_ms(cfg, KA_MS));
+	T_OK(rmsg_cfg_set_keepalive_misses(cfg, KA_MISSES));
+	T_OK(rmsg_ctx_create(loop, cfg, &ctx));
+	T_OK(rmsg_ctx_create(loop, NULL, &sctx));
+	t_listen(sctx, NULL, &eops, NULL, NULL, &lis, uri, sizeof(uri));
+	t_deadline(loop, 120);
+	for (round_no = 0; round_no < 2; round_no++)
+		one_round(ctx, uri);
+	rmsg_listener_close(lis);
+	T_OK(rmsg_ctx_destroy(ctx));
+	T_OK(rmsg_ctx_destroy(sctx));
+	rmsg_cfg_destroy(cfg);
+	free(big);
+	return 0;
+}

@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: MIT
+/* unit tests of memory regions, descriptors and the registration cache
+ * (src/mr.c), with a fake transport registration */
+#include "unit.h"
+
+#include "rmsg_int.h"
+
+#define PG 4096
+
+static struct {
+	int regs, deregs, live, fail;
+	int last_access;
+	void *last_addr;
+	size_t last_len;
+} fk;
+
+static int fake_reg(void *priv, void *addr, size_t len, int access, void **h_p,
+		    uint32_t *lkey_p, uint32_t *rkey_p)
+{
+	(void)priv;
+	fk.regs++;
+	if (fk.fail)
+		return -ENOMEM;
+	fk.live++;
+	fk.last_access = access;
+	fk.last_addr = addr;
+	fk.last_len = len;
+	*h_p = malloc(1);
+	*lkey_p = (uint32_t)fk.regs;
+	*rkey_p = 0x1000u + (uint32_t)fk.regs;
+	return 0;
+}
+
+static void fake_dereg(void *priv, void *h)
+{
+	(void)priv;
+	fk.deregs++;
+	fk.live--;
+	free(h);
+}
+
+static const struct rmsgi_reg_ops fake_ops = {fake_reg, fake_dereg};
+
+static struct rmsg_ctx *ctx_new(size_t limit)
+{
+	struct rmsg_ctx *ctx = calloc(1, sizeof(*ctx));
+
+	assert_non_null(ctx);
+	rmsgi_cfg_defaults(&ctx->cfg);
+	ctx->cfg.log_level = -1; /* quiet */
+	if (limit)
+		ctx->cfg.reg_limit = limit;
+	rmsgi_mr_init(ctx);
+	memset(&fk, 0, sizeof(fk));
+	return ctx;
+}
+
+static void ctx_free(struct rmsg_ctx *ctx)
+{
+	rmsgi_mr_fini(ctx);
+	assert_int_equal(ctx->mrt.bytes, 0);
+	free(ctx);
+}
+
+static void *page_buf(size_t pages)
+{
+	void *p = NULL;
+
+	assert_int_equal(posix_memalign(&p, PG, pages * PG), 0);
+	return p;
+}
+
+/* ------------------------------------------------------------------ */
+/* descriptors                                                          */
+
+static void desc_encode__roundtrip(void **state)
+{
+	struct rmsgi_desc d = {.access = RMSG_ACCESS_REMOTE_READ,
+			       .flags = RMSGI_DESC_F_RKEY,
+			       .rid = 0xdeadbeef,
+			       .rkey = 0x12345678,
+			       .addr = 0x7f0011223344ull,
+			       .len = 1ull << 33},
+			  e;
+	uint8_t buf[RMSG_MR_DESC_SIZE];
+
+	(void)state;
+	rmsgi_desc_encode(&d, buf);
+	assert_int_equal(buf[0], RMSGI_DESC_MAGIC);
+	assert_int_equal(buf[1], RMSGI_DESC_VERSION);
+	assert_int_equal(buf[4], 0xef); /* little-endian */
+	assert_int_equal(rmsgi_desc_decode(buf, &e), 0);
+	assert_int_equal(e.access, d.access);
+	assert_int_equal(e.flags, d.flags);
+	assert_int_equal(e.rid, d.rid);
+	assert_int_equal(e.rkey, d.rkey);
+	assert_int_equal(e.addr, d.addr);
+	assert_int_equal(e.len, d.len);
+}
+
+static void desc_decode__malformed(void **state)
+{
+	struct rmsgi_desc d = {.access = RMSG_ACCESS_REMOTE_WRITE,
+			       .rid = 7,
+			       .addr = 4096,
+			       .len = 100},
+			  e;
+	uint8_t good[RMSG_MR_DESC_SIZE], buf[RMSG_MR_DESC_SIZE];
+	static const struct {
+		int off;
+		uint8_t val;
+	} bad[] = {
+		{0, 0xa7}, /* magic */
+		{1, 2},	   /* version */
+		{2, 4},	   /* unknown access bit */
+		{3, 2},	   /* unknown flag */
+		{12, 1},   /* reserved */
+		{15, 0x80},
+	};
+	size_t i;
+
+	(void)state;
+	rmsgi_desc_encode(&d, good);
+	assert_int_equal(rmsgi_desc_decode(good, &e), 0);
+	assert_int_equal(rmsgi_desc_decode(NULL, &e), -EINVAL);
+	for (i = 0; i < UNIT_ARRAY_SIZE(bad); i++) {
+		memcpy(buf, good, sizeof(buf));
+		buf[bad[i].off] = bad[i].val;
+		assert_int_equal(rmsgi_desc_decode(buf, &e), -EINVAL);
+	}
+	/* region id 0, length 0, a range that wraps */
+	d.rid = 0;
+	rmsgi_desc_encode(&d, buf);
+	assert_int_equal(rmsgi_desc_decode(buf, &e), -EINVAL);
+	d.rid = 7;
+	d.len = 0;
+	rmsgi_desc_encode(&d, buf);
+	assert_int_equal(rmsgi_desc_decode(buf, &e), -EINVAL);
+	d.len = 100;
+	d.addr = UINT64_MAX - 10;
+	rmsgi_desc_encode(&d, buf);
+	assert_int_equal(rmsgi_desc_decode(buf, &e), -EINVAL);
+}
+
+static void desc_check__bounds_and_rights(void **state)
+{
+	struct rmsgi_desc d = {
+		.access = RMSG_ACCESS_REMOTE_WRITE, .rid = 1, .len = 1000};
+
+	(void)state;
+	assert_int_equal(rmsgi_desc_check(&d, 0, 1000, 1), 0);
+	assert_int_equal(rmsgi_desc_check(&d, 999, 1, 1), 0);
+	assert_int_equal(rmsgi_desc_check(&d, 1000, 0, 1), 0);
+	assert_int_equal(rmsgi_desc_check(&d, 1000, 1, 1), -EINVAL);
+	assert_int_equal(rmsgi_desc_check(&d, 1001, 0, 1), -EINVAL);
+	assert_int_equal(rmsgi_desc_check(&d, 1, 1000, 1), -EINVAL);
+	assert_int_equal(rmsgi_desc_check(&d, UINT64_MAX, 2, 1), -EINVAL);
+	assert_int_equal(rmsgi_desc_check(&d, 2, UINT64_MAX, 1), -EINVAL);
+	assert_int_equal(rmsgi_desc_check(&d, 0, 1, RMSG_ACCESS_REMOTE_READ),
+			 -EACCES);
+	d.access = RMSG_ACCESS_REMOTE_READ;
+	assert_int_equal(rmsgi_desc_check(&d, 0, 1, RMSG_ACCESS_REMOTE_WRITE),
+			 -EACCES);
+}
+
+/* ------------------------------------------------------------------ */
+/* regions                                                              */
+
+static void mr_reg__args(void **state)
+{
+	struct rmsg_ctx *ctx = ctx_new(0);
+	struct rmsg_mr *mr;
+	char buf[64];
+
+	(void)state;
+	assert_int_equal(rmsg_mr_reg(NULL, buf, 64, 0, &mr), -EINVAL);
+	assert_int_equal(rmsg_mr_reg(ctx, NULL, 64, 0, &mr), -EINVAL);
+	assert_int_equal(rmsg_mr_reg(ctx, buf, 0, 0, &mr), -EINVAL);
+	assert_int_equal(rmsg_mr_reg(ctx, buf, 64, 4, &mr), -EINVAL);
+	assert_int_equal(rmsg_mr_reg(ctx, buf, 64, 0, NULL), -EINVAL);
+	assert_int_equal(
+		rmsg_mr_reg(ctx, (void *)(UINTPTR_MAX - 8), 64, 0, &mr),
+		-EINVAL);
+	assert_int_equal(rmsg_mr_dereg(NULL), -EINVAL);
+	assert_int_equal(rmsg_mr_export(NULL, buf), -EINVAL);
+	ctx_free(ctx);
+}
+
+/* page-rounded bytes count; over the limit is -ENOMEM */
+static void mr_reg__budget(void **state)
+{
+	struct rmsg_ctx *ctx = ctx_new(4 * PG);
+	uint8_t *p = page_buf(8);
+	struct rmsg_mr *a, *b, *c;
+
+	(void)state;
+	assert_int_equal(rmsg_mr_reg(ctx, p + 10, 10, 0, &a), 0);
+	assert_int_equal(ctx->mrt.bytes, PG);
+	/* straddles a page boundary: two pages */
+	assert_int_equal(rmsg_mr_reg(ctx, p + PG - 1, 2, 0, &b), 0);
+	assert_int_equal(ctx->mrt.bytes, 3 * PG);
+	assert_int_equal(rmsg_mr_reg(ctx, p, 2 * PG, 0, &c), -ENOMEM);
+	assert_int_equal(rmsg_mr_dereg(b), 0);
+	assert_int_equal(rmsg_mr_reg(ctx, p, 2 * PG, 0, &c), 0);
+	assert_int_equal(ctx->mrt.bytes, 3 * PG);
+	assert_int_equal(rmsg_mr_dereg(a), 0);
+	assert_int_equal(rmsg_mr_dereg(c), 0);
+	assert_int_equal(ctx->mrt.bytes, 0);
+	ctx_free(ctx);
+	free(p);
+}
+
+/* a region made before the transport is registered when it comes; its
+ * descriptor carries the rkey only then */
+static void mr_reg__lazy_registration(void **state)
+{
+	struct rmsg_ctx *ctx = ctx_new(0);
+	uint8_t *p = page_buf(1);
+	uint8_t desc[RMSG_MR_DESC_SIZE];
+	struct rmsgi_desc d;
+	struct rmsg_mr *mr;
+
+	(void)state;
+	assert_int_equal(
+		rmsg_mr_reg(ctx, p, 100, RMSG_ACCESS_REMOTE_WRITE, &mr), 0);
+	assert_int_equal(fk.regs, 0);
+	assert_int_equal(rmsg_mr_export(mr, desc), 0);
+	assert_int_equal(rmsgi_desc_decode(desc, &d), 0);
+	assert_int_equal(d.flags, 0);
+	assert_int_equal(d.rid, mr->id);
+	assert_int_equal(d.len, 100);
+	assert_int_equal(d.addr, (uintptr_t)p);
+	rmsgi_mr_set_reg(ctx, &fake_ops, NULL);
+	assert_int_equal(fk.regs, 1);
+	assert_int_equal(fk.last_access,
+			 RMSG_ACCESS_REMOTE_WRITE | RMSGI_ACCESS_LOCAL_WRITE);
+	assert_int_equal(rmsg_mr_export(mr, desc), 0);
+	assert_int_equal(rmsgi_desc_decode(desc, &d), 0);
+	assert_int_equal(d.flags, RMSGI_DESC_F_RKEY);
+	assert_int_equal(d.rkey, mr->rkey);
+	/* a registration failure is -ENOMEM and leaves nothing behind */
+	fk.fail = 1;
+	assert_int_equal(rmsg_mr_reg(ctx, p, 100, 0, &mr), -ENOMEM);
+	assert_int_equal(ctx->mrt.bytes, PG);
+	fk.fail = 0;
+	ctx_free(ctx);
+	assert_int_equal(fk.live, 0);
+	free(p);
+}
+
+/* the owner's checks of a peer's access (TCP) */
+static void mr_target__checks(void **state)
+{
+	struct rmsg_ctx *ctx = ctx_new(0);
+	uint8_t *p = page_buf(1), *t = NULL;
+	struct rmsg_mr *w, *r;
+	uint32_t wid;
+
+	(void)state;
+	assert_int_equal(rmsg_mr_reg(ctx, p, 100, RMSG_ACCESS_REMOTE_WRITE, &w),
+			 0);
+	assert_int_equal(
+		rmsg_mr_reg(ctx, p + 200, 50, RMSG_ACCESS_REMOTE_READ, &r), 0);
+	assert_int_not_equal(w->id, r->id);
+	assert_int_equal(rmsgi_mr_target(ctx, w->id, 10, 90,
+					 RMSG_ACCESS_REMOTE_WRITE, &t),
+			 0);
+	assert_ptr_equal(t, p + 10);
+	assert_int_equal(rmsgi_mr_target(ctx, w->id, 10, 91,
+					 RMSG_ACCESS_REMOTE_WRITE, &t),
+			 -EINVAL);
+	assert_int_equal(rmsgi_mr_target(ctx, w->id, UINT64_MAX, 2,
+					 RMSG_ACCESS_REMOTE_WRITE, &t),
+			 -EINVAL);
+	assert_int_equal(
+		rmsgi_mr_target(ctx, w->id, 0, 1, RMSG_ACCESS_REMOTE_READ, &t),
+		-EACCES);
+	assert_int_equal(
+		rmsgi_mr_target(ctx, r->id, 0, 50, RMSG_ACCESS_REMOTE_READ, &t),
+		0);
+	assert_int_equal(
+		rmsgi_mr_target(ctx, 0, 0, 1, RMSG_ACCESS_REMOTE_WRITE, &t),
+		-EACCES);
+	/* stale: the id of a deregistered region finds nothing */
+	wid = w->id;
+	assert_int_equal(rmsg_mr_dereg(w), 0);
+	assert_int_equal(
+		rmsgi_mr_target(ctx, wid, 0, 1, RMSG_ACCESS_REMOTE_WRITE, &t),
+		-EACCES);
+	ctx_free(ctx);
+	free(p);
+}
+
+/* ------------------------------------------------------------------ */
+/* the registration cache                                               */
+
+static void mr_pin__shared_while_in_use(void **state)
+{
+	struct rmsg_ctx *ctx = ctx_new(0);
+	uint8_t *p = page_buf(4);
+	struct rmsgi_pin a, b, c;
+	uint32_t lk, rk, lk2;
+
+	(void)state;
+	/* no transport: nothing to pin */
+	assert_int_equal(rmsgi_mr_pin(ctx, p, 10, 0, &a, &lk, &rk), -EINVAL);
+	rmsgi_mr_set_reg(ctx, &fake_ops, NULL);
+	assert_int_equal(rmsgi_mr_pin(ctx, p + 100, 10, 0, &a, &lk, &rk), 0);
+	/* page-granular */
+	assert_ptr_equal(fk.last_addr, p);
+	assert_int_equal(fk.last_len, PG);
+	assert_int_equal(ctx->mrt.bytes, PG);
+	/* the same page again: shared, no new registration */
+	assert_int_equal(rmsgi_mr_pin(ctx, p + 2000, 100, 0, &b, &lk2, &rk), 0);
+	assert_int_equal(fk.regs, 1);
+	assert_int_equal(lk2, lk);
+	/* a device-written piece needs its own (different access) */
+	assert_int_equal(rmsgi_mr_pin(ctx, p + 2000, 100,
+				      RMSGI_ACCESS_LOCAL_WRITE, &c, &lk2, &rk),
+			 0);
+	assert_int_equal(fk.regs, 2);
+	rmsgi_mr_unpin(ctx, &a);
+	assert_int_equal(fk.deregs, 0);
+	rmsgi_mr_unpin(ctx, &b);
+	/* never kept idle: a freed and reused buffer cannot be sent from a
+	 * stale registration */
+	assert_int_equal(fk.deregs, 1);
+	rmsgi_mr_unpin(ctx, &c);
+	assert_int_equal(fk.deregs, 2);
+	assert_int_equal(ctx->mrt.bytes, 0);
+	assert_int_equal(ctx->mrt.rc_n, 0);
+	ctx_free(ctx);
+	free(p);
+}
+
+/* what a peer reads is registered byte-exact, never a whole page */
+static void mr_pin__remote_read_exact(void **state)
+{
+	struct rmsg_ctx *ctx = ctx_new(0);
+	uint8_t *p = page_buf(2);
+	struct rmsgi_pin a;
+	uint32_t lk, rk;
+
+	(void)state;
+	rmsgi_mr_set_reg(ctx, &fake_ops, NULL);
+	assert_int_equal(rmsgi_mr_pin(ctx, p + 5, 3000, RMSG_ACCESS_REMOTE_READ,
+				      &a, &lk, &rk),
+			 0);
+	assert_ptr_equal(fk.last_addr, p + 5);
+	assert_int_equal(fk.last_len, 3000);
+	assert_int_equal(fk.last_access, RMSG_ACCESS_REMOTE_READ);
+	rmsgi_mr_unpin(ctx, &a);
+	ctx_free(ctx);
+	free(p);
+}
+
+/* memory inside an app's region uses it, and holds it: -EBUSY */
+static void mr_pin__region_busy(void **state)
+{
+	struct rmsg_ctx *ctx = ctx_new(0);
+	uint8_t *p = page_buf(4);
+	struct rmsgi_pin a, b;
+	struct rmsg_mr *mr;
+	uint32_t lk, rk;
+
+	(void)state;
+	rmsgi_mr_set_reg(ctx, &fake_ops, NULL);
+	assert_int_equal(rmsg_mr_reg(ctx, p, 4 * PG, 0, &mr), 0);
+	assert_int_equal(rmsgi_mr_pin(ctx, p + PG, PG, 0, &a, &lk, &rk), 0);
+	assert_ptr_equal(a.mr, mr);
+	assert_int_equal(lk, mr->lkey);
+	assert_int_equal(fk.regs, 1);
+	/* a rendezvous read of it gets its own registration */
+	assert_int_equal(
+		rmsgi_mr_pin(ctx, p, 10, RMSG_ACCESS_REMOTE_READ, &b, &lk, &rk),
+		0);
+	assert_null(b.mr);
+	assert_int_equal(fk.regs, 2);
+	rmsgi_mr_unpin(ctx, &b);
+	assert_int_equal(rmsg_mr_dereg(mr), -EBUSY);
+	rmsgi_mr_unpin(ctx, &a);
+	assert_int_equal(rmsg_mr_dereg(mr), 0);
+	assert_int_equal(fk.live, 0);
+	ctx_free(ctx);
+	free(p);
+}
+
+/* pinned bytes of the cache count against the budget */
+static void mr_pin__budget_and_failure(void **state)
+{
+	struct rmsg_ctx *ctx = ctx_new(2 * PG);
+	uint8_t *p = page_buf(4);
+	struct rmsgi_pin a, b;
+	uint32_t lk, rk;
+
+	(void)state;
+	rmsgi_mr_set_reg(ctx, &fake_ops, NULL);
+	assert_int_equal(rmsgi_mr_pin(ctx, p, 2 * PG, 0, &a, &lk, &rk), 0);
+	assert_int_equal(rmsgi_mr_pin(ctx, p + 2 * PG, 1, 0, &b, &lk, &rk),
+			 -ENOMEM);
+	assert_int_equal(fk.regs, 1);
+	rmsgi_mr_unpin(ctx, &a);
+	fk.fail = 1;
+	assert_int_equal(rmsgi_mr_pin(ctx, p, 1, 0, &b, &lk, &rk), -ENOMEM);
+	assert_int_equal(ctx->mrt.bytes, 0);
+	assert_int_equal(ctx->mrt.rc_n, 0);
+	fk.fail = 0;
+	ctx_free(ctx);
+	free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(desc_encode__roundtrip),
+		cmocka_unit_test(desc_decode__malformed),
+		cmocka_unit_test(desc_check__bounds_and_rights),
+		cmocka_unit_test(mr_reg__args),
+		cmocka_unit_test(mr_reg__budget),
+		cmocka_unit_test(mr_reg__lazy_registration),
+		cmocka_unit_test(mr_target__checks),
+		cmocka_unit_test(mr_pin__shared_while_in_use),
+		cmocka_unit_test(mr_pin__remote_read_exact),
+		cmocka_unit_test(mr_pin__region_busy),
+		cmocka_unit_test(mr_pin__budget_and_failure),
+	};
+
+	unit_filter();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
