@@ -2,7 +2,8 @@
 /*
  * peer_death.c - the server process dies (SIGKILL) or hangs (SIGSTOP:
  * its kernel still acknowledges, only the app is silent) while calls and
- * sends (eager and rendezvous) are in flight. Every callback on the
+ * sends (eager and rendezvous) and one-sided writes and reads are in
+ * flight. Every callback on the
  * client runs exactly once, the calls with an error; on_close reports
  * the failure within the keepalive bound (300 ms x 3 here, so about a
  * second); a second connection to another server keeps working.
@@ -17,12 +18,16 @@
 
 #define NCALLS 50
 #define NSENDS 50
+#define NONESIDED 40
+#define REGION (1 << 20)
 #define KA_MS 300
 #define KA_MISSES 3
 
 static struct ev_loop *loop;
 static struct rmsg_conn *victim, *other;
 static int call_cbs, call_errs, send_cbs, closed, other_ok, round_no;
+static int os_cbs;
+static uint8_t *rbuf;
 static int close_reason;
 static ev_tstamp t_kill, t_closed;
 static pid_t child;
@@ -36,8 +41,32 @@ static void never_reply(struct rmsg_conn *c, struct rmsg_req *req,
 	(void)req; /* held forever: the process dies first */
 }
 
+static struct rmsg_ctx *srv_ctx;
+
+/* the server hands out a region for the client's writes and reads */
+static void srv_est(struct rmsg_conn *c, void *arg)
+{
+	static struct rmsg_mr *mr;
+	static uint8_t *region;
+	static uint8_t desc[RMSG_MR_DESC_SIZE];
+	struct iovec iov = {desc, sizeof(desc)};
+
+	if (!region) {
+		region = calloc(1, REGION);
+		if (rmsg_mr_reg(srv_ctx, region, REGION,
+				RMSG_ACCESS_REMOTE_WRITE |
+					RMSG_ACCESS_REMOTE_READ,
+				&mr) ||
+		    rmsg_mr_export(mr, desc))
+			_exit(6);
+	}
+	if (rmsg_send(c, &iov, 1, NULL, NULL))
+		_exit(7);
+}
+
 static void serve(int fd)
 {
+	struct rmsg_conn_ops ops = {.on_established = srv_est};
 	struct rmsg_listener *l;
 	struct rmsg_ctx *ctx;
 	char uri[128];
@@ -48,9 +77,10 @@ static void serve(int fd)
 	t_uri(uri, sizeof(uri), 0);
 	if (!own || rmsg_ctx_create(own, NULL, &ctx) ||
 	    rmsg_handle(ctx, 1, never_reply, NULL) ||
-	    rmsg_listen(ctx, uri, NULL, NULL, NULL, NULL, &l) ||
+	    rmsg_listen(ctx, uri, NULL, &ops, NULL, NULL, &l) ||
 	    rmsg_listener_port(l, &port))
 		_exit(3);
+	srv_ctx = ctx;
 	if (write(fd, &port, sizeof(port)) != sizeof(port))
 		_exit(4);
 	close(fd);
@@ -71,6 +101,30 @@ static void call_cb(struct rmsg_conn *c, int status, struct rmsg_msg *r,
 static void send_cb(struct rmsg_conn *c, int status, void *arg)
 {
 	send_cbs++;
+}
+
+static void os_cb(struct rmsg_conn *c, int status, void *arg)
+{
+	os_cbs++;
+}
+
+/* the server's region descriptor: start writes and reads into it */
+static void victim_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
+{
+	int i;
+
+	T_ASSERT(rmsg_msg_len(m) == RMSG_MR_DESC_SIZE, "descriptor size");
+	for (i = 0; i < NONESIDED; i++) {
+		struct iovec iov = {rbuf + (size_t)i * 16384, 16384};
+
+		if (i % 2)
+			T_OK(rmsg_write_imm(c, &iov, 1, rmsg_msg_data(m),
+					    (uint64_t)i * 16384, (uint32_t)i,
+					    os_cb, NULL));
+		else
+			T_OK(rmsg_read(c, &iov, 1, rmsg_msg_data(m),
+				       (uint64_t)i * 16384, os_cb, NULL));
+	}
 }
 
 static void kill_cb(struct ev_loop *l, ev_timer *w, int revents)
@@ -103,9 +157,11 @@ static void victim_close(struct rmsg_conn *c, int reason, void *arg)
 	t_closed = ev_time();
 	close_reason = reason;
 	closed++;
-	T_ASSERT(call_cbs == NCALLS && send_cbs == NSENDS,
-		 "before on_close: %d/%d call and %d/%d send callbacks",
-		 call_cbs, NCALLS, send_cbs, NSENDS);
+	T_ASSERT(call_cbs == NCALLS && send_cbs == NSENDS &&
+			 os_cbs == NONESIDED,
+		 "before on_close: %d/%d call, %d/%d send, %d/%d one-sided "
+		 "callbacks",
+		 call_cbs, NCALLS, send_cbs, NSENDS, os_cbs, NONESIDED);
 	/* the other connection still works */
 	{
 		struct iovec iov = {"still here", 10};
@@ -138,13 +194,14 @@ static void echo(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 static void one_round(struct rmsg_ctx *ctx, const char *other_uri)
 {
 	struct rmsg_conn_ops vops = {.on_established = victim_est,
+				     .on_msg = victim_msg,
 				     .on_close = victim_close};
 	struct rmsg_conn_ops oops = {.on_msg = other_msg};
 	char uri[128];
 	uint16_t port;
 	int fds[2], st;
 
-	call_cbs = call_errs = send_cbs = closed = other_ok = 0;
+	call_cbs = call_errs = send_cbs = closed = other_ok = os_cbs = 0;
 	T_ASSERT(pipe(fds) == 0, "pipe");
 	child = fork();
 	if (child == 0) {
@@ -171,8 +228,8 @@ static void one_round(struct rmsg_ctx *ctx, const char *other_uri)
 	printf("%s: peer %s: all %d callbacks failed or done, on_close(%s) "
 	       "%.2f s after the kill (keepalive bound %.1f s)\n",
 	       t_transport(), round_no ? "hung (SIGSTOP)" : "killed",
-	       NCALLS + NSENDS, rmsg_strerror(close_reason), t_closed - t_kill,
-	       KA_MS * KA_MISSES / 1000.0);
+	       NCALLS + NSENDS + NONESIDED, rmsg_strerror(close_reason),
+	       t_closed - t_kill, KA_MS * KA_MISSES / 1000.0);
 	/* generous: the bound plus teardown, on a loaded emulated host */
 	T_ASSERT(t_closed - t_kill < 10 * t_scale(), "detection took %.1f s",
 		 t_closed - t_kill);
@@ -195,6 +252,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	loop = ev_default_loop(0);
 	big = calloc(1, 200000);
+	rbuf = calloc(1, (size_t)NONESIDED * 16384);
 	T_OK(rmsg_cfg_create(&cfg));
 	T_OK(rmsg_cfg_set_keepalive_ms(cfg, KA_MS));
 	T_OK(rmsg_cfg_set_keepalive_misses(cfg, KA_MISSES));
@@ -209,5 +267,6 @@ int main(int argc, char **argv)
 	T_OK(rmsg_ctx_destroy(sctx));
 	rmsg_cfg_destroy(cfg);
 	free(big);
+	free(rbuf);
 	return 0;
 }
