@@ -15,7 +15,10 @@ make -s -j"$(nproc)" check || {
 	done
 	exit 1
 }
+make -s check-python
 mid=$(date +%s)
 make -s check-rxe
+RMSG_TEST_TRANSPORT=rdma tests/vm/run-in-vm.sh -q -t 900 -- \
+	bindings/python/run-tests.sh
 end=$(date +%s)
 echo "test.sh: host suite $((mid - start)) s, RDMA suite in VM $((end - mid)) s"

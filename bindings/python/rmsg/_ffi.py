@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: MIT
+"""ctypes declarations of librmsg (include/rmsg.h) and the few libev calls
+the binding needs. Nothing here is thread-aware; see _core.py."""
+
+import ctypes
+import ctypes.util
+import os
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_int, c_size_t,
+                    c_uint, c_uint16, c_uint32, c_uint64, c_void_p)
+
+RMSG_PRIVATE_DATA_MAX = 32
+RMSG_IOV_MAX = 256
+RMSG_MR_DESC_SIZE = 32
+RMSG_ACCESS_REMOTE_WRITE = 1
+RMSG_ACCESS_REMOTE_READ = 2
+RMSG_LOG_ERROR, RMSG_LOG_WARN, RMSG_LOG_INFO, RMSG_LOG_DEBUG = 0, 1, 2, 3
+
+EVFLAG_AUTO = 0
+EVBREAK_ALL = 2
+
+
+def _find_librmsg():
+    """RMSG_LIB, else the build tree's .libs/librmsg.so (this file is
+    bindings/python/rmsg/_ffi.py), else the system's librmsg."""
+    path = os.environ.get("RMSG_LIB")
+    if path:
+        return path
+    top = os.path.normpath(os.path.join(os.path.dirname(
+        os.path.abspath(__file__)), "..", "..", ".."))
+    for cand in (os.path.join(top, ".libs", "librmsg.so"),
+                 os.path.join(top, ".libs", "librmsg.so.0")):
+        if os.path.exists(cand):
+            return cand
+    name = ctypes.util.find_library("rmsg")
+    if name:
+        return name
+    raise ImportError("librmsg not found: set RMSG_LIB to the path of "
+                      "librmsg.so, build the tree (make), or install it")
+
+
+def _find_libev():
+    for name in ("libev.so.4", ctypes.util.find_library("ev")):
+        if not name:
+            continue
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            pass
+    raise ImportError("libev not found (Debian: libev4)")
+
+
+LIBRMSG_PATH = _find_librmsg()
+# CDLL (not PyDLL): every call releases the GIL, so the loop thread's
+# ev_run() never blocks the asyncio thread.
+lib = ctypes.CDLL(LIBRMSG_PATH)
+ev = _find_libev()
+
+
+class iovec(Structure):
+    _fields_ = [("iov_base", c_void_p), ("iov_len", c_size_t)]
+
+
+# callback types (every pointer is passed as an int, NULL as None)
+ESTABLISHED_CB = CFUNCTYPE(None, c_void_p, c_void_p)
+MSG_CB = CFUNCTYPE(None, c_void_p, c_void_p, c_void_p)
+IMM_CB = CFUNCTYPE(None, c_void_p, c_uint32, c_size_t, c_void_p)
+WRITABLE_CB = CFUNCTYPE(None, c_void_p, c_void_p)
+CLOSE_CB = CFUNCTYPE(None, c_void_p, c_int, c_void_p)
+ACCEPT_CB = CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p, c_size_t, c_void_p)
+DONE_CB = CFUNCTYPE(None, c_void_p, c_int, c_void_p)
+REPLY_CB = CFUNCTYPE(None, c_void_p, c_int, c_void_p, c_void_p)
+HANDLER_CB = CFUNCTYPE(None, c_void_p, c_void_p, c_void_p, c_void_p)
+WORK_CB = CFUNCTYPE(None, c_void_p, c_void_p)
+LOG_CB = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
+
+
+class conn_ops(Structure):
+    _fields_ = [("on_established", ESTABLISHED_CB),
+                ("on_msg", MSG_CB),
+                ("on_imm", IMM_CB),
+                ("on_writable", WRITABLE_CB),
+                ("on_close", CLOSE_CB)]
+
+
+def _decl(name, restype, *argtypes):
+    f = getattr(lib, name)
+    f.restype = restype
+    f.argtypes = list(argtypes)
+
+
+P = c_void_p
+IOV_P = POINTER(iovec)
+
+_decl("rmsg_cfg_create", c_int, POINTER(c_void_p))
+_decl("rmsg_cfg_destroy", None, P)
+_decl("rmsg_cfg_set_eager_size", c_int, P, c_size_t)
+_decl("rmsg_cfg_set_credits", c_int, P, c_uint)
+_decl("rmsg_cfg_set_send_queue", c_int, P, c_uint)
+_decl("rmsg_cfg_set_busy_poll_us", c_int, P, c_uint)
+_decl("rmsg_cfg_set_max_msg_size", c_int, P, c_size_t)
+_decl("rmsg_cfg_set_private_data", c_int, P, c_char_p, c_size_t)
+_decl("rmsg_cfg_set_timeout_ms", c_int, P, c_uint)
+_decl("rmsg_cfg_set_reg_limit", c_int, P, c_size_t)
+_decl("rmsg_cfg_set_keepalive_ms", c_int, P, c_uint)
+_decl("rmsg_cfg_set_keepalive_misses", c_int, P, c_uint)
+_decl("rmsg_cfg_set_log", c_int, P, c_int, LOG_CB, P)
+_decl("rmsg_ctx_create", c_int, P, P, POINTER(c_void_p))
+_decl("rmsg_ctx_destroy", c_int, P)
+_decl("rmsg_ctx_submit", c_int, P, WORK_CB, P)
+_decl("rmsg_listen", c_int, P, c_char_p, P, POINTER(conn_ops), ACCEPT_CB, P,
+      POINTER(c_void_p))
+_decl("rmsg_listener_port", c_int, P, POINTER(c_uint16))
+_decl("rmsg_listener_close", c_int, P)
+_decl("rmsg_connect", c_int, P, c_char_p, P, POINTER(conn_ops), P,
+      POINTER(c_void_p))
+_decl("rmsg_conn_close", c_int, P)
+_decl("rmsg_conn_transport", c_char_p, P)
+_decl("rmsg_conn_fallback_reason", c_char_p, P)
+_decl("rmsg_conn_set_arg", c_int, P, P)
+_decl("rmsg_conn_set_private_data", c_int, P, c_char_p, c_size_t)
+_decl("rmsg_conn_peer_data", c_int, P, POINTER(c_void_p), POINTER(c_size_t))
+_decl("rmsg_send", c_int, P, IOV_P, c_int, DONE_CB, P)
+_decl("rmsg_msg_data", c_void_p, P)
+_decl("rmsg_msg_len", c_size_t, P)
+_decl("rmsg_buf_alloc", c_int, P, c_size_t, POINTER(c_void_p))
+_decl("rmsg_buf_free", None, P, P)
+_decl("rmsg_mr_reg", c_int, P, P, c_size_t, c_int, POINTER(c_void_p))
+_decl("rmsg_mr_dereg", c_int, P)
+_decl("rmsg_mr_export", c_int, P, c_char_p)
+_decl("rmsg_write_imm", c_int, P, IOV_P, c_int, c_char_p, c_uint64, c_uint32,
+      DONE_CB, P)
+_decl("rmsg_write", c_int, P, IOV_P, c_int, c_char_p, c_uint64, DONE_CB, P)
+_decl("rmsg_read", c_int, P, IOV_P, c_int, c_char_p, c_uint64, DONE_CB, P)
+_decl("rmsg_handle", c_int, P, c_uint32, HANDLER_CB, P)
+_decl("rmsg_call", c_int, P, c_uint32, IOV_P, c_int, c_uint32, REPLY_CB, P,
+      POINTER(c_uint64))
+_decl("rmsg_call_cancel", c_int, P, c_uint64)
+_decl("rmsg_reply", c_int, P, IOV_P, c_int)
+_decl("rmsg_reply_error", c_int, P, c_int)
+_decl("rmsg_strerror", c_char_p, c_int)
+
+ev.ev_loop_new.restype = c_void_p
+ev.ev_loop_new.argtypes = [c_uint]
+ev.ev_loop_destroy.restype = None
+ev.ev_loop_destroy.argtypes = [c_void_p]
+ev.ev_run.restype = c_int
+ev.ev_run.argtypes = [c_void_p, c_int]
+ev.ev_break.restype = None
+ev.ev_break.argtypes = [c_void_p, c_int]
+ev.ev_ref.restype = None
+ev.ev_ref.argtypes = [c_void_p]

@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: MIT
+"""Shared helpers. The transport comes from RMSG_TEST_TRANSPORT (tcp or
+rdma, default tcp) and RMSG_TEST_ADDR (default 127.0.0.1), as for the C
+integration tests; tests/vm/run-in-vm.sh sets RMSG_TEST_ADDR=198.18.0.1."""
+import asyncio
+import functools
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import rmsg  # noqa: E402
+
+TRANSPORT = os.environ.get("RMSG_TEST_TRANSPORT", "tcp")
+ADDR = os.environ.get("RMSG_TEST_ADDR", "127.0.0.1")
+# the Soft-RoCE VM emulates its CPU: allow for it
+TIMEOUT = float(os.environ.get("RMSG_PY_TEST_TIMEOUT",
+                               "120" if os.environ.get("RMSG_VM") else "30"))
+
+
+def listen_uri(port=0):
+    host = "[%s]" % ADDR if ":" in ADDR else ADDR
+    return "%s://%s:%d" % (TRANSPORT, host, port)
+
+
+def async_test(fn):
+    """Runs an async test on a fresh asyncio loop, bounded in time."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        async def bounded():
+            return await asyncio.wait_for(fn(*args, **kwargs), TIMEOUT)
+        return asyncio.run(bounded())
+    return wrapper
+
+
+class Pair:
+    """A server context with a listener and a client context with one
+    connection to it; serve() runs a per-connection coroutine."""
+
+    def __init__(self, server_opts=None, client_opts=None):
+        self.server_opts = server_opts or {}
+        self.client_opts = client_opts or {}
+        self.tasks = []
+
+    async def __aenter__(self):
+        self.sctx = rmsg.Context(**self.server_opts)
+        self.cctx = rmsg.Context(**self.client_opts)
+        self.listener = self.sctx.listen(listen_uri())
+        return self
+
+    def serve(self, per_conn):
+        async def loop():
+            async for conn in self.listener:
+                self.tasks.append(asyncio.ensure_future(per_conn(conn)))
+        self.tasks.append(asyncio.ensure_future(loop()))
+
+    async def connect(self, **opts):
+        return await self.cctx.connect(self.listener.uri, **opts)
+
+    async def __aexit__(self, *exc):
+        await self.cctx.close()
+        await self.sctx.close()
+        for t in self.tasks:
+            t.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+async def echo_server(conn):
+    async for msg in conn:
+        await conn.send(msg)
+
+
+@pytest.fixture
+def transport():
+    return TRANSPORT

@@ -1,0 +1,123 @@
+# SPDX-License-Identifier: MIT
+import asyncio
+import errno
+
+import pytest
+
+import rmsg
+from conftest import Pair, async_test, echo_server, listen_uri
+
+
+@async_test
+async def test_local_close():
+    closed = []
+
+    async def per_conn(conn):
+        async for msg in conn:
+            await conn.send(msg)
+        closed.append(conn.close_reason)
+    async with Pair() as p:
+        p.serve(per_conn)
+        conn = await p.connect()
+        await conn.send(b"x")
+        assert await conn.recv() == b"x"
+        assert await conn.close() == 0
+        assert conn.closed and conn.close_reason == 0
+        assert await conn.close() == 0          # harmless again
+        with pytest.raises(rmsg.ConnectionClosed) as ei:
+            await conn.recv()
+        assert ei.value.errno == errno.ECANCELED
+        with pytest.raises(rmsg.RmsgError) as ei:
+            await conn.send(b"y")
+        assert ei.value.errno == errno.ENOTCONN
+        with pytest.raises(rmsg.RmsgError) as ei:
+            await conn.call(1, b"y")
+        assert ei.value.errno == errno.ENOTCONN
+        while not closed:
+            await asyncio.sleep(0.01)
+        assert closed[0] < 0                  # the peer's view: a failure
+
+
+@async_test
+async def test_close_fails_pending_calls():
+    async with Pair() as p:
+        @p.sctx.handle(1)
+        async def slow(conn, req):
+            await asyncio.sleep(5)
+        conn = await p.connect()
+        calls = [conn.call(1, b"") for _ in range(3)]
+        await asyncio.sleep(0.1)
+        await conn.close()
+        for c in calls:
+            with pytest.raises(rmsg.RmsgError) as ei:
+                await c
+            assert ei.value.errno == errno.ECANCELED
+
+
+@async_test
+async def test_messages_queued_before_close_are_delivered():
+    async with Pair() as p:
+        async def per_conn(conn):
+            for i in range(50):
+                conn.send(b"%d" % i)
+            await conn.send(b"last")
+            await conn.close()
+        p.serve(per_conn)
+        conn = await p.connect()
+        got = [m async for m in conn]
+        assert got == [b"%d" % i for i in range(50)] + [b"last"]
+        assert conn.close_reason < 0
+
+
+@async_test
+async def test_context_close_with_live_connections():
+    sctx = rmsg.Context()
+    cctx = rmsg.Context()
+    listener = sctx.listen(listen_uri())
+
+    @sctx.handle(1)
+    async def slow(conn, req):
+        await asyncio.sleep(10)
+    conn = await cctx.connect(listener.uri)
+    call = conn.call(1, b"")
+    await asyncio.sleep(0.1)
+    await cctx.close()
+    assert conn.closed and conn.close_reason == -errno.ECANCELED
+    with pytest.raises(rmsg.RmsgError) as ei:
+        await call
+    assert ei.value.errno == errno.ECANCELED
+    with pytest.raises(rmsg.RmsgError):
+        conn.send(b"x")                     # the context is gone
+    await cctx.close()                      # harmless again
+    # the server closes with an unanswered request in its handler
+    sconn = await listener.accept()
+    await sctx.close()
+    assert sconn.closed
+    with pytest.raises(rmsg.RmsgError):
+        await listener.accept()
+
+
+@async_test
+async def test_connect_refused_and_listener_close():
+    async with Pair() as p:
+        p.serve(echo_server)
+        uri = p.listener.uri
+        p.listener.close()
+        with pytest.raises(rmsg.RmsgError) as ei:
+            await p.cctx.connect(uri, timeout_ms=3000)
+        assert ei.value.errno in (errno.ECONNREFUSED, errno.ETIMEDOUT,
+                                  errno.ECONNRESET, errno.EHOSTUNREACH)
+        with pytest.raises(rmsg.RmsgError):
+            await p.listener.accept()
+
+
+@async_test
+async def test_peer_death_keepalive_not_needed_for_close():
+    # closing the server context ends the client's connection
+    async with Pair() as p:
+        p.serve(echo_server)
+        conn = await p.connect()
+        await p.sctx.close()
+        reason = await asyncio.wait_for(conn.wait_closed(), 20)
+        assert reason < 0
+        assert [m async for m in conn] == []
