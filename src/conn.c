@@ -124,8 +124,10 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 		if (ret > 0)
 			ret = -ECONNREFUSED;
 	}
-	if (ret == 0)
+	if (ret == 0) {
 		c->state = RMSGI_CS_ACCEPTING;
+		c->app_accepted = true;
+	}
 	return ret;
 }
 
@@ -154,9 +156,19 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	rmsgi_conn_put(c);
 }
 
-/* moves an op to the done queue; its callback runs at the next flush */
+/* moves an op to the done queue; its callback runs at the next flush.
+ * One without a callback is recycled at once: nothing would run. */
 static void op_finish(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 {
+	if (!op->cb) {
+		if (op->kind == RMSGI_OP_SEND || op->kind == RMSGI_OP_WRITE ||
+		    op->kind == RMSGI_OP_READ)
+			c->sendq_len--;
+		rmsgi_op_put(c->ctx, op);
+		if (c->want_writable)
+			rmsgi_ctx_mark_dirty(c->ctx, c);
+		return;
+	}
 	op->status = status;
 	rmsgi_list_add_tail(&c->doneq, &op->link);
 	rmsgi_ctx_mark_dirty(c->ctx, c);
@@ -662,9 +674,10 @@ static void finalize(struct rmsg_conn *c)
 	/* calls still waiting end before on_close, which is last */
 	rmsgi_rpc_conn_closed(c,
 			      c->close_reason ? c->close_reason : -ECANCELED);
-	/* an accepted connection that failed its handshake never reached
-	 * the app; a client always learns how its connect ended */
-	if (c->ops.on_close && (c->was_established || !c->is_server)) {
+	/* a client always learns how its connect ended; on the accepting
+	 * side, so does an app that accepted (it may hold state for it) */
+	if (c->ops.on_close &&
+	    (c->was_established || !c->is_server || c->app_accepted)) {
 		c->ctx->in_cb++;
 		c->ops.on_close(c, c->close_reason, c->arg);
 		c->ctx->in_cb--;
@@ -803,6 +816,22 @@ void rmsgi_conn_flush(struct rmsg_conn *c)
 		finalize(c);
 }
 
+/*
+ * May a send be handed to the transport inside the API call? Over TCP
+ * that writes it at once, saving a loop iteration's worth of deferral
+ * for the common case of one reply per event. Only the first send of a
+ * loop iteration (last_tx is the loop time of the last post) on an idle
+ * queue, outside the context flush: later ones batch as before. Its
+ * completion is still only queued (op_finish), so no callback runs
+ * inside the call.
+ */
+static bool send_now(const struct rmsg_conn *c)
+{
+	return c->tr == &rmsgi_tr_tcp && c->state == RMSGI_CS_ESTABLISHED &&
+	       rmsgi_list_empty(&c->sendq) && !c->ctx->flushing &&
+	       c->last_tx != ev_now(c->ctx->loop);
+}
+
 int rmsg_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	      rmsg_done_cb cb, void *arg)
 {
@@ -854,6 +883,13 @@ int rmsgi_conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	op->cb = cb;
 	op->arg = arg;
 	c->sendq_len++;
+	if (send_now(c)) {
+		rmsgi_list_add_tail(&c->sendq, &op->link);
+		post_queued(c);
+		if (!rmsgi_list_empty(&c->sendq))
+			rmsgi_ctx_mark_dirty(c->ctx, c);
+		return 0;
+	}
 	rmsgi_list_add_tail(&c->sendq, &op->link);
 	rmsgi_ctx_mark_dirty(c->ctx, c);
 	return 0;

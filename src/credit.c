@@ -14,34 +14,10 @@ void rmsgi_credit_init(struct rmsgi_credit *cr, uint32_t peer_grant,
 	cr->threshold = my_grant / 4 < 2 ? 2 : my_grant / 4;
 }
 
-bool rmsgi_credit_can_send(const struct rmsgi_credit *cr, bool message)
-{
-	return message ? cr->avail >= 2 : cr->avail >= 1;
-}
-
-uint16_t rmsgi_credit_take(struct rmsgi_credit *cr)
-{
-	uint32_t n = cr->to_return > 0xffff ? 0xffff : cr->to_return;
-
-	cr->avail--;
-	cr->to_return -= n;
-	return (uint16_t)n;
-}
-
 int rmsgi_credit_returned(struct rmsgi_credit *cr, uint32_t n, uint32_t grant)
 {
 	if (n > grant || cr->avail + n > grant)
 		return -EPROTO;
 	cr->avail += n;
 	return 0;
-}
-
-void rmsgi_credit_freed(struct rmsgi_credit *cr)
-{
-	cr->to_return++;
-}
-
-bool rmsgi_credit_want_update(const struct rmsgi_credit *cr)
-{
-	return cr->to_return >= cr->threshold;
 }

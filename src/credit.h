@@ -24,15 +24,38 @@ struct rmsgi_credit {
 /* @peer_grant: buffers the peer gave us; @my_grant: buffers we gave it */
 void rmsgi_credit_init(struct rmsgi_credit *cr, uint32_t peer_grant,
 		       uint32_t my_grant);
-/* may a message (true) or a CREDIT frame (false) be sent now? */
-bool rmsgi_credit_can_send(const struct rmsgi_credit *cr, bool message);
-/* takes one credit and returns the count to piggyback */
-uint16_t rmsgi_credit_take(struct rmsgi_credit *cr);
 /* the peer returned @n credits; -EPROTO if that exceeds the grant */
 int rmsgi_credit_returned(struct rmsgi_credit *cr, uint32_t n, uint32_t grant);
+
+/* the per-frame ones are inline: they run for every message */
+
+/* may a message (true) or a CREDIT frame (false) be sent now? */
+static inline bool rmsgi_credit_can_send(const struct rmsgi_credit *cr,
+					 bool message)
+{
+	return message ? cr->avail >= 2 : cr->avail >= 1;
+}
+
+/* takes one credit and returns the count to piggyback */
+static inline uint16_t rmsgi_credit_take(struct rmsgi_credit *cr)
+{
+	uint32_t n = cr->to_return > 0xffff ? 0xffff : cr->to_return;
+
+	cr->avail--;
+	cr->to_return -= n;
+	return (uint16_t)n;
+}
+
 /* a receive buffer was reposted */
-void rmsgi_credit_freed(struct rmsgi_credit *cr);
+static inline void rmsgi_credit_freed(struct rmsgi_credit *cr)
+{
+	cr->to_return++;
+}
+
 /* should an explicit CREDIT frame go out? */
-bool rmsgi_credit_want_update(const struct rmsgi_credit *cr);
+static inline bool rmsgi_credit_want_update(const struct rmsgi_credit *cr)
+{
+	return cr->to_return >= cr->threshold;
+}
 
 #endif /* RMSG_CREDIT_H */

@@ -5,9 +5,12 @@
  * Work queued by API calls (sends, completions, credit updates) is flushed
  * from an ev_prepare watcher, i.e. after the current batch of events and
  * before the loop blocks. That batches doorbells and lets one signalled
- * completion cover a burst. Internal watchers do not keep ev_run() alive;
- * each listener and connection holds a loop reference instead, like a
- * socket would.
+ * completion cover a burst. The watcher runs only while there is work: a
+ * connection marked dirty starts it, and it stops once it found nothing
+ * to do, unless a backend polls completions (then it runs every
+ * iteration, to re-arm them). Internal watchers do not keep ev_run()
+ * alive; each listener and connection holds a loop reference instead,
+ * like a socket would.
  */
 #include <stdlib.h>
 #include <time.h>
@@ -61,6 +64,10 @@ void rmsgi_ctx_mark_dirty(struct rmsg_ctx *ctx, struct rmsg_conn *c)
 		return;
 	c->dirty = true;
 	rmsgi_list_add_tail(&ctx->dirty, &c->dirty_link);
+	if (!ev_is_active(&ctx->prepare)) {
+		ev_prepare_start(ctx->loop, &ctx->prepare);
+		ev_unref(ctx->loop);
+	}
 }
 
 void rmsgi_ctx_flush(struct rmsg_ctx *ctx)
@@ -116,8 +123,8 @@ static void ctx_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
 	struct rmsg_ctx *ctx = w->data;
 	uint64_t start, budget;
+	bool idle = rmsgi_list_empty(&ctx->dirty);
 
-	(void)loop;
 	(void)revents;
 	rmsgi_ctx_flush(ctx);
 	if (ctx->cfg.busy_poll_us && !rmsgi_list_empty(&ctx->conns) &&
@@ -135,6 +142,12 @@ static void ctx_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 	while (ctx_poll(ctx, true) > 0)
 		rmsgi_ctx_flush(ctx);
 	rmsgi_ctx_flush(ctx);
+	/* nothing to do this time: sleep until a conn is marked dirty
+	 * (kept on after work, so a busy loop does not toggle it) */
+	if (idle && rmsgi_list_empty(&ctx->dirty) && !ctx_can_poll(ctx)) {
+		ev_ref(loop);
+		ev_prepare_stop(loop, w);
+	}
 }
 
 int rmsg_ctx_create(struct ev_loop *loop, const struct rmsg_cfg *cfg,
@@ -205,8 +218,10 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 	rmsgi_ctx_flush(ctx);
 	rmsgi_rpc_ctx_fini(ctx);
 	rmsgi_mr_fini(ctx);
-	ev_ref(ctx->loop);
-	ev_prepare_stop(ctx->loop, &ctx->prepare);
+	if (ev_is_active(&ctx->prepare)) {
+		ev_ref(ctx->loop);
+		ev_prepare_stop(ctx->loop, &ctx->prepare);
+	}
 	while ((n = rmsgi_list_pop(&ctx->op_free)))
 		free(rmsgi_list_entry(n, struct rmsgi_op, link));
 	rmsgi_pool_destroy(ctx->pool);

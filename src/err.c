@@ -118,6 +118,8 @@ static const struct {
 	{ENOENT, "not found"},
 	{EHOSTDOWN, "host is down"},
 	{ENOTSUP, "operation not supported by this transport or device"},
+	{ENOSYS, "no handler: the peer serves no RPC method with this number "
+		 "(rmsg_handle)"},
 	{EPIPE, "broken pipe: the peer closed the connection"},
 	{EPERM, "operation not permitted (RDMA: registering memory or "
 		"opening the device was refused; check 'ulimit -l' and the "

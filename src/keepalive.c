@@ -40,6 +40,18 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	if (c->state != RMSGI_CS_ESTABLISHED)
 		return;
+	if (now - c->ka_tick > iv) {
+		/* this loop was stalled (a long callback, a debugger, a
+		 * paused VM): frames may be waiting unread, so the silence
+		 * proves nothing; start a fresh window */
+		c->last_rx = now;
+	}
+	c->ka_tick = now;
+	if (!rmsgi_list_empty(&c->rndvq))
+		/* the peer is reading our rendezvous data: its answers
+		 * queue behind those reads; a dead reader shows up as a
+		 * failed probe send instead (RDMA retries, ~2 s) */
+		c->last_rx = now;
 	if (c->peer_avail <= 0)
 		c->last_rx = now; /* it cannot talk: do not count */
 	if (now - c->last_rx > iv * c->cfg.keepalive_misses) {
@@ -62,7 +74,7 @@ void rmsgi_keepalive_start(struct rmsg_conn *c)
 {
 	ev_tstamp iv;
 
-	c->last_rx = c->last_tx = ev_now(c->ctx->loop);
+	c->last_rx = c->last_tx = c->ka_tick = ev_now(c->ctx->loop);
 	if (!c->cfg.keepalive_ms || c->ka_on)
 		return;
 	iv = c->cfg.keepalive_ms / 1000.0;

@@ -332,6 +332,7 @@ struct rmsg_conn {
 	bool dirty;
 	bool tr_down; /* transport reported it is gone */
 	bool was_established;
+	bool app_accepted;  /* the accept callback said yes */
 	bool auto_fallback; /* auto://: TCP if RDMA cannot connect */
 	bool fallback_pending;
 	int fallback_reason; /* why RDMA was not used, or 0 */
@@ -339,7 +340,7 @@ struct rmsg_conn {
 	struct rmsgi_rpc_conn *rpc; /* calls in flight (rpc.c) */
 	ev_timer ka;		    /* keepalive (keepalive.c) */
 	bool ka_on;
-	ev_tstamp last_rx, last_tx;
+	ev_tstamp last_rx, last_tx, ka_tick;
 	int32_t peer_avail;  /* credits the peer can still use, as we see it */
 	bool credit_op_busy; /* the CREDIT frame is queued or posted */
 	int close_reason;

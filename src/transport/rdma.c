@@ -1396,7 +1396,10 @@ static void rc_post_reads(struct rdma_conn *rc)
 
 		if (ring_used(rc) >= SQ_DEPTH || rc->reads_out >= r->rd_atom)
 			break;
-		chunk = RMSGI_MIN(seg->len - rx->seg_off, r->max_msg_sz);
+		/* 1 MiB reads: small frames posted behind them (credits,
+		 * probe answers) wait for at most a few of them */
+		chunk = RMSGI_MIN(seg->len - rx->seg_off,
+				  RMSGI_MIN(r->max_msg_sz, (uint64_t)1 << 20));
 		s = slot_fill(rc, SLOT_READ);
 		s->rx = rx;
 		s->wr.opcode = IBV_WR_RDMA_READ;

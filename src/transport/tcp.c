@@ -47,6 +47,8 @@
 #define TCP_RBUF_SIZE (64 * 1024)
 /* frames larger than this are read into memory of their own */
 #define TCP_RBUF_FRAME_MAX (TCP_RBUF_SIZE - RMSGI_HDR_SIZE)
+/* a read buffer with less room than this is compacted */
+#define TCP_RBUF_MIN_ROOM (16 * 1024)
 /* output queue bounds: post() says -EAGAIN beyond them */
 #define TCP_MAX_FRAMES 4096
 #define TCP_MAX_QBYTES ((size_t)4 << 20)
@@ -170,6 +172,8 @@ struct tcp_conn {
 	struct rmsgi_hdr big_hdr;
 	uint8_t *spare; /* large-frame memory kept for reuse */
 	size_t spare_cap;
+	size_t rneed;	 /* bytes the partial frame in rb still lacks */
+	bool big_streak; /* the last frame was large: read headers alone */
 };
 
 static const uint8_t tcp_empty[1];
@@ -590,9 +594,7 @@ static void tcp_write(struct tcp_conn *tc)
 			tcp_io_stop(loop, &tc->ww);
 			return;
 		}
-		memset(&mh, 0, sizeof(mh));
-		mh.msg_iov = iov;
-		mh.msg_iovlen = (size_t)cnt;
+		mh = (struct msghdr){.msg_iov = iov, .msg_iovlen = (size_t)cnt};
 		w = sendmsg(tc->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0) {
 			if (errno == EINTR)
@@ -610,6 +612,12 @@ static void tcp_write(struct tcp_conn *tc)
 			/* a short write means the socket buffer is full */
 			tc->blocked = true;
 			tcp_io_start(loop, &tc->ww);
+			return;
+		}
+		if (n == &tc->outq && cnt < TCP_WIOV) {
+			/* all written (completions queue nothing new) */
+			tc->blocked = false;
+			tcp_io_stop(loop, &tc->ww);
 			return;
 		}
 	}
@@ -669,14 +677,10 @@ static int tcp_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	tc->outq_bytes += tcp_frame_len(op);
 	if (tc->blocked)
 		return 0; /* EV_WRITE carries it */
-	if (tc->outq_len < TCP_BATCH_FRAMES &&
-	    tc->outq_bytes < TCP_BATCH_BYTES) {
-		/* kick() writes the batch; the watcher only guards against
-		 * a batch that never gets one (no syscall if kick stops it
-		 * within this loop iteration) */
-		tcp_io_start(c->ctx->loop, &tc->ww);
+	/* conn.c follows every batch of posts with kick(), which writes
+	 * it: no watcher is needed unless the socket fills up */
+	if (tc->outq_len < TCP_BATCH_FRAMES && tc->outq_bytes < TCP_BATCH_BYTES)
 		return 0;
-	}
 	tc->busy++;
 	tcp_write(tc);
 	tcp_conn_unbusy(tc);
@@ -899,17 +903,27 @@ static void tcp_big_done(struct tcp_conn *tc)
 	uint8_t *p = tc->big;
 
 	tc->big = NULL;
+	tc->big_streak = true;
 	tcp_frame(tc, &h, p, p, tc->big_cap);
 }
 
-/* moves the unparsed tail to the front, or to a fresh buffer when held
- * messages pin this one */
+/*
+ * Makes room for the next read. Appending goes on while the buffer has
+ * room for the partial frame and a decent read; only then does the
+ * unparsed tail move to the front, or to a fresh buffer when held
+ * messages pin this one (appending never touches what they point to).
+ */
 static void tcp_rbuf_compact(struct tcp_conn *tc)
 {
 	size_t rest = tc->rtail - tc->rhead;
+	size_t room = TCP_RBUF_SIZE - tc->rtail;
 	struct tcp_rbuf *nb;
 
-	if (!tc->rhead)
+	if (!rest && tc->rb->refs == 1) {
+		tc->rhead = tc->rtail = 0;
+		return;
+	}
+	if (!tc->rhead || (room >= tc->rneed && room >= TCP_RBUF_MIN_ROOM))
 		return;
 	if (tc->rb->refs > 1) {
 		nb = tcp_rbuf_get(tc->t);
@@ -920,7 +934,7 @@ static void tcp_rbuf_compact(struct tcp_conn *tc)
 		memcpy(nb->data, tc->rb->data + tc->rhead, rest);
 		tcp_rbuf_put(tc->t, tc->rb);
 		tc->rb = nb;
-	} else if (rest) {
+	} else {
 		memmove(tc->rb->data, tc->rb->data + tc->rhead, rest);
 	}
 	tc->rhead = 0;
@@ -935,10 +949,16 @@ static void tcp_parse(struct tcp_conn *tc)
 	size_t avail;
 	int ret;
 
-	while (!tc->ended &&
-	       (avail = tc->rtail - tc->rhead) >= RMSGI_HDR_SIZE) {
+	tc->rneed = 0;
+	while (!tc->ended) {
 		const uint8_t *p = tc->rb->data + tc->rhead;
 
+		avail = tc->rtail - tc->rhead;
+		if (avail < RMSGI_HDR_SIZE) {
+			if (avail)
+				tc->rneed = RMSGI_HDR_SIZE - avail;
+			break;
+		}
 		ret = rmsgi_hdr_decode(p, avail, max, &h);
 		if (!ret)
 			ret = tcp_check_type(tc, &h);
@@ -953,8 +973,11 @@ static void tcp_parse(struct tcp_conn *tc)
 				      avail - RMSGI_HDR_SIZE);
 			break;
 		}
-		if (avail - RMSGI_HDR_SIZE < h.len)
+		if (avail - RMSGI_HDR_SIZE < h.len) {
+			tc->rneed = RMSGI_HDR_SIZE + (size_t)h.len - avail;
 			break;
+		}
+		tc->big_streak = false;
 		tc->rhead += RMSGI_HDR_SIZE + (size_t)h.len;
 		tcp_frame(tc, &h, p + RMSGI_HDR_SIZE, NULL, 0);
 	}
@@ -975,19 +998,26 @@ static void tcp_read(struct tcp_conn *tc)
 	}
 	for (round = 0; round < TCP_READ_ROUNDS && !tc->ended; round++) {
 		struct iovec iov[2];
-		size_t want = 0, bigrest = 0;
+		size_t want, bigrest = 0;
+		size_t room = TCP_RBUF_SIZE - tc->rtail;
 		ssize_t r;
 		int cnt = 0;
 
-		/* the rest of a large frame and whatever follows it */
 		if (tc->big) {
+			/* the rest of a large frame and the next header
+			 * only: a large payload after it is then read
+			 * straight into memory of its own too */
 			bigrest = tc->big_len - tc->big_got;
 			iov[cnt].iov_base = tc->big + tc->big_got;
 			iov[cnt++].iov_len = bigrest;
+			room = RMSGI_MIN(room, (size_t)RMSGI_HDR_SIZE);
+		} else if (tc->big_streak && tc->rhead == tc->rtail) {
+			/* large frames in a row: a header first */
+			room = RMSGI_MIN(room, (size_t)RMSGI_HDR_SIZE);
 		}
 		iov[cnt].iov_base = tc->rb->data + tc->rtail;
-		iov[cnt++].iov_len = TCP_RBUF_SIZE - tc->rtail;
-		want = bigrest + TCP_RBUF_SIZE - tc->rtail;
+		iov[cnt++].iov_len = room;
+		want = bigrest + room;
 		r = readv(tc->fd, iov, cnt);
 		if (r < 0) {
 			if (errno == EINTR)

@@ -11,8 +11,12 @@ pass=0 fail=0 skip=0
 cd "$builddir" || exit 1
 for t in "$@"; do
 	start=$(date +%s)
-	if [ -x "$t" ]; then
-		"./$t" > "/tmp/$(basename "$t").$transport.log" 2>&1
+	case $t in
+	/*) cmd=$t ;;
+	*) cmd=./$t ;;
+	esac
+	if [ -x "$cmd" ]; then
+		"$cmd" > "/tmp/$(basename "$t").$transport.log" 2>&1
 		rc=$?
 	else
 		rc=127
