@@ -1,8 +1,10 @@
 #!/bin/sh
 # test.sh - quick start 2: install what is missing, build, then run the
 # whole suite: unit tests, man page checks and integration tests over TCP
-# on this machine ('make check'), then the integration tests over RDMA on
-# Soft-RoCE inside a qemu VM ('make check-rxe').
+# on this machine ('make check'), the Python binding's tests, the wire
+# decoder fuzzed for a minute, the suite under ASan/UBSan and the TCP
+# tests under valgrind, then the integration tests over RDMA on Soft-RoCE
+# inside a qemu VM ('make check-rxe') and the binding's tests there.
 set -e
 cd "$(dirname "$0")"
 scripts/setup.sh test
@@ -16,9 +18,14 @@ make -s -j"$(nproc)" check || {
 	exit 1
 }
 make -s check-python
+rel=$(date +%s)
+tests/fuzz/run.sh "${FUZZ_SECONDS:-60}"
+scripts/sanitize.sh
+VG_NO_BUILD=1 scripts/valgrind.sh
 mid=$(date +%s)
 make -s check-rxe
 RMSG_TEST_TRANSPORT=rdma tests/vm/run-in-vm.sh -q -t 900 -- \
 	bindings/python/run-tests.sh
 end=$(date +%s)
-echo "test.sh: host suite $((mid - start)) s, RDMA suite in VM $((end - mid)) s"
+echo "test.sh: host suite $((rel - start)) s, reliability $((mid - rel)) s," \
+	"RDMA suite in VM $((end - mid)) s"

@@ -67,6 +67,12 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (now - c->last_rx >= iv) {
 		send_credit_frame(c, RMSGI_CREDIT_PROBE);
 		rmsgi_ctx_flush(c->ctx);
+	} else if (now - c->last_tx >= iv) {
+		/* we said nothing for an interval: tell the peer we live.
+		 * Over TCP its probes can be stuck behind a large frame it
+		 * is still sending us, which it cannot tell from silence */
+		send_credit_frame(c, 0);
+		rmsgi_ctx_flush(c->ctx);
 	}
 }
 

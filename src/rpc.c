@@ -438,7 +438,8 @@ static int send_reply(struct rmsg_conn *c, uint64_t id, int status,
 	rpc_hdr_encode(buf, (uint32_t)status, id);
 	off = RPC_HDR_SIZE;
 	for (i = 0; i < iovcnt; i++) {
-		memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
+		if (iov[i].iov_len) /* an empty piece may have no base */
+			memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
 		off += iov[i].iov_len;
 	}
 	out.iov_base = buf;

@@ -1031,6 +1031,10 @@ static void tcp_read(struct tcp_conn *tc)
 			tcp_conn_end(tc, -ECONNRESET, NULL);
 			return;
 		}
+		/* bytes show the peer alive, also in the middle of a frame:
+		 * a large one can take longer than the keepalive bound, and
+		 * the peer's answers to our probes queue up behind it */
+		tc->c->last_rx = ev_now(tc->t->ctx->loop);
 		if (tc->big) {
 			size_t k = RMSGI_MIN((size_t)r, bigrest);
 

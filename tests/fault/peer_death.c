@@ -205,13 +205,18 @@ static void one_round(struct rmsg_ctx *ctx, const char *other_uri)
 	T_ASSERT(pipe(fds) == 0, "pipe");
 	child = fork();
 	if (child == 0) {
-		/* a fresh process: verbs state must not cross a fork */
-		char fdarg[16];
+		/* a fresh process: verbs state must not cross a fork. Exec
+		 * the path /proc/self/exe names, not the link itself: under
+		 * valgrind the link is the valgrind tool, the path is ours */
+		char fdarg[16], self[4096];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
 		close(fds[0]);
+		if (n <= 0)
+			_exit(5);
+		self[n] = '\0';
 		snprintf(fdarg, sizeof(fdarg), "%d", fds[1]);
-		execl("/proc/self/exe", "peer_death", "--serve", fdarg,
-		      (char *)NULL);
+		execl(self, "peer_death", "--serve", fdarg, (char *)NULL);
 		_exit(5);
 	}
 	close(fds[1]);

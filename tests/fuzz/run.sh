@@ -1,0 +1,173 @@
+#!/bin/sh
+# tests/fuzz/run.sh [SECONDS] - builds the libFuzzer target fuzz_proto
+# (the wire decoders of src/proto.c and the descriptor decoder of
+# src/mr.c) with clang, ASan and UBSan, replays every seed and every
+# regression input in tests/fuzz/regressions/, then fuzzes a copy of the
+# seed corpus for SECONDS (default 60, or $FUZZ_SECONDS).
+#
+# Exit: 0 clean; 1 a crash, leak, timeout or failed property (the
+# reproducer's path is printed); 77 no clang with libFuzzer here.
+#
+#   tests/fuzz/run.sh --regen   rewrites the seed corpus and the named
+#                               regression inputs from gen_corpus.c
+#
+# Environment: FUZZ_BUILD_DIR (default build/fuzz), FUZZ_CC (default
+# clang, else clang-14), FUZZ_KEEP_CORPUS=1 keeps the grown corpus of
+# the previous run instead of starting again from the seeds,
+# FUZZ_SAVE_REGRESSIONS=1 copies a crash straight into regressions/.
+set -eu
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+fz=$top/tests/fuzz
+B=${FUZZ_BUILD_DIR:-$top/build/fuzz}
+mkdir -p "$B"
+B=$(cd "$B" && pwd)
+
+CC=${FUZZ_CC:-}
+if [ -z "$CC" ]; then
+	for c in clang clang-14; do
+		command -v "$c" >/dev/null 2>&1 && { CC=$c; break; }
+	done
+fi
+skip() {
+	echo '##################################################################'
+	echo "# SKIP: fuzzing NOT run: $1"
+	echo '# (Debian: apt-get install clang-14 libclang-rt-14-dev)'
+	echo '##################################################################'
+	exit 77
+}
+[ -n "$CC" ] || skip "no clang"
+printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)\n{ (void)d; (void)n; return 0; }\n' \
+	>"$B/probe.c"
+"$CC" -fsanitize=fuzzer,address,undefined -o "$B/probe" "$B/probe.c" \
+	>/dev/null 2>&1 || skip "$CC cannot link -fsanitize=fuzzer"
+
+# the sources linked into the target: proto.c and mr.c are what is
+# fuzzed, log.c is mr.c's only dependency. If mr.c gains one, add its
+# source here.
+SRCS="src/proto.c src/mr.c src/log.c"
+
+if [ "${1:-}" = --regen ]; then
+	# shellcheck disable=SC2086
+	(cd "$top" && "$CC" -O1 -g -I include -I src -o "$B/gen_corpus" \
+		tests/fuzz/gen_corpus.c $SRCS)
+	rm -f "$fz"/corpus/proto/*
+	mkdir -p "$fz/corpus/proto" "$fz/regressions"
+	"$B/gen_corpus" "$fz/corpus/proto" "$fz/regressions"
+	echo "run.sh: $(find "$fz/corpus/proto" -type f | wc -l) seeds," \
+		"$(find "$fz/regressions" -type f ! -name 'README*' | wc -l)" \
+		regression inputs
+	exit 0
+fi
+
+secs=${1:-${FUZZ_SECONDS:-60}}
+case $secs in
+'' | *[!0-9]*) echo "usage: $0 [SECONDS] | --regen" >&2; exit 2 ;;
+esac
+
+t0=$(date +%s)
+echo "run.sh: building fuzz_proto with $CC into $B"
+# shellcheck disable=SC2086
+(cd "$top" && "$CC" -g -O1 -fno-omit-frame-pointer \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	-Wall -Wextra -I include -I src -o "$B/fuzz_proto" \
+	tests/fuzz/fuzz_proto.c $SRCS)
+
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
+
+# 1. every seed and regression input, once each
+n=0
+for f in "$fz"/corpus/proto/* "$fz"/regressions/*; do
+	[ -f "$f" ] || continue
+	case $f in */README*) continue ;; esac
+	if ! "$B/fuzz_proto" "$f" >"$B/replay.log" 2>&1; then
+		cat "$B/replay.log"
+		echo "run.sh: FAIL: replaying $f crashes; reproduce with:"
+		echo "  $B/fuzz_proto $f"
+		exit 1
+	fi
+	n=$((n + 1))
+done
+echo "run.sh: replayed $n seed and regression inputs: clean"
+
+# 2. fuzz a copy of the corpus for a bounded time
+if [ "${FUZZ_KEEP_CORPUS:-0}" != 1 ] || [ ! -d "$B/corpus" ]; then
+	rm -rf "$B/corpus"
+	mkdir -p "$B/corpus"
+	cp "$fz"/corpus/proto/* "$B/corpus/"
+	for f in "$fz"/regressions/*; do
+		case $f in */README*) continue ;; esac
+		[ -f "$f" ] && cp "$f" "$B/corpus/"
+	done
+fi
+seeds=$(find "$B/corpus" -type f | wc -l)
+rm -rf "$B/artifacts"
+mkdir -p "$B/artifacts"
+echo "run.sh: fuzzing for $secs s from $seeds inputs (log: $B/fuzz.log)"
+rc=0
+"$B/fuzz_proto" -max_total_time="$secs" -print_final_stats=1 \
+	-artifact_prefix="$B/artifacts/" -dict="$fz/proto.dict" \
+	-max_len=512 -use_value_profile=1 -timeout=10 -rss_limit_mb=2048 \
+	"$B/corpus" >"$B/fuzz.log" 2>&1 || rc=$?
+
+stat() { sed -n "s/^stat::$1: *//p" "$B/fuzz.log" | tail -n 1; }
+runs=$(stat number_of_executed_units)
+eps=$(stat average_exec_per_sec)
+final=$(grep -E '^#[0-9]+[[:space:]]+(DONE|pulse|NEW|REDUCE|INITED)' \
+	"$B/fuzz.log" | tail -n 1)
+cov=$(echo "$final" | sed -n 's/.* cov: \([0-9]*\).*/\1/p')
+ft=$(echo "$final" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')
+corpus=$(find "$B/corpus" -type f | wc -l)
+t1=$(date +%s)
+
+if [ "$rc" != 0 ]; then
+	grep -E 'ERROR|SUMMARY|property failed|runtime error' "$B/fuzz.log" |
+		head -n 20 || true
+	echo "run.sh: FAIL: fuzz_proto exited $rc after ${runs:-?} runs"
+	for a in "$B"/artifacts/*; do
+		[ -f "$a" ] || continue
+		echo "run.sh: reproducer: $a"
+		echo "  replay:  $B/fuzz_proto $a"
+		if [ "${FUZZ_SAVE_REGRESSIONS:-0}" = 1 ]; then
+			cp "$a" "$fz/regressions/"
+			echo "  saved:   $fz/regressions/$(basename "$a")"
+		else
+			echo "  keep it: cp $a $fz/regressions/"
+		fi
+	done
+	echo "run.sh: full log: $B/fuzz.log"
+	exit 1
+fi
+
+# 3. source coverage of the decoders by the grown corpus (llvm-cov)
+lines=
+prof=$(command -v llvm-profdata || command -v llvm-profdata-14 || true)
+lcov=$(command -v llvm-cov || command -v llvm-cov-14 || true)
+if [ "${FUZZ_COVERAGE:-1}" = 1 ] && [ -n "$prof" ] && [ -n "$lcov" ]; then
+	# shellcheck disable=SC2086
+	if (cd "$top" && "$CC" -g -O0 -fsanitize=fuzzer \
+		-fprofile-instr-generate -fcoverage-mapping -I include -I src \
+		-o "$B/fuzz_cov" tests/fuzz/fuzz_proto.c $SRCS) &&
+		LLVM_PROFILE_FILE="$B/cov.profraw" "$B/fuzz_cov" -runs=0 \
+			"$B/corpus" >"$B/cov.log" 2>&1 &&
+		"$prof" merge -sparse "$B/cov.profraw" -o "$B/cov.profdata"; then
+		(cd "$top" && "$lcov" report "$B/fuzz_cov" \
+			-instr-profile="$B/cov.profdata" src/proto.c) \
+			>"$B/coverage.txt" 2>&1 || true
+		(cd "$top" && "$lcov" report -show-functions "$B/fuzz_cov" \
+			-instr-profile="$B/cov.profdata" src/mr.c) 2>&1 |
+			grep -E '^(Name|rmsgi_desc)' >>"$B/coverage.txt" || true
+		# TOTAL: regions, missed, %, functions, missed, %, lines,
+		# missed, %, branches, missed, %
+		lines=$(awk '/^TOTAL/ { print "src/proto.c lines " $10 \
+			", branches " $13 }' "$B/coverage.txt")
+	fi
+fi
+t1=$(date +%s)
+
+summary="fuzz_proto: $secs s, ${runs:-?} executions (${eps:-?}/s),"
+summary="$summary corpus $seeds -> $corpus inputs, cov ${cov:-?} ft ${ft:-?},"
+[ -n "$lines" ] && summary="$summary $lines,"
+summary="$summary no crash; total $((t1 - t0)) s with build and replay"
+echo "$summary" | tee "$B/summary.txt"
