@@ -354,6 +354,14 @@ const char *rmsg_conn_transport(const struct rmsg_conn *c);
 const char *rmsg_conn_fallback_reason(const struct rmsg_conn *c);
 
 /**
+ * rmsg_conn_ctx() - the context a connection belongs to
+ * @c: the connection
+ *
+ * Return: the context, or NULL if @c is NULL.
+ */
+struct rmsg_ctx *rmsg_conn_ctx(const struct rmsg_conn *c);
+
+/**
  * rmsg_conn_set_arg() - change the argument passed to the callbacks
  * @c: the connection
  * @arg: the new argument

@@ -930,6 +930,11 @@ const char *rmsg_conn_transport(const struct rmsg_conn *c)
 	return c->tr->name;
 }
 
+struct rmsg_ctx *rmsg_conn_ctx(const struct rmsg_conn *c)
+{
+	return c ? c->ctx : NULL;
+}
+
 int rmsg_conn_set_arg(struct rmsg_conn *c, void *arg)
 {
 	if (!c)
