@@ -88,7 +88,6 @@ struct receiver {
 
 static int once;
 static struct rmsg_listener *lis;
-static struct rmsg_ctx *rx_ctx; /* no call gives a connection's context */
 
 static void rx_reply(struct rmsg_conn *c, struct receiver *r, uint32_t kind)
 {
@@ -142,7 +141,7 @@ static void rx_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 		return;
 	}
 	/* register it for remote writes, and tell the sender where it is */
-	ret = rmsg_mr_reg(rx_ctx, r->buf, in.total ? in.total : 1,
+	ret = rmsg_mr_reg(rmsg_conn_ctx(c), r->buf, in.total ? in.total : 1,
 			  RMSG_ACCESS_REMOTE_WRITE, &r->mr);
 	if (!ret)
 		ret = rmsg_mr_export(r->mr, r->out.desc);
@@ -368,7 +367,6 @@ int main(int argc, char **argv)
 	if (ret)
 		goto fail;
 	if (server) {
-		rx_ctx = ctx;
 		ret = rmsg_listen(ctx, argv[2], NULL, &rx_ops, rx_accept, NULL,
 				  &lis);
 		if (ret)
