@@ -328,7 +328,8 @@ static int srq_fill(struct rdma_ctx *r)
 	uint32_t i, n;
 	int ret;
 
-	while (r->srq_posted < r->srq_target) {
+	/* buffers waiting for their batched repost count as posted */
+	while (r->srq_posted + r->repost_n < r->srq_target) {
 		if (!r->rx_free) {
 			uint32_t cnt = 64, k;
 			struct rxbuf *rbs;
@@ -362,7 +363,8 @@ static int srq_fill(struct rdma_ctx *r)
 				r->rx_free = &rbs[k];
 			}
 		}
-		n = RMSGI_MIN(r->srq_target - r->srq_posted, REPOST_BATCH);
+		n = RMSGI_MIN(r->srq_target - r->srq_posted - r->repost_n,
+			      REPOST_BATCH);
 		for (i = 0; i < n && r->rx_free; i++) {
 			struct rxbuf *rb = r->rx_free;
 
