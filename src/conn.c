@@ -832,6 +832,28 @@ static bool send_now(const struct rmsg_conn *c)
 	       c->last_tx != ev_now(c->ctx->loop);
 }
 
+/* an op carrying a copy of the caller's iovec array (not of the data) */
+static struct rmsgi_op *op_with_iov(struct rmsg_conn *c,
+				    const struct iovec *iov, int iovcnt)
+{
+	struct rmsgi_op *op = rmsgi_op_get(c->ctx);
+
+	if (!op)
+		return NULL;
+	if (iovcnt > RMSGI_OP_IOV_INLINE) {
+		op->iov = malloc(sizeof(*iov) * (size_t)iovcnt);
+		if (!op->iov) {
+			op->iov = op->iov_inline;
+			rmsgi_op_put(c->ctx, op);
+			return NULL;
+		}
+	}
+	if (iovcnt)
+		memcpy(op->iov, iov, sizeof(*iov) * (size_t)iovcnt);
+	op->iovcnt = iovcnt;
+	return op;
+}
+
 int rmsg_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	      rmsg_done_cb cb, void *arg)
 {
@@ -862,20 +884,9 @@ int rmsgi_conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 		c->want_writable = true;
 		return -EAGAIN;
 	}
-	op = rmsgi_op_get(c->ctx);
+	op = op_with_iov(c, iov, iovcnt);
 	if (!op)
 		return -ENOMEM;
-	if (iovcnt > RMSGI_OP_IOV_INLINE) {
-		op->iov = malloc(sizeof(*iov) * (size_t)iovcnt);
-		if (!op->iov) {
-			op->iov = op->iov_inline;
-			rmsgi_op_put(c->ctx, op);
-			return -ENOMEM;
-		}
-	}
-	if (iovcnt)
-		memcpy(op->iov, iov, sizeof(*iov) * (size_t)iovcnt);
-	op->iovcnt = iovcnt;
 	op->kind = RMSGI_OP_SEND;
 	op->type = RMSGI_T_DATA;
 	op->aux = aux;
@@ -1003,20 +1014,9 @@ static int rma_queue(struct rmsg_conn *c, uint8_t kind, uint8_t type,
 		c->want_writable = true;
 		return -EAGAIN;
 	}
-	op = rmsgi_op_get(c->ctx);
+	op = op_with_iov(c, iov, iovcnt);
 	if (!op)
 		return -ENOMEM;
-	if (iovcnt > RMSGI_OP_IOV_INLINE) {
-		op->iov = malloc(sizeof(*iov) * (size_t)iovcnt);
-		if (!op->iov) {
-			op->iov = op->iov_inline;
-			rmsgi_op_put(c->ctx, op);
-			return -ENOMEM;
-		}
-	}
-	if (iovcnt)
-		memcpy(op->iov, iov, sizeof(*iov) * (size_t)iovcnt);
-	op->iovcnt = iovcnt;
 	op->kind = kind;
 	op->type = type;
 	op->aux = imm;

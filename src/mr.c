@@ -48,31 +48,6 @@ static size_t page_size(void)
 /*   0 magic, 1 version, 2 access, 3 flags, 4 region id (u32),          */
 /*   8 rkey (u32), 12 reserved (0), 16 address (u64), 24 length (u64)   */
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)v);
-	put32(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
 void rmsgi_desc_encode(const struct rmsgi_desc *d, void *buf)
 {
 	uint8_t *p = buf;
@@ -81,11 +56,11 @@ void rmsgi_desc_encode(const struct rmsgi_desc *d, void *buf)
 	p[1] = RMSGI_DESC_VERSION;
 	p[2] = d->access;
 	p[3] = d->flags;
-	put32(p + 4, d->rid);
-	put32(p + 8, d->rkey);
-	put32(p + 12, 0);
-	put64(p + 16, d->addr);
-	put64(p + 24, d->len);
+	rmsgi_put32(p + 4, d->rid);
+	rmsgi_put32(p + 8, d->rkey);
+	rmsgi_put32(p + 12, 0);
+	rmsgi_put64(p + 16, d->addr);
+	rmsgi_put64(p + 24, d->len);
 }
 
 int rmsgi_desc_decode(const void *buf, struct rmsgi_desc *d)
@@ -95,14 +70,14 @@ int rmsgi_desc_decode(const void *buf, struct rmsgi_desc *d)
 	if (!buf || p[0] != RMSGI_DESC_MAGIC || p[1] != RMSGI_DESC_VERSION)
 		return -EINVAL;
 	if (p[2] & ~RMSGI_ACCESS_ALL || p[3] & ~RMSGI_DESC_F_RKEY ||
-	    get32(p + 12) != 0)
+	    rmsgi_get32(p + 12) != 0)
 		return -EINVAL;
 	d->access = p[2];
 	d->flags = p[3];
-	d->rid = get32(p + 4);
-	d->rkey = get32(p + 8);
-	d->addr = get64(p + 16);
-	d->len = get64(p + 24);
+	d->rid = rmsgi_get32(p + 4);
+	d->rkey = rmsgi_get32(p + 8);
+	d->addr = rmsgi_get64(p + 16);
+	d->len = rmsgi_get64(p + 24);
 	if (d->rid == 0 || d->len == 0 || d->addr + d->len < d->addr)
 		return -EINVAL;
 	return 0;

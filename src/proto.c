@@ -10,39 +10,6 @@
 
 #include "proto.h"
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)v);
-	put16(p + 2, (uint16_t)(v >> 16));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)v);
-	put32(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return get16(p) | ((uint32_t)get16(p + 2) << 16);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return get32(p) | ((uint64_t)get32(p + 4) << 32);
-}
-
 void rmsgi_hdr_encode(const struct rmsgi_hdr *h, void *buf)
 {
 	uint8_t *p = buf;
@@ -51,12 +18,12 @@ void rmsgi_hdr_encode(const struct rmsgi_hdr *h, void *buf)
 	p[1] = RMSGI_PROTO_VERSION;
 	p[2] = h->type;
 	p[3] = h->flags;
-	put16(p + 4, h->credits);
-	put16(p + 6, 0);
-	put32(p + 8, h->aux);
-	put32(p + 12, 0);
-	put64(p + 16, h->len);
-	put64(p + 24, h->id);
+	rmsgi_put16(p + 4, h->credits);
+	rmsgi_put16(p + 6, 0);
+	rmsgi_put32(p + 8, h->aux);
+	rmsgi_put32(p + 12, 0);
+	rmsgi_put64(p + 16, h->len);
+	rmsgi_put64(p + 24, h->id);
 }
 
 int rmsgi_hdr_decode(const void *buf, size_t avail, uint64_t max_len,
@@ -70,14 +37,14 @@ int rmsgi_hdr_decode(const void *buf, size_t avail, uint64_t max_len,
 		return -EPROTO;
 	if (p[2] == 0 || p[2] >= RMSGI_T_MAX_ || p[3] != 0)
 		return -EPROTO;
-	if (get16(p + 6) != 0 || get32(p + 12) != 0)
+	if (rmsgi_get16(p + 6) != 0 || rmsgi_get32(p + 12) != 0)
 		return -EPROTO;
 	h->type = p[2];
 	h->flags = p[3];
-	h->credits = get16(p + 4);
-	h->aux = get32(p + 8);
-	h->len = get64(p + 16);
-	h->id = get64(p + 24);
+	h->credits = rmsgi_get16(p + 4);
+	h->aux = rmsgi_get32(p + 8);
+	h->len = rmsgi_get64(p + 16);
+	h->id = rmsgi_get64(p + 24);
 	switch (h->type) {
 	case RMSGI_T_DATA:
 	case RMSGI_T_RNDV_REQ:
@@ -126,10 +93,10 @@ size_t rmsgi_hello_encode(const struct rmsgi_hello *h, void *buf)
 	p[1] = RMSGI_PROTO_VERSION;
 	p[2] = n;
 	p[3] = h->flags;
-	put16(p + 4, h->credits);
-	put16(p + 6, (uint16_t)h->status);
-	put32(p + 8, h->eager_size);
-	put32(p + 12, h->conn_id);
+	rmsgi_put16(p + 4, h->credits);
+	rmsgi_put16(p + 6, (uint16_t)h->status);
+	rmsgi_put32(p + 8, h->eager_size);
+	rmsgi_put32(p + 12, h->conn_id);
 	memcpy(p + RMSGI_HELLO_SIZE, h->pdata, n);
 	return RMSGI_HELLO_SIZE + n;
 }
@@ -147,10 +114,10 @@ int rmsgi_hello_decode(const void *buf, size_t avail, struct rmsgi_hello *h)
 	memset(h, 0, sizeof(*h));
 	h->pdata_len = p[2];
 	h->flags = p[3];
-	h->credits = get16(p + 4);
-	h->status = (int16_t)get16(p + 6);
-	h->eager_size = get32(p + 8);
-	h->conn_id = get32(p + 12);
+	h->credits = rmsgi_get16(p + 4);
+	h->status = (int16_t)rmsgi_get16(p + 6);
+	h->eager_size = rmsgi_get32(p + 8);
+	h->conn_id = rmsgi_get32(p + 12);
 	if (h->status > 0)
 		return -EPROTO;
 	memcpy(h->pdata, p + RMSGI_HELLO_SIZE, h->pdata_len);
@@ -161,29 +128,29 @@ void rmsgi_seg_encode(const struct rmsgi_seg *s, void *buf)
 {
 	uint8_t *p = buf;
 
-	put64(p, s->addr);
-	put32(p + 8, s->len);
-	put32(p + 12, s->rkey);
+	rmsgi_put64(p, s->addr);
+	rmsgi_put32(p + 8, s->len);
+	rmsgi_put32(p + 12, s->rkey);
 }
 
 void rmsgi_seg_decode(const void *buf, struct rmsgi_seg *s)
 {
 	const uint8_t *p = buf;
 
-	s->addr = get64(p);
-	s->len = get32(p + 8);
-	s->rkey = get32(p + 12);
+	s->addr = rmsgi_get64(p);
+	s->len = rmsgi_get32(p + 8);
+	s->rkey = rmsgi_get32(p + 12);
 }
 
 void rmsgi_rma_encode(const struct rmsgi_rma *r, int read, void *buf)
 {
 	uint8_t *p = buf;
 
-	put64(p, r->off);
-	put32(p + 8, r->rid);
-	put32(p + 12, 0);
+	rmsgi_put64(p, r->off);
+	rmsgi_put32(p + 8, r->rid);
+	rmsgi_put32(p + 12, 0);
 	if (read)
-		put64(p + 16, r->len);
+		rmsgi_put64(p + 16, r->len);
 }
 
 int rmsgi_rma_decode(const void *buf, size_t avail, int read,
@@ -193,10 +160,10 @@ int rmsgi_rma_decode(const void *buf, size_t avail, int read,
 
 	if (avail < (read ? RMSGI_READ_REQ_SIZE : RMSGI_RMA_SIZE))
 		return -EPROTO;
-	if (get32(p + 12) != 0)
+	if (rmsgi_get32(p + 12) != 0)
 		return -EPROTO;
-	r->off = get64(p);
-	r->rid = get32(p + 8);
-	r->len = read ? get64(p + 16) : 0;
+	r->off = rmsgi_get64(p);
+	r->rid = rmsgi_get32(p + 8);
+	r->len = read ? rmsgi_get64(p + 16) : 0;
 	return 0;
 }

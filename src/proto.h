@@ -98,6 +98,40 @@ struct rmsgi_rma {
 	uint64_t len; /* READ_REQ only */
 };
 
+/* little-endian loads and stores, shared by every wire codec */
+static inline void rmsgi_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static inline void rmsgi_put32(uint8_t *p, uint32_t v)
+{
+	rmsgi_put16(p, (uint16_t)v);
+	rmsgi_put16(p + 2, (uint16_t)(v >> 16));
+}
+
+static inline void rmsgi_put64(uint8_t *p, uint64_t v)
+{
+	rmsgi_put32(p, (uint32_t)v);
+	rmsgi_put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static inline uint16_t rmsgi_get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static inline uint32_t rmsgi_get32(const uint8_t *p)
+{
+	return rmsgi_get16(p) | ((uint32_t)rmsgi_get16(p + 2) << 16);
+}
+
+static inline uint64_t rmsgi_get64(const uint8_t *p)
+{
+	return rmsgi_get32(p) | ((uint64_t)rmsgi_get32(p + 4) << 32);
+}
+
 void rmsgi_hdr_encode(const struct rmsgi_hdr *h, void *buf);
 /* validates: -EPROTO for a bad magic, version, type or reserved field,
  * -EMSGSIZE for a length above @max_len */

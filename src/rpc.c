@@ -67,26 +67,12 @@ struct rmsg_req {
 	uint32_t method;
 };
 
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
 static void rpc_hdr_encode(uint8_t *p, uint32_t word, uint64_t id)
 {
-	put_le32(p, word);
-	put_le32(p + 4, 0);
-	put_le32(p + 8, (uint32_t)id);
-	put_le32(p + 12, (uint32_t)(id >> 32));
+	rmsgi_put32(p, word);
+	rmsgi_put32(p + 4, 0);
+	rmsgi_put32(p + 8, (uint32_t)id);
+	rmsgi_put32(p + 12, (uint32_t)(id >> 32));
 }
 
 static struct rmsgi_rpc_ctx *rpc_ctx(struct rmsg_ctx *ctx)
@@ -526,10 +512,11 @@ int rmsgi_rpc_rx(struct rmsg_conn *c, struct rmsg_msg *m)
 	if (m->len < RPC_HDR_SIZE ||
 	    (m->aux != RMSGI_AUX_RPC_REQ && m->aux != RMSGI_AUX_RPC_REP))
 		return -EPROTO;
-	word = get_le32(m->data);
-	if (get_le32(m->data + 4))
+	word = rmsgi_get32(m->data);
+	if (rmsgi_get32(m->data + 4))
 		return -EPROTO;
-	id = get_le32(m->data + 8) | (uint64_t)get_le32(m->data + 12) << 32;
+	id = rmsgi_get32(m->data + 8) | (uint64_t)rmsgi_get32(m->data + 12)
+						<< 32;
 	m->data += RPC_HDR_SIZE;
 	m->len -= RPC_HDR_SIZE;
 	if (m->aux == RMSGI_AUX_RPC_REQ)
