@@ -1543,8 +1543,11 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 	if (wc->status != IBV_WC_SUCCESS || !rc || rc->state != RC_UP) {
 		rxbuf_release(&rb->m);
 		if (rc && wc->status != IBV_WC_SUCCESS &&
-		    wc->status != IBV_WC_WR_FLUSH_ERR)
+		    wc->status != IBV_WC_WR_FLUSH_ERR) {
+			rmsgi_warn(r->ctx, "conn %u: receive failed: %s",
+				   rc->c->id, ibv_wc_status_str(wc->status));
 			rc_teardown(rc, rmsgi_err_wc(wc->status));
+		}
 		return;
 	}
 	/* the buffer carries one of this conn's credits until reposted */

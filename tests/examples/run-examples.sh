@@ -63,7 +63,7 @@ fail() {
 }
 
 # a free port: a random start, then the next one that nothing listens on
-port=$(awk -v s="$$" 'BEGIN { srand(s); printf "%d", 20000 + int(rand() * 20000) }')
+port=$(awk -v s="$$" 'BEGIN { srand(s); printf "%d", 20000 + int(rand() * 12000) }')
 next_port() {
 	port=$((port + 1))
 	while ss -ltnH "sport = :$port" 2> /dev/null | grep -q .; do

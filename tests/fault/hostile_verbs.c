@@ -1,0 +1,491 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hostile_verbs.c - a raw librdmacm/verbs peer misbehaves against a
+ * librmsg rdma:// listener. The peer (a child process that speaks the
+ * wire format by hand) connects with a valid hello in the private data,
+ * then sends one malformed frame per connection:
+ *   random bytes (16 buffers, 1..4096 B, bad magic) -> -EPROTO
+ *   a header cut to 20 bytes                        -> -EPROTO
+ *   protocol version 2                              -> -EPROTO
+ *   unknown type 99                                 -> -EPROTO
+ *   a TCP-only type (HELLO) over RDMA               -> -EPROTO
+ *   DATA announcing more bytes than it carries      -> -EPROTO
+ *   DATA announcing 2^40 bytes (max is 1 MiB)       -> -EMSGSIZE
+ *   RNDV_REQ of max + 1 bytes                       -> -EMSGSIZE
+ *   RNDV_REQ whose segments do not add up           -> -EPROTO
+ *   credits beyond the grant (CREDIT, 60000)        -> -EPROTO
+ *   a SEND larger than the receive buffers (64 KiB) -> -EPROTO
+ *   a forged RNDV_REQ: bogus address and rkey       -> the server's READ
+ *     fails: -EACCES (remote access error)
+ *   an RDMA WRITE to a bogus address and rkey       -> any error, or none
+ *     (the server's NIC refuses it; only the peer may notice)
+ * and last a well-behaved DATA "hello", which must come back echoed.
+ * The server must not deliver any hostile frame to the app, must close
+ * each hostile connection with the reason above, and must keep serving
+ * a librmsg client that pings it throughout. RDMA only: exits 77 over
+ * TCP (tests/fault/tcp_hostile.c is the TCP twin).
+ */
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <rdma/rdma_cma.h>
+#include <infiniband/verbs.h>
+
+#include "../integration/common.h"
+#include "proto.h"
+
+#define MAX_MSG (1 << 20)
+#define NRANDOM 16
+#define RXN 16
+#define RXSZ 65536
+
+enum kind {
+	K_RANDOM,
+	K_TRUNC,
+	K_VERSION,
+	K_TYPE,
+	K_HELLO,
+	K_DATA_SHORT,
+	K_DATA_HUGE,
+	K_RNDV_HUGE,
+	K_RNDV_SUM,
+	K_CREDIT,
+	K_OVERSIZE,
+	K_RNDV_FORGED,
+	K_WRITE_FORGED,
+	K_GOOD,
+};
+
+static const struct {
+	enum kind k;
+	const char *what;
+	int expect; /* 1: any error or none */
+} cases[] = {
+	{K_TRUNC, "header cut to 20 bytes", -EPROTO},
+	{K_VERSION, "version 2", -EPROTO},
+	{K_TYPE, "unknown type 99", -EPROTO},
+	{K_HELLO, "HELLO over RDMA", -EPROTO},
+	{K_DATA_SHORT, "DATA longer than its SEND", -EPROTO},
+	{K_DATA_HUGE, "DATA of 2^40 bytes", -EMSGSIZE},
+	{K_RNDV_HUGE, "RNDV_REQ of max + 1 bytes", -EMSGSIZE},
+	{K_RNDV_SUM, "RNDV_REQ segments != length", -EPROTO},
+	{K_CREDIT, "credits beyond the grant", -EPROTO},
+	{K_OVERSIZE, "SEND of 64 KiB", -EPROTO},
+	{K_RNDV_FORGED, "forged RNDV_REQ, bogus rkey", -EACCES},
+	{K_WRITE_FORGED, "RDMA WRITE, bogus rkey", 1},
+};
+#define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
+#define NHOSTILE (NRANDOM + NCASES)
+
+/* ------------------------------------------------------------------ */
+/* the raw peer (child process)                                         */
+
+struct raw {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *buf; /* RXN receive buffers, then one send buffer */
+};
+
+static int wait_ev(struct raw *r, enum rdma_cm_event_type want, int ms)
+{
+	struct pollfd p = {.fd = r->ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+	int type;
+
+	if (poll(&p, 1, ms) != 1)
+		return -ETIMEDOUT;
+	if (rdma_get_cm_event(r->ch, &ev))
+		_exit(20);
+	type = ev->event;
+	rdma_ack_cm_event(ev);
+	if ((int)type != (int)want) {
+		fprintf(stderr, "raw: cm event %s, wanted %s\n",
+			rdma_event_str(type), rdma_event_str(want));
+		return -EPROTO;
+	}
+	return 0;
+}
+
+static void raw_connect(struct raw *r, const char *host, uint16_t port)
+{
+	struct ibv_qp_init_attr qa = {0};
+	struct rdma_conn_param cp = {0};
+	struct rmsgi_hello h = {.credits = RXN, .eager_size = 8192};
+	struct addrinfo *ai;
+	uint8_t pd_buf[64];
+	char ps[8];
+	int i;
+
+	snprintf(ps, sizeof(ps), "%u", port);
+	if (getaddrinfo(host, ps, NULL, &ai))
+		_exit(21);
+	r->ch = rdma_create_event_channel();
+	if (!r->ch || rdma_create_id(r->ch, &r->id, NULL, RDMA_PS_TCP) ||
+	    rdma_resolve_addr(r->id, NULL, ai->ai_addr, 5000) ||
+	    wait_ev(r, RDMA_CM_EVENT_ADDR_RESOLVED, 10000) ||
+	    rdma_resolve_route(r->id, 5000) ||
+	    wait_ev(r, RDMA_CM_EVENT_ROUTE_RESOLVED, 10000))
+		_exit(22);
+	freeaddrinfo(ai);
+	r->pd = ibv_alloc_pd(r->id->verbs);
+	r->cq = ibv_create_cq(r->id->verbs, 64, NULL, NULL, 0);
+	r->buf = calloc(RXN + 1, RXSZ);
+	if (!r->pd || !r->cq || !r->buf)
+		_exit(23);
+	r->mr = ibv_reg_mr(r->pd, r->buf, (size_t)(RXN + 1) * RXSZ,
+			   IBV_ACCESS_LOCAL_WRITE);
+	qa.send_cq = qa.recv_cq = r->cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = 16;
+	qa.cap.max_recv_wr = RXN;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	if (!r->mr || rdma_create_qp(r->id, r->pd, &qa))
+		_exit(24);
+	for (i = 0; i < RXN; i++) {
+		struct ibv_sge sge = {(uintptr_t)(r->buf + (size_t)i * RXSZ),
+				      RXSZ, r->mr->lkey};
+		struct ibv_recv_wr wr = {.wr_id = (uint64_t)i,
+					 .sg_list = &sge,
+					 .num_sge = 1},
+				   *bad;
+
+		if (ibv_post_recv(r->id->qp, &wr, &bad))
+			_exit(25);
+	}
+	cp.private_data = pd_buf;
+	cp.private_data_len = (uint8_t)rmsgi_hello_encode(&h, pd_buf);
+	cp.responder_resources = cp.initiator_depth = 1;
+	cp.retry_count = 6;
+	cp.rnr_retry_count = 7;
+	if (rdma_connect(r->id, &cp) ||
+	    wait_ev(r, RDMA_CM_EVENT_ESTABLISHED, 15000))
+		_exit(26);
+}
+
+static void raw_post(struct raw *r, enum ibv_wr_opcode op, size_t len,
+		     uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sge = {(uintptr_t)(r->buf + (size_t)RXN * RXSZ),
+			      (uint32_t)len, r->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 1000,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	if (ibv_post_send(r->id->qp, &wr, &bad))
+		_exit(27);
+}
+
+/* waits for the DATA echo of "hello" */
+static void raw_expect_echo(struct raw *r)
+{
+	ev_tstamp end = ev_time() + 20;
+	struct ibv_wc wc;
+
+	while (ev_time() < end) {
+		int n = ibv_poll_cq(r->cq, 1, &wc);
+
+		if (n == 1 && wc.status == IBV_WC_SUCCESS &&
+		    wc.opcode == IBV_WC_RECV) {
+			struct rmsgi_hdr h;
+			uint8_t *b = r->buf + wc.wr_id * RXSZ;
+
+			if (rmsgi_hdr_decode(b, wc.byte_len, MAX_MSG, &h) ==
+				    0 &&
+			    h.type == RMSGI_T_DATA && h.len == 5 &&
+			    !memcmp(b + RMSGI_HDR_SIZE, "hello", 5))
+				return;
+		} else if (n == 1 && wc.status != IBV_WC_SUCCESS) {
+			fprintf(stderr, "raw: good peer wc %s\n",
+				ibv_wc_status_str(wc.status));
+			_exit(28);
+		} else if (n == 0) {
+			usleep(1000);
+		}
+	}
+	_exit(29);
+}
+
+static void raw_close(struct raw *r)
+{
+	rdma_disconnect(r->id);
+	rdma_destroy_qp(r->id);
+	ibv_dereg_mr(r->mr);
+	ibv_destroy_cq(r->cq);
+	ibv_dealloc_pd(r->pd);
+	rdma_destroy_id(r->id);
+	rdma_destroy_event_channel(r->ch);
+	free(r->buf);
+}
+
+static void hdr_at(uint8_t *b, uint8_t type, uint16_t credits, uint64_t len)
+{
+	struct rmsgi_hdr h = {.type = type, .credits = credits, .len = len};
+
+	rmsgi_hdr_encode(&h, b);
+	b[2] = type; /* even a type encode would refuse */
+}
+
+/* builds and sends one case; returns after the server disconnected */
+static void raw_case(const char *host, uint16_t port, enum kind k, int n)
+{
+	struct raw r = {0};
+	struct rmsgi_seg seg;
+	uint8_t *s;
+	size_t len = RMSGI_HDR_SIZE;
+	ev_tstamp t0;
+	int i, ret;
+
+	raw_connect(&r, host, port);
+	s = r.buf + (size_t)RXN * RXSZ;
+	switch (k) {
+	case K_RANDOM:
+		len = 1 + t_rand() % 4096;
+		for (i = 0; i < (int)len; i++)
+			s[i] = (uint8_t)t_rand();
+		if (s[0] == RMSGI_MAGIC)
+			s[0] ^= 0xff;
+		break;
+	case K_TRUNC:
+		hdr_at(s, RMSGI_T_DATA, 0, 0);
+		len = 20;
+		break;
+	case K_VERSION:
+		hdr_at(s, RMSGI_T_DATA, 0, 0);
+		s[1] = 2;
+		break;
+	case K_TYPE:
+		hdr_at(s, 99, 0, 0);
+		break;
+	case K_HELLO:
+		hdr_at(s, RMSGI_T_HELLO, 0, 0);
+		break;
+	case K_DATA_SHORT:
+		hdr_at(s, RMSGI_T_DATA, 0, 1000);
+		len += 10;
+		break;
+	case K_DATA_HUGE:
+		hdr_at(s, RMSGI_T_DATA, 0, (uint64_t)1 << 40);
+		len += 100;
+		break;
+	case K_RNDV_HUGE:
+	case K_RNDV_SUM:
+	case K_RNDV_FORGED:
+		seg.addr = 0xdead0000ull;
+		seg.len = 4096;
+		seg.rkey = 0x1234567;
+		hdr_at(s, RMSGI_T_RNDV_REQ, 0,
+		       k == K_RNDV_HUGE	 ? (uint64_t)MAX_MSG + 1
+		       : k == K_RNDV_SUM ? 8192
+					 : 4096);
+		rmsgi_seg_encode(&seg, s + RMSGI_HDR_SIZE);
+		len += RMSGI_SEG_SIZE;
+		break;
+	case K_CREDIT:
+		hdr_at(s, RMSGI_T_CREDIT, 60000, 0);
+		break;
+	case K_OVERSIZE:
+		hdr_at(s, RMSGI_T_DATA, 0, RXSZ - RMSGI_HDR_SIZE);
+		len = RXSZ;
+		break;
+	case K_WRITE_FORGED:
+		memset(s, 0x5a, 4096);
+		raw_post(&r, IBV_WR_RDMA_WRITE, 4096, 0xdead0000ull, 0x1234567);
+		break;
+	case K_GOOD:
+		hdr_at(s, RMSGI_T_DATA, 0, 5);
+		memcpy(s + RMSGI_HDR_SIZE, "hello", 5);
+		len += 5;
+		break;
+	}
+	t0 = ev_time();
+	if (k != K_WRITE_FORGED)
+		raw_post(&r, IBV_WR_SEND, len, 0, 0);
+	if (k == K_GOOD) {
+		raw_expect_echo(&r);
+		printf("raw: good peer: echo received\n");
+		raw_close(&r);
+		return;
+	}
+	ret = wait_ev(&r, RDMA_CM_EVENT_DISCONNECTED, 10000);
+	printf("raw: case %d (%d B): %s %.3f s after the send\n", n, (int)len,
+	       ret ? "no disconnect from the server" : "server disconnected",
+	       ev_time() - t0);
+	fflush(stdout);
+	raw_close(&r);
+}
+
+static void raw_peer(const char *host, int fd)
+{
+	uint16_t port;
+	int i;
+
+	if (read(fd, &port, sizeof(port)) != sizeof(port))
+		_exit(30);
+	t_seed(8);
+	for (i = 0; i < NRANDOM; i++)
+		raw_case(host, port, K_RANDOM, i);
+	for (i = 0; i < NCASES; i++)
+		raw_case(host, port, cases[i].k, NRANDOM + i);
+	raw_case(host, port, K_GOOD, NHOSTILE);
+	_exit(0);
+}
+
+/* ------------------------------------------------------------------ */
+/* the librmsg server and its well-behaved librmsg client               */
+
+static struct ev_loop *loop;
+static struct rmsg_listener *lis;
+static struct rmsg_conn *good;
+static int closes, hellos, pongs, pings, child_done;
+static int reasons[NHOSTILE + 2];
+static ev_tstamp t_close[NHOSTILE + 2];
+static ev_timer ping_timer;
+
+static void srv_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
+{
+	size_t n = rmsg_msg_len(m);
+	const char *d = rmsg_msg_data(m);
+	struct iovec iov;
+
+	T_ASSERT((n == 4 && !memcmp(d, "ping", 4)) ||
+			 (n == 5 && !memcmp(d, "hello", 5)),
+		 "a hostile frame (%zu B) reached the app", n);
+	if (n == 5)
+		hellos++;
+	iov.iov_base = n == 4 ? "ping" : "hello";
+	iov.iov_len = n;
+	T_OK(rmsg_send(c, &iov, 1, NULL, NULL));
+}
+
+static void srv_close(struct rmsg_conn *c, int reason, void *arg)
+{
+	if (closes < NHOSTILE + 2) {
+		t_close[closes] = ev_time();
+		reasons[closes] = reason;
+	}
+	closes++;
+	printf("server: conn %d closed: %s\n", closes, rmsg_strerror(reason));
+}
+
+static void ping_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct iovec iov = {"ping", 4};
+
+	T_OK(rmsg_send(good, &iov, 1, NULL, NULL));
+	pings++;
+}
+
+static void good_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
+{
+	pongs++;
+	if (child_done && pongs == pings) {
+		ev_timer_stop(loop, &ping_timer);
+		rmsg_conn_close(good);
+	}
+}
+
+static void good_close(struct rmsg_conn *c, int reason, void *arg)
+{
+	T_ASSERT(reason == 0, "the good client closed with %s",
+		 rmsg_strerror(reason));
+	rmsg_listener_close(lis);
+	lis = NULL;
+}
+
+static void child_cb(struct ev_loop *l, ev_child *w, int revents)
+{
+	ev_child_stop(l, w);
+	T_ASSERT(WIFEXITED(w->rstatus) && WEXITSTATUS(w->rstatus) == 0,
+		 "raw peer failed with status %d", w->rstatus);
+	child_done = 1;
+}
+
+int main(void)
+{
+	struct rmsg_conn_ops sops = {.on_msg = srv_msg, .on_close = srv_close};
+	struct rmsg_conn_ops gops = {.on_msg = good_msg,
+				     .on_close = good_close};
+	const char *host = getenv("RMSG_TEST_ADDR");
+	struct rmsg_ctx *ctx, *cctx;
+	struct rmsg_cfg *cfg;
+	char uri[128];
+	uint16_t port;
+	int fds[2], i, bad = 0;
+	ev_child cw;
+	pid_t pid;
+
+	if (strcmp(t_transport(), "rdma")) {
+		printf("SKIP: raw verbs peer: RDMA only "
+		       "(RMSG_TEST_TRANSPORT=rdma, 'make check-rxe')\n");
+		return T_SKIP;
+	}
+	t_require_transport();
+	if (!host || !*host)
+		host = "127.0.0.1";
+	signal(SIGPIPE, SIG_IGN);
+	loop = ev_default_loop(0);
+	/* fork before any verbs state exists in this process */
+	T_ASSERT(pipe(fds) == 0, "pipe");
+	pid = fork();
+	if (pid == 0) {
+		close(fds[1]);
+		raw_peer(host, fds[0]);
+	}
+	close(fds[0]);
+	T_OK(rmsg_cfg_create(&cfg));
+	T_OK(rmsg_cfg_set_max_msg_size(cfg, MAX_MSG));
+	T_OK(rmsg_ctx_create(loop, cfg, &ctx));
+	T_OK(rmsg_ctx_create(loop, NULL, &cctx));
+	t_listen(ctx, cfg, &sops, NULL, NULL, &lis, uri, sizeof(uri));
+	T_OK(rmsg_listener_port(lis, &port));
+	T_OK(rmsg_connect(cctx, uri, NULL, &gops, NULL, &good));
+	ev_timer_init(&ping_timer, ping_cb, 0.05, 0.05);
+	ev_timer_start(loop, &ping_timer);
+	T_ASSERT(write(fds[1], &port, sizeof(port)) == sizeof(port), "pipe");
+	close(fds[1]);
+	ev_child_init(&cw, child_cb, pid, 0);
+	ev_child_start(loop, &cw);
+	t_deadline(loop, 300);
+	ev_run(loop, 0);
+
+	/* closes: NHOSTILE hostile, the good raw peer, the good client */
+	for (i = 0; i < NHOSTILE; i++) {
+		int want = i < NRANDOM ? -EPROTO : cases[i - NRANDOM].expect;
+
+		if (want != 1 && reasons[i] != want) {
+			fprintf(stderr, "case %d (%s): %s, wanted %s\n", i,
+				i < NRANDOM ? "random bytes"
+					    : cases[i - NRANDOM].what,
+				rmsg_strerror(reasons[i]), rmsg_strerror(want));
+			bad++;
+		}
+		if (i >= NRANDOM)
+			printf("case %-30s -> %s\n", cases[i - NRANDOM].what,
+			       rmsg_strerror(reasons[i]));
+	}
+	T_ASSERT(closes == NHOSTILE + 2, "%d closes", closes);
+	T_ASSERT(hellos == 1, "the good raw peer was served %d times", hellos);
+	T_ASSERT(!bad, "%d cases closed with the wrong reason", bad);
+	T_ASSERT(pongs == pings && pings > 0, "good client: %d/%d pongs", pongs,
+		 pings);
+	printf("hostile_verbs: %d hostile connections (%d random, %d crafted) "
+	       "closed, none reached the app; the good raw peer and a "
+	       "librmsg client (%d pings) were served\n",
+	       NHOSTILE, NRANDOM, NCASES, pings);
+	T_OK(rmsg_ctx_destroy(cctx));
+	T_OK(rmsg_ctx_destroy(ctx));
+	rmsg_cfg_destroy(cfg);
+	return 0;
+}
