@@ -48,6 +48,7 @@ export RMSG_TEST_MSGS=${RMSG_TEST_MSGS:-20000}   # stream (TCP: 100000)
 export RMSG_TEST_CALLS=${RMSG_TEST_CALLS:-50000} # rpc (TCP: 1000000)
 export RMSG_TEST_STREAM_MIB=${RMSG_TEST_STREAM_MIB:-32} # onesided (256)
 export RMSG_TEST_SCALE=${RMSG_TEST_SCALE:-4}
+export RMSG_TEST_NO_RSS=1 # leak_cycles: RSS holds the ASan quarantine
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 # clang's symbolizer, for file:line in the reports
