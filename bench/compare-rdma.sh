@@ -1,85 +1,230 @@
-#!/bin/sh
-# compare-rdma.sh - librmsg over rdma:// against perftest on the same rxe
-# device, alternating A B A B for ROUNDS rounds; run inside the Soft-RoCE
-# VM:  tests/vm/run-in-vm.sh -- bench/compare-rdma.sh
-# Prints, per metric, the median of each side, the ratio of the medians
-# and the lowest and highest per-round ratio. Numbers under qemu TCG are
-# only meaningful as ratios.
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# compare-rdma.sh - rmsg-perf over rdma:// against perftest on the same
+# rxe device, alternating A B A B ...; run inside the Soft-RoCE VM:
+#
+#   tests/vm/run-in-vm.sh -t 1200 -r /tmp/rdma-out -- bench/compare-rdma.sh
+#   cp /tmp/rdma-out/results-rdma.txt bench/results-rdma.txt
+#
+# Needs a built tree (`make` at the top). Metrics, per size:
+#   lat_poll   rmsg-perf send lat -b POLL_US   vs ib_send_lat     (t_typical)
+#   lat_event  rmsg-perf send lat (event mode) vs ib_send_lat -e  (t_typical)
+#   bw_write   rmsg-perf write_imm bw          vs ib_write_bw     (MB/s)
+#   rate_send  rmsg-perf send rate             vs ib_send_bw      (Mmsg/s)
+# Prints, per metric and size, the median of each side, the ratio of the
+# medians and the lowest and highest per-round ratio; lines
+# "round=R metric=M size=S rmsg=X base=Y" go to the results file, which
+# bench/plot.sh reads. Under qemu TCG only the ratios mean anything.
+#
+# Environment (defaults in brackets):
+#   ROUNDS [5]                 A/B rounds
+#   SIZES [64 4096 65536 1048576]   latency and bandwidth sizes
+#   RATE_SIZES [64]            message-rate sizes
+#   LAT_ITERS [1000] LAT_BYTES [16777216]  round trips per latency run:
+#                              LAT_BYTES/size, at most LAT_ITERS, at least 20
+#   BW_ITERS [2000] BW_BYTES [67108864]    messages per bandwidth run, the
+#                              same way (at least 20)
+#   RATE_ITERS [20000]         messages per rate run
+#   DEPTH [128]                rmsg-perf window and credits in bw and rate
+#                              (perftest's default tx depth is 128)
+#   POLL_US [100000]           rmsg busy-poll time for lat_poll
+#   METRICS [lat_poll lat_event bw_write rate_send]
+#   RESULTS [$RMSG_VM_RESULTS/results-rdma.txt, else bench/results-rdma.txt]
+#   --quick: 1 round, few iterations (checks that it works and parses)
 set -u
-cd "$(dirname "$0")/.." || exit 1
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+cd "$top" || exit 1
+quick=0
+[ "${1:-}" = --quick ] && quick=1
+if [ $quick = 1 ]; then
+	: "${ROUNDS:=1}" "${LAT_ITERS:=100}" "${BW_ITERS:=100}"
+	: "${RATE_ITERS:=1000}" "${SIZES:=64 65536}"
+fi
 ROUNDS=${ROUNDS:-5}
+SIZES=${SIZES:-64 4096 65536 1048576}
+RATE_SIZES=${RATE_SIZES:-64}
+LAT_ITERS=${LAT_ITERS:-1000}
+LAT_BYTES=${LAT_BYTES:-16777216}
+BW_ITERS=${BW_ITERS:-2000}
+BW_BYTES=${BW_BYTES:-67108864}
+RATE_ITERS=${RATE_ITERS:-20000}
+DEPTH=${DEPTH:-128}
+POLL_US=${POLL_US:-100000}
+METRICS=${METRICS:-lat_poll lat_event bw_write rate_send}
 ADDR=${RMSG_TEST_ADDR:-198.18.0.1}
-ITERS=${ITERS:-2000}
-out=$(mktemp -d)
-B=bench/build-rdma
-mkdir -p $B
-gcc -O2 -Iinclude -o $B/rmsg_bench bench/rmsg_bench.c -L.libs -lrmsg -lev \
-	-Wl,-rpath,"$PWD/.libs" || exit 1
-ulimit -l unlimited
+if [ -n "${RMSG_VM_RESULTS:-}" ]; then
+	RESULTS=${RESULTS:-$RMSG_VM_RESULTS/results-rdma.txt}
+else
+	RESULTS=${RESULTS:-$here/results-rdma.txt}
+fi
+for t in ib_send_lat ib_write_bw ib_send_bw; do
+	command -v $t > /dev/null || { echo "compare-rdma.sh: $t missing" >&2; exit 1; }
+done
 
-waitport() {
-	i=0
-	while [ $i -lt 100 ]; do
-		ss -ltn | grep -q ":$1 " && return 0
-		rdma res show cm_id 2>/dev/null | grep -q "LISTEN.*$1" && return 0
+# a snapshot of the library and rmsg-perf built against it
+B=$here/build-rdma
+mkdir -p "$B/lib"
+[ -e .libs/librmsg.so ] || { echo "compare-rdma.sh: run make first" >&2; exit 1; }
+cp -L .libs/librmsg.so "$B/lib/librmsg.so.0"
+ln -sf librmsg.so.0 "$B/lib/librmsg.so"
+gcc -O2 -Iinclude -o "$B/rmsg-perf" tools/rmsg-perf.c -L"$B/lib" \
+	-Wl,-rpath,"$B/lib" -lrmsg -lev || exit 1
+ulimit -l unlimited 2> /dev/null
+
+srv=
+cleanup() { [ -n "$srv" ] && kill "$srv" 2> /dev/null; }
+trap cleanup EXIT
+
+port=$((19000 + $$ % 1000))
+stop_server() {
+	local i
+	for i in $(seq 50); do
+		kill -0 "$srv" 2> /dev/null || break
 		sleep 0.1
-		i=$((i + 1))
 	done
+	kill "$srv" 2> /dev/null
+	wait "$srv" 2> /dev/null
+	srv=
 }
 
-port=19000
-run_rmsg() { # mode size extra-args -> prints the value
+# rmsg SERVER-OPTS CLIENT-OPTS...: prints the client's result line
+rmsg() {
+	local sopts=$1 i
+	shift
 	port=$((port + 1))
-	$B/rmsg_bench $3 server "rdma://$ADDR:$port" >/dev/null 2>&1 &
-	s=$!
-	waitport $port
-	sleep 0.3
-	$B/rmsg_bench $3 "$1" "rdma://$ADDR:$port" "$2" "$4" 2>/dev/null
-	kill $s 2>/dev/null
-	wait $s 2>/dev/null
-}
-run_perf() { # tool args...
-	port=$((port + 1))
-	"$@" -p $port >/dev/null 2>&1 &
-	s=$!
-	sleep 1.5
-	"$@" -p $port "$ADDR" 2>/dev/null
-	kill $s 2>/dev/null
-	wait $s 2>/dev/null
+	# shellcheck disable=SC2086
+	"$B/rmsg-perf" $sopts server "rdma://$ADDR:$port" > "$B/srv.out" 2>&1 &
+	srv=$!
+	for i in $(seq 100); do
+		grep -q '^rmsg-perf server port=' "$B/srv.out" && break
+		kill -0 "$srv" 2> /dev/null || break
+		sleep 0.05
+	done
+	timeout 300 "$B/rmsg-perf" -P "$@" client "rdma://$ADDR:$port" \
+		2> "$B/cli.err" | tail -1
+	stop_server
 }
 
-r=1
-while [ $r -le "$ROUNDS" ]; do
-	v=$(run_rmsg pingpong 64 "-b 500" $ITERS | sed -n 's/.*lat_us=\([0-9.]*\).*/\1/p')
-	p=$(run_perf ib_send_lat -s 64 -n $ITERS | awk '$1 == 64 {print $5}')
-	echo "lat_poll $v $p" >> $out/res
-	v=$(run_rmsg pingpong 64 "" $ITERS | sed -n 's/.*lat_us=\([0-9.]*\).*/\1/p')
-	p=$(run_perf ib_send_lat -e -s 64 -n $ITERS | awk '$1 == 64 {print $5}')
-	echo "lat_event $v $p" >> $out/res
-	v=$(run_rmsg stream 65536 "" 33554432 | sed -n 's/.*mbps=\([0-9.]*\).*/\1/p')
-	p=$(run_perf ib_send_bw -s 65536 -n 512 | awk '$1 == 65536 {print $4 * 1.048576}')
-	echo "bw_send_64k $v $p" >> $out/res
-	r=$((r + 1))
+# perf TOOL ARGS...: server, then client once the server's socket listens
+perf() {
+	local i
+	port=$((port + 1))
+	"$@" -p $port > /dev/null 2>&1 &
+	srv=$!
+	for i in $(seq 100); do
+		ss -Hltn "sport = :$port" 2> /dev/null | grep -q . && break
+		sleep 0.05
+	done
+	timeout 300 "$@" -p $port "$ADDR" 2> /dev/null
+	stop_server
+}
+
+val() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+iters() { # budget max size
+	local n=$(($1 / $3))
+	[ $n -gt "$2" ] && n=$2
+	[ $n -lt 20 ] && n=20
+	echo $n
+}
+
+# one A/B pair; sets a (librmsg) and b (perftest)
+pair() {
+	local m=$1 s=$2 n line
+	case $m in
+	lat_poll)
+		n=$(iters "$LAT_BYTES" "$LAT_ITERS" "$s")
+		line=$(rmsg "-b $POLL_US" -b "$POLL_US" -o send -m lat -s "$s" \
+			-n "$n" -w 20)
+		a=$(val "$line" lat_us)
+		b=$(perf ib_send_lat -F -s "$s" -n "$n" | awk -v s="$s" '$1 == s { print $5 }')
+		;;
+	lat_event)
+		n=$(iters "$LAT_BYTES" "$LAT_ITERS" "$s")
+		line=$(rmsg "" -o send -m lat -s "$s" -n "$n" -w 20)
+		a=$(val "$line" lat_us)
+		b=$(perf ib_send_lat -F -e -s "$s" -n "$n" | awk -v s="$s" '$1 == s { print $5 }')
+		;;
+	bw_write)
+		n=$(iters "$BW_BYTES" "$BW_ITERS" "$s")
+		line=$(rmsg "-c $DEPTH" -c "$DEPTH" -W "$DEPTH" -o write_imm -m bw \
+			-s "$s" -n "$n")
+		a=$(val "$line" mbps)
+		# MsgRate (Mpps) times the size: 10^6 bytes per second
+		b=$(perf ib_write_bw -F -s "$s" -n "$n" | awk -v s="$s" '$1 == s { printf "%.1f\n", $5 * s }')
+		;;
+	rate_send)
+		n=$RATE_ITERS
+		line=$(rmsg "-c $DEPTH" -c "$DEPTH" -W "$DEPTH" -o send -m rate \
+			-s "$s" -n "$n")
+		a=$(val "$line" mmsgs)
+		b=$(perf ib_send_bw -F -s "$s" -n "$n" | awk -v s="$s" '$1 == s { print $5 }')
+		;;
+	esac
+	echo "round=$r metric=$m size=$s iters=$n rmsg=${a:-0} base=${b:-0}" >> "$RESULTS"
+	[ -n "$a" ] || { echo "# $m $s: rmsg-perf gave no result:" "$(tail -2 "$B/cli.err")" | tee -a "$RESULTS" >&2; }
+	[ -n "$b" ] || echo "# $m $s: perftest gave no result" | tee -a "$RESULTS" >&2
+}
+
+{
+	echo "# compare-rdma.sh $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "# librmsg $(git rev-parse --short HEAD 2> /dev/null || echo unknown)," \
+		"$(uname -sr), $(nproc) CPUs, rounds=$ROUNDS, device" \
+		"$(ls /sys/class/infiniband 2> /dev/null | tr '\n' ' ')"
+	echo "# $(ib_send_lat --version 2>&1 | head -1), sizes: $SIZES," \
+		"rate sizes: $RATE_SIZES, depth $DEPTH, poll $POLL_US us"
+} > "$RESULTS"
+start=$(date +%s)
+for r in $(seq "$ROUNDS"); do
+	echo "round $r/$ROUNDS ($(($(date +%s) - start)) s)" >&2
+	for m in $METRICS; do
+		sizes=$SIZES
+		[ "$m" = rate_send ] && sizes=$RATE_SIZES
+		for s in $sizes; do
+			pair "$m" "$s"
+		done
+	done
 done
-echo "| metric | librmsg median | perftest median | ratio | min | max |"
-echo "|---|---|---|---|---|---|"
-for m in lat_poll lat_event bw_send_64k; do
-	grep "^$m " $out/res | awk -v m=$m '
-		BEGIN { n = 0 }
-		NF == 3 && $2 > 0 && $3 > 0 { a[n] = $2; b[n] = $3; r[n] = $2 / $3; n++ }
-		function med(x, n,   i, j, t) {
-			for (i = 0; i < n; i++) for (j = i + 1; j < n; j++)
-				if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t }
-			return n % 2 ? x[(n - 1) / 2] : (x[n / 2 - 1] + x[n / 2]) / 2
+
+table=$(
+	echo "| metric | size | librmsg median | perftest median | ratio of medians | min ratio | max ratio | rounds |"
+	echo "|---|---|---|---|---|---|---|---|"
+	awk '
+	function med(x, n,   i, j, t) {
+		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+			if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t }
+		return n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2
+	}
+	/^round=/ {
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+		k = f["metric"] " " f["size"]
+		if (!(k in n)) { order[++nk] = k; n[k] = 0 }
+		if (f["rmsg"] > 0 && f["base"] > 0) {
+			c = ++n[k]; A[k, c] = f["rmsg"]; Bv[k, c] = f["base"]
+			R[k, c] = f["rmsg"] / f["base"]
 		}
-		END {
-			if (!n) { print "| " m " | no data | | | | |"; exit }
-			ma = med(a, n); mb = med(b, n)
-			lo = r[0]; hi = r[0]
-			for (i = 1; i < n; i++) { if (r[i] < lo) lo = r[i]; if (r[i] > hi) hi = r[i] }
-			printf "| %s | %.2f | %.2f | %.3f | %.3f | %.3f |\n", m, ma, mb, ma / mb, lo, hi
-		}'
-done
-echo "(latency in us, half round trip; bandwidth in MB/s; $ROUNDS rounds, $ITERS iterations)"
-cat $out/res >&2
-rm -rf "$out"
+	}
+	END {
+		for (i = 1; i <= nk; i++) {
+			k = order[i]; split(k, p, " "); c = n[k]
+			if (!c) { printf "| %s | %s | no data | | | | | 0 |\n", p[1], p[2]; continue }
+			delete a; delete b; delete q
+			for (j = 1; j <= c; j++) { a[j] = A[k, j]; b[j] = Bv[k, j]; q[j] = R[k, j] }
+			ma = med(a, c); mb = med(b, c); med(q, c)
+			printf "| %s | %s | %.4g | %.4g | %.3f | %.3f | %.3f | %d |\n",
+				p[1], p[2], ma, mb, ma / mb, q[1], q[c], c
+		}
+	}' "$RESULTS"
+)
+{
+	echo "# total $(($(date +%s) - start)) s"
+	echo
+	echo "$table"
+	echo
+	echo "latency: half round trip in us (median; perftest t_typical);" \
+		"bw_write: 10^6 bytes/s; rate_send: 10^6 messages/s"
+} >> "$RESULTS"
+echo "$table"
+echo "(latency us, half round trip; bw_write MB/s = 10^6 B/s; rate_send Mmsg/s)"
+echo "results: $RESULTS" >&2

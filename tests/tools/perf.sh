@@ -1,0 +1,83 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# perf.sh - rmsg-perf works and its output parses: a tiny sweep of every
+# operation in every mode against one server, then busy-poll, then a
+# usage error. Not a benchmark: no timing is asserted.
+# Transport: tcp://127.0.0.1 here; rdma://$RMSG_TEST_ADDR with
+# RMSG_TEST_TRANSPORT=rdma (make check-rxe). Environment: top_builddir.
+
+builddir=${top_builddir:-.}
+perf=$builddir/tools/rmsg-perf
+transport=${RMSG_TEST_TRANSPORT:-tcp}
+addr=${RMSG_TEST_ADDR:-127.0.0.1}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/perf.XXXXXX") || exit 1
+srv=
+cleanup() {
+	[ -n "$srv" ] && kill "$srv" 2> /dev/null
+	rm -rf "$tmp"
+}
+trap cleanup 0
+failures=0
+fail() {
+	echo "FAIL: $*"
+	[ -f "$tmp/out" ] && sed 's/^/    /' "$tmp/out"
+	failures=$((failures + 1))
+}
+[ -x "$perf" ] || {
+	echo "FAIL: $perf not built"
+	exit 1
+}
+
+"$perf" -x client tcp://127.0.0.1:1 > "$tmp/out" 2>&1
+[ $? = 2 ] || fail "usage error: exit status not 2"
+"$perf" -o nonsense client tcp://127.0.0.1:1 > "$tmp/out" 2>&1
+[ $? = 2 ] || fail "unknown operation: exit status not 2"
+
+# one server (-k) for every run; it prints its port once it listens
+"$perf" -k server "$transport://$addr:0" > "$tmp/srv" 2>&1 &
+srv=$!
+port=
+i=0
+while [ $i -lt 100 ]; do
+	port=$(sed -n 's/^rmsg-perf server port=\([0-9]*\)$/\1/p' "$tmp/srv")
+	[ -n "$port" ] && break
+	kill -0 "$srv" 2> /dev/null || break
+	sleep 0.1
+	i=$((i + 1))
+done
+if [ -z "$port" ]; then
+	cp "$tmp/srv" "$tmp/out"
+	fail "the server never printed its port"
+	exit 1
+fi
+uri=$transport://$addr:$port
+
+# run OPTS...: one client; 3 sizes, each gives a table row and a line
+run() {
+	timeout 60 "$perf" -s 64,4k,64k -n 40 -w 5 "$@" client "$uri" \
+		> "$tmp/out" 2>&1
+	rc=$?
+	[ $rc = 0 ] || { fail "rmsg-perf $*: exit $rc"; return; }
+	n=$(grep -c "^rmsg-perf op=.* transport=$transport\$" "$tmp/out")
+	[ "$n" = 3 ] || fail "rmsg-perf $*: $n result lines, expected 3"
+	case " $* " in
+	*" -P "*) ;;
+	*) grep -q '^ #bytes' "$tmp/out" || fail "rmsg-perf $*: no table" ;;
+	esac
+}
+for op in send write_imm rpc; do
+	run -o $op -m lat
+	grep -q "^rmsg-perf op=$op mode=lat size=65536 iters=40 lat_us=[0-9.]* " \
+		"$tmp/out" || fail "$op lat: no lat_us for 64 KiB"
+	run -o $op -m bw -W 4
+	grep -q "^rmsg-perf op=$op mode=bw size=4096 iters=40 window=4 mbps=[0-9.]* mmsgs=" \
+		"$tmp/out" || fail "$op bw: no mbps for 4 KiB"
+	run -o $op -m rate
+done
+run -o send -m lat -b 20 -P
+grep -q 'poll_us=20 ' "$tmp/out" || fail "-b 20: poll_us not reported"
+grep -q '^ #bytes' "$tmp/out" && fail "-P: a table was printed"
+
+[ "$failures" = 0 ] || exit 1
+echo "PASS: rmsg-perf ($transport)"
