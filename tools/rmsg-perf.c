@@ -172,6 +172,10 @@ static void srv_ctl(struct rmsg_conn *c, const void *p, size_t len)
 		memcpy(srv.peer_desc, ctl.desc, sizeof(srv.peer_desc));
 	}
 	srv.ready.tag = 'R';
+	/* export again now that a connection opened the RDMA device: a
+	 * descriptor exported before that carries no rkey */
+	if (srv.reg.mr && rmsg_mr_export(srv.reg.mr, srv.reg.desc))
+		die("rmsg_mr_export", -EINVAL);
 	memcpy(srv.ready.desc, srv.reg.desc, sizeof(srv.ready.desc));
 	ret = rmsg_send(c, &iov, 1, NULL, NULL);
 	if (ret)
@@ -484,6 +488,8 @@ static void start_size(void)
 	cli.ctl.expect =
 		cli.mode == MODE_LAT || cli.op == OP_RPC ? 0 : cli.total;
 	cli.ctl.region = cli.max_size;
+	if (cli.reg.mr && rmsg_mr_export(cli.reg.mr, cli.reg.desc))
+		die("rmsg_mr_export", -EINVAL);
 	memcpy(cli.ctl.desc, cli.reg.desc, sizeof(cli.ctl.desc));
 	ret = rmsg_send(cli.conn, &iov, 1, NULL, NULL);
 	if (ret)
