@@ -67,6 +67,18 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 	return 0;
 }
 
+/* undoes rmsgi_conn_new() for a connection the app never saw: no
+ * callbacks, nothing posted */
+void rmsgi_conn_discard(struct rmsg_conn *c)
+{
+	c->tr = NULL;
+	c->tr_priv = NULL;
+	c->state = RMSGI_CS_CLOSED;
+	rmsgi_list_del(&c->link);
+	ev_unref(c->ctx->loop);
+	rmsgi_conn_put(c);
+}
+
 void rmsgi_conn_get(struct rmsg_conn *c)
 {
 	c->refs++;
@@ -230,8 +242,7 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 {
 	if (c->state >= RMSGI_CS_CLOSING)
 		return;
-	if (c->auto_fallback && c->state == RMSGI_CS_CONNECTING && !h &&
-	    c->tr == &rmsgi_tr_rdma) {
+	if (c->auto_fallback && c->state == RMSGI_CS_CONNECTING && !h) {
 		/* auto://: RDMA could not connect (an app's reject, which
 		 * carries a hello, is final); TCP once the backend is down */
 		c->fallback_pending = true;
@@ -827,7 +838,8 @@ void rmsgi_conn_flush(struct rmsg_conn *c)
  */
 static bool send_now(const struct rmsg_conn *c)
 {
-	return c->tr == &rmsgi_tr_tcp && c->state == RMSGI_CS_ESTABLISHED &&
+	return (c->tr->caps & RMSGI_TR_CAP_POST_AT_ONCE) &&
+	       c->state == RMSGI_CS_ESTABLISHED &&
 	       rmsgi_list_empty(&c->sendq) && !c->ctx->flushing &&
 	       c->last_tx != ev_now(c->ctx->loop);
 }
@@ -860,10 +872,10 @@ int rmsg_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	return rmsgi_conn_send(c, iov, iovcnt, 0, false, cb, arg);
 }
 
-int rmsgi_conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
-		    uint32_t aux, bool unbounded, rmsg_done_cb cb, void *arg)
+/* the checks every queued operation starts with; writes the total */
+static int check_iov(const struct rmsg_conn *c, const struct iovec *iov,
+		     int iovcnt, size_t *len_p)
 {
-	struct rmsgi_op *op;
 	size_t len = 0;
 	int i;
 
@@ -880,6 +892,20 @@ int rmsgi_conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	}
 	if (len > c->cfg.max_msg_size)
 		return -EMSGSIZE;
+	*len_p = len;
+	return 0;
+}
+
+int rmsgi_conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+		    uint32_t aux, bool unbounded, rmsg_done_cb cb, void *arg)
+{
+	struct rmsgi_op *op;
+	size_t len;
+	int ret;
+
+	ret = check_iov(c, iov, iovcnt, &len);
+	if (ret)
+		return ret;
 	if (c->sendq_len >= c->cfg.send_queue && !unbounded) {
 		c->want_writable = true;
 		return -EAGAIN;
@@ -894,15 +920,15 @@ int rmsgi_conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	op->cb = cb;
 	op->arg = arg;
 	c->sendq_len++;
+	/* send_now() looks at the queue before this op joins it */
 	if (send_now(c)) {
 		rmsgi_list_add_tail(&c->sendq, &op->link);
 		post_queued(c);
-		if (!rmsgi_list_empty(&c->sendq))
-			rmsgi_ctx_mark_dirty(c->ctx, c);
-		return 0;
+	} else {
+		rmsgi_list_add_tail(&c->sendq, &op->link);
 	}
-	rmsgi_list_add_tail(&c->sendq, &op->link);
-	rmsgi_ctx_mark_dirty(c->ctx, c);
+	if (!rmsgi_list_empty(&c->sendq))
+		rmsgi_ctx_mark_dirty(c->ctx, c);
 	return 0;
 }
 
@@ -984,23 +1010,14 @@ static int rma_queue(struct rmsg_conn *c, uint8_t kind, uint8_t type,
 {
 	struct rmsgi_desc d;
 	struct rmsgi_op *op;
-	size_t len = 0;
-	int i, ret;
+	size_t len;
+	int ret;
 
-	if (!c || iovcnt < 0 || iovcnt > RMSG_IOV_MAX || (iovcnt && !iov) ||
-	    !desc)
+	if (!desc)
 		return -EINVAL;
-	if (c->state >= RMSGI_CS_CLOSING)
-		return -ENOTCONN;
-	for (i = 0; i < iovcnt; i++) {
-		if (iov[i].iov_len && !iov[i].iov_base)
-			return -EINVAL;
-		len += iov[i].iov_len;
-		if (len < iov[i].iov_len)
-			return -EMSGSIZE;
-	}
-	if (len > c->cfg.max_msg_size)
-		return -EMSGSIZE;
+	ret = check_iov(c, iov, iovcnt, &len);
+	if (ret)
+		return ret;
 	ret = rmsgi_desc_decode(desc, &d);
 	if (ret)
 		return ret;

@@ -135,11 +135,7 @@ int rmsg_connect(struct rmsg_ctx *ctx, const char *uri,
 		ret = c->tr->connect(c, &u);
 	}
 	if (ret) {
-		c->tr = NULL;
-		c->state = RMSGI_CS_CLOSED;
-		rmsgi_list_del(&c->link);
-		ev_unref(ctx->loop);
-		rmsgi_conn_put(c);
+		rmsgi_conn_discard(c);
 		return ret;
 	}
 	*c_p = c;

@@ -367,6 +367,7 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 		   const struct rmsg_conn_ops *ops, void *arg,
 		   struct rmsg_conn **c_p);
 void rmsgi_conn_get(struct rmsg_conn *c);
+void rmsgi_conn_discard(struct rmsg_conn *c);
 void rmsgi_conn_put(struct rmsg_conn *c);
 
 /* fills the handshake this side sends */

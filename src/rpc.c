@@ -20,13 +20,15 @@
 #include <stdlib.h>
 
 #include "rmsg_int.h"
+#include "pool.h"
 
 #define RPC_HDR_SIZE 16
 #define RPC_BUCKETS 256
 #define RPC_IOV_INLINE 8
+#define RPC_SPARES 256 /* recycled call and request objects per context */
 
 struct rpc_call {
-	struct rmsgi_list link; /* conn's calls, for close */
+	struct rmsgi_list link; /* conn's calls, for close; spare list */
 	struct rpc_call *hnext; /* id hash chain */
 	struct rmsg_conn *c;
 	uint64_t id;
@@ -56,15 +58,20 @@ struct rpc_handler {
 	void *arg;
 };
 
+struct rmsg_req {
+	struct rmsg_conn *c;
+	struct rmsg_req *next_spare;
+	uint64_t id;
+	uint32_t method;
+};
+
 struct rmsgi_rpc_ctx {
 	struct rpc_handler *buckets[64];
 	uint64_t next_id;
-};
-
-struct rmsg_req {
-	struct rmsg_conn *c;
-	uint64_t id;
-	uint32_t method;
+	/* no allocation per call or request once warm */
+	struct rpc_call *spare_calls;
+	struct rmsg_req *spare_reqs;
+	unsigned nspare_calls, nspare_reqs;
 };
 
 static void rpc_hdr_encode(uint8_t *p, uint32_t word, uint64_t id)
@@ -105,6 +112,18 @@ void rmsgi_rpc_ctx_fini(struct rmsg_ctx *ctx)
 			ctx->rpc->buckets[i] = h->next;
 			free(h);
 		}
+	while (ctx->rpc->spare_calls) {
+		struct rpc_call *call = ctx->rpc->spare_calls;
+
+		ctx->rpc->spare_calls = call->hnext;
+		free(call);
+	}
+	while (ctx->rpc->spare_reqs) {
+		struct rmsg_req *req = ctx->rpc->spare_reqs;
+
+		ctx->rpc->spare_reqs = req->next_spare;
+		free(req);
+	}
 	free(ctx->rpc);
 	ctx->rpc = NULL;
 }
@@ -198,11 +217,19 @@ static void call_maybe_free(struct rpc_call *call)
 {
 	if (!call->delivered || !call->sent)
 		return;
+	struct rmsgi_rpc_ctx *r = call->c->ctx->rpc;
+
 	call_timer_stop(call);
 	rmsgi_list_del(&call->link);
 	if (call->iov != call->iov_inline)
 		free(call->iov);
 	rmsgi_conn_put(call->c);
+	if (r->nspare_calls < RPC_SPARES) {
+		call->hnext = r->spare_calls;
+		r->spare_calls = call;
+		r->nspare_calls++;
+		return;
+	}
 	free(call);
 }
 
@@ -287,10 +314,17 @@ int rmsg_call(struct rmsg_conn *c, uint32_t method, const struct iovec *iov,
 		return -ENOTCONN;
 	rctx = rpc_ctx(c->ctx);
 	rc = rpc_conn(c);
-	call = calloc(1, sizeof(*call));
-	if (!rctx || !rc || !call) {
-		free(call);
+	if (!rctx || !rc)
 		return -ENOMEM;
+	call = rctx->spare_calls;
+	if (call) {
+		rctx->spare_calls = call->hnext;
+		rctx->nspare_calls--;
+		memset(call, 0, sizeof(*call));
+	} else {
+		call = calloc(1, sizeof(*call));
+		if (!call)
+			return -ENOMEM;
 	}
 	call->iov = call->iov_inline;
 	if (iovcnt + 1 > RPC_IOV_INLINE) {
@@ -404,7 +438,7 @@ void rmsgi_rpc_conn_free(struct rmsg_conn *c)
 
 static void reply_sent(struct rmsg_conn *c, int status, void *arg)
 {
-	free(arg);
+	rmsgi_pool_free(c->ctx->pool, arg);
 }
 
 static int send_reply(struct rmsg_conn *c, uint64_t id, int status,
@@ -417,9 +451,9 @@ static int send_reply(struct rmsg_conn *c, uint64_t id, int status,
 
 	for (i = 0; i < iovcnt; i++)
 		len += iov[i].iov_len;
-	/* copied here, so the caller may reuse its memory at once */
-	buf = malloc(len);
-	if (!buf)
+	/* copied here, so the caller may reuse its memory at once; pool
+	 * memory is registered, so RDMA sends it without another copy */
+	if (rmsgi_pool_alloc(c->ctx->pool, len, (void **)&buf))
 		return -ENOMEM;
 	rpc_hdr_encode(buf, (uint32_t)status, id);
 	off = RPC_HDR_SIZE;
@@ -434,13 +468,21 @@ static int send_reply(struct rmsg_conn *c, uint64_t id, int status,
 	ret = rmsgi_conn_send(c, &out, 1, RMSGI_AUX_RPC_REP, true, reply_sent,
 			      buf);
 	if (ret)
-		free(buf);
+		rmsgi_pool_free(c->ctx->pool, buf);
 	return ret;
 }
 
 static void req_free(struct rmsg_req *req)
 {
+	struct rmsgi_rpc_ctx *r = req->c->ctx->rpc;
+
 	rmsgi_conn_put(req->c);
+	if (r->nspare_reqs < RPC_SPARES) {
+		req->next_spare = r->spare_reqs;
+		r->spare_reqs = req;
+		r->nspare_reqs++;
+		return;
+	}
 	free(req);
 }
 
@@ -488,9 +530,16 @@ static int rpc_rx_request(struct rmsg_conn *c, struct rmsg_msg *m,
 	if (!h)
 		return send_reply(c, id, -ENOSYS, NULL, 0) == -ENOMEM ? -ENOMEM
 								      : 0;
-	req = calloc(1, sizeof(*req));
-	if (!req)
-		return -ENOMEM;
+	/* a handler exists, so the context's RPC state does */
+	req = c->ctx->rpc->spare_reqs;
+	if (req) {
+		c->ctx->rpc->spare_reqs = req->next_spare;
+		c->ctx->rpc->nspare_reqs--;
+	} else {
+		req = calloc(1, sizeof(*req));
+		if (!req)
+			return -ENOMEM;
+	}
 	req->c = c;
 	req->id = id;
 	req->method = method;

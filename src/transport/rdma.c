@@ -855,10 +855,7 @@ static void on_connect_request(struct rdma_ctx *r, struct rdma_cm_event *ev,
 	return;
 
 undo_conn:
-	c->state = RMSGI_CS_CLOSED;
-	rmsgi_list_del(&c->link);
-	ev_unref(r->ctx->loop);
-	rmsgi_conn_put(c);
+	rmsgi_conn_discard(c);
 reject:
 	rdma_reject(ev->id, NULL, 0);
 	rdma_destroy_id(ev->id);
@@ -1771,10 +1768,7 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 	r->graveyard = rc;
 	if (rc->silent) {
 		/* never reached the app: no callbacks, just free */
-		c->state = RMSGI_CS_CLOSED;
-		rmsgi_list_del(&c->link);
-		ev_unref(r->ctx->loop);
-		rmsgi_conn_put(c);
+		rmsgi_conn_discard(c);
 		return;
 	}
 	rmsgi_conn_ev_down(c);

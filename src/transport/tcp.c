@@ -1230,17 +1230,6 @@ static void tcp_rndv_release(struct rmsg_conn *c, struct rmsgi_op *op)
 /* ------------------------------------------------------------------ */
 /* listeners                                                            */
 
-/* undoes rmsgi_conn_new() for a conn nobody has seen yet */
-static void tcp_conn_forget(struct rmsg_conn *c)
-{
-	c->tr = NULL;
-	c->tr_priv = NULL;
-	c->state = RMSGI_CS_CLOSED;
-	rmsgi_list_del(&c->link);
-	ev_unref(c->ctx->loop);
-	rmsgi_conn_put(c);
-}
-
 static void tcp_accept_one(struct tcp_listener *tl, int fd)
 {
 	struct rmsg_listener *l = tl->l;
@@ -1257,7 +1246,7 @@ static void tcp_accept_one(struct tcp_listener *tl, int fd)
 	tc = tcp_conn_new(tl->t, c);
 	if (!tc) {
 		close(fd);
-		tcp_conn_forget(c);
+		rmsgi_conn_discard(c);
 		return;
 	}
 	tc->server = true;
@@ -1540,7 +1529,7 @@ static void tcp_ctx_fini(struct rmsg_ctx *ctx)
 const struct rmsgi_tr_ops rmsgi_tr_tcp = {
 	.name = "tcp",
 	.id = RMSGI_TR_TCP,
-	.caps = 0,
+	.caps = RMSGI_TR_CAP_POST_AT_ONCE,
 	.ctx_fini = tcp_ctx_fini,
 	.listen = tcp_listen,
 	.listen_close = tcp_listen_close,

@@ -47,6 +47,9 @@ enum rmsgi_tr_id {
  * (RNDV_ACK for writes, READ_RESP for reads). post() of a one-sided op
  * may fail with -EINVAL, -EACCES or -ENOMEM: only that op fails. */
 #define RMSGI_TR_CAP_RMA 0x2
+/* an idle connection's first send may be posted inside rmsg_send():
+ * no completions to batch, no doorbell to share (TCP) */
+#define RMSGI_TR_CAP_POST_AT_ONCE 0x4
 
 struct rmsgi_tr_ops {
 	const char *name;
