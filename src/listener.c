@@ -20,6 +20,8 @@ int rmsg_listen(struct rmsg_ctx *ctx, const char *uri,
 	ret = rmsgi_uri_parse(uri, &u);
 	if (ret)
 		return ret;
+	if (u.src_len)
+		return -EINVAL; /* "?src=" is for connections */
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;

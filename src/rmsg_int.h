@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <ev.h>
 
 #include "rmsg.h"
@@ -82,6 +83,10 @@ struct rmsgi_uri {
 	enum rmsgi_scheme scheme;
 	char host[256];
 	uint16_t port;
+	/* "?src=ADDR": numeric source address a connection binds to
+	 * (port 0); src_len is 0 without one */
+	struct sockaddr_storage src;
+	socklen_t src_len;
 };
 
 int rmsgi_uri_parse(const char *uri, struct rmsgi_uri *u);

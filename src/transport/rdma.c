@@ -48,6 +48,14 @@
 #define ACK_TIMEOUT 16 /* 4.096 us * 2^16: ~0.27 s per retry */
 #define RETRY_COUNT 6  /* 7 would retry forever on rxe */
 #define TEARDOWN_MS 2000
+/*
+ * Address resolution runs in slices, retried until the connection's own
+ * timeout. The kernel (seen on 6.1) can miss a neighbour reply that
+ * arrives before it queued the request (a veth peer answers at once);
+ * the request then sleeps for its whole timeout although the neighbour
+ * is known. A short slice makes it look again soon.
+ */
+#define RESOLVE_SLICE_MS 500
 #define QPN_BUCKETS 256
 /* send wr_ids carry this bit over a ring counter; receive wr_ids are
  * buffer addresses, which never have it in user space */
@@ -718,9 +726,13 @@ static int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_uri *u)
 	ret = rmsgi_err_cm(rdma_create_id(r->ech, &rc->id, rc, RDMA_PS_TCP));
 	if (ret)
 		goto undo_rc;
-	ret = rmsgi_err_cm(rdma_resolve_addr(rc->id, res->ai_src_addr,
-					     res->ai_dst_addr,
-					     (int)c->cfg.timeout_ms));
+	/* "?src=": without it the source is the one the route picks, which
+	 * for two local devices is always the same device */
+	ret = rmsgi_err_cm(rdma_resolve_addr(
+		rc->id,
+		u->src_len ? (struct sockaddr *)&u->src : res->ai_src_addr,
+		res->ai_dst_addr,
+		(int)RMSGI_MIN(c->cfg.timeout_ms, RESOLVE_SLICE_MS)));
 	if (ret)
 		goto undo_id;
 	rdma_freeaddrinfo(res);
@@ -876,6 +888,8 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 
 	if (!rc)
 		return; /* a listening id's own events */
+	rmsgi_log(r->ctx, RMSG_LOG_DEBUG, "conn %p: %s (status %d)",
+		  (void *)rc->c, rdma_event_str(ev->event), ev->status);
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		ret = rmsgi_err_cm(
@@ -922,6 +936,15 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 		}
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
+		/* a slice ran out (see RESOLVE_SLICE_MS): look again; the
+		 * connection's timer bounds the whole */
+		if (rc->state == RC_RESOLVING && ev->status == -ETIMEDOUT &&
+		    rdma_resolve_addr(rc->id, rdma_get_local_addr(rc->id),
+				      rdma_get_peer_addr(rc->id),
+				      RESOLVE_SLICE_MS) == 0)
+			break;
+		rc_teardown(rc, cm_status_err(ev->status, -EHOSTUNREACH));
+		break;
 	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 		rc_teardown(rc, cm_status_err(ev->status, -EHOSTUNREACH));

@@ -146,8 +146,10 @@ struct tcp_conn {
 	/* connecting */
 	struct addrinfo *ai_list;
 	struct addrinfo *ai_next;
-	int conn_err; /* why the last address failed */
-	int sock_err; /* why socket() failed */
+	int conn_err;		     /* why the last address failed */
+	int sock_err;		     /* why socket() failed */
+	struct sockaddr_storage src; /* "?src=" address, if src_len */
+	socklen_t src_len;
 
 	/* output: posted ops in order, the head possibly half written */
 	struct rmsgi_list outq;
@@ -1092,6 +1094,10 @@ static int tcp_connect_next(struct tcp_conn *tc)
 
 	while ((ai = tc->ai_next)) {
 		tc->ai_next = ai->ai_next;
+		if (tc->src_len && ai->ai_family != tc->src.ss_family) {
+			tc->sock_err = -EAFNOSUPPORT;
+			continue;
+		}
 		fd = socket(ai->ai_family,
 			    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0) {
@@ -1100,6 +1106,12 @@ static int tcp_connect_next(struct tcp_conn *tc)
 		}
 		tcp_nodelay(fd);
 		tcp_conn_set_fd(tc, fd);
+		if (tc->src_len &&
+		    bind(fd, (struct sockaddr *)&tc->src, tc->src_len) < 0) {
+			tc->conn_err = -errno; /* EADDRNOTAVAIL: not ours */
+			tcp_conn_close_fd(tc);
+			continue;
+		}
 		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
 			tcp_connected(tc);
 			return 0;
@@ -1178,6 +1190,8 @@ static int tcp_connect(struct rmsg_conn *c, const struct rmsgi_uri *u)
 	if (!tc)
 		return -ENOMEM;
 	tc->phase = TCP_PH_CONNECT;
+	tc->src = u->src;
+	tc->src_len = u->src_len;
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* unit tests of URI parsing (src/uri.c) */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 
 #include "unit.h"
@@ -109,6 +111,55 @@ static void uri_parse__unknown_scheme(void **state)
 	bad("rdmax://h:1", -EPROTONOSUPPORT);
 }
 
+/* "?src=ADDR" binds the connection's source address (numeric only) */
+static void uri_parse__source_address(void **state)
+{
+	struct sockaddr_in6 *s6;
+	struct sockaddr_in *s4;
+	struct rmsgi_uri u;
+	char text[64];
+
+	(void)state;
+	assert_int_equal(rmsgi_uri_parse("rdma://198.18.1.1:7471", &u), 0);
+	assert_int_equal(u.src_len, 0);
+	assert_int_equal(
+		rmsgi_uri_parse("rdma://198.18.1.1:7471?src=198.18.1.2", &u),
+		0);
+	assert_string_equal(u.host, "198.18.1.1");
+	assert_int_equal(u.port, 7471);
+	assert_int_equal(u.src_len, sizeof(*s4));
+	s4 = (struct sockaddr_in *)&u.src;
+	assert_int_equal(s4->sin_family, AF_INET);
+	assert_int_equal(s4->sin_port, 0);
+	inet_ntop(AF_INET, &s4->sin_addr, text, sizeof(text));
+	assert_string_equal(text, "198.18.1.2");
+	/* IPv6, bare or bracketed; the host's own colons are not confused
+	 * with the source's */
+	assert_int_equal(rmsgi_uri_parse("tcp://[::1]:80?src=::1", &u), 0);
+	assert_string_equal(u.host, "::1");
+	assert_int_equal(u.port, 80);
+	s6 = (struct sockaddr_in6 *)&u.src;
+	assert_int_equal(s6->sin6_family, AF_INET6);
+	assert_int_equal(u.src_len, sizeof(*s6));
+	assert_int_equal(rmsgi_uri_parse("auto://h:1?src=[2001:db8::2]", &u),
+			 0);
+	assert_int_equal(u.scheme, RMSGI_SCHEME_AUTO);
+	assert_int_equal(u.src_len, sizeof(*s6));
+	/* a later parse without a source forgets the earlier one */
+	assert_int_equal(rmsgi_uri_parse("tcp://h:1", &u), 0);
+	assert_int_equal(u.src_len, 0);
+
+	bad("tcp://h:1?src=", -EINVAL);
+	bad("tcp://h:1?", -EINVAL);
+	bad("tcp://h:1?dst=1.2.3.4", -EINVAL);
+	bad("tcp://h:1?src=localhost", -EINVAL); /* names would block */
+	bad("tcp://h:1?src=1.2.3.4&x=1", -EINVAL);
+	bad("tcp://h:1?src=1.2.3.4?", -EINVAL);
+	bad("tcp://h:1?src=[1.2.3.4", -EINVAL);
+	bad("tcp://h?src=1.2.3.4", -EINVAL);
+	bad("tcp://h:x?src=1.2.3.4", -EINVAL);
+}
+
 static void uri_parse__trailing_garbage(void **state)
 {
 	(void)state;
@@ -140,6 +191,7 @@ int main(void)
 		cmocka_unit_test(uri_parse__host_length),
 		cmocka_unit_test(uri_parse__unknown_scheme),
 		cmocka_unit_test(uri_parse__trailing_garbage),
+		cmocka_unit_test(uri_parse__source_address),
 		cmocka_unit_test(uri_parse__null),
 	};
 
