@@ -777,6 +777,13 @@ static int rdma_listen_op(struct rmsg_listener *l, const struct rmsgi_uri *u)
 	ret = rmsgi_err_cm(rdma_bind_addr(rl->id, res->ai_src_addr));
 	if (ret)
 		goto undo_id;
+	/* bound to one device's address: open it now, so that regions get
+	 * their keys before the first connection (rmsg_mr_export) */
+	if (rl->id->verbs) {
+		ret = dev_open(r, rl->id->verbs);
+		if (ret)
+			goto undo_id;
+	}
 	ret = rmsgi_err_cm(rdma_listen(rl->id, 128));
 	if (ret)
 		goto undo_id;
