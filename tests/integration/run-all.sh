@@ -29,7 +29,14 @@ for t in "$@"; do
 	esac
 	echo "$res: $t [$transport] ($((end - start)) s)"
 	if [ "$rc" = 0 ]; then
-		tail -n 1 "/tmp/$(basename "$t").$transport.log" | sed 's/^/    /'
+		# the figures a test reports ("tcp: ...", "rdma: ..."), else
+		# its last line
+		log="/tmp/$(basename "$t").$transport.log"
+		if grep -q -E '^(tcp|rdma): ' "$log"; then
+			grep -E '^(tcp|rdma): ' "$log"
+		else
+			tail -n 1 "$log"
+		fi | sed 's/^/    /'
 	else
 		tail -n 30 "/tmp/$(basename "$t").$transport.log" | sed 's/^/    /'
 	fi
