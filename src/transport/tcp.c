@@ -44,11 +44,14 @@
 
 #include "rmsg_int.h"
 
-#define TCP_RBUF_SIZE (64 * 1024)
-/* frames larger than this are read into memory of their own */
-#define TCP_RBUF_FRAME_MAX (TCP_RBUF_SIZE - RMSGI_HDR_SIZE)
+/* one read takes up to this much: several 64 KiB frames per syscall (a
+ * 64 KiB read buffer took one readv per frame of a 64 KiB stream, each
+ * followed by a window update that ran the sender's transmit path) */
+#define TCP_RBUF_SIZE (256 * 1024)
+/* frames with larger payloads are read into memory of their own */
+#define TCP_RBUF_FRAME_MAX (64 * 1024)
 /* a read buffer with less room than this is compacted */
-#define TCP_RBUF_MIN_ROOM (16 * 1024)
+#define TCP_RBUF_MIN_ROOM (64 * 1024)
 /* output queue bounds: post() says -EAGAIN beyond them */
 #define TCP_MAX_FRAMES 4096
 #define TCP_MAX_QBYTES ((size_t)4 << 20)
@@ -966,18 +969,20 @@ static void tcp_parse(struct tcp_conn *tc)
 			tcp_conn_end(tc, ret, NULL);
 			return;
 		}
-		if (h.len > TCP_RBUF_FRAME_MAX) {
-			/* everything left belongs to this frame */
-			tc->rhead = tc->rtail;
-			tcp_big_start(tc, &h, p + RMSGI_HDR_SIZE,
-				      avail - RMSGI_HDR_SIZE);
-			break;
-		}
 		if (avail - RMSGI_HDR_SIZE < h.len) {
+			if (h.len > TCP_RBUF_FRAME_MAX) {
+				/* everything left belongs to this frame */
+				tc->rhead = tc->rtail;
+				tcp_big_start(tc, &h, p + RMSGI_HDR_SIZE,
+					      avail - RMSGI_HDR_SIZE);
+				break;
+			}
 			tc->rneed = RMSGI_HDR_SIZE + (size_t)h.len - avail;
 			break;
 		}
-		tc->big_streak = false;
+		/* a large frame that arrived whole behind smaller ones is
+		 * a view like them; the next large one is read apart */
+		tc->big_streak = h.len > TCP_RBUF_FRAME_MAX;
 		tc->rhead += RMSGI_HDR_SIZE + (size_t)h.len;
 		tcp_frame(tc, &h, p + RMSGI_HDR_SIZE, NULL, 0);
 	}
