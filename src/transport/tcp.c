@@ -675,6 +675,11 @@ static int tcp_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	}
 	rmsgi_hdr_encode(&h, slot);
 	op->tr_priv = slot;
+	if (op->tr_off) {
+		/* the rest of a frame tcp_send_direct() began: it found the
+		 * queue empty, so this op heads it */
+		tc->out_off = op->tr_off;
+	}
 	rmsgi_list_add_tail(&tc->outq, &op->link);
 	tc->outq_len++;
 	tc->outq_bytes += tcp_frame_len(op);
@@ -688,6 +693,40 @@ static int tcp_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	tcp_write(tc);
 	tcp_conn_unbusy(tc);
 	return 0;
+}
+
+/* a frame written at once, from the caller's iovec, when nothing waits
+ * ahead of it (RMSGI_TR_CAP_POST_AT_ONCE) */
+static ssize_t tcp_send_direct(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+			       const struct iovec *iov, int iovcnt)
+{
+	struct tcp_conn *tc = c->tr_priv;
+	struct iovec v[1 + RMSGI_OP_IOV_INLINE];
+	uint8_t hdr[RMSGI_HDR_SIZE];
+	struct msghdr mh = {.msg_iov = v, .msg_iovlen = (size_t)iovcnt + 1};
+	ssize_t w;
+	int err;
+
+	if (RMSGI_UNLIKELY(!tc || tc->ended || tc->blocked || tc->outq_len ||
+			   tc->hs_off < tc->hs_len ||
+			   iovcnt > RMSGI_OP_IOV_INLINE))
+		return 0;
+	rmsgi_hdr_encode(h, hdr);
+	v[0].iov_base = hdr;
+	v[0].iov_len = RMSGI_HDR_SIZE;
+	memcpy(v + 1, iov, sizeof(*iov) * (size_t)iovcnt);
+	do {
+		w = sendmsg(tc->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	} while (w < 0 && errno == EINTR);
+	if (RMSGI_LIKELY(w > 0))
+		return w;
+	if (w == 0 || errno == EAGAIN || errno == EWOULDBLOCK)
+		return 0;
+	err = tcp_errno(errno);
+	tc->busy++;
+	tcp_conn_end(tc, err, NULL);
+	tcp_conn_unbusy(tc);
+	return err;
 }
 
 static void tcp_kick(struct rmsg_conn *c)
@@ -1541,6 +1580,7 @@ const struct rmsgi_tr_ops rmsgi_tr_tcp = {
 	.connect = tcp_connect,
 	.disconnect = tcp_disconnect,
 	.post = tcp_post,
+	.send_direct = tcp_send_direct,
 	.kick = tcp_kick,
 	.rndv_release = tcp_rndv_release,
 	.poll = NULL,
