@@ -583,6 +583,19 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		m->aux = h->aux;
 		m->id = h->id;
 		rmsgi_conn_get(c);
+		if (!m->aux && m->ready && rmsgi_list_empty(&c->rxq) &&
+		    c->state == RMSGI_CS_ESTABLISHED && c->ops.on_msg) {
+			/* in order with nothing ahead: what deliver_rx() would
+			 * do, without the queue */
+			m->in_cb = 1;
+			c->ctx->in_cb++;
+			c->ops.on_msg(c, m, c->arg);
+			c->ctx->in_cb--;
+			m->in_cb = 0;
+			rmsgi_msg_after_cb(m);
+			rmsgi_conn_put(c);
+			return 0;
+		}
 		rmsgi_list_add_tail(&c->rxq, &m->link);
 		deliver_rx(c);
 		rmsgi_conn_put(c);
@@ -836,14 +849,15 @@ void rmsgi_conn_flush(struct rmsg_conn *c)
  * batch as before. Its callback is still only queued (op_finish), so none
  * runs inside the call.
  */
-static bool send_now(const struct rmsg_conn *c, int iovcnt, size_t len)
+static bool send_now(const struct rmsg_conn *c, int iovcnt, size_t len,
+		     ev_tstamp *now_p)
 {
 	return c->state == RMSGI_CS_ESTABLISHED &&
 	       (c->tr->caps & RMSGI_TR_CAP_POST_AT_ONCE) &&
 	       iovcnt <= RMSGI_OP_IOV_INLINE && rmsgi_list_empty(&c->sendq) &&
 	       !c->ctx->flushing && rmsgi_credit_can_send(&c->cr, true) &&
 	       (len <= c->peer_eager || !(c->tr->caps & RMSGI_TR_CAP_RNDV)) &&
-	       c->last_tx != ev_now(c->ctx->loop);
+	       c->last_tx != (*now_p = ev_now(c->ctx->loop));
 }
 
 /* an op carrying a copy of the caller's iovec array (not of the data) */
@@ -918,7 +932,8 @@ static void op_send_init(struct rmsgi_op *op, size_t len, uint32_t aux,
  * usual) or -ENOMEM.
  */
 static int send_direct(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
-		       size_t len, uint32_t aux, rmsg_done_cb cb, void *arg)
+		       size_t len, uint32_t aux, rmsg_done_cb cb, void *arg,
+		       ev_tstamp now)
 {
 	struct rmsgi_credit save = c->cr;
 	struct rmsgi_hdr h = {.type = RMSGI_T_DATA, .aux = aux, .len = len};
@@ -940,7 +955,7 @@ static int send_direct(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 			rmsgi_op_put(c->ctx, op);
 		return -EAGAIN;
 	}
-	c->last_tx = ev_now(c->ctx->loop);
+	c->last_tx = now;
 	if (w > 0)
 		c->peer_avail += h.credits;
 	if (w < 0 || (size_t)w == frame) {
@@ -983,6 +998,7 @@ int rmsgi_conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 		    uint32_t aux, bool unbounded, rmsg_done_cb cb, void *arg)
 {
 	struct rmsgi_op *op;
+	ev_tstamp now = 0;
 	size_t len;
 	int ret;
 
@@ -993,8 +1009,8 @@ int rmsgi_conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 		c->want_writable = true;
 		return -EAGAIN;
 	}
-	if (send_now(c, iovcnt, len)) {
-		ret = send_direct(c, iov, iovcnt, len, aux, cb, arg);
+	if (send_now(c, iovcnt, len, &now)) {
+		ret = send_direct(c, iov, iovcnt, len, aux, cb, arg, now);
 		if (ret != -EAGAIN)
 			return ret;
 	}

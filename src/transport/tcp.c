@@ -705,7 +705,7 @@ static ssize_t tcp_send_direct(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	uint8_t hdr[RMSGI_HDR_SIZE];
 	struct msghdr mh = {.msg_iov = v, .msg_iovlen = (size_t)iovcnt + 1};
 	ssize_t w;
-	int err;
+	int err, i;
 
 	if (RMSGI_UNLIKELY(!tc || tc->ended || tc->blocked || tc->outq_len ||
 			   tc->hs_off < tc->hs_len ||
@@ -714,7 +714,8 @@ static ssize_t tcp_send_direct(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	rmsgi_hdr_encode(h, hdr);
 	v[0].iov_base = hdr;
 	v[0].iov_len = RMSGI_HDR_SIZE;
-	memcpy(v + 1, iov, sizeof(*iov) * (size_t)iovcnt);
+	for (i = 0; i < iovcnt; i++)
+		v[i + 1] = iov[i]; /* one or two pieces, mostly: no memcpy */
 	do {
 		w = sendmsg(tc->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	} while (w < 0 && errno == EINTR);
