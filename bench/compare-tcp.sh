@@ -18,6 +18,8 @@
 #   STREAM_SIZE [65536]   stream message size
 #   STREAM_BYTES [1000000000] bytes per stream run (whole messages)
 #   STREAM_WINDOW [16]    rmsg-perf -W: sends outstanding in the stream
+#   STREAM_CREDITS []     rmsg-perf -c for the stream's server (credits it
+#                         grants); empty: the library's default (32)
 #   CG_ITERS [2000]       callgrind runs use CG_ITERS and 2*CG_ITERS
 #   CG_ROUNDS [2]         callgrind pairs (the figure should not move)
 #   PIN [same]            same: server and client on one CPU (BENCH_CPU);
@@ -145,8 +147,12 @@ run() {
 	local kind=$1
 	next_port
 	case $kind in
-	rmsg_pingpong | rmsg_stream)
+	rmsg_pingpong)
 		start_server $pin_srv "$build/rmsg-perf" server "tcp://$HOST:$port" ;;
+	rmsg_stream)
+		start_server $pin_srv "$build/rmsg-perf" \
+			${STREAM_CREDITS:+-c "$STREAM_CREDITS"} \
+			server "tcp://$HOST:$port" ;;
 	raw_pingpong)
 		start_server $pin_srv "$build/raw_pingpong" server $port ;;
 	raw_stream)
@@ -262,7 +268,8 @@ dirty=$(cd "$top" && git status --porcelain -- src include 2>/dev/null |
 	echo "# librmsg $rev$dirty, $(uname -sr), $ncpu CPUs, PIN=$PIN" \
 		"(cpu $BENCH_CPU), rounds=$ROUNDS"
 	echo "# ping-pong: size=$PING_SIZE iters=$PING_ITERS warmup=$PING_WARMUP;" \
-		"stream: size=$STREAM_SIZE bytes=$STREAM_BYTES"
+		"stream: size=$STREAM_SIZE bytes=$STREAM_BYTES" \
+		"window=$STREAM_WINDOW credits=${STREAM_CREDITS:-default}"
 	echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	busy
 } >"$RESULTS"
