@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# compare-tcp.sh - librmsg over tcp:// against the raw libev TCP baselines,
-# side by side on 127.0.0.1, alternating A B A B ...
+# compare-tcp.sh - librmsg over tcp:// (tools/rmsg-perf) against the raw
+# libev TCP baselines, side by side on 127.0.0.1, alternating A B A B ...
 #
 #   bench/compare-tcp.sh [--quick] [--rounds N]
 #
@@ -16,7 +16,10 @@
 #   PING_ITERS [20000]    timed round trips per ping-pong run
 #   PING_WARMUP [1000]    untimed round trips first
 #   STREAM_SIZE [65536]   stream message size
-#   STREAM_BYTES [1000000000] bytes per stream run
+#   STREAM_BYTES [1000000000] bytes per stream run (whole messages)
+#   STREAM_WINDOW [16]    rmsg-perf -W: sends outstanding in the stream
+#   STREAM_CREDITS []     rmsg-perf -c for the stream's server (credits it
+#                         grants); empty: the library's default (32)
 #   CG_ITERS [2000]       callgrind runs use CG_ITERS and 2*CG_ITERS
 #   CG_ROUNDS [2]         callgrind pairs (the figure should not move)
 #   PIN [same]            same: server and client on one CPU (BENCH_CPU);
@@ -49,6 +52,7 @@ PING_ITERS=${PING_ITERS:-20000}
 PING_WARMUP=${PING_WARMUP:-1000}
 STREAM_SIZE=${STREAM_SIZE:-65536}
 STREAM_BYTES=${STREAM_BYTES:-1000000000}
+STREAM_WINDOW=${STREAM_WINDOW:-16}
 CG_ITERS=${CG_ITERS:-2000}
 CG_ROUNDS=${CG_ROUNDS:-2}
 PIN=${PIN:-same}
@@ -74,8 +78,10 @@ ln -sf librmsg.so.0 "$build/lib/librmsg.so"
 cflags="-O2 -g -Wall -Wextra -Wno-unused-parameter"
 $CC $cflags -o "$build/raw_pingpong" "$here/raw_pingpong.c" -lev
 $CC $cflags -o "$build/raw_stream" "$here/raw_stream.c" -lev
-$CC $cflags -I"$top/include" -o "$build/rmsg_bench" "$here/rmsg_bench.c" \
+$CC $cflags -I"$top/include" -o "$build/rmsg-perf" "$top/tools/rmsg-perf.c" \
 	-L"$build/lib" -Wl,-rpath,"$build/lib" -lrmsg -lev
+# rmsg-perf sends whole messages: BYTES rounded up, as raw_stream does
+stream_msgs=$(((STREAM_BYTES + STREAM_SIZE - 1) / STREAM_SIZE))
 
 # ---- helpers -----------------------------------------------------------
 srv_pid=
@@ -141,8 +147,12 @@ run() {
 	local kind=$1
 	next_port
 	case $kind in
-	rmsg_pingpong | rmsg_stream)
-		start_server $pin_srv "$build/rmsg_bench" server "tcp://$HOST:$port" ;;
+	rmsg_pingpong)
+		start_server $pin_srv "$build/rmsg-perf" server "tcp://$HOST:$port" ;;
+	rmsg_stream)
+		start_server $pin_srv "$build/rmsg-perf" \
+			${STREAM_CREDITS:+-c "$STREAM_CREDITS"} \
+			server "tcp://$HOST:$port" ;;
 	raw_pingpong)
 		start_server $pin_srv "$build/raw_pingpong" server $port ;;
 	raw_stream)
@@ -150,14 +160,16 @@ run() {
 	esac
 	case $kind in
 	rmsg_pingpong)
-		$pin_cli "$build/rmsg_bench" -w "$PING_WARMUP" pingpong \
-			"tcp://$HOST:$port" "$PING_SIZE" "$PING_ITERS" >"$tmp" ;;
+		$pin_cli "$build/rmsg-perf" -P -o send -m lat -s "$PING_SIZE" \
+			-n "$PING_ITERS" -w "$PING_WARMUP" \
+			client "tcp://$HOST:$port" >"$tmp" ;;
 	raw_pingpong)
 		$pin_cli "$build/raw_pingpong" -w "$PING_WARMUP" client \
 			$HOST $port "$PING_SIZE" "$PING_ITERS" >"$tmp" ;;
 	rmsg_stream)
-		$pin_cli "$build/rmsg_bench" stream "tcp://$HOST:$port" \
-			"$STREAM_SIZE" "$STREAM_BYTES" >"$tmp" ;;
+		$pin_cli "$build/rmsg-perf" -P -o send -m bw -s "$STREAM_SIZE" \
+			-n "$stream_msgs" -W "$STREAM_WINDOW" \
+			client "tcp://$HOST:$port" >"$tmp" ;;
 	raw_stream)
 		$pin_cli "$build/raw_stream" client $HOST $port \
 			"$STREAM_SIZE" "$STREAM_BYTES" >"$tmp" ;;
@@ -178,15 +190,18 @@ field() {
 }
 
 # callgrind_ir KIND ITERS PREFIX: client instructions inside ev_run(),
-# into $ir
+# into $ir; rmsg-perf sorts its round-trip times inside ev_run() (it
+# reports from a callback), so collection also toggles off in qsort()
 callgrind_ir() {
 	local kind=$1 iters=$2 f=$3.out
 	next_port
 	if [ "$kind" = rmsg ]; then
-		start_server $pin_srv "$build/rmsg_bench" server "tcp://$HOST:$port"
+		start_server $pin_srv "$build/rmsg-perf" server "tcp://$HOST:$port"
 		$pin_cli valgrind --tool=callgrind --toggle-collect=ev_run \
-			--callgrind-out-file="$f" "$build/rmsg_bench" -w 100 \
-			pingpong "tcp://$HOST:$port" "$PING_SIZE" "$iters" \
+			--toggle-collect=qsort \
+			--callgrind-out-file="$f" "$build/rmsg-perf" -P \
+			-o send -m lat -s "$PING_SIZE" -n "$iters" -w 100 \
+			client "tcp://$HOST:$port" \
 			>/dev/null 2>>"$build/callgrind.log"
 	else
 		start_server $pin_srv "$build/raw_pingpong" server $port
@@ -237,7 +252,7 @@ busy_list() {
 	ps -eo pcpu=,pid=,comm= --sort=-pcpu 2>/dev/null |
 		awk -v me=$$ '$1 >= 10 && $2 != me {
 			print "# warning: busy process " $3 " (pid " $2 ", " $1 "% CPU)" }' |
-		grep -v -e compare-tcp -e rmsg_bench -e raw_pingpong -e raw_stream \
+		grep -v -e compare-tcp -e rmsg-perf -e raw_pingpong -e raw_stream \
 			-e valgrind -e callgrind || true
 }
 
@@ -253,7 +268,8 @@ dirty=$(cd "$top" && git status --porcelain -- src include 2>/dev/null |
 	echo "# librmsg $rev$dirty, $(uname -sr), $ncpu CPUs, PIN=$PIN" \
 		"(cpu $BENCH_CPU), rounds=$ROUNDS"
 	echo "# ping-pong: size=$PING_SIZE iters=$PING_ITERS warmup=$PING_WARMUP;" \
-		"stream: size=$STREAM_SIZE bytes=$STREAM_BYTES"
+		"stream: size=$STREAM_SIZE bytes=$STREAM_BYTES" \
+		"window=$STREAM_WINDOW credits=${STREAM_CREDITS:-default}"
 	echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	busy
 } >"$RESULTS"

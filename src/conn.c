@@ -583,6 +583,19 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		m->aux = h->aux;
 		m->id = h->id;
 		rmsgi_conn_get(c);
+		if (!m->aux && m->ready && rmsgi_list_empty(&c->rxq) &&
+		    c->state == RMSGI_CS_ESTABLISHED && c->ops.on_msg) {
+			/* in order with nothing ahead: what deliver_rx() would
+			 * do, without the queue */
+			m->in_cb = 1;
+			c->ctx->in_cb++;
+			c->ops.on_msg(c, m, c->arg);
+			c->ctx->in_cb--;
+			m->in_cb = 0;
+			rmsgi_msg_after_cb(m);
+			rmsgi_conn_put(c);
+			return 0;
+		}
 		rmsgi_list_add_tail(&c->rxq, &m->link);
 		deliver_rx(c);
 		rmsgi_conn_put(c);
@@ -828,20 +841,23 @@ void rmsgi_conn_flush(struct rmsg_conn *c)
 }
 
 /*
- * May a send be handed to the transport inside the API call? Over TCP
- * that writes it at once, saving a loop iteration's worth of deferral
- * for the common case of one reply per event. Only the first send of a
- * loop iteration (last_tx is the loop time of the last post) on an idle
- * queue, outside the context flush: later ones batch as before. Its
- * completion is still only queued (op_finish), so no callback runs
- * inside the call.
+ * May a send be written inside the API call? Over TCP that writes it at
+ * once, saving a loop iteration's worth of deferral for the common case
+ * of one reply per event. Only the first send of a loop iteration
+ * (last_tx is the loop time of the last post) on an idle queue, outside
+ * the context flush, with a credit to spare and no rendezvous: later ones
+ * batch as before. Its callback is still only queued (op_finish), so none
+ * runs inside the call.
  */
-static bool send_now(const struct rmsg_conn *c)
+static bool send_now(const struct rmsg_conn *c, int iovcnt, size_t len,
+		     ev_tstamp *now_p)
 {
-	return (c->tr->caps & RMSGI_TR_CAP_POST_AT_ONCE) &&
-	       c->state == RMSGI_CS_ESTABLISHED &&
-	       rmsgi_list_empty(&c->sendq) && !c->ctx->flushing &&
-	       c->last_tx != ev_now(c->ctx->loop);
+	return c->state == RMSGI_CS_ESTABLISHED &&
+	       (c->tr->caps & RMSGI_TR_CAP_POST_AT_ONCE) &&
+	       iovcnt <= RMSGI_OP_IOV_INLINE && rmsgi_list_empty(&c->sendq) &&
+	       !c->ctx->flushing && rmsgi_credit_can_send(&c->cr, true) &&
+	       (len <= c->peer_eager || !(c->tr->caps & RMSGI_TR_CAP_RNDV)) &&
+	       c->last_tx != (*now_p = ev_now(c->ctx->loop));
 }
 
 /* an op carrying a copy of the caller's iovec array (not of the data) */
@@ -896,10 +912,93 @@ static int check_iov(const struct rmsg_conn *c, const struct iovec *iov,
 	return 0;
 }
 
+static void op_send_init(struct rmsgi_op *op, size_t len, uint32_t aux,
+			 rmsg_done_cb cb, void *arg)
+{
+	op->kind = RMSGI_OP_SEND;
+	op->type = RMSGI_T_DATA;
+	op->aux = aux;
+	op->len = len;
+	op->cb = cb;
+	op->arg = arg;
+}
+
+/*
+ * The direct send: the frame goes to the transport without the send
+ * queue, and without an op unless something must outlive the call: the
+ * callback (taken first, so a written frame can always report), or the
+ * rest of a partly written frame. Returns 0 (sent, or its callback will
+ * tell the connection's failure), -EAGAIN (nothing written: queue it as
+ * usual) or -ENOMEM.
+ */
+static int send_direct(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+		       size_t len, uint32_t aux, rmsg_done_cb cb, void *arg,
+		       ev_tstamp now)
+{
+	struct rmsgi_credit save = c->cr;
+	struct rmsgi_hdr h = {.type = RMSGI_T_DATA, .aux = aux, .len = len};
+	struct rmsgi_op *op = NULL;
+	size_t frame = RMSGI_HDR_SIZE + len;
+	ssize_t w;
+	int ret;
+
+	if (cb) {
+		op = rmsgi_op_get(c->ctx);
+		if (!op)
+			return -ENOMEM;
+	}
+	h.credits = rmsgi_credit_take(&c->cr);
+	w = c->tr->send_direct(c, &h, iov, iovcnt);
+	if (w == 0) {
+		c->cr = save;
+		if (op)
+			rmsgi_op_put(c->ctx, op);
+		return -EAGAIN;
+	}
+	c->last_tx = now;
+	if (w > 0)
+		c->peer_avail += h.credits;
+	if (w < 0 || (size_t)w == frame) {
+		/* written, or the connection failed: the callback is due */
+		if (op) {
+			op_send_init(op, len, aux, cb, arg);
+			c->sendq_len++;
+			op_finish(c, op, w < 0 ? (int)w : 0);
+		}
+		return 0;
+	}
+	/* the rest goes as a posted op, first in the transport's queue */
+	if (!op) {
+		op = rmsgi_op_get(c->ctx);
+		if (!op) {
+			rmsgi_conn_abort(c, -ENOMEM);
+			return -ENOMEM;
+		}
+	}
+	memcpy(op->iov, iov, sizeof(*iov) * (size_t)iovcnt);
+	op->iovcnt = iovcnt;
+	op_send_init(op, len, aux, cb, arg);
+	op->credits = h.credits;
+	op->tr_off = (size_t)w;
+	op->posted = 1;
+	c->sendq_len++;
+	ret = c->tr->post(c, op);
+	if (ret) {
+		op->posted = 0;
+		op_finish(c, op, ret);
+		rmsgi_conn_abort(c, ret);
+		return 0;
+	}
+	if (c->tr->kick)
+		c->tr->kick(c);
+	return 0;
+}
+
 int rmsgi_conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 		    uint32_t aux, bool unbounded, rmsg_done_cb cb, void *arg)
 {
 	struct rmsgi_op *op;
+	ev_tstamp now = 0;
 	size_t len;
 	int ret;
 
@@ -910,25 +1009,18 @@ int rmsgi_conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 		c->want_writable = true;
 		return -EAGAIN;
 	}
+	if (send_now(c, iovcnt, len, &now)) {
+		ret = send_direct(c, iov, iovcnt, len, aux, cb, arg, now);
+		if (ret != -EAGAIN)
+			return ret;
+	}
 	op = op_with_iov(c, iov, iovcnt);
 	if (!op)
 		return -ENOMEM;
-	op->kind = RMSGI_OP_SEND;
-	op->type = RMSGI_T_DATA;
-	op->aux = aux;
-	op->len = len;
-	op->cb = cb;
-	op->arg = arg;
+	op_send_init(op, len, aux, cb, arg);
 	c->sendq_len++;
-	/* send_now() looks at the queue before this op joins it */
-	if (send_now(c)) {
-		rmsgi_list_add_tail(&c->sendq, &op->link);
-		post_queued(c);
-	} else {
-		rmsgi_list_add_tail(&c->sendq, &op->link);
-	}
-	if (!rmsgi_list_empty(&c->sendq))
-		rmsgi_ctx_mark_dirty(c->ctx, c);
+	rmsgi_list_add_tail(&c->sendq, &op->link);
+	rmsgi_ctx_mark_dirty(c->ctx, c);
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <ev.h>
 
 #include "rmsg.h"
@@ -123,6 +124,7 @@ struct rmsgi_op {
 	uint8_t acked;	/* rendezvous acknowledged or failed */
 	int status;
 	uint16_t credits; /* piggybacked, set when posted */
+	size_t tr_off;	  /* frame bytes send_direct() already wrote */
 	uint32_t aux;
 	uint64_t id; /* rendezvous cookie */
 	size_t len;  /* payload bytes */

@@ -44,11 +44,14 @@
 
 #include "rmsg_int.h"
 
-#define TCP_RBUF_SIZE (64 * 1024)
-/* frames larger than this are read into memory of their own */
-#define TCP_RBUF_FRAME_MAX (TCP_RBUF_SIZE - RMSGI_HDR_SIZE)
+/* one read takes up to this much: several 64 KiB frames per syscall (a
+ * 64 KiB read buffer took one readv per frame of a 64 KiB stream, each
+ * followed by a window update that ran the sender's transmit path) */
+#define TCP_RBUF_SIZE (256 * 1024)
+/* frames with larger payloads are read into memory of their own */
+#define TCP_RBUF_FRAME_MAX (64 * 1024)
 /* a read buffer with less room than this is compacted */
-#define TCP_RBUF_MIN_ROOM (16 * 1024)
+#define TCP_RBUF_MIN_ROOM (64 * 1024)
 /* output queue bounds: post() says -EAGAIN beyond them */
 #define TCP_MAX_FRAMES 4096
 #define TCP_MAX_QBYTES ((size_t)4 << 20)
@@ -674,6 +677,11 @@ static int tcp_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	}
 	rmsgi_hdr_encode(&h, slot);
 	op->tr_priv = slot;
+	if (op->tr_off) {
+		/* the rest of a frame tcp_send_direct() began: it found the
+		 * queue empty, so this op heads it */
+		tc->out_off = op->tr_off;
+	}
 	rmsgi_list_add_tail(&tc->outq, &op->link);
 	tc->outq_len++;
 	tc->outq_bytes += tcp_frame_len(op);
@@ -687,6 +695,41 @@ static int tcp_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	tcp_write(tc);
 	tcp_conn_unbusy(tc);
 	return 0;
+}
+
+/* a frame written at once, from the caller's iovec, when nothing waits
+ * ahead of it (RMSGI_TR_CAP_POST_AT_ONCE) */
+static ssize_t tcp_send_direct(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+			       const struct iovec *iov, int iovcnt)
+{
+	struct tcp_conn *tc = c->tr_priv;
+	struct iovec v[1 + RMSGI_OP_IOV_INLINE];
+	uint8_t hdr[RMSGI_HDR_SIZE];
+	struct msghdr mh = {.msg_iov = v, .msg_iovlen = (size_t)iovcnt + 1};
+	ssize_t w;
+	int err, i;
+
+	if (RMSGI_UNLIKELY(!tc || tc->ended || tc->blocked || tc->outq_len ||
+			   tc->hs_off < tc->hs_len ||
+			   iovcnt > RMSGI_OP_IOV_INLINE))
+		return 0;
+	rmsgi_hdr_encode(h, hdr);
+	v[0].iov_base = hdr;
+	v[0].iov_len = RMSGI_HDR_SIZE;
+	for (i = 0; i < iovcnt; i++)
+		v[i + 1] = iov[i]; /* one or two pieces, mostly: no memcpy */
+	do {
+		w = sendmsg(tc->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	} while (w < 0 && errno == EINTR);
+	if (RMSGI_LIKELY(w > 0))
+		return w;
+	if (w == 0 || errno == EAGAIN || errno == EWOULDBLOCK)
+		return 0;
+	err = tcp_errno(errno);
+	tc->busy++;
+	tcp_conn_end(tc, err, NULL);
+	tcp_conn_unbusy(tc);
+	return err;
 }
 
 static void tcp_kick(struct rmsg_conn *c)
@@ -968,18 +1011,20 @@ static void tcp_parse(struct tcp_conn *tc)
 			tcp_conn_end(tc, ret, NULL);
 			return;
 		}
-		if (h.len > TCP_RBUF_FRAME_MAX) {
-			/* everything left belongs to this frame */
-			tc->rhead = tc->rtail;
-			tcp_big_start(tc, &h, p + RMSGI_HDR_SIZE,
-				      avail - RMSGI_HDR_SIZE);
-			break;
-		}
 		if (avail - RMSGI_HDR_SIZE < h.len) {
+			if (h.len > TCP_RBUF_FRAME_MAX) {
+				/* everything left belongs to this frame */
+				tc->rhead = tc->rtail;
+				tcp_big_start(tc, &h, p + RMSGI_HDR_SIZE,
+					      avail - RMSGI_HDR_SIZE);
+				break;
+			}
 			tc->rneed = RMSGI_HDR_SIZE + (size_t)h.len - avail;
 			break;
 		}
-		tc->big_streak = false;
+		/* a large frame that arrived whole behind smaller ones is
+		 * a view like them; the next large one is read apart */
+		tc->big_streak = h.len > TCP_RBUF_FRAME_MAX;
 		tc->rhead += RMSGI_HDR_SIZE + (size_t)h.len;
 		tcp_frame(tc, &h, p + RMSGI_HDR_SIZE, NULL, 0);
 	}
@@ -1550,6 +1595,7 @@ const struct rmsgi_tr_ops rmsgi_tr_tcp = {
 	.connect = tcp_connect,
 	.disconnect = tcp_disconnect,
 	.post = tcp_post,
+	.send_direct = tcp_send_direct,
 	.kick = tcp_kick,
 	.rndv_release = tcp_rndv_release,
 	.poll = NULL,
