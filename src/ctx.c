@@ -170,6 +170,7 @@ int rmsg_ctx_create(struct ev_loop *loop, const struct rmsg_cfg *cfg,
 		ctx->cfg = cfg->v;
 	else
 		rmsgi_cfg_defaults(&ctx->cfg);
+	ctx->log_max = rmsgi_log_max(&ctx->cfg);
 	rmsgi_list_init(&ctx->conns);
 	rmsgi_list_init(&ctx->listeners);
 	rmsgi_list_init(&ctx->dirty);

@@ -29,6 +29,11 @@ static int env_level(void)
 	return level;
 }
 
+int rmsgi_log_max(const struct rmsgi_cfgv *cfg)
+{
+	return env_level() >= 0 ? env_level() : cfg->log_level;
+}
+
 void rmsgi_log(const struct rmsg_ctx *ctx, int level, const char *fmt, ...)
 {
 	static const char *names[] = {"error", "warn", "info", "debug"};

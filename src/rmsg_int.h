@@ -63,7 +63,14 @@ void rmsgi_log(const struct rmsg_ctx *ctx, int level, const char *fmt, ...)
 #define rmsgi_err(ctx, ...) rmsgi_log(ctx, RMSG_LOG_ERROR, __VA_ARGS__)
 #define rmsgi_warn(ctx, ...) rmsgi_log(ctx, RMSG_LOG_WARN, __VA_ARGS__)
 #define rmsgi_info(ctx, ...) rmsgi_log(ctx, RMSG_LOG_INFO, __VA_ARGS__)
-#define rmsgi_dbg(ctx, ...) rmsgi_log(ctx, RMSG_LOG_DEBUG, __VA_ARGS__)
+/* the level a context logs up to: its cfg, or RMSG_LOG from the
+ * environment; debug lines on hot paths test it before the call */
+int rmsgi_log_max(const struct rmsgi_cfgv *cfg);
+#define rmsgi_dbg(ctx, ...)                                          \
+	do {                                                         \
+		if ((ctx)->log_max >= RMSG_LOG_DEBUG)                \
+			rmsgi_log(ctx, RMSG_LOG_DEBUG, __VA_ARGS__); \
+	} while (0)
 
 /* the one place where librdmacm's -1+errno and verbs' positive errno
  * become the library's negative errno */
@@ -268,6 +275,7 @@ struct rmsgi_pool;
 struct rmsg_ctx {
 	struct ev_loop *loop;
 	struct rmsgi_cfgv cfg;
+	int log_max;		 /* rmsgi_log_max(&cfg) */
 	ev_prepare prepare;	 /* flushes queues before the loop blocks */
 	ev_idle idle;		 /* keeps the loop turning while work remains */
 	struct rmsgi_list conns; /* every live connection */
