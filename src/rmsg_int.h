@@ -252,6 +252,11 @@ int rmsgi_mr_target(struct rmsg_ctx *ctx, uint32_t rid, uint64_t off,
 int rmsgi_mr_pin(struct rmsg_ctx *ctx, const void *addr, size_t len, int need,
 		 struct rmsgi_pin *pin, uint32_t *lkey_p, uint32_t *rkey_p);
 void rmsgi_mr_unpin(struct rmsg_ctx *ctx, struct rmsgi_pin *pin);
+/* the context's budget of registered bytes (cfg reg_limit), shared by
+ * regions, the registration cache and the pools: -ENOMEM, logged with
+ * the limit, when @bytes do not fit even after idle pool slabs went */
+int rmsgi_budget_take(struct rmsg_ctx *ctx, size_t bytes);
+void rmsgi_budget_give(struct rmsg_ctx *ctx, size_t bytes);
 
 /* ------------------------------------------------------------------ */
 /* context (ctx.c)                                                      */
