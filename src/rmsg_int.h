@@ -402,7 +402,10 @@ void rmsgi_conn_op_done(struct rmsg_conn *c, struct rmsgi_op *op, int status);
  * caller has validated the header. Returns 0, or -EPROTO to close. */
 int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		  struct rmsg_msg *m);
-/* a rendezvous payload read into @m is complete (or failed) */
+/* a rendezvous payload read into @m is complete (or failed). -ENOMEM:
+ * the transport found no memory for the payload and read nothing; only
+ * this message fails (the peer's send completes with -ENOMEM) and the
+ * connection stays up. Any other failure closes the connection. */
 void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status);
 /* the transport has room to post again */
 void rmsgi_conn_tr_room(struct rmsg_conn *c);
