@@ -28,6 +28,12 @@
  *    with 0 is exactly the set the server received, intact, once each;
  *    a send that failed never arrives.
  *
+ * 2b. Client A's own context exhausted by rmsg_buf_alloc, A calls a
+ *    method whose answer is REPLY bytes. Over RDMA A refuses the reply;
+ *    the server then answers the call with -ENOMEM, so the call must
+ *    end with -ENOMEM (not by its deadline). After A frees its buffers
+ *    the same call gets its reply.
+ *
  * Over TCP nothing is registered and a large message travels as one
  * frame, read into memory of its own (not from the pools), whose send
  * completes once it is written: the receiver cannot refuse one message
@@ -57,6 +63,8 @@
 #define AFTER 16
 #define PING_MS 10
 #define TCP_CREDITS 160
+#define METHOD 7
+#define REPLY ((size_t)256 << 10)
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
@@ -278,6 +286,52 @@ static void a_send(uint32_t seq)
 			ev_run(loop, EVRUN_ONCE); \
 	} while (0)
 
+/* RPC: the server's handler answers with REPLY bytes */
+static uint8_t reply_buf[REPLY];
+static int call_status = 1, handled;
+static size_t call_len;
+static double call_at, call_done_at;
+
+static void handler(struct rmsg_conn *c, struct rmsg_req *req,
+		    struct rmsg_msg *request, void *arg)
+{
+	struct iovec iov = {reply_buf, REPLY};
+
+	(void)c;
+	(void)request;
+	(void)arg;
+	handled++;
+	T_OK(rmsg_reply(req, &iov, 1));
+}
+
+static void replied(struct rmsg_conn *c, int status, struct rmsg_msg *reply,
+		    void *arg)
+{
+	(void)c;
+	(void)arg;
+	call_status = status;
+	call_done_at = now();
+	if (!status) {
+		call_len = rmsg_msg_len(reply);
+		T_ASSERT(t_check(rmsg_msg_data(reply), call_len, 9) == 0,
+			 "reply corrupted");
+	}
+}
+
+/* one call from A, with a deadline far beyond the test's timings */
+static int call(void)
+{
+	static const uint8_t q[16];
+	struct iovec iov = {(void *)q, sizeof(q)};
+
+	call_status = 1;
+	call_len = 0;
+	call_at = now();
+	T_OK(rmsg_call(cli_a, METHOD, &iov, 1, 30000, replied, NULL, NULL));
+	RUN_UNTIL(call_status != 1);
+	return call_status;
+}
+
 static void connect_client(struct rmsg_ctx *ctx, const char *uri, char tag,
 			   const struct rmsg_conn_ops *ops,
 			   struct rmsg_conn **c_p)
@@ -314,7 +368,7 @@ int main(void)
 	struct rmsg_listener *lis;
 	struct rmsg_cfg *cfg;
 	char uri[128];
-	void *buf, *sentinel = (void *)0x1;
+	void *buf, *sentinel = (void *)0x1, *keep64;
 	int nbufs = 0, ret, i, failed = 0, ok = 0, sent_done = 0;
 	uint32_t seq, first_fail = UINT32_MAX;
 	double worst = 0, best = 1e9;
@@ -336,10 +390,16 @@ int main(void)
 		T_OK(rmsg_cfg_set_credits(cfg, TCP_CREDITS));
 	T_OK(rmsg_cfg_set_log(cfg, RMSG_LOG_WARN, log_cb, NULL));
 	T_OK(rmsg_ctx_create(loop, cfg, &sctx));
-	T_OK(rmsg_ctx_create(loop, NULL, &actx));
-	T_OK(rmsg_ctx_create(loop, NULL, &bctx));
+	T_OK(rmsg_handle(sctx, METHOD, handler, NULL));
+	t_fill(reply_buf, REPLY, 9);
 	t_listen(sctx, cfg, &srv_ops, srv_accept, NULL, &lis, uri, sizeof(uri));
 	rmsg_cfg_destroy(cfg);
+	/* A gets a budget of its own, exhausted in scenario 2b */
+	T_OK(rmsg_cfg_create(&cfg));
+	T_OK(rmsg_cfg_set_reg_limit(cfg, LIMIT));
+	T_OK(rmsg_ctx_create(loop, cfg, &actx));
+	rmsg_cfg_destroy(cfg);
+	T_OK(rmsg_ctx_create(loop, NULL, &bctx));
 	connect_client(actx, uri, 'A', &a_ops, &cli_a);
 	connect_client(bctx, uri, 'B', &b_ops, &cli_b);
 	ev_timer_init(&ping_timer, ping_cb, 0, PING_MS / 1000.0);
@@ -415,6 +475,7 @@ int main(void)
 
 	/* 2. the server holds every large message */
 	hold_mode = true;
+	refused_logs = 0;
 	for (;;) {
 		T_ASSERT(next_seq + WINDOW < MAX_SEQ - AFTER, "never failed");
 		while (a_inflight < WINDOW)
@@ -482,6 +543,41 @@ int main(void)
 			 "message %u: status %d, received %d times", seq,
 			 a_status[seq], srv_got[seq]);
 	b_progress("after");
+
+	/* 2b. the caller's pools exhausted: a large reply to it */
+	T_OK(rmsg_buf_alloc(actx, 64, &keep64)); /* small copies still fit */
+	for (nbufs = 0;; nbufs++) {
+		T_ASSERT(nbufs < MAX_BUFS, "no failure on the client");
+		ret = rmsg_buf_alloc(actx, BUF, &bufs[nbufs]);
+		if (ret)
+			break;
+	}
+	T_ASSERT(ret == -ENOMEM, "client rmsg_buf_alloc: %d", ret);
+	ret = call();
+	if (rdma) {
+		T_ASSERT(ret == -ENOMEM,
+			 "call into an exhausted caller: %d (%s)", ret,
+			 rmsg_strerror(ret));
+		printf("figure: a call whose %zu KiB reply the exhausted "
+		       "caller "
+		       "refused ended with -ENOMEM after %.1f ms\n",
+		       REPLY >> 10, (call_done_at - call_at) * 1e3);
+	} else {
+		T_ASSERT(ret == 0 && call_len == REPLY, "tcp call: %d", ret);
+		printf("  tcp: a call with a %zu KiB reply into the exhausted "
+		       "caller went through\n",
+		       REPLY >> 10);
+	}
+	for (i = 0; i < nbufs; i++)
+		rmsg_buf_free(actx, bufs[i]);
+	rmsg_buf_free(actx, keep64);
+	ret = call();
+	T_ASSERT(ret == 0 && call_len == REPLY, "call after the free: %d (%s)",
+		 ret, rmsg_strerror(ret));
+	T_ASSERT(handled == 2, "handler ran %d times", handled);
+	printf("  caller's buffers freed: the call got its %zu KiB reply\n",
+	       REPLY >> 10);
+	b_progress("after the calls");
 
 	/* orderly close; the timer keeps waking the loop (callbacks may
 	 * run from the library's prepare watcher, just before it blocks) */
