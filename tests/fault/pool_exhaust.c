@@ -371,7 +371,7 @@ int main(void)
 	void *buf, *sentinel = (void *)0x1, *keep64;
 	int nbufs = 0, ret, i, failed = 0, ok = 0, sent_done = 0;
 	uint32_t seq, first_fail = UINT32_MAX;
-	double worst = 0, best = 1e9;
+	double worst = 0, best = 1e9, t0 = 0, t1 = 0;
 	struct iovec iov;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -413,7 +413,9 @@ int main(void)
 	for (;;) {
 		T_ASSERT(nbufs < MAX_BUFS, "no failure after %d buffers",
 			 nbufs);
+		t0 = now();
 		ret = rmsg_buf_alloc(sctx, BUF, &buf);
+		t1 = now();
 		if (ret)
 			break;
 		memset(buf, 0xee, 64);
@@ -428,8 +430,8 @@ int main(void)
 		 "the error text does not name the budget: %s",
 		 rmsg_strerror(ret));
 	printf("figure: rmsg_buf_alloc(%zu KiB) succeeded %d times "
-	       "(%zu KiB), then -ENOMEM\n",
-	       BUF >> 10, nbufs, (size_t)nbufs * (BUF >> 10));
+	       "(%zu KiB), then -ENOMEM, returned in %.0f us\n",
+	       BUF >> 10, nbufs, (size_t)nbufs * (BUF >> 10), (t1 - t0) * 1e6);
 
 	/* exhausted: a large message to the server */
 	seq = next_seq++;
