@@ -679,7 +679,17 @@ void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status)
 		rmsgi_conn_abort(c, -ENOMEM);
 		return;
 	}
-	if (status) {
+	if (status == -ENOMEM) {
+		/* no memory for the payload: the ACK fails the peer's send
+		 * with -ENOMEM, and the messages behind it go on */
+		rmsgi_warn(c->ctx,
+			   "conn %u: no memory for an incoming message of "
+			   "%zu bytes: refused, the sender's send fails with "
+			   "-ENOMEM (see rmsg_cfg_set_reg_limit())",
+			   c->id, m->len);
+		rmsgi_list_del(&m->link);
+		m->free_fn(m);
+	} else if (status) {
 		rmsgi_list_del(&m->link);
 		m->free_fn(m);
 		rmsgi_conn_abort(c, status);
@@ -775,12 +785,16 @@ static void post_queued(struct rmsg_conn *c)
 			rmsgi_list_add_head(&c->sendq, &op->link);
 			break;
 		}
-		if (ret && native &&
-		    (ret == -EINVAL || ret == -EACCES || ret == -ENOMEM)) {
-			/* a one-sided op the backend refused: only it fails */
+		if (ret && op != &c->credit_op &&
+		    (ret == -ENOMEM ||
+		     (native && (ret == -EINVAL || ret == -EACCES)))) {
+			/* an op the backend refused, e.g. no registered
+			 * memory left for its copy or its rendezvous: only
+			 * it fails, the connection stays up */
 			c->cr = save;
 			c->peer_avail -= op->credits;
 			op->posted = 0;
+			op->rndv = 0;
 			op_finish(c, op, ret);
 			continue;
 		}

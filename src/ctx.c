@@ -150,6 +150,22 @@ static void ctx_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 	}
 }
 
+/* the pools draw on the context's registered-memory budget (mr.c) */
+static int pool_take(void *priv, size_t bytes)
+{
+	return rmsgi_budget_take(priv, bytes);
+}
+
+static void pool_give(void *priv, size_t bytes)
+{
+	rmsgi_budget_give(priv, bytes);
+}
+
+static const struct rmsgi_pool_budget pool_budget = {
+	.take = pool_take,
+	.give = pool_give,
+};
+
 int rmsg_ctx_create(struct ev_loop *loop, const struct rmsg_cfg *cfg,
 		    struct rmsg_ctx **ctx_p)
 {
@@ -181,6 +197,7 @@ int rmsg_ctx_create(struct ev_loop *loop, const struct rmsg_cfg *cfg,
 		free(ctx);
 		return ret;
 	}
+	rmsgi_pool_set_budget(ctx->pool, &pool_budget, ctx);
 	ret = rmsgi_async_init(ctx);
 	if (ret) {
 		rmsgi_pool_destroy(ctx->pool);

@@ -22,7 +22,9 @@
  * without a kernel notifier (ODP, or hooks on munmap/madvise/brk as UCX
  * and libfabric install) a freed and reused buffer cannot be told from the
  * same buffer, and sending from a stale registration would send old pages.
- * Pinned bytes, regions included, are bounded by the context's budget.
+ * Pinned bytes, regions included, are bounded by the context's budget,
+ * which the pools of pool.c (rmsg_buf_alloc, receive and copy buffers)
+ * share: when a registration does not fit, idle pool slabs go first.
  */
 #include <stdlib.h>
 #include <time.h>
@@ -30,6 +32,7 @@
 #include <sys/random.h>
 
 #include "rmsg_int.h"
+#include "pool.h"
 
 static size_t page_size(void)
 {
@@ -138,12 +141,20 @@ void rmsgi_mr_init(struct rmsg_ctx *ctx)
 	t->limit = ctx->cfg.reg_limit;
 }
 
-/* charges @bytes to the budget, or says which limit stops it */
-static int budget_take(struct rmsg_ctx *ctx, size_t bytes)
+static bool budget_fits(const struct rmsgi_mrtab *t, size_t bytes)
+{
+	return bytes <= t->limit && t->bytes <= t->limit - bytes;
+}
+
+/* charges @bytes to the budget, or says which limit stops it; idle pool
+ * slabs are given back first */
+int rmsgi_budget_take(struct rmsg_ctx *ctx, size_t bytes)
 {
 	struct rmsgi_mrtab *t = &ctx->mrt;
 
-	if (bytes > t->limit || t->bytes > t->limit - bytes) {
+	if (!budget_fits(t, bytes) &&
+	    (!ctx->pool || !rmsgi_pool_reclaim(ctx->pool) ||
+	     !budget_fits(t, bytes))) {
 		rmsgi_err(ctx,
 			  "registering %zu bytes would exceed the context's "
 			  "registered-memory limit of %zu bytes (%zu in use); "
@@ -153,6 +164,11 @@ static int budget_take(struct rmsg_ctx *ctx, size_t bytes)
 	}
 	t->bytes += bytes;
 	return 0;
+}
+
+void rmsgi_budget_give(struct rmsg_ctx *ctx, size_t bytes)
+{
+	ctx->mrt.bytes -= bytes;
 }
 
 static size_t page_span(const void *addr, size_t len)
@@ -317,7 +333,7 @@ int rmsgi_mr_pin(struct rmsg_ctx *ctx, const void *addr, size_t len, int need,
 	ent->end = e;
 	ent->access = need;
 	ent->charged = page_span((void *)s, e - s);
-	ret = budget_take(ctx, ent->charged);
+	ret = rmsgi_budget_take(ctx, ent->charged);
 	if (ret) {
 		free(ent);
 		return ret;
@@ -382,7 +398,7 @@ int rmsg_mr_reg(struct rmsg_ctx *ctx, void *addr, size_t len, int access,
 	mr->len = len;
 	mr->access = access;
 	mr->charged = page_span(addr, len);
-	ret = budget_take(ctx, mr->charged);
+	ret = rmsgi_budget_take(ctx, mr->charged);
 	if (ret)
 		goto undo_mr;
 	if (t->ops) {

@@ -21,7 +21,8 @@
 struct slab {
 	uint8_t *base;
 	size_t size;
-	int cls; /* size class, or POOL_DEDICATED */
+	int cls;      /* size class, or POOL_DEDICATED */
+	bool charged; /* counted in the budget */
 	void *mr;
 	uint32_t lkey;
 };
@@ -33,6 +34,9 @@ struct rmsgi_pool {
 	size_t bytes, limit;
 	const struct rmsgi_pool_reg *reg;
 	void *reg_priv;
+	const struct rmsgi_pool_budget *budget;
+	void *budget_priv;
+	bool reclaiming;
 };
 
 int rmsgi_pool_create(size_t limit, struct rmsgi_pool **pool_p)
@@ -46,6 +50,13 @@ int rmsgi_pool_create(size_t limit, struct rmsgi_pool **pool_p)
 	return 0;
 }
 
+void rmsgi_pool_set_budget(struct rmsgi_pool *pool,
+			   const struct rmsgi_pool_budget *budget, void *priv)
+{
+	pool->budget = budget;
+	pool->budget_priv = priv;
+}
+
 void rmsgi_pool_destroy(struct rmsgi_pool *pool)
 {
 	size_t i;
@@ -53,8 +64,12 @@ void rmsgi_pool_destroy(struct rmsgi_pool *pool)
 	if (!pool)
 		return;
 	rmsgi_pool_clear_reg(pool);
-	for (i = 0; i < pool->nslabs; i++)
+	for (i = 0; i < pool->nslabs; i++) {
 		munmap(pool->slabs[i].base, pool->slabs[i].size);
+		if (pool->slabs[i].charged && pool->budget)
+			pool->budget->give(pool->budget_priv,
+					   pool->slabs[i].size);
+	}
 	free(pool->slabs);
 	free(pool);
 }
@@ -129,7 +144,8 @@ static int slab_add(struct rmsgi_pool *pool, int cls, size_t size,
 	size_t i;
 	int ret;
 
-	if (pool->limit && pool->bytes + size > pool->limit)
+	if (pool->limit && pool->bytes + size > pool->limit &&
+	    (!rmsgi_pool_reclaim(pool) || pool->bytes + size > pool->limit))
 		return -ENOMEM;
 	if (pool->nslabs == pool->cap) {
 		size_t ncap = pool->cap ? pool->cap * 2 : 16;
@@ -140,16 +156,26 @@ static int slab_add(struct rmsgi_pool *pool, int cls, size_t size,
 		pool->slabs = n;
 		pool->cap = ncap;
 	}
+	/* the budget's owner may call rmsgi_pool_reclaim() from take():
+	 * nothing of this slab exists yet */
+	if (pool->budget) {
+		ret = pool->budget->take(pool->budget_priv, size);
+		if (ret)
+			return ret;
+		s.charged = true;
+	}
 	s.base = mmap(NULL, size, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (s.base == MAP_FAILED)
-		return -ENOMEM;
+	if (s.base == MAP_FAILED) {
+		ret = -ENOMEM;
+		goto fail;
+	}
 	if (pool->reg) {
 		ret = pool->reg->reg(pool->reg_priv, s.base, size, &s.mr,
 				     &s.lkey);
 		if (ret) {
 			munmap(s.base, size);
-			return ret;
+			goto fail;
 		}
 	}
 	for (i = pool->nslabs; i > 0 && pool->slabs[i - 1].base > s.base; i--)
@@ -159,6 +185,11 @@ static int slab_add(struct rmsgi_pool *pool, int cls, size_t size,
 	pool->bytes += size;
 	*s_p = &pool->slabs[i];
 	return 0;
+
+fail:
+	if (s.charged)
+		pool->budget->give(pool->budget_priv, size);
+	return ret;
 }
 
 static void slab_remove(struct rmsgi_pool *pool, size_t i)
@@ -169,8 +200,72 @@ static void slab_remove(struct rmsgi_pool *pool, size_t i)
 		pool->reg->dereg(pool->reg_priv, s->mr);
 	munmap(s->base, s->size);
 	pool->bytes -= s->size;
+	if (s->charged && pool->budget)
+		pool->budget->give(pool->budget_priv, s->size);
 	memmove(s, s + 1, (pool->nslabs - i - 1) * sizeof(*s));
 	pool->nslabs--;
+}
+
+/*
+ * Counts the free buffers of every class slab (one walk of the free
+ * lists), unchains the buffers of slabs that are entirely free and
+ * removes those slabs. Only runs when a new slab does not fit, so the
+ * fast paths keep no per-slab counts.
+ */
+size_t rmsgi_pool_reclaim(struct rmsgi_pool *pool)
+{
+	size_t *nfree, i, freed = 0;
+	int cls;
+
+	if (pool->reclaiming || !pool->nslabs)
+		return 0;
+	nfree = calloc(pool->nslabs, sizeof(*nfree));
+	if (!nfree)
+		return 0;
+	pool->reclaiming = true;
+	for (cls = 0; cls < POOL_NCLASS; cls++) {
+		void *b;
+
+		for (b = pool->free[cls]; b; b = *(void **)b) {
+			long k = slab_find(pool, b);
+
+			if (k >= 0)
+				nfree[k]++;
+		}
+	}
+	/* a slab is idle when every buffer it was carved into is free */
+	for (i = 0; i < pool->nslabs; i++) {
+		const struct slab *s = &pool->slabs[i];
+		size_t bsz;
+
+		if (s->cls == POOL_DEDICATED) {
+			nfree[i] = 0;
+			continue;
+		}
+		bsz = (size_t)1 << (s->cls + POOL_MIN_SHIFT);
+		nfree[i] = nfree[i] == s->size / bsz;
+	}
+	for (cls = 0; cls < POOL_NCLASS; cls++) {
+		void **pp = &pool->free[cls];
+
+		while (*pp) {
+			long k = slab_find(pool, *pp);
+
+			if (k >= 0 && nfree[k])
+				*pp = *(void **)*pp;
+			else
+				pp = (void **)*pp;
+		}
+	}
+	for (i = pool->nslabs; i-- > 0;) {
+		if (!nfree[i])
+			continue;
+		freed += pool->slabs[i].size;
+		slab_remove(pool, i);
+	}
+	free(nfree);
+	pool->reclaiming = false;
+	return freed;
 }
 
 int rmsgi_pool_alloc(struct rmsgi_pool *pool, size_t len, void **buf_p)

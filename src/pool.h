@@ -6,6 +6,11 @@
  * registered once; larger buffers get a slab of their own. A transport that
  * needs registration installs hooks; slabs made before that are registered
  * when the hooks arrive. Lookups map any pointer inside a slab to its key.
+ *
+ * Bytes in slabs are bounded by the pool's own limit and by a budget the
+ * owner may install (the context's registered-memory budget). Slabs of a
+ * class are kept while their buffers come and go; when a new slab does
+ * not fit, slabs whose buffers are all free are given back first.
  */
 #ifndef RMSG_POOL_H
 #define RMSG_POOL_H
@@ -21,7 +26,19 @@ struct rmsgi_pool_reg {
 	void (*dereg)(void *priv, void *mr);
 };
 
+/* a budget shared with others: take() returns 0 or -ENOMEM */
+struct rmsgi_pool_budget {
+	int (*take)(void *priv, size_t bytes);
+	void (*give)(void *priv, size_t bytes);
+};
+
 int rmsgi_pool_create(size_t limit, struct rmsgi_pool **pool_p);
+/* charges every slab made from now on to @budget */
+void rmsgi_pool_set_budget(struct rmsgi_pool *pool,
+			   const struct rmsgi_pool_budget *budget, void *priv);
+/* gives back every class slab whose buffers are all free; returns the
+ * bytes given back */
+size_t rmsgi_pool_reclaim(struct rmsgi_pool *pool);
 void rmsgi_pool_destroy(struct rmsgi_pool *pool);
 /* installs registration hooks and registers every existing slab */
 int rmsgi_pool_set_reg(struct rmsgi_pool *pool,

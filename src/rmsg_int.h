@@ -266,6 +266,11 @@ int rmsgi_mr_target(struct rmsg_ctx *ctx, uint32_t rid, uint64_t off,
 int rmsgi_mr_pin(struct rmsg_ctx *ctx, const void *addr, size_t len, int need,
 		 struct rmsgi_pin *pin, uint32_t *lkey_p, uint32_t *rkey_p);
 void rmsgi_mr_unpin(struct rmsg_ctx *ctx, struct rmsgi_pin *pin);
+/* the context's budget of registered bytes (cfg reg_limit), shared by
+ * regions, the registration cache and the pools: -ENOMEM, logged with
+ * the limit, when @bytes do not fit even after idle pool slabs went */
+int rmsgi_budget_take(struct rmsg_ctx *ctx, size_t bytes);
+void rmsgi_budget_give(struct rmsg_ctx *ctx, size_t bytes);
 
 /* ------------------------------------------------------------------ */
 /* context (ctx.c)                                                      */
@@ -412,7 +417,10 @@ void rmsgi_conn_op_done(struct rmsg_conn *c, struct rmsgi_op *op, int status);
  * caller has validated the header. Returns 0, or -EPROTO to close. */
 int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		  struct rmsg_msg *m);
-/* a rendezvous payload read into @m is complete (or failed) */
+/* a rendezvous payload read into @m is complete (or failed). -ENOMEM:
+ * the transport found no memory for the payload and read nothing; only
+ * this message fails (the peer's send completes with -ENOMEM) and the
+ * connection stays up. Any other failure closes the connection. */
 void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status);
 /* the transport has room to post again */
 void rmsgi_conn_tr_room(struct rmsg_conn *c);

@@ -436,9 +436,23 @@ void rmsgi_rpc_conn_free(struct rmsg_conn *c)
 /* ------------------------------------------------------------------ */
 /* the handler's side                                                   */
 
+static int send_reply(struct rmsg_conn *c, uint64_t id, int status,
+		      const struct iovec *iov, int iovcnt);
+
+/* a reply that failed alone for want of memory (ours, or the caller's,
+ * who refused it): the caller learns it from a header-only error reply
+ * rather than by its deadline */
 static void reply_sent(struct rmsg_conn *c, int status, void *arg)
 {
-	rmsgi_pool_free(c->ctx->pool, arg);
+	uint8_t *buf = arg;
+	uint64_t id = rmsgi_get32(buf + 8) | (uint64_t)rmsgi_get32(buf + 12)
+						     << 32;
+	bool tell = status == -ENOMEM && rmsgi_get32(buf) == 0 &&
+		    c->state == RMSGI_CS_ESTABLISHED;
+
+	rmsgi_pool_free(c->ctx->pool, buf);
+	if (tell)
+		send_reply(c, id, -ENOMEM, NULL, 0);
 }
 
 static int send_reply(struct rmsg_conn *c, uint64_t id, int status,

@@ -1484,20 +1484,27 @@ static int rndv_rx_start(struct rdma_conn *rc, const struct rmsgi_hdr *h,
 		free(rx);
 		return -EPROTO;
 	}
+	/* no memory for the payload (the budget of registered memory is
+	 * used up, or the memlock limit): only this message fails */
 	ret = rmsgi_pool_alloc(rc->r->ctx->pool, h->len, (void **)&rx->buf);
-	if (ret) {
+	if (ret && ret != -ENOMEM) {
 		free(rx);
 		return ret;
 	}
-	rmsgi_pool_lookup(rc->r->ctx->pool, rx->buf, h->len, &rx->lkey);
+	if (rx->buf)
+		rmsgi_pool_lookup(rc->r->ctx->pool, rx->buf, h->len, &rx->lkey);
 	rx->r = rc->r;
 	rx->nseg = nseg;
 	rmsgi_msg_init(&rx->m, c, rx->buf, h->len);
 	rx->m.ready = 0;
 	rx->m.free_fn = rndv_rx_free;
-	ret = rmsgi_conn_rx(c, h, &rx->m);
-	if (ret)
+	if (rmsgi_conn_rx(c, h, &rx->m))
 		return 0; /* the conn freed rx and is closing */
+	if (!rx->buf) {
+		/* the ACK carries the error to the sender */
+		rmsgi_conn_rx_ready(c, &rx->m, -ENOMEM);
+		return 0;
+	}
 	if (rc->pending_tail)
 		rc->pending_tail->next_pending = rx;
 	else

@@ -10,7 +10,9 @@
  *  - post() is called only in RMSGI_CS_ESTABLISHED, with a credit already
  *    taken for frames that land in a peer's receive buffer. It returns
  *    -EAGAIN when the backend has no room; it then calls
- *    rmsgi_conn_tr_room() when room returns.
+ *    rmsgi_conn_tr_room() when room returns. It returns -ENOMEM, having
+ *    posted nothing, when it finds no memory for this op (a copy buffer,
+ *    a rendezvous registration): only that op fails.
  *  - Every op accepted by post() is completed exactly once with
  *    rmsgi_conn_op_done(), also when the connection fails (status
  *    -ECANCELED on a local close, else the failure).
@@ -22,6 +24,10 @@
  *  - Received frames go to rmsgi_conn_rx() in order, with a struct rmsg_msg
  *    whose free_fn gives the buffer back and calls
  *    rmsgi_conn_credit_freed() for a buffer that carried a credit.
+ *  - A rendezvous request whose payload finds no memory at the receiver
+ *    still goes to rmsgi_conn_rx() (not ready), then at once to
+ *    rmsgi_conn_rx_ready() with -ENOMEM: that message fails, the
+ *    connection does not.
  */
 #ifndef RMSG_TRANSPORT_H
 #define RMSG_TRANSPORT_H

@@ -444,6 +444,97 @@ static void pool_free__foreign_pointer_ignored(void **state)
 	free(heap);
 }
 
+/* a budget shared with the owner: counts what it was charged */
+struct budget_log {
+	size_t used, limit;
+	int nfail;
+};
+
+static int b_take(void *priv, size_t bytes)
+{
+	struct budget_log *b = priv;
+
+	if (b->used + bytes > b->limit) {
+		b->nfail++;
+		return -ENOMEM;
+	}
+	b->used += bytes;
+	return 0;
+}
+
+static void b_give(void *priv, size_t bytes)
+{
+	struct budget_log *b = priv;
+
+	assert_true(bytes <= b->used);
+	b->used -= bytes;
+}
+
+static const struct rmsgi_pool_budget budget_hooks = {
+	.take = b_take,
+	.give = b_give,
+};
+
+/* slabs are charged to the budget and given back when they go; a failed
+ * charge leaves nothing behind */
+static void pool_alloc__budget(void **state)
+{
+	struct rmsgi_pool *pool = *state;
+	struct budget_log b = {.limit = 2 * SLAB_MIN};
+	void *a, *c = (void *)0x1;
+
+	rmsgi_pool_set_budget(pool, &budget_hooks, &b);
+	assert_int_equal(rmsgi_pool_alloc(pool, 64, &a), 0);
+	assert_int_equal(b.used, SLAB_MIN);
+	assert_int_equal(rmsgi_pool_alloc(pool, 3 * MIB, &c), -ENOMEM);
+	assert_ptr_equal(c, (void *)0x1);
+	assert_int_equal(b.used, SLAB_MIN);
+	assert_int_equal(rmsgi_pool_alloc(pool, 128, &c), 0);
+	assert_int_equal(b.used, 2 * SLAB_MIN);
+	rmsgi_pool_free(pool, c);
+	rmsgi_pool_free(pool, a);
+	rmsgi_pool_destroy(pool);
+	*state = NULL;
+	assert_int_equal(b.used, 0);
+}
+
+/* a class slab whose buffers all came back is given back when another
+ * class needs the room; one with a buffer out stays */
+static void pool_reclaim__idle_slabs_only(void **state)
+{
+	struct rmsgi_pool *pool;
+	void *a[4], *x, *y;
+	uint32_t lkey;
+	int i;
+
+	(void)state;
+	assert_int_equal(rmsgi_pool_create(2 * SLAB_MIN, &pool), 0);
+	assert_int_equal(rmsgi_pool_set_reg(pool, &hooks, &lg), 0);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(rmsgi_pool_alloc(pool, 64 * KIB, &a[i]), 0);
+	assert_int_equal(rmsgi_pool_alloc(pool, 128, &x), 0);
+	/* both slabs in use: nothing to give back */
+	assert_int_equal(rmsgi_pool_alloc(pool, 256, &y), -ENOMEM);
+	assert_int_equal(rmsgi_pool_reclaim(pool), 0);
+	for (i = 0; i < 3; i++)
+		rmsgi_pool_free(pool, a[i]);
+	assert_int_equal(rmsgi_pool_alloc(pool, 256, &y), -ENOMEM);
+	rmsgi_pool_free(pool, a[3]);
+	/* the 64 KiB slab is idle now: it goes for the 256 B one */
+	assert_int_equal(rmsgi_pool_alloc(pool, 256, &y), 0);
+	assert_int_equal(live_regs(), 2);
+	assert_int_equal(lg.ndereg, 1);
+	assert_ptr_equal(lg.dereg[0], (void *)0x1000); /* the first slab */
+	assert_int_equal(rmsgi_pool_lookup(pool, x, 128, &lkey), 0);
+	/* the class whose slab went makes a new one when asked */
+	rmsgi_pool_free(pool, y);
+	assert_int_equal(rmsgi_pool_alloc(pool, 64 * KIB, &a[0]), 0);
+	rmsgi_pool_free(pool, a[0]);
+	rmsgi_pool_free(pool, x);
+	rmsgi_pool_destroy(pool);
+	assert_int_equal(live_regs(), 0);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -461,6 +552,8 @@ int main(void)
 		T(pool_set_reg__failure_propagates),
 		T(pool_alloc__limit),
 		T(pool_free__foreign_pointer_ignored),
+		T(pool_alloc__budget),
+		T(pool_reclaim__idle_slabs_only),
 	};
 #undef T
 

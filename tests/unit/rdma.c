@@ -951,7 +951,8 @@ static void send__rendezvous(void **state)
 	free(big);
 }
 
-/* pinning the payload fails: that send fails, and the connection */
+/* pinning the payload fails: that send fails with -ENOMEM, the
+ * connection stays up and the next send goes */
 static void send__rendezvous_reg_failure(void **state)
 {
 	static const int errnos[] = {ENOMEM, EPERM, EFAULT};
@@ -975,17 +976,21 @@ static void send__rendezvous_reg_failure(void **state)
 		pump(t);
 		assert_int_equal(done_count(t, 1, &status), 1);
 		assert_int_equal(status, -ENOMEM);
-		assert_int_equal(t->closed, 1);
-		assert_int_equal(t->close_reason, -ENOMEM);
+		assert_int_equal(t->closed, 0);
 		assert_int_equal(mock.n_sent, 0);
 		assert_int_equal(mock.n_reg_remote_read, 0);
+		assert_int_equal(send_buf(t, big, sizeof(big), 2), 0);
+		pump(t);
+		assert_int_equal(mock.n_sent, 1);
+		assert_int_equal(mock.n_reg_remote_read, 1);
+		assert_int_equal(t->closed, 0);
 		assert_true(rt_free(t));
 	}
 	*state = rt_new();
 }
 
 /* the copy of unregistered memory needs a new slab that cannot be
- * registered */
+ * registered: that send fails, the connection stays up */
 static void send__copy_reg_failure(void **state)
 {
 	struct rt *t = *state;
@@ -998,8 +1003,11 @@ static void send__copy_reg_failure(void **state)
 	pump(t);
 	assert_int_equal(done_count(t, 1, &status), 1);
 	assert_int_equal(status, -ENOMEM);
-	assert_int_equal(t->close_reason, -ENOMEM);
+	assert_int_equal(t->closed, 0);
 	assert_int_equal(mock.n_sent, 0);
+	assert_int_equal(send_buf(t, msg, sizeof(msg), 2), 0);
+	pump(t);
+	assert_int_equal(mock.n_sent, 1);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1456,6 +1464,55 @@ static void rndv_rx__read_error(void **state)
 	free(src);
 }
 
+/* no memory for the payload (the context's budget is used up): no read,
+ * the sender hears -ENOMEM in the ACK, the connection stays up and takes
+ * the next messages, and a rendezvous goes through once memory is back */
+static void rndv_rx__no_memory_refused(void **state)
+{
+	struct rt *t = *state;
+	uint8_t *src = pattern(20000, 9);
+	struct rmsgi_seg seg = {(uintptr_t)src, 20000, 7};
+	static void *bufs[256];
+	struct rmsgi_hdr h;
+	int n = 0, i, warnings;
+
+	assert_int_equal(rmsg_cfg_set_reg_limit(t->cfg, 8 << 20), 0);
+	connect_peer(t, 32, 8192);
+	while (rmsg_buf_alloc(t->ctx, 65536, &bufs[n]) == 0)
+		assert_true(++n < 256);
+	warnings = t->warnings;
+	peer_rndv(t, 11, 20000, &seg, 1);
+	pump(t);
+	assert_int_equal(t->closed, 0);
+	assert_int_equal(t->msgs, 0);
+	assert_int_equal(mock.n_sent, 1); /* the ACK, no read */
+	sent_hdr(&mock.sent[0], &h);
+	assert_int_equal(h.type, RMSGI_T_RNDV_ACK);
+	assert_int_equal(h.id, 11);
+	assert_int_equal(h.aux, ENOMEM);
+	assert_true(t->warnings > warnings);
+	peer_data(t, "next", 0);
+	pump(t);
+	assert_int_equal(t->msgs, 1);
+	assert_int_equal(t->last_len, 4);
+	assert_memory_equal(t->last_msg, "next", 4);
+	for (i = 0; i < n; i++)
+		rmsg_buf_free(t->ctx, bufs[i]);
+	peer_rndv(t, 12, 20000, &seg, 1);
+	pump(t);
+	assert_int_equal(mock.sent[1].opcode, IBV_WR_RDMA_READ);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(t->msgs, 2);
+	assert_memory_equal(t->last_msg, src, 20000);
+	sent_hdr(&mock.sent[2], &h);
+	assert_int_equal(h.type, RMSGI_T_RNDV_ACK);
+	assert_int_equal(h.id, 12);
+	assert_int_equal(h.aux, 0);
+	assert_int_equal(t->closed, 0);
+	free(src);
+}
+
 static void rndv_rx__close_in_on_msg(void **state)
 {
 	struct rt *t = *state;
@@ -1568,7 +1625,8 @@ static void close__idle(void **state)
 	assert_int_equal(mock_srq_posted(), 32);
 }
 
-/* a post that fails mid-batch must not strand the ones before it */
+/* a post that fails mid-batch (no memory for its rendezvous) must not
+ * strand the ones before it; only it fails */
 static void close__post_error_mid_batch(void **state)
 {
 	struct rt *t = *state;
@@ -1592,7 +1650,7 @@ static void close__post_error_mid_batch(void **state)
 	assert_int_equal(status, -ENOMEM);
 	assert_int_equal(done_count(t, 1, NULL), 1);
 	assert_int_equal(done_count(t, 2, NULL), 1);
-	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->closed, 0);
 }
 
 /* destroying the context completes everything, once */
@@ -1700,6 +1758,7 @@ int main(void)
 		T(rndv_rx__split_reads),
 		T(rndv_rx__reads_within_rd_atom),
 		T(rndv_rx__read_error),
+		T(rndv_rx__no_memory_refused),
 		T(rndv_rx__close_in_on_msg),
 		T(rndv_rx__read_error_without_credit),
 		T(close__lingers_for_posted_sends),
