@@ -18,7 +18,7 @@ make -s -j"$(nproc)" check || {
 	exit 1
 }
 # the figures the fault tests reported (docs/reliability.md quotes them)
-grep -h -E '^(tcp|rdma): |^[a-z_]+: (tcp|rdma|[0-9])' tests/fault/*.log || true
+grep -h -E '^(tcp|rdma|figure): |^[a-z_]+: (tcp|rdma|[0-9])' tests/fault/*.log || true
 make -s check-python
 rel=$(date +%s)
 tests/fuzz/run.sh "${FUZZ_SECONDS:-60}"

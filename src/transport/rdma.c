@@ -1360,6 +1360,59 @@ undo:
 	return ret;
 }
 
+/*
+ * RMSGI_TR_CAP_POST_AT_ONCE: a frame small enough to go inline is posted
+ * now, as a work request of its own, when nothing waits to be posted
+ * ahead of it. The device copies inline data at post time, so nothing of
+ * the caller's is kept: no op, and the memory is free at once. Anything
+ * else returns 0 and takes the queue. A failed post also returns 0: the
+ * queued path fails it again from the loop, where teardown may run.
+ */
+static ssize_t rdma_send_direct(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+				const struct iovec *iov, int iovcnt)
+{
+	struct rdma_conn *rc = c->tr_priv;
+	size_t total = RMSGI_HDR_SIZE + h->len;
+	struct ibv_send_wr *bad;
+	struct sq_slot *s;
+	uint8_t *hdr;
+	int i, nsge = 1;
+
+	if (RMSGI_UNLIKELY(!rc || rc->state != RC_UP ||
+			   total > rc->max_inline ||
+			   iovcnt + 1 > (int)rc->max_sge ||
+			   ring_used(rc) >= SQ_DEPTH - 8 || rc->rma_op ||
+			   rc->unposted != rc->head))
+		return 0;
+	s = slot_fill(rc, SLOT_SEND);
+	hdr = rc->hdrs + (size_t)(rc->head - 1) % SQ_DEPTH * 64;
+	rmsgi_hdr_encode(h, hdr);
+	s->sge[0].addr = (uintptr_t)hdr;
+	s->sge[0].length = RMSGI_HDR_SIZE;
+	s->sge[0].lkey = rc->hdrs_lkey;
+	for (i = 0; i < iovcnt; i++) {
+		if (!iov[i].iov_len)
+			continue;
+		s->sge[nsge].addr = (uintptr_t)iov[i].iov_base;
+		s->sge[nsge].length = (uint32_t)iov[i].iov_len;
+		s->sge[nsge].lkey = 0; /* inline: keys do not matter */
+		nsge++;
+	}
+	s->wr.opcode = IBV_WR_SEND;
+	s->wr.num_sge = nsge;
+	/* the last of its burst: signalled, as rdma_kick() does */
+	s->wr.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+	s->wr.next = NULL;
+	s->signaled = 1;
+	rc->since_sig = 0;
+	if (RMSGI_UNLIKELY(ibv_post_send(rc->qp, &s->wr, &bad))) {
+		rc->head--;
+		return 0;
+	}
+	rc->unposted = rc->head;
+	return (ssize_t)total;
+}
+
 /* posts every filled slot as one chain */
 static void rdma_kick(struct rmsg_conn *c)
 {
@@ -1923,13 +1976,15 @@ static int rdma_buf_key(struct rmsg_ctx *ctx, const void *addr, size_t len,
 const struct rmsgi_tr_ops rmsgi_tr_rdma = {
 	.name = "rdma",
 	.id = RMSGI_TR_RDMA,
-	.caps = RMSGI_TR_CAP_RNDV | RMSGI_TR_CAP_RMA,
+	.caps = RMSGI_TR_CAP_RNDV | RMSGI_TR_CAP_RMA |
+		RMSGI_TR_CAP_POST_AT_ONCE,
 	.ctx_fini = rdma_ctx_fini,
 	.listen = rdma_listen_op,
 	.listen_close = rdma_listen_close,
 	.connect = rdma_connect_op,
 	.disconnect = rdma_disconnect_op,
 	.post = rdma_post,
+	.send_direct = rdma_send_direct,
 	.kick = rdma_kick,
 	.rndv_release = rdma_rndv_release,
 	.poll = rdma_poll,

@@ -264,11 +264,23 @@ static int tcp_gai_err(int err, bool passive)
 }
 
 /* small frames must not wait for the ACK of the previous one */
-static void tcp_nodelay(int fd)
+/*
+ * No Nagle. And with keepalive on, data the peer's kernel leaves
+ * unacknowledged for the keepalive bound fails the socket (ETIMEDOUT):
+ * a peer that cannot answer our probes (we hold all its credits) is
+ * still found dead through the acknowledgements of what we send it. A
+ * live peer's kernel acknowledges even when its application stalls or
+ * its window is closed, so that never trips this.
+ */
+static void tcp_sockopts(int fd, const struct rmsgi_cfgv *cfg)
 {
+	unsigned bound = cfg->keepalive_ms * cfg->keepalive_misses;
 	int one = 1;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (bound)
+		setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &bound,
+			   sizeof(bound));
 }
 
 static struct tcp_ctx *tcp_ctx_get(struct rmsg_ctx *ctx)
@@ -1149,7 +1161,7 @@ static int tcp_connect_next(struct tcp_conn *tc)
 			tc->sock_err = -errno;
 			continue;
 		}
-		tcp_nodelay(fd);
+		tcp_sockopts(fd, &tc->c->cfg);
 		tcp_conn_set_fd(tc, fd);
 		if (tc->src_len &&
 		    bind(fd, (struct sockaddr *)&tc->src, tc->src_len) < 0) {
@@ -1295,7 +1307,7 @@ static void tcp_accept_one(struct tcp_listener *tl, int fd)
 	struct rmsg_conn *c;
 	struct tcp_conn *tc;
 
-	tcp_nodelay(fd);
+	tcp_sockopts(fd, &l->cfg);
 	/* no callbacks until the app's accept decision (tcp_srv_hello) */
 	if (rmsgi_conn_new(l->ctx, &l->cfg, NULL, l->arg, &c)) {
 		close(fd);

@@ -53,9 +53,9 @@ enum rmsgi_tr_id {
  * (RNDV_ACK for writes, READ_RESP for reads). post() of a one-sided op
  * may fail with -EINVAL, -EACCES or -ENOMEM: only that op fails. */
 #define RMSGI_TR_CAP_RMA 0x2
-/* an idle connection's first send may be written inside rmsg_send(),
- * through send_direct(): no completions to batch, no doorbell to share
- * (TCP) */
+/* an idle connection's first send of a loop iteration may be written
+ * inside rmsg_send(), through send_direct(), without an op: TCP writes
+ * it to the socket, RDMA posts it inline when it fits */
 #define RMSGI_TR_CAP_POST_AT_ONCE 0x4
 
 struct rmsgi_tr_ops {

@@ -25,8 +25,10 @@
 #include "../integration/common.h"
 
 #define NCALLS 40
-#define NSENDS 40
-#define NONESIDED 20
+#define SEND_WINDOW 16 /* sends kept in flight until the link dies */
+#define OS_WINDOW 4    /* one-sided ops kept in flight */
+#define NONESIDED 20   /* slots of the server's region */
+#define CREDITS 128    /* room for the held calls and the stream */
 #define BIG 200000
 #define CHUNK 16384
 #define REGION (NONESIDED * CHUNK)
@@ -96,6 +98,8 @@ static void echo(struct rmsg_conn *c, struct rmsg_req *req, struct rmsg_msg *m,
 static struct rmsg_ctx *cctx;
 static struct rmsg_conn *victim;
 static int call_cbs, send_cbs, send_ok, os_cbs, os_ok, cli_reason;
+static int sends, os_ops, pumping;
+static uint8_t sdesc_copy[RMSG_MR_DESC_SIZE];
 static int cli_closes, healed_ok;
 static ev_tstamp t_cut, t_cli_closed, t_heal, t_healed;
 static uint8_t *big, *lbuf;
@@ -108,16 +112,46 @@ static void call_cb(struct rmsg_conn *c, int status, struct rmsg_msg *r,
 	call_cbs++;
 }
 
+static void send_cb(struct rmsg_conn *c, int status, void *arg);
+static void os_cb(struct rmsg_conn *c, int status, void *arg);
+
+/* a stream that runs until the link dies: one more per completion */
+static void send_one(struct rmsg_conn *c)
+{
+	struct iovec iov = {big, sends % 4 ? 100 : BIG};
+
+	T_OK(rmsg_send(c, &iov, 1, send_cb, NULL));
+	sends++;
+}
+
+static void os_one(struct rmsg_conn *c)
+{
+	int i = os_ops % NONESIDED;
+	struct iovec iov = {lbuf + (size_t)i * CHUNK, CHUNK};
+
+	if (os_ops % 2)
+		T_OK(rmsg_write_imm(c, &iov, 1, sdesc_copy, (uint64_t)i * CHUNK,
+				    (uint32_t)i, os_cb, NULL));
+	else
+		T_OK(rmsg_read(c, &iov, 1, sdesc_copy, (uint64_t)i * CHUNK,
+			       os_cb, NULL));
+	os_ops++;
+}
+
 static void send_cb(struct rmsg_conn *c, int status, void *arg)
 {
 	send_cbs++;
 	send_ok += status == 0;
+	if (status == 0 && pumping)
+		send_one(c);
 }
 
 static void os_cb(struct rmsg_conn *c, int status, void *arg)
 {
 	os_cbs++;
 	os_ok += status == 0;
+	if (status == 0 && pumping)
+		os_one(c);
 }
 
 static void cut_cb(struct ev_loop *l, ev_timer *w, int revents)
@@ -128,33 +162,23 @@ static void cut_cb(struct ev_loop *l, ev_timer *w, int revents)
 	t_cut = ev_time();
 }
 
-/* the server's region descriptor: start everything, cut soon after */
+/* the server's region descriptor: start everything; the streams run
+ * on, so that some of it is always on the wire when the link goes */
 static void victim_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 {
 	struct iovec small = {"x", 1};
 	int i;
 
 	T_ASSERT(rmsg_msg_len(m) == RMSG_MR_DESC_SIZE, "descriptor size");
+	memcpy(sdesc_copy, rmsg_msg_data(m), sizeof(sdesc_copy));
+	pumping = 1;
 	for (i = 0; i < NCALLS; i++)
 		T_OK(rmsg_call(c, M_HOLD, &small, 1, 0, call_cb, NULL, NULL));
-	for (i = 0; i < NSENDS; i++) {
-		struct iovec iov = {big, i % 4 ? 100 : BIG};
-
-		T_OK(rmsg_send(c, &iov, 1, send_cb, NULL));
-	}
-	for (i = 0; i < NONESIDED; i++) {
-		struct iovec iov = {lbuf + (size_t)i * CHUNK, CHUNK};
-
-		if (i % 2)
-			T_OK(rmsg_write_imm(c, &iov, 1, rmsg_msg_data(m),
-					    (uint64_t)i * CHUNK, (uint32_t)i,
-					    os_cb, NULL));
-		else
-			T_OK(rmsg_read(c, &iov, 1, rmsg_msg_data(m),
-				       (uint64_t)i * CHUNK, os_cb, NULL));
-	}
-	/* some of it is on the wire when the link goes */
-	ev_timer_init(&cutter, cut_cb, 0.05, 0);
+	for (i = 0; i < SEND_WINDOW; i++)
+		send_one(c);
+	for (i = 0; i < OS_WINDOW; i++)
+		os_one(c);
+	ev_timer_init(&cutter, cut_cb, 0.3, 0);
 	ev_timer_start(loop, &cutter);
 }
 
@@ -163,11 +187,11 @@ static void victim_close(struct rmsg_conn *c, int reason, void *arg)
 	t_cli_closed = ev_time();
 	cli_reason = reason;
 	cli_closes++;
-	T_ASSERT(call_cbs == NCALLS && send_cbs == NSENDS &&
-			 os_cbs == NONESIDED,
+	pumping = 0;
+	T_ASSERT(call_cbs == NCALLS && send_cbs == sends && os_cbs == os_ops,
 		 "before on_close: %d/%d call, %d/%d send, %d/%d one-sided "
 		 "callbacks",
-		 call_cbs, NCALLS, send_cbs, NSENDS, os_cbs, NONESIDED);
+		 call_cbs, NCALLS, send_cbs, sends, os_cbs, os_ops);
 	victim = NULL;
 }
 
@@ -290,6 +314,7 @@ int main(void)
 	T_OK(rmsg_cfg_create(&cfg));
 	T_OK(rmsg_cfg_set_keepalive_ms(cfg, KA_MS));
 	T_OK(rmsg_cfg_set_keepalive_misses(cfg, KA_MISSES));
+	T_OK(rmsg_cfg_set_credits(cfg, CREDITS));
 	/* one context per device: the server end, the client end, and the
 	 * other link's two ends */
 	sctx = ctx_new(cfg);
@@ -325,10 +350,13 @@ int main(void)
 	       rmsg_strerror(srv_reason), t_srv_closed - t_cut,
 	       KA_MS * KA_MISSES / 1000.0);
 	printf("%s: all %d callbacks ran once: %d/%d sends and %d/%d "
-	       "one-sided ops had completed, %d calls failed; the server had "
-	       "%d messages; the other link did %d round trips meanwhile\n",
-	       tr, NCALLS + NSENDS + NONESIDED, send_ok, NSENDS, os_ok,
-	       NONESIDED, NCALLS, srv_msgs, other_rtts);
+	       "one-sided ops had completed, %d held calls failed; the server "
+	       "had %d messages; the other link did %d round trips "
+	       "meanwhile\n",
+	       tr, NCALLS + sends + os_ops, send_ok, sends, os_ok, os_ops,
+	       NCALLS, srv_msgs, other_rtts);
+	T_ASSERT(send_ok < sends && os_ok < os_ops,
+		 "nothing was in flight at the cut");
 	/* generous: the bound plus teardown, on a loaded emulated host */
 	T_ASSERT(t_cli_closed - t_cut < 10 * t_scale() &&
 			 t_srv_closed - t_cut < 10 * t_scale(),

@@ -32,8 +32,8 @@ for t in "$@"; do
 		# the figures a test reports ("tcp: ...", "rdma: ..."), else
 		# its last line
 		log="/tmp/$(basename "$t").$transport.log"
-		if grep -q -E '^(tcp|rdma): ' "$log"; then
-			grep -E '^(tcp|rdma): ' "$log"
+		if grep -q -E '^(tcp|rdma|figure): ' "$log"; then
+			grep -E '^(tcp|rdma|figure): ' "$log"
 		else
 			tail -n 1 "$log"
 		fi | sed 's/^/    /'
