@@ -135,6 +135,9 @@ static void ctx_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 			if (ctx_poll(ctx, false) > 0) {
 				rmsgi_ctx_flush(ctx);
 				start = now_ns();
+				/* each round is a fresh burst for the
+				 * direct send (conn.c send_now) */
+				ev_now_update(loop);
 			}
 		}
 	}

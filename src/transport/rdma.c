@@ -1737,9 +1737,12 @@ static int rdma_poll(struct rmsg_ctx *ctx, bool arm)
 	bury(r);
 	if (!r->cq)
 		return 0;
-	if (r->repost)
-		rx_repost(r);
+	/* released receive buffers go back when the CQ is found empty (off
+	 * the critical path: while waiting for the peer) or by the batch
+	 * (rxbuf_release) */
 	n = cq_drain(r);
+	if (n == 0 && r->repost)
+		rx_repost(r);
 	if (arm) {
 		ibv_req_notify_cq(r->cq, 0);
 		n += cq_drain(r);
