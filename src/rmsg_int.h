@@ -331,6 +331,10 @@ struct rmsg_conn {
 	struct rmsg_conn_ops ops;
 	void *arg;
 	enum rmsgi_conn_state state;
+	/* rmsg_send may write a message of fewer bytes than this inside the
+	 * call (send_direct); 0 outside ESTABLISHED or on a transport
+	 * without RMSGI_TR_CAP_POST_AT_ONCE. Follows state (set_state). */
+	size_t direct_lim;
 	int refs;
 	uint32_t id;
 	bool is_server;
@@ -441,10 +445,24 @@ void rmsgi_async_fini(struct rmsg_ctx *ctx);
 /* text of why auto:// fell back to TCP */
 const char *rmsgi_fallback_text(int reason);
 
-/* message objects (msg.c) */
-void rmsgi_msg_init(struct rmsg_msg *m, struct rmsg_conn *c, const void *data,
-		    size_t len);
+/* message objects (msg.c); these two run for every received frame */
+static inline void rmsgi_msg_init(struct rmsg_msg *m, struct rmsg_conn *c,
+				  const void *data, size_t len)
+{
+	rmsgi_list_init(&m->link);
+	m->conn = c;
+	m->data = data;
+	m->len = len;
+	m->ready = 1;
+	m->held = 0;
+	m->in_cb = 0;
+}
+
 /* after on_msg: frees the message unless the app holds it */
-void rmsgi_msg_after_cb(struct rmsg_msg *m);
+static inline void rmsgi_msg_after_cb(struct rmsg_msg *m)
+{
+	if (!m->held)
+		m->free_fn(m);
+}
 
 #endif /* RMSG_INT_H */
