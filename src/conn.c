@@ -371,6 +371,20 @@ void rmsgi_conn_credit_freed(struct rmsg_conn *c)
 		rmsgi_ctx_mark_dirty(c->ctx, c);
 }
 
+/* after on_msg: frees the message unless the app holds it; a lent one
+ * goes back to its transport when rmsgi_conn_rx() returns */
+static inline void msg_after_cb(struct rmsg_conn *c, struct rmsg_msg *m)
+{
+	if (m->held)
+		return;
+	if (m->lent) {
+		m->lent = 0;
+		rmsgi_conn_credit_freed(c);
+		return;
+	}
+	m->free_fn(m);
+}
+
 /* delivers received messages in order, stopping at an unfinished one */
 static void deliver_rx(struct rmsg_conn *c)
 {
@@ -397,7 +411,7 @@ static void deliver_rx(struct rmsg_conn *c)
 			/* RPC requests and replies go to rpc.c */
 			int ret = rmsgi_rpc_rx(c, m);
 
-			rmsgi_msg_after_cb(m);
+			msg_after_cb(c, m);
 			if (ret) {
 				rmsgi_conn_abort(c, ret);
 				return;
@@ -413,7 +427,7 @@ static void deliver_rx(struct rmsg_conn *c)
 		c->ops.on_msg(c, m, c->arg);
 		c->ctx->in_cb--;
 		m->in_cb = 0;
-		rmsgi_msg_after_cb(m);
+		msg_after_cb(c, m);
 	}
 }
 
@@ -662,7 +676,7 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	c->ops.on_msg(c, m, c->arg);
 	c->ctx->in_cb--;
 	m->in_cb = 0;
-	rmsgi_msg_after_cb(m);
+	msg_after_cb(c, m);
 	rmsgi_conn_put(c);
 	return 0;
 }

@@ -149,6 +149,12 @@ struct rmsg_msg {
 	uint8_t ready; /* payload complete (rendezvous read done) */
 	uint8_t held;
 	uint8_t in_cb;
+	/* set by a transport that takes the message back itself once
+	 * rmsgi_conn_rx() returns; conn.c, done with it before that, clears
+	 * it and returns the credit instead of calling free_fn. Still set
+	 * on return: the app holds it (the transport then clears it, and
+	 * free_fn runs on release). */
+	uint8_t lent;
 	uint32_t aux;
 	uint64_t id;
 	/* gives the memory back to the transport that owns it */
@@ -445,7 +451,7 @@ void rmsgi_async_fini(struct rmsg_ctx *ctx);
 /* text of why auto:// fell back to TCP */
 const char *rmsgi_fallback_text(int reason);
 
-/* message objects (msg.c); these two run for every received frame */
+/* message objects (msg.c); runs for every received frame */
 static inline void rmsgi_msg_init(struct rmsg_msg *m, struct rmsg_conn *c,
 				  const void *data, size_t len)
 {
@@ -456,13 +462,7 @@ static inline void rmsgi_msg_init(struct rmsg_msg *m, struct rmsg_conn *c,
 	m->ready = 1;
 	m->held = 0;
 	m->in_cb = 0;
-}
-
-/* after on_msg: frees the message unless the app holds it */
-static inline void rmsgi_msg_after_cb(struct rmsg_msg *m)
-{
-	if (!m->held)
-		m->free_fn(m);
+	m->lent = 0;
 }
 
 #endif /* RMSG_INT_H */

@@ -125,8 +125,6 @@ struct tcp_msg {
 	struct tcp_msg *next; /* free list */
 	struct tcp_rbuf *rb;  /* held: the read buffer it pins */
 	void *heap;	      /* held: payload memory it owns */
-	bool lent;	      /* the read path still watches it */
-	bool freed;	      /* free_fn ran while lent */
 };
 
 struct tcp_conn {
@@ -338,8 +336,6 @@ static struct tcp_msg *tcp_msg_get(struct tcp_ctx *t)
 	}
 	w->rb = NULL;
 	w->heap = NULL;
-	w->lent = false;
-	w->freed = false;
 	return w;
 }
 
@@ -364,9 +360,9 @@ static void tcp_msg_free(struct rmsg_msg *m)
 	struct tcp_msg *w = RMSGI_CONTAINER_OF(m, struct tcp_msg, m);
 	struct rmsg_conn *c = m->conn;
 
-	if (w->lent) {
+	if (m->lent) {
 		/* the read path recycles it and whatever memory it used */
-		w->freed = true;
+		m->lent = 0;
 	} else {
 		if (w->rb)
 			tcp_rbuf_put(w->t, w->rb);
@@ -817,11 +813,9 @@ tcp_deliver(struct tcp_conn *tc, const struct rmsgi_hdr *h, const uint8_t *data,
 		tc->rxm = w;
 	}
 	rmsgi_msg_init(&w->m, c, len ? data : tcp_empty, len);
-	w->lent = true;
-	w->freed = false;
+	w->m.lent = 1;
 	rmsgi_conn_rx(c, h, &w->m);
-	w->lent = false;
-	if (RMSGI_LIKELY(w->freed)) {
+	if (RMSGI_LIKELY(!w->m.lent)) {
 		/* done with: it serves the next frame */
 		if (own)
 			tcp_big_recycle(tc, own, cap);
@@ -830,6 +824,7 @@ tcp_deliver(struct tcp_conn *tc, const struct rmsgi_hdr *h, const uint8_t *data,
 	/* held past on_msg: the app may keep the pointer it was shown, so
 	 * the payload stays where it is, and the object is the app's until
 	 * it releases it (tcp_msg_free) */
+	w->m.lent = 0;
 	tc->rxm = NULL;
 	if (own) {
 		w->heap = own;
@@ -1045,6 +1040,8 @@ static void tcp_parse(struct tcp_conn *tc)
 			tcp_deliver(tc, &h, p + RMSGI_HDR_SIZE, NULL, 0);
 		else
 			tcp_frame(tc, &h, p + RMSGI_HDR_SIZE, NULL, 0);
+		if (tc->rhead == tc->rtail)
+			break; /* all parsed: nothing is partial */
 	}
 	if (!tc->ended)
 		tcp_rbuf_compact(tc);
