@@ -20,6 +20,10 @@
 #   STREAM_WINDOW [16]    rmsg-perf -W: sends outstanding in the stream
 #   STREAM_CREDITS []     rmsg-perf -c for the stream's server (credits it
 #                         grants); empty: the library's default (32)
+#   STREAM_EQ_CREDITS [768 KiB / STREAM_SIZE, at least 4]  credits of a
+#                         second librmsg stream run per round, with as many
+#                         bytes in flight as raw_stream's window (768 KiB);
+#                         0 skips it
 #   CG_ITERS [2000]       callgrind runs use CG_ITERS and 2*CG_ITERS
 #   CG_ROUNDS [2]         callgrind pairs (the figure should not move)
 #   PIN [same]            same: server and client on one CPU (BENCH_CPU);
@@ -37,7 +41,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
 	--rounds) ROUNDS=$2; shift ;;
-	-h | --help) sed -n '3,27p' "$0"; exit 0 ;;
+	-h | --help) sed -n '3,31p' "$0"; exit 0 ;;
 	*) echo "compare-tcp.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -53,6 +57,9 @@ PING_WARMUP=${PING_WARMUP:-1000}
 STREAM_SIZE=${STREAM_SIZE:-65536}
 STREAM_BYTES=${STREAM_BYTES:-1000000000}
 STREAM_WINDOW=${STREAM_WINDOW:-16}
+# raw_stream's default window is 768 KiB of unacknowledged bytes
+eq=$((768 * 1024 / STREAM_SIZE))
+STREAM_EQ_CREDITS=${STREAM_EQ_CREDITS:-$((eq < 4 ? 4 : eq))}
 CG_ITERS=${CG_ITERS:-2000}
 CG_ROUNDS=${CG_ROUNDS:-2}
 PIN=${PIN:-same}
@@ -153,6 +160,9 @@ run() {
 		start_server $pin_srv "$build/rmsg-perf" \
 			${STREAM_CREDITS:+-c "$STREAM_CREDITS"} \
 			server "tcp://$HOST:$port" ;;
+	rmsg_stream_eq)
+		start_server $pin_srv "$build/rmsg-perf" \
+			-c "$STREAM_EQ_CREDITS" server "tcp://$HOST:$port" ;;
 	raw_pingpong)
 		start_server $pin_srv "$build/raw_pingpong" server $port ;;
 	raw_stream)
@@ -166,7 +176,7 @@ run() {
 	raw_pingpong)
 		$pin_cli "$build/raw_pingpong" -w "$PING_WARMUP" client \
 			$HOST $port "$PING_SIZE" "$PING_ITERS" >"$tmp" ;;
-	rmsg_stream)
+	rmsg_stream | rmsg_stream_eq)
 		$pin_cli "$build/rmsg-perf" -P -o send -m bw -s "$STREAM_SIZE" \
 			-n "$stream_msgs" -W "$STREAM_WINDOW" \
 			client "tcp://$HOST:$port" >"$tmp" ;;
@@ -269,14 +279,16 @@ dirty=$(cd "$top" && git status --porcelain -- src include 2>/dev/null |
 		"(cpu $BENCH_CPU), rounds=$ROUNDS"
 	echo "# ping-pong: size=$PING_SIZE iters=$PING_ITERS warmup=$PING_WARMUP;" \
 		"stream: size=$STREAM_SIZE bytes=$STREAM_BYTES" \
-		"window=$STREAM_WINDOW credits=${STREAM_CREDITS:-default}"
+		"window=$STREAM_WINDOW credits=${STREAM_CREDITS:-default}" \
+		"eq_credits=$STREAM_EQ_CREDITS"
+	echo "# tcp_congestion_control=$(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null || echo unknown)"
 	echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	busy
 } >"$RESULTS"
 : >"$build/server.log"
 : >"$build/callgrind.log"
 
-lat_a=() lat_b=() bw_a=() bw_b=()
+lat_a=() lat_b=() bw_a=() bw_b=() bw_e=()
 for r in $(seq "$ROUNDS"); do
 	echo "round $r/$ROUNDS" >&2
 	run rmsg_pingpong; la=$out
@@ -285,6 +297,11 @@ for r in $(seq "$ROUNDS"); do
 	run raw_stream; sb=$out
 	printf 'round=%d %s\nround=%d %s\nround=%d %s\nround=%d %s\n' \
 		"$r" "$la" "$r" "$lb" "$r" "$sa" "$r" "$sb" >>"$RESULTS"
+	if [ "$STREAM_EQ_CREDITS" -gt 0 ]; then
+		run rmsg_stream_eq; se=$out
+		echo "round=$r eq_credits=$STREAM_EQ_CREDITS $se" >>"$RESULTS"
+		bw_e+=("$(field "$se" mbps)")
+	fi
 	lat_a+=("$(field "$la" lat_us)")
 	lat_b+=("$(field "$lb" lat_us)")
 	bw_a+=("$(field "$sa" mbps)")
@@ -342,8 +359,13 @@ table=$(
 	echo "|---|---|---|---|---|---|---|---|"
 	row "ping-pong ${PING_SIZE} B, half RTT, us" "<= 1.10" \
 		"$ROUNDS" "${lat_a[@]}" "${lat_b[@]}"
-	row "stream $((STREAM_SIZE / 1024)) KiB, MB/s" ">= 0.95" \
-		"$ROUNDS" "${bw_a[@]}" "${bw_b[@]}"
+	cr=${STREAM_CREDITS:-32 (default)}
+	row "stream $((STREAM_SIZE / 1024)) KiB, MB/s, $cr credits" \
+		">= 0.95" "$ROUNDS" "${bw_a[@]}" "${bw_b[@]}"
+	if [ "$STREAM_EQ_CREDITS" -gt 0 ]; then
+		row "stream $((STREAM_SIZE / 1024)) KiB, MB/s, $STREAM_EQ_CREDITS credits ($((STREAM_EQ_CREDITS * STREAM_SIZE / 1024)) KiB in flight, raw: 768 KiB)" \
+			"(same in flight)" "$ROUNDS" "${bw_e[@]}" "${bw_b[@]}"
+	fi
 	if [ $have_cg = 1 ]; then
 		row "instructions per ${PING_SIZE} B round trip (client)" \
 			"<= 1.5" "$CG_ROUNDS" "${ins_a[@]}" "${ins_b[@]}"

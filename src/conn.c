@@ -37,6 +37,19 @@
 #include "rmsg_int.h"
 #include "pool.h"
 
+/* every state change goes through here: the direct-send limit follows */
+static void set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
+{
+	c->state = s;
+	c->direct_lim = 0;
+	if (s == RMSGI_CS_ESTABLISHED &&
+	    (c->tr->caps & RMSGI_TR_CAP_POST_AT_ONCE))
+		/* a rendezvous is never sent directly */
+		c->direct_lim = (c->tr->caps & RMSGI_TR_CAP_RNDV)
+					? (size_t)c->peer_eager + 1
+					: SIZE_MAX;
+}
+
 int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 		   const struct rmsg_conn_ops *ops, void *arg,
 		   struct rmsg_conn **c_p)
@@ -52,7 +65,7 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 	c->arg = arg;
 	c->refs = 1;
 	c->id = ++ctx->next_conn_id;
-	c->state = RMSGI_CS_CONNECTING;
+	set_state(c, RMSGI_CS_CONNECTING);
 	rmsgi_list_init(&c->sendq);
 	rmsgi_list_init(&c->rndvq);
 	rmsgi_list_init(&c->rxq);
@@ -73,7 +86,7 @@ void rmsgi_conn_discard(struct rmsg_conn *c)
 {
 	c->tr = NULL;
 	c->tr_priv = NULL;
-	c->state = RMSGI_CS_CLOSED;
+	set_state(c, RMSGI_CS_CLOSED);
 	rmsgi_list_del(&c->link);
 	ev_unref(c->ctx->loop);
 	rmsgi_conn_put(c);
@@ -137,7 +150,7 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 			ret = -ECONNREFUSED;
 	}
 	if (ret == 0) {
-		c->state = RMSGI_CS_ACCEPTING;
+		set_state(c, RMSGI_CS_ACCEPTING);
 		c->app_accepted = true;
 	}
 	return ret;
@@ -154,7 +167,7 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 		}
 		set_peer(c, h);
 	}
-	c->state = RMSGI_CS_ESTABLISHED;
+	set_state(c, RMSGI_CS_ESTABLISHED);
 	c->was_established = true;
 	c->peer_avail = (int32_t)c->cfg.credits;
 	rmsgi_keepalive_start(c);
@@ -254,7 +267,7 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 		memcpy(c->peer_pdata, h->pdata, h->pdata_len);
 	}
 	c->close_reason = reason ? reason : -ECONNRESET;
-	c->state = RMSGI_CS_CLOSING;
+	set_state(c, RMSGI_CS_CLOSING);
 	cancel_queued(c, c->close_reason);
 	drop_rx(c);
 }
@@ -279,7 +292,7 @@ void rmsgi_conn_ev_down(struct rmsg_conn *c)
 	if (c->state < RMSGI_CS_CLOSING) {
 		/* a backend that went down without saying why */
 		c->close_reason = -ECONNRESET;
-		c->state = RMSGI_CS_CLOSING;
+		set_state(c, RMSGI_CS_CLOSING);
 		cancel_queued(c, c->close_reason);
 	}
 	drop_rx(c);
@@ -293,7 +306,7 @@ void rmsgi_conn_abort(struct rmsg_conn *c, int reason)
 	rmsgi_log(c->ctx, reason == -ECANCELED ? RMSG_LOG_DEBUG : RMSG_LOG_WARN,
 		  "conn %u: closing: %s", c->id, rmsg_strerror(reason));
 	c->close_reason = reason;
-	c->state = RMSGI_CS_CLOSING;
+	set_state(c, RMSGI_CS_CLOSING);
 	cancel_queued(c, reason);
 	drop_rx(c);
 	if (c->tr)
@@ -311,7 +324,7 @@ int rmsg_conn_close(struct rmsg_conn *c)
 	if (c->state >= RMSGI_CS_CLOSING)
 		return 0;
 	c->close_reason = 0;
-	c->state = RMSGI_CS_CLOSING;
+	set_state(c, RMSGI_CS_CLOSING);
 	cancel_queued(c, -ECANCELED);
 	drop_rx(c);
 	if (c->tr)
@@ -358,6 +371,20 @@ void rmsgi_conn_credit_freed(struct rmsg_conn *c)
 		rmsgi_ctx_mark_dirty(c->ctx, c);
 }
 
+/* after on_msg: frees the message unless the app holds it; a lent one
+ * goes back to its transport when rmsgi_conn_rx() returns */
+static inline void msg_after_cb(struct rmsg_conn *c, struct rmsg_msg *m)
+{
+	if (m->held)
+		return;
+	if (m->lent) {
+		m->lent = 0;
+		rmsgi_conn_credit_freed(c);
+		return;
+	}
+	m->free_fn(m);
+}
+
 /* delivers received messages in order, stopping at an unfinished one */
 static void deliver_rx(struct rmsg_conn *c)
 {
@@ -384,7 +411,7 @@ static void deliver_rx(struct rmsg_conn *c)
 			/* RPC requests and replies go to rpc.c */
 			int ret = rmsgi_rpc_rx(c, m);
 
-			rmsgi_msg_after_cb(m);
+			msg_after_cb(c, m);
 			if (ret) {
 				rmsgi_conn_abort(c, ret);
 				return;
@@ -400,7 +427,7 @@ static void deliver_rx(struct rmsg_conn *c)
 		c->ops.on_msg(c, m, c->arg);
 		c->ctx->in_cb--;
 		m->in_cb = 0;
-		rmsgi_msg_after_cb(m);
+		msg_after_cb(c, m);
 	}
 }
 
@@ -559,46 +586,19 @@ static int rma_rx_read_resp(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	return 0;
 }
 
-int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
-		  struct rmsg_msg *m)
+/* every frame but an in-order plain message (rmsgi_conn_rx) */
+static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+		    struct rmsg_msg *m)
 {
 	struct rmsgi_op *op;
-	int ret;
 
-	/* any frame shows the peer alive and used one of its credits */
-	c->last_rx = ev_now(c->ctx->loop);
-	c->peer_avail--;
-	ret = rmsgi_credit_returned(&c->cr, h->credits, c->peer_credits);
-	if (ret) {
-		m->free_fn(m);
-		rmsgi_conn_abort(c, ret);
-		return ret;
-	}
-	if (h->credits && !rmsgi_list_empty(&c->sendq))
-		rmsgi_ctx_mark_dirty(c->ctx, c);
 	switch (h->type) {
 	case RMSGI_T_DATA:
 	case RMSGI_T_RNDV_REQ:
 		m->type = h->type;
 		m->aux = h->aux;
 		m->id = h->id;
-		rmsgi_conn_get(c);
-		if (!m->aux && m->ready && rmsgi_list_empty(&c->rxq) &&
-		    c->state == RMSGI_CS_ESTABLISHED && c->ops.on_msg) {
-			/* in order with nothing ahead: what deliver_rx() would
-			 * do, without the queue */
-			m->in_cb = 1;
-			c->ctx->in_cb++;
-			c->ops.on_msg(c, m, c->arg);
-			c->ctx->in_cb--;
-			m->in_cb = 0;
-			rmsgi_msg_after_cb(m);
-			rmsgi_conn_put(c);
-			return 0;
-		}
-		rmsgi_list_add_tail(&c->rxq, &m->link);
-		deliver_rx(c);
-		rmsgi_conn_put(c);
+		rx_enqueue(c, m);
 		return 0;
 	case RMSGI_T_CREDIT:
 		m->free_fn(m);
@@ -640,6 +640,45 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		rmsgi_conn_abort(c, -EPROTO);
 		return -EPROTO;
 	}
+}
+
+int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+		  struct rmsg_msg *m)
+{
+	int ret;
+
+	/* any frame shows the peer alive and used one of its credits */
+	c->last_rx = ev_now(c->ctx->loop);
+	c->peer_avail--;
+	if (h->credits) {
+		ret = rmsgi_credit_returned(&c->cr, h->credits,
+					    c->peer_credits);
+		if (RMSGI_UNLIKELY(ret)) {
+			m->free_fn(m);
+			rmsgi_conn_abort(c, ret);
+			return ret;
+		}
+		if (!rmsgi_list_empty(&c->sendq))
+			rmsgi_ctx_mark_dirty(c->ctx, c);
+	}
+	if (RMSGI_UNLIKELY(h->type != RMSGI_T_DATA || h->aux || !m->ready ||
+			   !rmsgi_list_empty(&c->rxq) ||
+			   c->state != RMSGI_CS_ESTABLISHED || !c->ops.on_msg))
+		return rx_other(c, h, m);
+	/* in order with nothing ahead: what deliver_rx() would do, without
+	 * the queue */
+	m->type = RMSGI_T_DATA;
+	m->aux = 0;
+	m->id = h->id;
+	rmsgi_conn_get(c);
+	m->in_cb = 1;
+	c->ctx->in_cb++;
+	c->ops.on_msg(c, m, c->arg);
+	c->ctx->in_cb--;
+	m->in_cb = 0;
+	msg_after_cb(c, m);
+	rmsgi_conn_put(c);
+	return 0;
 }
 
 /* queues a header-only control frame */
@@ -702,7 +741,7 @@ void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status)
 
 static void finalize(struct rmsg_conn *c)
 {
-	c->state = RMSGI_CS_CLOSED;
+	set_state(c, RMSGI_CS_CLOSED);
 	rmsgi_list_del(&c->link);
 	rmsgi_keepalive_stop(c);
 	/* calls still waiting end before on_close, which is last */
@@ -859,18 +898,16 @@ void rmsgi_conn_flush(struct rmsg_conn *c)
  * once, saving a loop iteration's worth of deferral for the common case
  * of one reply per event. Only the first send of a loop iteration
  * (last_tx is the loop time of the last post) on an idle queue, outside
- * the context flush, with a credit to spare and no rendezvous: later ones
- * batch as before. Its callback is still only queued (op_finish), so none
- * runs inside the call.
+ * the context flush, with a credit to spare and no rendezvous
+ * (direct_lim): later ones batch as before. Its callback is still only
+ * queued (op_finish), so none runs inside the call.
  */
-static bool send_now(const struct rmsg_conn *c, int iovcnt, size_t len,
-		     ev_tstamp *now_p)
+static inline bool send_now(const struct rmsg_conn *c, int iovcnt, size_t len,
+			    ev_tstamp *now_p)
 {
-	return c->state == RMSGI_CS_ESTABLISHED &&
-	       (c->tr->caps & RMSGI_TR_CAP_POST_AT_ONCE) &&
-	       iovcnt <= RMSGI_OP_IOV_INLINE && rmsgi_list_empty(&c->sendq) &&
-	       !c->ctx->flushing && rmsgi_credit_can_send(&c->cr, true) &&
-	       (len <= c->peer_eager || !(c->tr->caps & RMSGI_TR_CAP_RNDV)) &&
+	return len < c->direct_lim && iovcnt <= RMSGI_OP_IOV_INLINE &&
+	       rmsgi_list_empty(&c->sendq) && !c->ctx->flushing &&
+	       rmsgi_credit_can_send(&c->cr, true) &&
 	       c->last_tx != (*now_p = ev_now(c->ctx->loop));
 }
 
@@ -896,15 +933,9 @@ static struct rmsgi_op *op_with_iov(struct rmsg_conn *c,
 	return op;
 }
 
-int rmsg_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
-	      rmsg_done_cb cb, void *arg)
-{
-	return rmsgi_conn_send(c, iov, iovcnt, 0, false, cb, arg);
-}
-
 /* the checks every queued operation starts with; writes the total */
-static int check_iov(const struct rmsg_conn *c, const struct iovec *iov,
-		     int iovcnt, size_t *len_p)
+static inline int check_iov(const struct rmsg_conn *c, const struct iovec *iov,
+			    int iovcnt, size_t *len_p)
 {
 	size_t len = 0;
 	int i;
@@ -913,6 +944,13 @@ static int check_iov(const struct rmsg_conn *c, const struct iovec *iov,
 		return -EINVAL;
 	if (c->state >= RMSGI_CS_CLOSING)
 		return -ENOTCONN;
+	if (iovcnt == 1) {
+		/* the common case: one piece cannot overflow */
+		len = iov[0].iov_len;
+		if (len && !iov[0].iov_base)
+			return -EINVAL;
+		iovcnt = 0;
+	}
 	for (i = 0; i < iovcnt; i++) {
 		if (iov[i].iov_len && !iov[i].iov_base)
 			return -EINVAL;
@@ -937,45 +975,31 @@ static void op_send_init(struct rmsgi_op *op, size_t len, uint32_t aux,
 	op->arg = arg;
 }
 
-/*
- * The direct send: the frame goes to the transport without the send
- * queue, and without an op unless something must outlive the call: the
- * callback (taken first, so a written frame can always report), or the
- * rest of a partly written frame. Returns 0 (sent, or its callback will
- * tell the connection's failure), -EAGAIN (nothing written: queue it as
- * usual) or -ENOMEM.
- */
-static int send_direct(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
-		       size_t len, uint32_t aux, rmsg_done_cb cb, void *arg,
-		       ev_tstamp now)
+/* the rest of a direct send (below) that did not simply go out whole:
+ * @w is what the transport's send_direct() returned for @h */
+static int send_direct_end(struct rmsg_conn *c, const struct iovec *iov,
+			   int iovcnt, const struct rmsgi_hdr *h, ssize_t w,
+			   struct rmsgi_op *op, rmsg_done_cb cb, void *arg,
+			   ev_tstamp now)
 {
-	struct rmsgi_credit save = c->cr;
-	struct rmsgi_hdr h = {.type = RMSGI_T_DATA, .aux = aux, .len = len};
-	struct rmsgi_op *op = NULL;
-	size_t frame = RMSGI_HDR_SIZE + len;
-	ssize_t w;
+	size_t len = (size_t)h->len;
 	int ret;
 
-	if (cb) {
-		op = rmsgi_op_get(c->ctx);
-		if (!op)
-			return -ENOMEM;
-	}
-	h.credits = rmsgi_credit_take(&c->cr);
-	w = c->tr->send_direct(c, &h, iov, iovcnt);
 	if (w == 0) {
-		c->cr = save;
+		/* nothing written: the credit goes back */
+		c->cr.avail++;
+		c->cr.to_return += h->credits;
 		if (op)
 			rmsgi_op_put(c->ctx, op);
 		return -EAGAIN;
 	}
 	c->last_tx = now;
 	if (w > 0)
-		c->peer_avail += h.credits;
-	if (w < 0 || (size_t)w == frame) {
+		c->peer_avail += h->credits;
+	if (w < 0 || (size_t)w == RMSGI_HDR_SIZE + len) {
 		/* written, or the connection failed: the callback is due */
 		if (op) {
-			op_send_init(op, len, aux, cb, arg);
+			op_send_init(op, len, h->aux, cb, arg);
 			c->sendq_len++;
 			op_finish(c, op, w < 0 ? (int)w : 0);
 		}
@@ -991,8 +1015,8 @@ static int send_direct(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	}
 	memcpy(op->iov, iov, sizeof(*iov) * (size_t)iovcnt);
 	op->iovcnt = iovcnt;
-	op_send_init(op, len, aux, cb, arg);
-	op->credits = h.credits;
+	op_send_init(op, len, h->aux, cb, arg);
+	op->credits = h->credits;
 	op->tr_off = (size_t)w;
 	op->posted = 1;
 	c->sendq_len++;
@@ -1008,8 +1032,47 @@ static int send_direct(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	return 0;
 }
 
-int rmsgi_conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
-		    uint32_t aux, bool unbounded, rmsg_done_cb cb, void *arg)
+/*
+ * The direct send: the frame goes to the transport without the send
+ * queue, and without an op unless something must outlive the call: the
+ * callback (taken first, so a written frame can always report), or the
+ * rest of a partly written frame. Returns 0 (sent, or its callback will
+ * tell the connection's failure), -EAGAIN (nothing written: queue it as
+ * usual) or -ENOMEM.
+ */
+static inline __attribute__((always_inline)) int
+send_direct(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+	    size_t len, uint32_t aux, rmsg_done_cb cb, void *arg, ev_tstamp now)
+{
+	struct rmsgi_op *op = NULL;
+	struct rmsgi_hdr h;
+	ssize_t w;
+
+	if (cb) {
+		op = rmsgi_op_get(c->ctx);
+		if (!op)
+			return -ENOMEM;
+	}
+	h.type = RMSGI_T_DATA;
+	h.flags = 0;
+	h.aux = aux;
+	h.len = len;
+	h.id = 0;
+	h.credits = rmsgi_credit_take(&c->cr);
+	w = c->tr->send_direct(c, &h, iov, iovcnt);
+	if (RMSGI_LIKELY(!op && w == (ssize_t)(RMSGI_HDR_SIZE + len))) {
+		c->last_tx = now;
+		c->peer_avail += h.credits;
+		return 0;
+	}
+	return send_direct_end(c, iov, iovcnt, &h, w, op, cb, arg, now);
+}
+
+/* rmsg_send and rmsgi_conn_send, inline in both (aux and the bound are
+ * constants in rmsg_send) */
+static inline __attribute__((always_inline)) int
+conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+	  uint32_t aux, bool unbounded, rmsg_done_cb cb, void *arg)
 {
 	struct rmsgi_op *op;
 	ev_tstamp now = 0;
@@ -1036,6 +1099,18 @@ int rmsgi_conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	rmsgi_list_add_tail(&c->sendq, &op->link);
 	rmsgi_ctx_mark_dirty(c->ctx, c);
 	return 0;
+}
+
+int rmsgi_conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+		    uint32_t aux, bool unbounded, rmsg_done_cb cb, void *arg)
+{
+	return conn_send(c, iov, iovcnt, aux, unbounded, cb, arg);
+}
+
+int rmsg_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+	      rmsg_done_cb cb, void *arg)
+{
+	return conn_send(c, iov, iovcnt, 0, false, cb, arg);
 }
 
 const char *rmsgi_fallback_text(int reason)

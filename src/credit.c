@@ -13,11 +13,3 @@ void rmsgi_credit_init(struct rmsgi_credit *cr, uint32_t peer_grant,
 	 * streaming peer never drains its window */
 	cr->threshold = my_grant / 4 < 2 ? 2 : my_grant / 4;
 }
-
-int rmsgi_credit_returned(struct rmsgi_credit *cr, uint32_t n, uint32_t grant)
-{
-	if (n > grant || cr->avail + n > grant)
-		return -EPROTO;
-	cr->avail += n;
-	return 0;
-}

@@ -12,6 +12,7 @@
 #ifndef RMSG_CREDIT_H
 #define RMSG_CREDIT_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -24,8 +25,6 @@ struct rmsgi_credit {
 /* @peer_grant: buffers the peer gave us; @my_grant: buffers we gave it */
 void rmsgi_credit_init(struct rmsgi_credit *cr, uint32_t peer_grant,
 		       uint32_t my_grant);
-/* the peer returned @n credits; -EPROTO if that exceeds the grant */
-int rmsgi_credit_returned(struct rmsgi_credit *cr, uint32_t n, uint32_t grant);
 
 /* the per-frame ones are inline: they run for every message */
 
@@ -50,6 +49,16 @@ static inline uint16_t rmsgi_credit_take(struct rmsgi_credit *cr)
 static inline void rmsgi_credit_freed(struct rmsgi_credit *cr)
 {
 	cr->to_return++;
+}
+
+/* the peer returned @n credits; -EPROTO if that exceeds the grant */
+static inline int rmsgi_credit_returned(struct rmsgi_credit *cr, uint32_t n,
+					uint32_t grant)
+{
+	if (cr->avail > grant || n > grant - cr->avail)
+		return -EPROTO;
+	cr->avail += n;
+	return 0;
 }
 
 /* should an explicit CREDIT frame go out? */

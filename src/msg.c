@@ -5,25 +5,6 @@
  */
 #include "rmsg_int.h"
 
-void rmsgi_msg_init(struct rmsg_msg *m, struct rmsg_conn *c, const void *data,
-		    size_t len)
-{
-	rmsgi_list_init(&m->link);
-	m->conn = c;
-	m->data = data;
-	m->len = len;
-	m->ready = 1;
-	m->held = 0;
-	m->in_cb = 0;
-}
-
-void rmsgi_msg_after_cb(struct rmsg_msg *m)
-{
-	if (m->held)
-		return;
-	m->free_fn(m);
-}
-
 const void *rmsg_msg_data(const struct rmsg_msg *m)
 {
 	return m ? m->data : NULL;

@@ -38,8 +38,11 @@
 #ifndef RMSG_PROTO_H
 #define RMSG_PROTO_H
 
+#include <endian.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define RMSGI_MAGIC 0xa7
 #define RMSGI_PROTO_VERSION 1
@@ -98,45 +101,99 @@ struct rmsgi_rma {
 	uint64_t len; /* READ_REQ only */
 };
 
-/* little-endian loads and stores, shared by every wire codec */
+/* little-endian loads and stores, shared by every wire codec; one
+ * unaligned move each on a little-endian host */
 static inline void rmsgi_put16(uint8_t *p, uint16_t v)
 {
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
+	v = htole16(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static inline void rmsgi_put32(uint8_t *p, uint32_t v)
 {
-	rmsgi_put16(p, (uint16_t)v);
-	rmsgi_put16(p + 2, (uint16_t)(v >> 16));
+	v = htole32(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static inline void rmsgi_put64(uint8_t *p, uint64_t v)
 {
-	rmsgi_put32(p, (uint32_t)v);
-	rmsgi_put32(p + 4, (uint32_t)(v >> 32));
+	v = htole64(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static inline uint16_t rmsgi_get16(const uint8_t *p)
 {
-	return (uint16_t)(p[0] | (p[1] << 8));
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le16toh(v);
 }
 
 static inline uint32_t rmsgi_get32(const uint8_t *p)
 {
-	return rmsgi_get16(p) | ((uint32_t)rmsgi_get16(p + 2) << 16);
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le32toh(v);
 }
 
 static inline uint64_t rmsgi_get64(const uint8_t *p)
 {
-	return rmsgi_get32(p) | ((uint64_t)rmsgi_get32(p + 4) << 32);
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
 }
 
-void rmsgi_hdr_encode(const struct rmsgi_hdr *h, void *buf);
+/*
+ * The header codec runs for every frame, so it is inline and works on
+ * whole words: bytes 0-7 are magic, version, type, flags, credits and
+ * the reserved u16; bytes 8-15 aux and the reserved u32.
+ */
+#define RMSGI_HDR_W0_FIXED ((uint64_t)RMSGI_MAGIC | RMSGI_PROTO_VERSION << 8)
+/* the bits of word 0 that must equal RMSGI_HDR_W0_FIXED: magic,
+ * version, flags and the reserved u16 */
+#define RMSGI_HDR_W0_MASK 0xffff0000ff00ffffull
+
+static inline void rmsgi_hdr_encode(const struct rmsgi_hdr *h, void *buf)
+{
+	uint8_t *p = buf;
+
+	rmsgi_put64(p, RMSGI_HDR_W0_FIXED | (uint64_t)h->type << 16 |
+			       (uint64_t)h->flags << 24 |
+			       (uint64_t)h->credits << 32);
+	rmsgi_put64(p + 8, h->aux);
+	rmsgi_put64(p + 16, h->len);
+	rmsgi_put64(p + 24, h->id);
+}
+
+/* the per-type rules of rmsgi_hdr_decode() for every type but DATA */
+int rmsgi_hdr_check_type(const struct rmsgi_hdr *h, uint64_t max_len);
+
 /* validates: -EPROTO for a bad magic, version, type or reserved field,
  * -EMSGSIZE for a length above @max_len */
-int rmsgi_hdr_decode(const void *buf, size_t avail, uint64_t max_len,
-		     struct rmsgi_hdr *h);
+static inline int rmsgi_hdr_decode(const void *buf, size_t avail,
+				   uint64_t max_len, struct rmsgi_hdr *h)
+{
+	const uint8_t *p = buf;
+	uint64_t w0, w1;
+
+	if (avail < RMSGI_HDR_SIZE)
+		return -EPROTO;
+	w0 = rmsgi_get64(p);
+	w1 = rmsgi_get64(p + 8);
+	if ((w0 & RMSGI_HDR_W0_MASK) != RMSGI_HDR_W0_FIXED || (w1 >> 32))
+		return -EPROTO;
+	h->type = (uint8_t)(w0 >> 16);
+	h->flags = 0;
+	h->credits = (uint16_t)(w0 >> 32);
+	h->aux = (uint32_t)w1;
+	h->len = rmsgi_get64(p + 16);
+	h->id = rmsgi_get64(p + 24);
+	if (h->type == RMSGI_T_DATA)
+		return h->len > max_len ? -EMSGSIZE : 0;
+	return rmsgi_hdr_check_type(h, max_len);
+}
 
 /* returns the encoded size */
 size_t rmsgi_hello_encode(const struct rmsgi_hello *h, void *buf);

@@ -156,6 +156,12 @@ struct rmsg_msg {
 	uint8_t ready; /* payload complete (rendezvous read done) */
 	uint8_t held;
 	uint8_t in_cb;
+	/* set by a transport that takes the message back itself once
+	 * rmsgi_conn_rx() returns; conn.c, done with it before that, clears
+	 * it and returns the credit instead of calling free_fn. Still set
+	 * on return: the app holds it (the transport then clears it, and
+	 * free_fn runs on release). */
+	uint8_t lent;
 	uint32_t aux;
 	uint64_t id;
 	/* gives the memory back to the transport that owns it */
@@ -344,6 +350,10 @@ struct rmsg_conn {
 	struct rmsg_conn_ops ops;
 	void *arg;
 	enum rmsgi_conn_state state;
+	/* rmsg_send may write a message of fewer bytes than this inside the
+	 * call (send_direct); 0 outside ESTABLISHED or on a transport
+	 * without RMSGI_TR_CAP_POST_AT_ONCE. Follows state (set_state). */
+	size_t direct_lim;
 	int refs;
 	uint32_t id;
 	bool is_server;
@@ -457,10 +467,18 @@ void rmsgi_async_fini(struct rmsg_ctx *ctx);
 /* text of why auto:// fell back to TCP */
 const char *rmsgi_fallback_text(int reason);
 
-/* message objects (msg.c) */
-void rmsgi_msg_init(struct rmsg_msg *m, struct rmsg_conn *c, const void *data,
-		    size_t len);
-/* after on_msg: frees the message unless the app holds it */
-void rmsgi_msg_after_cb(struct rmsg_msg *m);
+/* message objects (msg.c); runs for every received frame */
+static inline void rmsgi_msg_init(struct rmsg_msg *m, struct rmsg_conn *c,
+				  const void *data, size_t len)
+{
+	rmsgi_list_init(&m->link);
+	m->conn = c;
+	m->data = data;
+	m->len = len;
+	m->ready = 1;
+	m->held = 0;
+	m->in_cb = 0;
+	m->lent = 0;
+}
 
 #endif /* RMSG_INT_H */

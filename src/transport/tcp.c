@@ -125,8 +125,6 @@ struct tcp_msg {
 	struct tcp_msg *next; /* free list */
 	struct tcp_rbuf *rb;  /* held: the read buffer it pins */
 	void *heap;	      /* held: payload memory it owns */
-	bool lent;	      /* the read path still watches it */
-	bool freed;	      /* free_fn ran while lent */
 };
 
 struct tcp_conn {
@@ -177,8 +175,10 @@ struct tcp_conn {
 	struct rmsgi_hdr big_hdr;
 	uint8_t *spare; /* large-frame memory kept for reuse */
 	size_t spare_cap;
-	size_t rneed;	 /* bytes the partial frame in rb still lacks */
-	bool big_streak; /* the last frame was large: read headers alone */
+	size_t rneed;	     /* bytes the partial frame in rb still lacks */
+	bool big_streak;     /* the last frame was large: read headers alone */
+	struct tcp_msg *rxm; /* message object for the next frame: each
+				frame reuses it unless the app held it */
 };
 
 static const uint8_t tcp_empty[1];
@@ -348,8 +348,6 @@ static struct tcp_msg *tcp_msg_get(struct tcp_ctx *t)
 	}
 	w->rb = NULL;
 	w->heap = NULL;
-	w->lent = false;
-	w->freed = false;
 	return w;
 }
 
@@ -374,9 +372,9 @@ static void tcp_msg_free(struct rmsg_msg *m)
 	struct tcp_msg *w = RMSGI_CONTAINER_OF(m, struct tcp_msg, m);
 	struct rmsg_conn *c = m->conn;
 
-	if (w->lent) {
+	if (m->lent) {
 		/* the read path recycles it and whatever memory it used */
-		w->freed = true;
+		m->lent = 0;
 	} else {
 		if (w->rb)
 			tcp_rbuf_put(w->t, w->rb);
@@ -444,6 +442,8 @@ static void tcp_conn_release(struct tcp_conn *tc)
 		tcp_rbuf_put(tc->t, tc->rb);
 	free(tc->big);
 	free(tc->spare);
+	if (tc->rxm)
+		tcp_msg_put(tc->rxm);
 	tc->c->tr_priv = NULL;
 	free(tc);
 }
@@ -804,33 +804,40 @@ static void tcp_big_recycle(struct tcp_conn *tc, uint8_t *p, size_t cap)
 
 /* hands a frame to conn.c; @own is memory of its own (@cap bytes) that
  * holds the payload, else the payload is a view into tc->rb */
-static void tcp_deliver(struct tcp_conn *tc, const struct rmsgi_hdr *h,
-			const uint8_t *data, uint8_t *own, size_t cap)
+static inline __attribute__((always_inline)) void
+tcp_deliver(struct tcp_conn *tc, const struct rmsgi_hdr *h, const uint8_t *data,
+	    uint8_t *own, size_t cap)
 {
 	struct rmsg_conn *c = tc->c;
-	struct tcp_msg *w = tcp_msg_get(tc->t);
+	struct tcp_msg *w = tc->rxm;
 	size_t len = (size_t)h->len;
 
-	if (!w) {
-		if (own)
-			tcp_big_recycle(tc, own, cap);
-		tcp_conn_end(tc, -ENOMEM, NULL);
-		return;
+	if (RMSGI_UNLIKELY(!w)) {
+		w = tcp_msg_get(tc->t);
+		if (!w) {
+			if (own)
+				tcp_big_recycle(tc, own, cap);
+			tcp_conn_end(tc, -ENOMEM, NULL);
+			return;
+		}
+		w->m.free_fn = tcp_msg_free;
+		w->m.tr_priv = NULL;
+		tc->rxm = w;
 	}
 	rmsgi_msg_init(&w->m, c, len ? data : tcp_empty, len);
-	w->m.free_fn = tcp_msg_free;
-	w->m.tr_priv = NULL;
-	w->lent = true;
+	w->m.lent = 1;
 	rmsgi_conn_rx(c, h, &w->m);
-	w->lent = false;
-	if (w->freed) {
+	if (RMSGI_LIKELY(!w->m.lent)) {
+		/* done with: it serves the next frame */
 		if (own)
 			tcp_big_recycle(tc, own, cap);
-		tcp_msg_put(w);
 		return;
 	}
 	/* held past on_msg: the app may keep the pointer it was shown, so
-	 * the payload stays where it is */
+	 * the payload stays where it is, and the object is the app's until
+	 * it releases it (tcp_msg_free) */
+	w->m.lent = 0;
+	tc->rxm = NULL;
 	if (own) {
 		w->heap = own;
 	} else if (len) {
@@ -1017,11 +1024,14 @@ static void tcp_parse(struct tcp_conn *tc)
 			break;
 		}
 		ret = rmsgi_hdr_decode(p, avail, max, &h);
-		if (!ret)
-			ret = tcp_check_type(tc, &h);
-		if (ret) {
-			tcp_conn_end(tc, ret, NULL);
-			return;
+		if (RMSGI_UNLIKELY(ret || h.type != RMSGI_T_DATA ||
+				   tc->phase != TCP_PH_OPEN)) {
+			if (!ret)
+				ret = tcp_check_type(tc, &h);
+			if (ret) {
+				tcp_conn_end(tc, ret, NULL);
+				return;
+			}
 		}
 		if (avail - RMSGI_HDR_SIZE < h.len) {
 			if (h.len > TCP_RBUF_FRAME_MAX) {
@@ -1038,7 +1048,12 @@ static void tcp_parse(struct tcp_conn *tc)
 		 * a view like them; the next large one is read apart */
 		tc->big_streak = h.len > TCP_RBUF_FRAME_MAX;
 		tc->rhead += RMSGI_HDR_SIZE + (size_t)h.len;
-		tcp_frame(tc, &h, p + RMSGI_HDR_SIZE, NULL, 0);
+		if (RMSGI_LIKELY(tc->phase == TCP_PH_OPEN))
+			tcp_deliver(tc, &h, p + RMSGI_HDR_SIZE, NULL, 0);
+		else
+			tcp_frame(tc, &h, p + RMSGI_HDR_SIZE, NULL, 0);
+		if (tc->rhead == tc->rtail)
+			break; /* all parsed: nothing is partial */
 	}
 	if (!tc->ended)
 		tcp_rbuf_compact(tc);
@@ -1090,10 +1105,6 @@ static void tcp_read(struct tcp_conn *tc)
 			tcp_conn_end(tc, -ECONNRESET, NULL);
 			return;
 		}
-		/* bytes show the peer alive, also in the middle of a frame:
-		 * a large one can take longer than the keepalive bound, and
-		 * the peer's answers to our probes queue up behind it */
-		tc->c->last_rx = ev_now(tc->t->ctx->loop);
 		if (tc->big) {
 			size_t k = RMSGI_MIN((size_t)r, bigrest);
 
@@ -1105,6 +1116,12 @@ static void tcp_read(struct tcp_conn *tc)
 			tc->rtail += (size_t)r;
 		}
 		tcp_parse(tc);
+		/* bytes show the peer alive, also in the middle of a frame:
+		 * a large one can take longer than the keepalive bound, and
+		 * the peer's answers to our probes queue up behind it
+		 * (whole frames tell rmsgi_conn_rx() so themselves) */
+		if (tc->big || tc->rneed)
+			tc->c->last_rx = ev_now(tc->t->ctx->loop);
 		if ((size_t)r < want)
 			return; /* drained: skip the read that says EAGAIN */
 	}
