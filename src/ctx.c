@@ -129,9 +129,13 @@ static void ctx_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 	rmsgi_ctx_flush(ctx);
 	if (ctx->cfg.busy_poll_us && !rmsgi_list_empty(&ctx->conns) &&
 	    ctx_can_poll(ctx)) {
+		unsigned spins = 0;
+
 		budget = (uint64_t)ctx->cfg.busy_poll_us * 1000;
 		start = now_ns();
-		while (now_ns() - start < budget) {
+		/* the clock is read every 16th empty poll only: a tighter
+		 * spin notices a completion sooner */
+		while ((++spins & 15) || now_ns() - start < budget) {
 			if (ctx_poll(ctx, false) > 0) {
 				rmsgi_ctx_flush(ctx);
 				start = now_ns();
