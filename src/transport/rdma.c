@@ -1740,8 +1740,14 @@ static int rdma_poll(struct rmsg_ctx *ctx, bool arm)
 	/* released receive buffers go back when the CQ is found empty (off
 	 * the critical path: while waiting for the peer) or by the batch
 	 * (rxbuf_release) */
+	/* released receive buffers go back before the loop sleeps; while
+	 * it spins (busy poll), only when the CQ is found empty, off the
+	 * critical path. (Reposting after the drain before sleeping too
+	 * made event-mode round trips 2.4x slower on rxe, measured.) */
+	if (r->repost && arm)
+		rx_repost(r);
 	n = cq_drain(r);
-	if (n == 0 && r->repost)
+	if (r->repost && !arm && n == 0)
 		rx_repost(r);
 	if (arm) {
 		ibv_req_notify_cq(r->cq, 0);
