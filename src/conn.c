@@ -385,6 +385,17 @@ static inline void msg_after_cb(struct rmsg_conn *c, struct rmsg_msg *m)
 	m->free_fn(m);
 }
 
+/* hands a message to on_msg, then frees it unless the app holds it */
+static inline void call_on_msg(struct rmsg_conn *c, struct rmsg_msg *m)
+{
+	m->in_cb = 1;
+	c->ctx->in_cb++;
+	c->ops.on_msg(c, m, c->arg);
+	c->ctx->in_cb--;
+	m->in_cb = 0;
+	msg_after_cb(c, m);
+}
+
 /* delivers received messages in order, stopping at an unfinished one */
 static void deliver_rx(struct rmsg_conn *c)
 {
@@ -422,12 +433,7 @@ static void deliver_rx(struct rmsg_conn *c)
 			m->free_fn(m);
 			continue;
 		}
-		m->in_cb = 1;
-		c->ctx->in_cb++;
-		c->ops.on_msg(c, m, c->arg);
-		c->ctx->in_cb--;
-		m->in_cb = 0;
-		msg_after_cb(c, m);
+		call_on_msg(c, m);
 	}
 }
 
@@ -671,12 +677,7 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	m->aux = 0;
 	m->id = h->id;
 	rmsgi_conn_get(c);
-	m->in_cb = 1;
-	c->ctx->in_cb++;
-	c->ops.on_msg(c, m, c->arg);
-	c->ctx->in_cb--;
-	m->in_cb = 0;
-	msg_after_cb(c, m);
+	call_on_msg(c, m);
 	rmsgi_conn_put(c);
 	return 0;
 }
