@@ -107,9 +107,11 @@ none) pin_srv="" pin_cli="" ;;
 *) echo "compare-tcp.sh: PIN must be same, split or none" >&2; exit 2 ;;
 esac
 
-port=$((20000 + $$ % 20000))
+# below the ephemeral range (32768 up), so no client's local port takes
+# the next server's; a port any socket still uses is skipped
+port=$((20000 + $$ % 10000))
 listening() {
-	ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
+	ss -Htan "sport = :$1" 2>/dev/null | grep -q .
 }
 next_port() {
 	port=$((port + 1))

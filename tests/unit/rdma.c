@@ -1010,6 +1010,69 @@ static void send__copy_reg_failure(void **state)
 	assert_int_equal(mock.n_sent, 1);
 }
 
+/* the first send of a loop iteration on an idle connection is posted
+ * inside rmsg_send(), inline and signalled; its callback still waits for
+ * the loop; the next ones in the same iteration batch as before */
+static void send__direct_first_of_iteration(void **state)
+{
+	struct rt *t = *state;
+	const struct mock_send_wr *w;
+	struct rmsgi_hdr h;
+	int status;
+
+	connect_peer(t, 32, 8192);
+	ev_sleep(0.002);
+	ev_now_update(t->loop);
+	assert_int_equal(send_str(t, "direct", 0), 0);
+	assert_int_equal(mock.n_post_send, 1);
+	assert_int_equal(mock.last_chain, 1);
+	w = &mock.sent[0];
+	assert_true(w->send_flags & IBV_SEND_INLINE);
+	assert_true(w->send_flags & IBV_SEND_SIGNALED);
+	sent_hdr(w, &h);
+	assert_int_equal(h.type, RMSGI_T_DATA);
+	assert_int_equal(h.len, 6);
+	assert_int_equal(count(t, 'S'), 0); /* never inside rmsg_send */
+	/* same iteration: queued, one doorbell at the flush */
+	assert_int_equal(send_str(t, "queued", 1), 0);
+	assert_int_equal(send_str(t, "queued", 2), 0);
+	assert_int_equal(mock.n_post_send, 1);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(mock.n_post_send, 2);
+	assert_int_equal(mock.last_chain, 2);
+	/* inline: the memory was free at once, so its callback ran at the
+	 * flush, before any completion */
+	assert_int_equal(done_count(t, 0, &status), 1);
+	assert_int_equal(status, 0);
+	assert_int_equal(done_count(t, 1, NULL), 0);
+	assert_int_equal(mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS), 3);
+	pump(t);
+	assert_int_equal(count(t, 'S'), 3);
+	assert_int_equal(mock.n_bad_sge, 0);
+}
+
+/* a direct post the device refuses is not reported inside rmsg_send():
+ * the send takes the queue and fails from the loop like any other */
+static void send__direct_post_failure(void **state)
+{
+	struct rt *t = *state;
+	int status;
+
+	connect_peer(t, 32, 8192);
+	ev_sleep(0.002);
+	ev_now_update(t->loop);
+	mock.post_send_ret = ENOMEM;
+	assert_int_equal(send_str(t, "x", 0), 0);
+	assert_int_equal(t->closed, 0);
+	assert_int_equal(count(t, 'S'), 0);
+	mock.post_send_ret = ENOMEM;
+	pump(t);
+	assert_int_equal(done_count(t, 0, &status), 1);
+	assert_int_equal(status, -ENOMEM);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -ENOMEM);
+}
+
 /* ------------------------------------------------------------------ */
 /* post and completion failures                                         */
 
@@ -1743,6 +1806,8 @@ int main(void)
 		T(send__rendezvous),
 		T(send__rendezvous_reg_failure),
 		T(send__copy_reg_failure),
+		T(send__direct_first_of_iteration),
+		T(send__direct_post_failure),
 		T(send__post_send_failure),
 		T(send__post_send_partial_failure),
 		T(send__wc_error_statuses),
