@@ -4,7 +4,9 @@
 # on this machine ('make check'), the Python binding's tests, the wire
 # decoder fuzzed for a minute, the suite under ASan/UBSan and the TCP
 # tests under valgrind, then the integration tests over RDMA on Soft-RoCE
-# inside a qemu VM ('make check-rxe') and the binding's tests there.
+# inside a qemu VM ('make check-rxe') and the binding's tests there. The
+# benchmark comparisons run once each in their quick mode (TCP here, RDMA
+# in the VM): they must work and parse; no figure is asserted.
 set -e
 cd "$(dirname "$0")"
 scripts/setup.sh test
@@ -20,6 +22,8 @@ make -s -j"$(nproc)" check || {
 # the figures the fault tests reported (docs/reliability.md quotes them)
 grep -h -E '^(tcp|rdma|figure): |^[a-z_]+: (tcp|rdma|[0-9])' tests/fault/*.log || true
 make -s check-python
+# the benchmark comparison once, quick: it works and parses (issue 7)
+BUILDDIR=$PWD bench/check-quick.sh tcp
 rel=$(date +%s)
 tests/fuzz/run.sh "${FUZZ_SECONDS:-60}"
 scripts/sanitize.sh
@@ -28,6 +32,7 @@ mid=$(date +%s)
 make -s check-rxe
 RMSG_TEST_TRANSPORT=rdma tests/vm/run-in-vm.sh -q -t 900 -- \
 	bindings/python/run-tests.sh
+tests/vm/run-in-vm.sh -q -t 600 -- bench/check-quick.sh rdma
 end=$(date +%s)
 echo "test.sh: host suite $((rel - start)) s, reliability $((mid - rel)) s," \
 	"RDMA suite in VM $((end - mid)) s"

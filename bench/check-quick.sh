@@ -1,0 +1,64 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# check-quick.sh tcp|rdma - runs a comparison script once in its --quick
+# mode and checks that it works and that its table parses: every metric
+# is there, with positive numbers. Not a benchmark: nothing is asserted
+# about the figures (test.sh runs `tcp` on the host, and `rdma` inside
+# the Soft-RoCE VM, where perftest is on the host's PATH).
+here=$(cd "$(dirname "$0")" && pwd)
+kind=${1:?usage: check-quick.sh tcp|rdma}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/check-quick.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' 0
+
+case $kind in
+tcp)
+	script=compare-tcp.sh
+	metrics=("ping-pong 64 B" "stream 64 KiB, MB/s, 32" "stream 64 KiB, MB/s, 12"
+		"instructions per 64 B")
+	;;
+rdma)
+	script=compare-rdma.sh
+	metrics=("lat_poll | 64 " "lat_event | 64 " "bw_write | 65536 "
+		"rate_send | 64 ")
+	;;
+*)
+	echo "check-quick.sh: tcp or rdma, not '$kind'" >&2
+	exit 2
+	;;
+esac
+
+RESULTS=$tmp/results.txt "$here/$script" --quick > "$tmp/out" 2>&1
+rc=$?
+if [ $rc != 0 ]; then
+	echo "FAIL: $script --quick exited $rc"
+	tail -n 30 "$tmp/out"
+	exit 1
+fi
+bad=0
+for m in "${metrics[@]}"; do
+	row=$(grep -F "| $m" "$tmp/out" | head -n 1)
+	if [ -z "$row" ]; then
+		echo "FAIL: no row for '$m'"
+		bad=1
+		continue
+	fi
+	# librmsg, baseline and ratio: numbers above zero
+	if ! printf '%s\n' "$row" | awk -F'|' -v m="$m" '{
+		n = split(m, a, "|"); c = n + 2
+		for (i = c; i < c + 3; i++) {
+			v = $i; gsub(/ /, "", v)
+			if (v !~ /^[0-9.e+]+$/ || v + 0 <= 0) exit 1
+		}
+	}'; then
+		echo "FAIL: not a row of positive numbers: $row"
+		bad=1
+	fi
+done
+[ -s "$tmp/results.txt" ] || { echo "FAIL: $script wrote no results"; bad=1; }
+if [ $bad != 0 ]; then
+	sed 's/^/    /' "$tmp/out"
+	exit 1
+fi
+grep '^|' "$tmp/out"
+echo "PASS: $script --quick ran and its ${#metrics[@]} metrics parse"
