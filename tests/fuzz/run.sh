@@ -43,9 +43,9 @@ printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)\n{ (void)d; (
 	>/dev/null 2>&1 || skip "$CC cannot link -fsanitize=fuzzer"
 
 # the sources linked into the target: proto.c and mr.c are what is
-# fuzzed, log.c is mr.c's only dependency. If mr.c gains one, add its
-# source here.
-SRCS="src/proto.c src/mr.c src/log.c"
+# fuzzed, log.c and pool.c (the registration budget) are mr.c's
+# dependencies. If mr.c gains one, add its source here.
+SRCS="src/proto.c src/mr.c src/log.c src/pool.c"
 
 if [ "${1:-}" = --regen ]; then
 	# shellcheck disable=SC2086
