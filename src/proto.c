@@ -17,8 +17,7 @@ int rmsgi_hdr_check_type(const struct rmsgi_hdr *h, uint64_t max_len)
 	if (h->type == 0 || h->type >= RMSGI_T_MAX_)
 		return -EPROTO;
 	switch (h->type) {
-	case RMSGI_T_DATA:
-	case RMSGI_T_RNDV_REQ:
+	case RMSGI_T_RNDV_REQ: /* DATA is checked inline (proto.h) */
 		if (h->len > max_len)
 			return -EMSGSIZE;
 		break;

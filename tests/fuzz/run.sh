@@ -153,15 +153,18 @@ if [ "${FUZZ_COVERAGE:-1}" = 1 ] && [ -n "$prof" ] && [ -n "$lcov" ]; then
 			"$B/corpus" >"$B/cov.log" 2>&1 &&
 		"$prof" merge -sparse "$B/cov.profraw" -o "$B/cov.profdata"; then
 		(cd "$top" && "$lcov" report "$B/fuzz_cov" \
-			-instr-profile="$B/cov.profdata" src/proto.c) \
+			-instr-profile="$B/cov.profdata" src/proto.c \
+			src/proto.h) \
 			>"$B/coverage.txt" 2>&1 || true
 		(cd "$top" && "$lcov" report -show-functions "$B/fuzz_cov" \
 			-instr-profile="$B/cov.profdata" src/mr.c) 2>&1 |
 			grep -E '^(Name|rmsgi_desc)' >>"$B/coverage.txt" || true
-		# TOTAL: regions, missed, %, functions, missed, %, lines,
+		# per file: regions, missed, %, functions, missed, %, lines,
 		# missed, %, branches, missed, %
-		lines=$(awk '/^TOTAL/ { print "src/proto.c lines " $10 \
-			", branches " $13 }' "$B/coverage.txt")
+		lines=$(awk '$1 ~ /proto\.[ch]$/ { n = split($1, p, "/")
+			printf "%ssrc/%s regions %s, lines %s, branches %s",
+				sep, p[n], $4, $10, $13; sep = "; " }' \
+			"$B/coverage.txt")
 	fi
 fi
 t1=$(date +%s)
