@@ -32,8 +32,8 @@ for t in "$@"; do
 		# the figures a test reports ("tcp: ...", "rdma: ..."), else
 		# its last line
 		log="/tmp/$(basename "$t").$transport.log"
-		if grep -q -E '^(tcp|rdma|figure): ' "$log"; then
-			grep -E '^(tcp|rdma|figure): ' "$log"
+		if grep -q -E '^(tcp|rdma|figure): |^[a-z_]+: (tcp|rdma|[0-9])' "$log"; then
+			grep -E '^(tcp|rdma|figure): |^[a-z_]+: (tcp|rdma|[0-9])' "$log"
 		else
 			tail -n 1 "$log"
 		fi | sed 's/^/    /'
