@@ -192,7 +192,7 @@ static void rx_close(struct rmsg_conn *c, int reason, void *arg)
 {
 	struct receiver *r = arg;
 
-	if (reason && reason != -ECONNRESET)
+	if (reason && reason != -ESHUTDOWN)
 		fprintf(stderr, "bulk: sender left: %s\n",
 			rmsg_strerror(reason));
 	/* no operation uses the region any more: on_close is the last

@@ -250,6 +250,44 @@ static void drop_rx(struct rmsg_conn *c)
 	}
 }
 
+/* why the peer's end went: a reset after its BYE was a close on purpose */
+static int peer_reason(const struct rmsg_conn *c, int reason)
+{
+	if (!reason || reason == -ECONNRESET)
+		return c->peer_bye ? -ESHUTDOWN : -ECONNRESET;
+	return reason;
+}
+
+/*
+ * The last frame of a local close, behind the work already posted (what
+ * was only queued is cancelled): a CREDIT frame marked BYE, so that the
+ * peer reports -ESHUTDOWN, not -ECONNRESET. Skipped without a credit for
+ * it; the peer then sees a reset.
+ */
+static void send_bye(struct rmsg_conn *c)
+{
+	struct rmsgi_op *op;
+
+	if (!c->tr || c->tr_down || !rmsgi_credit_can_send(&c->cr, false))
+		return;
+	op = rmsgi_op_get(c->ctx);
+	if (!op)
+		return;
+	op->kind = RMSGI_OP_CTRL;
+	op->type = RMSGI_T_CREDIT;
+	op->aux = RMSGI_CREDIT_BYE;
+	op->credits = rmsgi_credit_take(&c->cr);
+	c->peer_avail += op->credits;
+	op->posted = 1;
+	if (c->tr->post(c, op)) {
+		op->posted = 0;
+		rmsgi_op_put(c->ctx, op);
+		return;
+	}
+	if (c->tr->kick)
+		c->tr->kick(c);
+}
+
 void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 			  const struct rmsgi_hello *h)
 {
@@ -266,7 +304,7 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 		c->peer_pdata_len = h->pdata_len;
 		memcpy(c->peer_pdata, h->pdata, h->pdata_len);
 	}
-	c->close_reason = reason ? reason : -ECONNRESET;
+	c->close_reason = peer_reason(c, reason);
 	set_state(c, RMSGI_CS_CLOSING);
 	cancel_queued(c, c->close_reason);
 	drop_rx(c);
@@ -291,7 +329,7 @@ void rmsgi_conn_ev_down(struct rmsg_conn *c)
 	c->tr_down = true;
 	if (c->state < RMSGI_CS_CLOSING) {
 		/* a backend that went down without saying why */
-		c->close_reason = -ECONNRESET;
+		c->close_reason = peer_reason(c, 0);
 		set_state(c, RMSGI_CS_CLOSING);
 		cancel_queued(c, c->close_reason);
 	}
@@ -327,6 +365,8 @@ int rmsg_conn_close(struct rmsg_conn *c)
 	set_state(c, RMSGI_CS_CLOSING);
 	cancel_queued(c, -ECANCELED);
 	drop_rx(c);
+	if (c->was_established)
+		send_bye(c);
 	if (c->tr)
 		c->tr->disconnect(c);
 	else
@@ -610,6 +650,8 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		m->free_fn(m);
 		if (h->aux == RMSGI_CREDIT_PROBE)
 			rmsgi_keepalive_answer(c);
+		else if (h->aux == RMSGI_CREDIT_BYE)
+			c->peer_bye = true; /* its end follows */
 		return 0;
 	case RMSGI_T_IMM:
 		/* RDMA: a write-with-immediate landed (native, or the end of

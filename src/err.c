@@ -98,7 +98,10 @@ static const struct {
 	{EHOSTUNREACH, "host unreachable: no route to the peer (RDMA: "
 		       "the route or address did not resolve)"},
 	{ENETUNREACH, "network unreachable: no route to the peer"},
-	{ECONNRESET, "connection reset: the peer closed or died"},
+	{ECONNRESET, "connection reset: the peer died, or its end was reset "
+		     "without closing"},
+	{ESHUTDOWN, "peer closed: the peer closed the connection "
+		    "(rmsg_conn_close)"},
 	{ECONNABORTED, "connection aborted by the local side"},
 	{EPROTONOSUPPORT, "unknown URI scheme: use rdma://, tcp:// or "
 			  "auto://"},

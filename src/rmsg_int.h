@@ -360,7 +360,8 @@ struct rmsg_conn {
 	bool in_accept;
 	bool want_writable;
 	bool dirty;
-	bool tr_down; /* transport reported it is gone */
+	bool tr_down;  /* transport reported it is gone */
+	bool peer_bye; /* the peer said it closes (RMSGI_CREDIT_BYE) */
 	bool was_established;
 	bool app_accepted;  /* the accept callback said yes */
 	bool auto_fallback; /* auto://: TCP if RDMA cannot connect */
@@ -458,6 +459,10 @@ void rmsgi_keepalive_start(struct rmsg_conn *c);
 void rmsgi_keepalive_stop(struct rmsg_conn *c);
 /* a CREDIT frame with this aux asks the peer to answer at once */
 #define RMSGI_CREDIT_PROBE 1
+/* ... and with this one is the last frame of a local close: the peer's
+ * on_close then says -ESHUTDOWN, not -ECONNRESET (older peers see a
+ * plain CREDIT frame) */
+#define RMSGI_CREDIT_BYE 2
 void rmsgi_keepalive_answer(struct rmsg_conn *c);
 
 /* cross-thread submission (async.c) */

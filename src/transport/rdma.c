@@ -885,6 +885,8 @@ static int cm_status_err(int status, int dflt)
 	return status < 0 && status > -4096 ? status : dflt;
 }
 
+static int cq_drain(struct rdma_ctx *r);
+
 static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 {
 	struct rdma_conn *rc = ev->id->context;
@@ -960,7 +962,11 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 		rc_teardown(rc, cm_status_err(ev->status, -ECONNREFUSED));
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
-		rc_teardown(rc, -ECONNRESET);
+		/* what the peer sent before it left (its BYE among it) is
+		 * in the CQ, which this channel does not order against */
+		cq_drain(r);
+		if (!rc->buried)
+			rc_teardown(rc, -ECONNRESET);
 		break;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		rc_teardown(rc, -ENODEV);

@@ -75,6 +75,10 @@ static void on_close(struct rmsg_conn *c, int reason, void *arg)
 		T_ASSERT(reason == 0, "client close reason %d", reason);
 		T_ASSERT(send_cbs == sends, "%d callbacks for %d sends",
 			 send_cbs, sends);
+	} else {
+		/* the client closed on purpose: not a reset */
+		T_ASSERT(reason == -ESHUTDOWN, "server close reason %s",
+			 rmsg_strerror(reason));
 	}
 	if (closes == 2)
 		rmsg_listener_close(lis);

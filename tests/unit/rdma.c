@@ -1672,14 +1672,40 @@ static void close__lingers_for_posted_sends(void **state)
 	assert_int_equal(mock.n_id_with_qp, 0);
 }
 
-static void close__idle(void **state)
+/* the peer's BYE sits unpolled in the CQ when its disconnect arrives
+ * (two channels, no order between them): it is still seen, and the close
+ * reads -ESHUTDOWN; the messages before it are delivered first */
+static void close__peer_bye(void **state)
 {
 	struct rt *t = *state;
 
 	connect_peer(t, 32, 8192);
-	assert_int_equal(rmsg_conn_close(t->c), 0);
-	assert_int_equal(mock.n_disconnect, 1);
+	peer_data(t, "last words", 0);
+	peer_frame(t, RMSGI_T_CREDIT, 0, RMSGI_CREDIT_BYE, 0, 0, NULL, 0);
+	cm_event(t, t->id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
 	pump(t);
+	assert_int_equal(t->msgs, 1);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -ESHUTDOWN);
+}
+
+/* an idle close sends its BYE (a CREDIT frame marked so the peer
+ * reports -ESHUTDOWN) and disconnects once the device completed it */
+static void close__idle(void **state)
+{
+	struct rt *t = *state;
+	struct rmsgi_hdr h;
+
+	connect_peer(t, 32, 8192);
+	assert_int_equal(rmsg_conn_close(t->c), 0);
+	assert_int_equal(mock.n_sent, 1);
+	sent_hdr(&mock.sent[0], &h);
+	assert_int_equal(h.type, RMSGI_T_CREDIT);
+	assert_int_equal(h.aux, RMSGI_CREDIT_BYE);
+	assert_int_equal(mock.n_disconnect, 0);
+	assert_int_equal(mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS), 1);
+	pump(t);
+	assert_int_equal(mock.n_disconnect, 1);
 	assert_int_equal(t->closed, 1);
 	assert_int_equal(t->close_reason, 0);
 	assert_int_equal(mock.live_qp, 0);
@@ -1828,6 +1854,7 @@ int main(void)
 		T(rndv_rx__read_error_without_credit),
 		T(close__lingers_for_posted_sends),
 		T(close__idle),
+		T(close__peer_bye),
 		T(close__post_error_mid_batch),
 		T(ctx_destroy__live_conn),
 		T(ctx_destroy__unfinished_sends_canceled),
