@@ -700,6 +700,8 @@ static int rdma_resolve(const struct rmsgi_uri *u, bool passive,
 	hints.ai_port_space = RDMA_PS_TCP;
 	if (passive)
 		hints.ai_flags = RAI_PASSIVE;
+	if (u->src_len) /* a destination of the source's family */
+		hints.ai_family = u->src.ss_family;
 	snprintf(port, sizeof(port), "%u", u->port);
 	ret = rdma_getaddrinfo(u->host, port, &hints, res_p);
 	if (ret)
@@ -947,9 +949,10 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ADDR_ERROR:
 		/* a slice ran out (see RESOLVE_SLICE_MS): look again; the
 		 * connection's timer bounds the whole */
+		/* (the id stays bound, "?src=" included: no source again;
+		 * librdmacm has not filled the local address yet) */
 		if (rc->state == RC_RESOLVING && ev->status == -ETIMEDOUT &&
-		    rdma_resolve_addr(rc->id, rdma_get_local_addr(rc->id),
-				      rdma_get_peer_addr(rc->id),
+		    rdma_resolve_addr(rc->id, NULL, rdma_get_peer_addr(rc->id),
 				      RESOLVE_SLICE_MS) == 0)
 			break;
 		rc_teardown(rc, cm_status_err(ev->status, -EHOSTUNREACH));

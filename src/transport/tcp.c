@@ -67,6 +67,9 @@
 #define TCP_RBUF_CACHE 8
 #define TCP_SPARE_MAX ((size_t)16 << 20)
 #define TCP_HS_MAX (RMSGI_HDR_SIZE + RMSGI_HELLO_SIZE + RMSG_PRIVATE_DATA_MAX)
+/* a local close waits this long at most for its output and the peer's
+ * FIN (as RDMA lingers for its posted work) */
+#define TCP_LINGER_S 2.0
 /* a frame's header slot: the header and a one-sided op's RMA header */
 #define TCP_SLOT 64
 
@@ -140,9 +143,11 @@ struct tcp_conn {
 	bool in_accept;
 	bool blocked;	/* socket full: EV_WRITE drives the output */
 	bool want_room; /* post() said -EAGAIN */
+	bool lingering; /* local close: output, FIN, then the peer's FIN */
+	bool fin_sent;
 	ev_io rw;
 	ev_io ww;
-	ev_timer tmo; /* connection setup bound */
+	ev_timer tmo; /* connection setup bound, then the linger bound */
 
 	/* connecting */
 	struct addrinfo *ai_list;
@@ -264,20 +269,27 @@ static int tcp_gai_err(int err, bool passive)
 }
 
 /* small frames must not wait for the ACK of the previous one */
-/*
- * No Nagle. And with keepalive on, data the peer's kernel leaves
- * unacknowledged for the keepalive bound fails the socket (ETIMEDOUT):
- * a peer that cannot answer our probes (we hold all its credits) is
- * still found dead through the acknowledgements of what we send it. A
- * live peer's kernel acknowledges even when its application stalls or
- * its window is closed, so that never trips this.
- */
-static void tcp_sockopts(int fd, const struct rmsgi_cfgv *cfg)
+static void tcp_nodelay(int fd)
 {
-	unsigned bound = cfg->keepalive_ms * cfg->keepalive_misses;
 	int one = 1;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/*
+ * On an established socket, with keepalive on: data the peer's kernel
+ * leaves unacknowledged for the keepalive bound fails the socket
+ * (ETIMEDOUT), so a peer that cannot answer our probes (we hold all its
+ * credits) is still found dead through the acknowledgements of what we
+ * send it. A live peer's kernel acknowledges even when its application
+ * stalls (a window closed for longer than the bound also ends it, as
+ * keepalive would). Not before connect(): it would cut the handshake's
+ * retries short of the connection timeout.
+ */
+static void tcp_user_timeout(int fd, const struct rmsgi_cfgv *cfg)
+{
+	unsigned bound = cfg->keepalive_ms * cfg->keepalive_misses;
+
 	if (bound)
 		setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &bound,
 			   sizeof(bound));
@@ -462,6 +474,8 @@ static void tcp_conn_end(struct tcp_conn *tc, int reason,
 	if (tc->ended)
 		return;
 	tc->ended = true;
+	if (tc->lingering)
+		reason = 0; /* a local close: what is left is cancelled */
 	if (reason)
 		rmsgi_conn_ev_failed(c, reason, h);
 	tcp_timer_stop(tc->t->ctx->loop, &tc->tmo);
@@ -581,6 +595,16 @@ static void tcp_written(struct tcp_conn *tc, size_t done)
 }
 
 /* writes what the socket takes, gathering many frames per sendmsg() */
+/* lingering: once everything posted is written, the FIN; the end comes
+ * with the peer's FIN (tcp_read) or the linger timer */
+static void tcp_linger_step(struct tcp_conn *tc)
+{
+	if (tc->outq_len || tc->hs_off < tc->hs_len || tc->fin_sent)
+		return;
+	tc->fin_sent = true;
+	shutdown(tc->fd, SHUT_WR);
+}
+
 static void tcp_write(struct tcp_conn *tc)
 {
 	struct ev_loop *loop = tc->t->ctx->loop;
@@ -609,6 +633,8 @@ static void tcp_write(struct tcp_conn *tc)
 		if (!cnt) {
 			tc->blocked = false;
 			tcp_io_stop(loop, &tc->ww);
+			if (tc->lingering)
+				tcp_linger_step(tc);
 			return;
 		}
 		mh = (struct msghdr){.msg_iov = iov, .msg_iovlen = (size_t)cnt};
@@ -635,6 +661,8 @@ static void tcp_write(struct tcp_conn *tc)
 			/* all written (completions queue nothing new) */
 			tc->blocked = false;
 			tcp_io_stop(loop, &tc->ww);
+			if (tc->lingering)
+				tcp_linger_step(tc);
 			return;
 		}
 	}
@@ -1147,6 +1175,7 @@ static void tcp_connected(struct tcp_conn *tc)
 	struct rmsgi_hello h;
 
 	tcp_io_stop(loop, &tc->ww);
+	tcp_user_timeout(tc->fd, &tc->c->cfg);
 	freeaddrinfo(tc->ai_list);
 	tc->ai_list = tc->ai_next = NULL;
 	tc->phase = TCP_PH_HELLO;
@@ -1178,7 +1207,7 @@ static int tcp_connect_next(struct tcp_conn *tc)
 			tc->sock_err = -errno;
 			continue;
 		}
-		tcp_sockopts(fd, &tc->c->cfg);
+		tcp_nodelay(fd);
 		tcp_conn_set_fd(tc, fd);
 		if (tc->src_len &&
 		    bind(fd, (struct sockaddr *)&tc->src, tc->src_len) < 0) {
@@ -1295,6 +1324,13 @@ static int tcp_connect(struct rmsg_conn *c, const struct rmsgi_uri *u)
 	return 0;
 }
 
+/*
+ * A local close of an open connection lingers: what was posted (the BYE
+ * last) is written, then a FIN, and the end waits for the peer's FIN,
+ * reading and dropping what still arrives. Closing at once could reset
+ * the connection and cost the peer our last frames, its BYE included.
+ * TCP_LINGER_S bounds it; then what is left is cancelled.
+ */
 static void tcp_disconnect(struct rmsg_conn *c)
 {
 	struct tcp_conn *tc = c->tr_priv;
@@ -1302,6 +1338,14 @@ static void tcp_disconnect(struct rmsg_conn *c)
 	if (!tc)
 		return;
 	tc->busy++;
+	if (tc->fd >= 0 && !tc->ended && tc->phase == TCP_PH_OPEN &&
+	    !tc->lingering) {
+		tc->lingering = true;
+		tcp_timer_start(tc->t->ctx->loop, &tc->tmo, TCP_LINGER_S);
+		tcp_linger_step(tc);
+		tcp_conn_unbusy(tc);
+		return;
+	}
 	if (tc->fd >= 0)
 		shutdown(tc->fd, SHUT_RDWR);
 	tcp_conn_end(tc, 0, NULL);
@@ -1324,7 +1368,8 @@ static void tcp_accept_one(struct tcp_listener *tl, int fd)
 	struct rmsg_conn *c;
 	struct tcp_conn *tc;
 
-	tcp_sockopts(fd, &l->cfg);
+	tcp_nodelay(fd);
+	tcp_user_timeout(fd, &l->cfg);
 	/* no callbacks until the app's accept decision (tcp_srv_hello) */
 	if (rmsgi_conn_new(l->ctx, &l->cfg, NULL, l->arg, &c)) {
 		close(fd);

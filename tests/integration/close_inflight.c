@@ -5,7 +5,11 @@
  * runs inside rmsg_conn_close(), on_close runs once and last, and sends
  * after the close fail at once with -ENOTCONN (their callbacks never run).
  * Then the same from the other side: the server closes while the client
- * sends, and the client's callbacks get an error.
+ * sends, and the client's callbacks get an error. Either way the side
+ * that did not close reads -ESHUTDOWN (a close on purpose, not a reset),
+ * and, after the client's close, every send that completed with 0 was
+ * received. Round 2 closes 2 ms after the burst, with frames part
+ * written: they still arrive whole, before the close.
  */
 #include <string.h>
 
@@ -17,7 +21,7 @@ static struct ev_loop *loop;
 static struct rmsg_listener *lis;
 static struct rmsg_conn *client;
 static int cbs[NSEND], cb_ok, cb_err, closes, round_no, srv_msgs;
-static int in_close, client_closed, after_close_cbs;
+static int in_close, client_closed, after_close_cbs, srv_reason;
 static uint8_t *buf;
 
 static void send_done(struct rmsg_conn *c, int status, void *arg)
@@ -52,11 +56,20 @@ static void blast(struct rmsg_conn *c)
 	}
 }
 
+static void close_later(int revents, void *arg)
+{
+	in_close = 1;
+	T_OK(rmsg_conn_close(arg));
+	in_close = 0;
+}
+
 static void cli_est(struct rmsg_conn *c, void *arg)
 {
 	struct iovec iov = {buf, 10};
 
 	blast(c);
+	if (round_no == 2)
+		ev_once(loop, -1, 0, 0.002, close_later, c);
 	if (round_no == 0) {
 		/* local close right away: most sends are still queued */
 		in_close = 1;
@@ -85,19 +98,34 @@ static void on_close(struct rmsg_conn *c, int reason, void *arg)
 		for (i = 0; i < NSEND; i++)
 			T_ASSERT(cbs[i] == 1, "round %d: send %d: %d callbacks",
 				 round_no, i, cbs[i]);
-		if (round_no == 0)
+		if (round_no != 1)
 			T_ASSERT(reason == 0, "local close reason %d", reason);
 		else
-			T_ASSERT(reason < 0, "peer close reason %d", reason);
+			T_ASSERT(reason == -ESHUTDOWN,
+				 "server closed, client read %s",
+				 rmsg_strerror(reason));
 		client_closed = 1;
+	} else {
+		srv_reason = reason;
 	}
 	if (++closes % 2 == 0) {
-		printf("round %d: %d sends completed, %d failed, close "
-		       "reason %d\n",
-		       round_no, cb_ok, cb_err, reason);
+		printf("round %d: %d sends completed, %d failed, %d received, "
+		       "server close reason %d\n",
+		       round_no, cb_ok, cb_err, srv_msgs, srv_reason);
 		if (round_no == 0)
 			T_ASSERT(cb_err > 0, "nothing was canceled");
-		if (++round_no == 2)
+		if (round_no != 1) {
+			T_ASSERT(srv_reason == -ESHUTDOWN,
+				 "client closed, server read %s",
+				 rmsg_strerror(srv_reason));
+			T_ASSERT(srv_msgs == cb_ok,
+				 "%d sends completed, %d received", cb_ok,
+				 srv_msgs);
+		} else {
+			T_ASSERT(srv_reason == 0, "server close reason %d",
+				 srv_reason);
+		}
+		if (++round_no == 3)
 			rmsg_listener_close(lis);
 		else
 			start_round();
@@ -132,7 +160,7 @@ int main(void)
 	start_round();
 	t_deadline(loop, 300);
 	ev_run(loop, 0);
-	T_ASSERT(round_no == 2, "rounds %d", round_no);
+	T_ASSERT(round_no == 3, "rounds %d", round_no);
 	T_ASSERT(after_close_cbs == 0, "a failed send ran its callback");
 	T_OK(rmsg_ctx_destroy(cctx));
 	T_OK(rmsg_ctx_destroy(sctx));
