@@ -1338,8 +1338,10 @@ static void tcp_disconnect(struct rmsg_conn *c)
 	if (!tc)
 		return;
 	tc->busy++;
+	/* only the app's close lingers: a failure (keepalive, a protocol
+	 * error) ends at once */
 	if (tc->fd >= 0 && !tc->ended && tc->phase == TCP_PH_OPEN &&
-	    !tc->lingering) {
+	    !tc->lingering && c->close_reason == 0) {
 		tc->lingering = true;
 		tcp_timer_start(tc->t->ctx->loop, &tc->tmo, TCP_LINGER_S);
 		tcp_linger_step(tc);
