@@ -1796,7 +1796,9 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 		return;
 	if (reason && !rc->silent && c->state < RMSGI_CS_CLOSING)
 		rmsgi_conn_ev_failed(c, reason, NULL);
-	if (!reason && rc->state == RC_UP && rc->tail != rc->head) {
+	/* only the app's close lingers; a failure goes to the drain */
+	if (!reason && rc->state == RC_UP && rc->tail != rc->head &&
+	    c->close_reason == 0) {
 		rc->state = RC_LINGER;
 		rc_timer(rc, TEARDOWN_MS);
 		return;
