@@ -213,7 +213,7 @@ static void rndv_settle(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 
 /* fails everything not yet handed to the transport, and rendezvous sends
  * the peer will never acknowledge now */
-static void cancel_queued(struct rmsg_conn *c, int status)
+static void cancel_sendq(struct rmsg_conn *c, int status)
 {
 	struct rmsgi_list *n;
 
@@ -227,12 +227,24 @@ static void cancel_queued(struct rmsg_conn *c, int status)
 		}
 		op_finish(c, op, status);
 	}
+}
+
+static void cancel_rndv(struct rmsg_conn *c, int status)
+{
+	struct rmsgi_list *n;
+
 	while ((n = rmsgi_list_pop(&c->rndvq))) {
 		struct rmsgi_op *op =
 			rmsgi_list_entry(n, struct rmsgi_op, rlink);
 
 		rndv_settle(c, op, status);
 	}
+}
+
+static void cancel_queued(struct rmsg_conn *c, int status)
+{
+	cancel_sendq(c, status);
+	cancel_rndv(c, status);
 }
 
 /* drops messages that can no longer be delivered */
@@ -310,6 +322,11 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 	drop_rx(c);
 }
 
+bool rmsgi_conn_awaits_peer(const struct rmsg_conn *c)
+{
+	return !rmsgi_list_empty(&c->rndvq);
+}
+
 void rmsgi_conn_ev_down(struct rmsg_conn *c)
 {
 	if (c->fallback_pending) {
@@ -327,6 +344,8 @@ void rmsgi_conn_ev_down(struct rmsg_conn *c)
 		c->close_reason = ret;
 	}
 	c->tr_down = true;
+	/* nobody will acknowledge these now */
+	cancel_rndv(c, c->close_reason ? c->close_reason : -ECANCELED);
 	if (c->state < RMSGI_CS_CLOSING) {
 		/* a backend that went down without saying why */
 		c->close_reason = peer_reason(c, 0);
@@ -363,7 +382,11 @@ int rmsg_conn_close(struct rmsg_conn *c)
 		return 0;
 	c->close_reason = 0;
 	set_state(c, RMSGI_CS_CLOSING);
-	cancel_queued(c, -ECANCELED);
+	/* what the peer was already asked to read (rendezvous) or answer
+	 * (emulated one-sided ops) stays: the transport lingers for its
+	 * acknowledgements; the rest fails with -ECANCELED when it is
+	 * down (rmsgi_conn_ev_down) */
+	cancel_sendq(c, -ECANCELED);
 	drop_rx(c);
 	if (c->was_established)
 		send_bye(c);

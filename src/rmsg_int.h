@@ -422,6 +422,9 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 			  const struct rmsgi_hello *h);
 /* the transport has completed every posted op and released the endpoint */
 void rmsgi_conn_ev_down(struct rmsg_conn *c);
+/* does the peer still owe answers (rendezvous reads, emulated one-sided
+ * ops)? A local close lingers for them */
+bool rmsgi_conn_awaits_peer(const struct rmsg_conn *c);
 /* a posted op finished (status 0 or -errno) */
 void rmsgi_conn_op_done(struct rmsg_conn *c, struct rmsgi_op *op, int status);
 /* a frame arrived; @m->ready says whether its payload is complete; the

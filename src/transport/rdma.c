@@ -1636,7 +1636,10 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 		rc->state = RC_UP;
 		rmsgi_conn_ev_established(rc->c, NULL);
 	}
-	if (wc->status != IBV_WC_SUCCESS || !rc || rc->state != RC_UP) {
+	/* a local close lingers for the acknowledgements of its rendezvous
+	 * sends: frames still count then (the rest is dropped by conn.c) */
+	if (wc->status != IBV_WC_SUCCESS || !rc ||
+	    (rc->state != RC_UP && rc->state != RC_LINGER)) {
 		rxbuf_release(&rb->m);
 		if (rc && wc->status != IBV_WC_SUCCESS &&
 		    wc->status != IBV_WC_WR_FLUSH_ERR) {
@@ -1670,6 +1673,10 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 	if (ret == 0 && h.type != RMSGI_T_DATA && h.type != RMSGI_T_RNDV_REQ &&
 	    wc->byte_len != RMSGI_HDR_SIZE)
 		ret = -EPROTO;
+	if (ret == 0 && h.type == RMSGI_T_RNDV_REQ && rc->state == RC_LINGER) {
+		rxbuf_release(&rb->m); /* closing: not worth reading */
+		return;
+	}
 	if (ret == 0 && h.type == RMSGI_T_RNDV_REQ) {
 		/* the request frame is consumed here; its buffer goes back */
 		ret = rndv_rx_start(rc, &h, rb->buf + RMSGI_HDR_SIZE,
@@ -1687,6 +1694,10 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 	rb->m.data = rb->buf + RMSGI_HDR_SIZE;
 	rb->m.len = h.len;
 	rmsgi_conn_rx(rc->c, &h, &rb->m);
+	/* lingering: that may have been the last acknowledgement */
+	if (rc->state == RC_LINGER && rc->tail == rc->head &&
+	    !rmsgi_conn_awaits_peer(rc->c))
+		rc_teardown(rc, 0);
 }
 
 static int cq_drain(struct rdma_ctx *r)
@@ -1796,15 +1807,18 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 		return;
 	if (reason && !rc->silent && c->state < RMSGI_CS_CLOSING)
 		rmsgi_conn_ev_failed(c, reason, NULL);
-	/* only the app's close lingers; a failure goes to the drain */
-	if (!reason && rc->state == RC_UP && rc->tail != rc->head &&
+	/* only the app's close lingers: for its posted work, and for the
+	 * peer's acknowledgements of rendezvous sends it may be reading;
+	 * a failure goes to the drain */
+	if (!reason && rc->state == RC_UP &&
+	    (rc->tail != rc->head || rmsgi_conn_awaits_peer(c)) &&
 	    c->close_reason == 0) {
 		rc->state = RC_LINGER;
 		rc_timer(rc, TEARDOWN_MS);
 		return;
 	}
-	if (rc->state == RC_LINGER && !reason && rc->tail != rc->head &&
-	    rc->timer_on)
+	if (rc->state == RC_LINGER && !reason &&
+	    (rc->tail != rc->head || rmsgi_conn_awaits_peer(c)) && rc->timer_on)
 		return; /* still lingering */
 	if (rc->state != RC_DRAINING && rc->state != RC_DEAD) {
 		struct ibv_qp_attr qattr = {.qp_state = IBV_QPS_ERR};
