@@ -899,8 +899,6 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 
 	if (!rc)
 		return; /* a listening id's own events */
-	rmsgi_log(r->ctx, RMSG_LOG_DEBUG, "conn %p: %s (status %d)",
-		  (void *)rc->c, rdma_event_str(ev->event), ev->status);
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		ret = rmsgi_err_cm(

@@ -15,6 +15,7 @@
  *   LINK_B    the client's address (the other end)
  *   LINK_CUT  a shell command that cuts the link
  *   LINK_HEAL a shell command that restores it
+ *   LINK_SILENT an address on the link that nobody answers
  * RMSG_TEST_ADDR is the other link (rxe0 on dummy0). Runs over
  * RMSG_TEST_TRANSPORT.
  */
@@ -220,6 +221,18 @@ static void healed_close(struct rmsg_conn *c, int reason, void *arg)
 	ev_break(loop, EVBREAK_ALL);
 }
 
+/* a neighbour that never answers ARP: address resolution runs in slices
+ * until the connection's own timeout, not just the first slice */
+static int nb_reason;
+static ev_tstamp t_nb_closed;
+
+static void nb_close(struct rmsg_conn *c, int reason, void *arg)
+{
+	nb_reason = reason;
+	t_nb_closed = ev_time();
+	ev_break(loop, EVBREAK_ALL);
+}
+
 /* ---- the other link (RMSG_TEST_ADDR) ---- */
 
 static struct rmsg_ctx *octx_s, *octx_c;
@@ -291,6 +304,10 @@ int main(void)
 	struct rmsg_conn_ops oops = {.on_established = other_est,
 				     .on_msg = other_msg};
 	struct rmsg_conn_ops eops = {.on_msg = other_echo};
+	struct rmsg_conn_ops nops = {.on_close = nb_close};
+	struct rmsg_cfg *ncfg;
+	ev_tstamp t_nb;
+	const char *silent;
 	struct rmsg_listener *sl, *ol;
 	const char *a, *b, *tr = t_transport();
 	struct rmsg_conn *again;
@@ -303,6 +320,7 @@ int main(void)
 	b = need_env("LINK_B");
 	cut_cmd = need_env("LINK_CUT");
 	heal_cmd = need_env("LINK_HEAL");
+	silent = need_env("LINK_SILENT");
 	t_require_transport();
 	loop = ev_default_loop(0);
 	big = calloc(1, BIG);
@@ -376,6 +394,23 @@ int main(void)
 	printf("%s: link back: a new connection answered a call %.2f s "
 	       "later (%d more round trips on the other link)\n",
 	       tr, t_healed - t_heal, other_rtts - rtts_at_close);
+
+	/* nobody answers: the connect fails at its 2 s timeout */
+	T_OK(rmsg_cfg_create(&ncfg));
+	T_OK(rmsg_cfg_set_timeout_ms(ncfg, 2000));
+	snprintf(uri, sizeof(uri), "%s://%s:%u?src=%s", tr, silent, port, b);
+	t_nb = ev_time();
+	T_OK(rmsg_connect(cctx, uri, ncfg, &nops, NULL, &again));
+	ev_run(loop, 0);
+	T_ASSERT(nb_reason < 0, "a silent neighbour: reason %d", nb_reason);
+	T_ASSERT(t_nb_closed - t_nb >= 1.5,
+		 "a silent neighbour: gave up after %.2f s, before the 2 s "
+		 "timeout",
+		 t_nb_closed - t_nb);
+	printf("%s: a silent neighbour: connect failed (%s) after %.2f s "
+	       "(timeout 2 s)\n",
+	       tr, rmsg_strerror(nb_reason), t_nb_closed - t_nb);
+	rmsg_cfg_destroy(ncfg);
 
 	rmsg_conn_close(other);
 	rmsg_listener_close(sl);

@@ -46,7 +46,7 @@ if ! ip link show vA > /dev/null 2>&1; then
 fi
 
 # both directions: each end's egress drops everything
-export LINK_A=$A LINK_B=$B
+export LINK_A=$A LINK_B=$B LINK_SILENT=198.18.1.77
 export LINK_CUT="tc qdisc add dev vB root netem loss 100% &&
 	tc qdisc add dev vA root netem loss 100%"
 export LINK_HEAL="tc qdisc del dev vB root && tc qdisc del dev vA root"
