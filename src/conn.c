@@ -40,14 +40,17 @@
 /* every state change goes through here: the direct-send limit follows */
 static void set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
 {
+	size_t max;
+
 	c->state = s;
 	c->direct_lim = 0;
-	if (s == RMSGI_CS_ESTABLISHED &&
-	    (c->tr->caps & RMSGI_TR_CAP_POST_AT_ONCE))
-		/* a rendezvous is never sent directly */
-		c->direct_lim = (c->tr->caps & RMSGI_TR_CAP_RNDV)
-					? (size_t)c->peer_eager + 1
-					: SIZE_MAX;
+	if (s != RMSGI_CS_ESTABLISHED || !c->tr->send_direct)
+		return;
+	max = c->tr->direct_max(c);
+	/* a rendezvous is never sent directly */
+	if (c->tr->caps & RMSGI_TR_CAP_RNDV)
+		max = RMSGI_MIN(max, (size_t)c->peer_eager);
+	c->direct_lim = max == SIZE_MAX ? SIZE_MAX : max + 1;
 }
 
 int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,

@@ -352,7 +352,7 @@ struct rmsg_conn {
 	enum rmsgi_conn_state state;
 	/* rmsg_send may write a message of fewer bytes than this inside the
 	 * call (send_direct); 0 outside ESTABLISHED or on a transport
-	 * without RMSGI_TR_CAP_POST_AT_ONCE. Follows state (set_state). */
+	 * without send_direct. Follows state (set_state). */
 	size_t direct_lim;
 	int refs;
 	uint32_t id;

@@ -1368,13 +1368,23 @@ undo:
 }
 
 /*
- * RMSGI_TR_CAP_POST_AT_ONCE: a frame small enough to go inline is posted
+ * send_direct (transport.h): a frame small enough to go inline is posted
  * now, as a work request of its own, when nothing waits to be posted
  * ahead of it. The device copies inline data at post time, so nothing of
  * the caller's is kept: no op, and the memory is free at once. Anything
  * else returns 0 and takes the queue. A failed post also returns 0: the
  * queued path fails it again from the loop, where teardown may run.
  */
+/* what goes inline, header included */
+static size_t rdma_direct_max(const struct rmsg_conn *c)
+{
+	const struct rdma_conn *rc = c->tr_priv;
+
+	return rc && rc->max_inline > RMSGI_HDR_SIZE
+		       ? rc->max_inline - RMSGI_HDR_SIZE
+		       : 0;
+}
+
 static ssize_t rdma_send_direct(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 				const struct iovec *iov, int iovcnt)
 {
@@ -2008,8 +2018,7 @@ static int rdma_buf_key(struct rmsg_ctx *ctx, const void *addr, size_t len,
 const struct rmsgi_tr_ops rmsgi_tr_rdma = {
 	.name = "rdma",
 	.id = RMSGI_TR_RDMA,
-	.caps = RMSGI_TR_CAP_RNDV | RMSGI_TR_CAP_RMA |
-		RMSGI_TR_CAP_POST_AT_ONCE,
+	.caps = RMSGI_TR_CAP_RNDV | RMSGI_TR_CAP_RMA,
 	.ctx_fini = rdma_ctx_fini,
 	.listen = rdma_listen_op,
 	.listen_close = rdma_listen_close,
@@ -2017,6 +2026,7 @@ const struct rmsgi_tr_ops rmsgi_tr_rdma = {
 	.disconnect = rdma_disconnect_op,
 	.post = rdma_post,
 	.send_direct = rdma_send_direct,
+	.direct_max = rdma_direct_max,
 	.kick = rdma_kick,
 	.rndv_release = rdma_rndv_release,
 	.poll = rdma_poll,

@@ -738,7 +738,14 @@ static int tcp_post(struct rmsg_conn *c, struct rmsgi_op *op)
 }
 
 /* a frame written at once, from the caller's iovec, when nothing waits
- * ahead of it (RMSGI_TR_CAP_POST_AT_ONCE) */
+ * ahead of it (transport.h, send_direct) */
+/* any size: what does not fit the socket goes on as a posted op */
+static size_t tcp_direct_max(const struct rmsg_conn *c)
+{
+	(void)c;
+	return SIZE_MAX;
+}
+
 static ssize_t tcp_send_direct(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 			       const struct iovec *iov, int iovcnt)
 {
@@ -1664,7 +1671,6 @@ static void tcp_ctx_fini(struct rmsg_ctx *ctx)
 const struct rmsgi_tr_ops rmsgi_tr_tcp = {
 	.name = "tcp",
 	.id = RMSGI_TR_TCP,
-	.caps = RMSGI_TR_CAP_POST_AT_ONCE,
 	.ctx_fini = tcp_ctx_fini,
 	.listen = tcp_listen,
 	.listen_close = tcp_listen_close,
@@ -1672,6 +1678,7 @@ const struct rmsgi_tr_ops rmsgi_tr_tcp = {
 	.disconnect = tcp_disconnect,
 	.post = tcp_post,
 	.send_direct = tcp_send_direct,
+	.direct_max = tcp_direct_max,
 	.kick = tcp_kick,
 	.rndv_release = tcp_rndv_release,
 	.poll = NULL,

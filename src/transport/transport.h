@@ -53,10 +53,6 @@ enum rmsgi_tr_id {
  * (RNDV_ACK for writes, READ_RESP for reads). post() of a one-sided op
  * may fail with -EINVAL, -EACCES or -ENOMEM: only that op fails. */
 #define RMSGI_TR_CAP_RMA 0x2
-/* an idle connection's first send of a loop iteration may be written
- * inside rmsg_send(), through send_direct(), without an op: TCP writes
- * it to the socket, RDMA posts it inline when it fits */
-#define RMSGI_TR_CAP_POST_AT_ONCE 0x4
 
 struct rmsgi_tr_ops {
 	const char *name;
@@ -75,14 +71,18 @@ struct rmsgi_tr_ops {
 	void (*disconnect)(struct rmsg_conn *c);
 
 	int (*post)(struct rmsg_conn *c, struct rmsgi_op *op);
-	/* RMSGI_TR_CAP_POST_AT_ONCE: writes the frame @h + @iov (@len
-	 * payload bytes) now if nothing is queued ahead of it, without an
-	 * op. Returns the bytes written: the whole frame (done), 0 (nothing
+	/* May be NULL. An idle connection's first send of a loop iteration
+	 * may be written inside rmsg_send() without an op (TCP writes it to
+	 * the socket, RDMA posts it inline): writes the frame @h + @iov now
+	 * if nothing is queued ahead of it. Returns the bytes written: the whole frame (done), 0 (nothing
 	 * written: post() it as usual), or a part; then the caller posts it
 	 * as an op whose tr_off says how much already left. A negative errno
 	 * means the connection failed, reported like any failure. */
 	ssize_t (*send_direct)(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 			       const struct iovec *iov, int iovcnt);
+	/* with send_direct: the largest payload it takes on this
+	 * established connection, so that larger sends skip the attempt */
+	size_t (*direct_max)(const struct rmsg_conn *c);
 	/* end of a batch of post() calls: ring the doorbell; may be NULL */
 	void (*kick)(struct rmsg_conn *c);
 	/* a rendezvous send was acknowledged: release what post() pinned */

@@ -7,6 +7,9 @@ builddir=$2
 shift 2
 export RMSG_TEST_TRANSPORT="$transport"
 ulimit -l unlimited 2>/dev/null
+# a test's figure lines ("tcp: ...", "rdma: ...", "figure: ...",
+# "name: 28 ...", "name: rdma: ..."); test.sh picks the same on the host
+figures='^(tcp|rdma|figure): |^[a-z_]+: (tcp|rdma|[0-9])'
 pass=0 fail=0 skip=0
 cd "$builddir" || exit 1
 for t in "$@"; do
@@ -32,8 +35,8 @@ for t in "$@"; do
 		# the figures a test reports ("tcp: ...", "rdma: ..."), else
 		# its last line
 		log="/tmp/$(basename "$t").$transport.log"
-		if grep -q -E '^(tcp|rdma|figure): |^[a-z_]+: (tcp|rdma|[0-9])' "$log"; then
-			grep -E '^(tcp|rdma|figure): |^[a-z_]+: (tcp|rdma|[0-9])' "$log"
+		if grep -q -E "$figures" "$log"; then
+			grep -E "$figures" "$log"
 		else
 			tail -n 1 "$log"
 		fi | sed 's/^/    /'

@@ -9,6 +9,7 @@
 #include "unit.h"
 
 #include "rmsg_int.h"
+#include "stub_tr.h"
 
 /* ------------------------------------------------------------------ */
 /* the fake transport                                                   */
@@ -85,34 +86,16 @@ static void f_rndv_release(struct rmsg_conn *c, struct rmsgi_op *op)
 	ft.nrelease++;
 }
 
-static void f_ctx_fini(struct rmsg_ctx *ctx)
-{
-}
-
-static int f_listen(struct rmsg_listener *l, const struct rmsgi_uri *u)
-{
-	return -ENOTSUP;
-}
-
-static void f_listen_close(struct rmsg_listener *l)
-{
-}
-
-static int f_connect(struct rmsg_conn *c, const struct rmsgi_uri *u)
-{
-	return -ENOTSUP;
-}
-
 /* ctx.c and listener.c reference both backends; here both are fakes,
  * one with rendezvous and one without */
 const struct rmsgi_tr_ops rmsgi_tr_rdma = {
 	.name = "fake-rdma",
 	.id = RMSGI_TR_RDMA,
 	.caps = RMSGI_TR_CAP_RNDV,
-	.ctx_fini = f_ctx_fini,
-	.listen = f_listen,
-	.listen_close = f_listen_close,
-	.connect = f_connect,
+	.ctx_fini = stub_ctx_fini,
+	.listen = stub_listen,
+	.listen_close = stub_listen_close,
+	.connect = stub_connect,
 	.disconnect = f_disconnect,
 	.post = f_post,
 	.kick = f_kick,
@@ -122,10 +105,10 @@ const struct rmsgi_tr_ops rmsgi_tr_rdma = {
 const struct rmsgi_tr_ops rmsgi_tr_tcp = {
 	.name = "fake-tcp",
 	.id = RMSGI_TR_TCP,
-	.ctx_fini = f_ctx_fini,
-	.listen = f_listen,
-	.listen_close = f_listen_close,
-	.connect = f_connect,
+	.ctx_fini = stub_ctx_fini,
+	.listen = stub_listen,
+	.listen_close = stub_listen_close,
+	.connect = stub_connect,
 	.disconnect = f_disconnect,
 	.post = f_post,
 	.kick = f_kick,

@@ -15,6 +15,7 @@
 
 #include "mock.h"
 #include "rmsg_int.h"
+#include "stub_tr.h"
 
 #define URI "rdma://192.0.2.1:7471"
 #define STRIDE RMSGI_ALIGN(RMSGI_HDR_SIZE + 8192, 64) /* default eager */
@@ -23,42 +24,15 @@
 /* ------------------------------------------------------------------ */
 /* the TCP backend is not under test; ctx.c and listener.c need one     */
 
-static void tcp_ctx_fini(struct rmsg_ctx *ctx)
-{
-}
-
-static int tcp_listen(struct rmsg_listener *l, const struct rmsgi_uri *u)
-{
-	return -ENOTSUP;
-}
-
-static void tcp_listen_close(struct rmsg_listener *l)
-{
-}
-
-static int tcp_connect(struct rmsg_conn *c, const struct rmsgi_uri *u)
-{
-	return -ENOTSUP;
-}
-
-static void tcp_disconnect(struct rmsg_conn *c)
-{
-}
-
-static int tcp_post(struct rmsg_conn *c, struct rmsgi_op *op)
-{
-	return -ENOTSUP;
-}
-
 const struct rmsgi_tr_ops rmsgi_tr_tcp = {
 	.name = "tcp",
 	.id = RMSGI_TR_TCP,
-	.ctx_fini = tcp_ctx_fini,
-	.listen = tcp_listen,
-	.listen_close = tcp_listen_close,
-	.connect = tcp_connect,
-	.disconnect = tcp_disconnect,
-	.post = tcp_post,
+	.ctx_fini = stub_ctx_fini,
+	.listen = stub_listen,
+	.listen_close = stub_listen_close,
+	.connect = stub_connect,
+	.disconnect = stub_disconnect,
+	.post = stub_post,
 };
 
 /* ------------------------------------------------------------------ */
