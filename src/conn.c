@@ -53,6 +53,43 @@ static void set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
 	c->direct_lim = max == SIZE_MAX ? SIZE_MAX : max + 1;
 }
 
+/*
+ * Credits we may return to the peer now: all we owe, unless our answers
+ * to it are at their bound (RMSGI_ANS_MAX); then only as many as leave
+ * it the one credit its CREDIT frame needs, so it can still return ours
+ * (and let the answers go) but cannot ask for more.
+ */
+static inline uint32_t credit_returnable(const struct rmsg_conn *c)
+{
+	if (RMSGI_LIKELY(c->ans_n < RMSGI_ANS_MAX(c)))
+		return c->cr.to_return;
+	if (c->peer_avail >= 1)
+		return 0;
+	return RMSGI_MIN(c->cr.to_return, (uint32_t)(1 - c->peer_avail));
+}
+
+/* takes a credit for a frame and what it returns to the peer, which we
+ * count at once: the peer can never have more than we think */
+static inline uint16_t credit_take(struct rmsg_conn *c)
+{
+	uint16_t n = RMSGI_LIKELY(c->ans_n < RMSGI_ANS_MAX(c))
+			     ? rmsgi_credit_take(&c->cr)
+			     : rmsgi_credit_take_max(&c->cr,
+						     credit_returnable(c));
+
+	c->peer_avail += n;
+	return n;
+}
+
+/* should a CREDIT frame go out? Past the threshold, or whenever the
+ * peer is down to its last credit and we owe it some */
+static inline bool credit_due(const struct rmsg_conn *c)
+{
+	uint32_t n = credit_returnable(c);
+
+	return n >= c->cr.threshold || (n && c->peer_avail <= 1);
+}
+
 int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 		   const struct rmsg_conn_ops *ops, void *arg,
 		   struct rmsg_conn **c_p)
@@ -78,6 +115,8 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 	c->credit_op.kind = RMSGI_OP_CTRL;
 	c->credit_op.type = RMSGI_T_CREDIT;
 	c->credit_op.iov = c->credit_op.iov_inline;
+	/* what we grant; frames can beat the established event (RDMA) */
+	c->peer_avail = (int32_t)cfg->credits;
 	ev_ref(ctx->loop);
 	*c_p = c;
 	return 0;
@@ -172,7 +211,6 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	}
 	set_state(c, RMSGI_CS_ESTABLISHED);
 	c->was_established = true;
-	c->peer_avail = (int32_t)c->cfg.credits;
 	rmsgi_keepalive_start(c);
 	rmsgi_conn_get(c);
 	if (c->ops.on_established) {
@@ -184,15 +222,31 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	rmsgi_conn_put(c);
 }
 
+/* a finished op goes back to the context's free list; an answer that
+ * leaves the bound lets withheld credits go */
+static void op_recycle(struct rmsg_conn *c, struct rmsgi_op *op)
+{
+	if (op->kind == RMSGI_OP_SEND || op->kind == RMSGI_OP_WRITE ||
+	    op->kind == RMSGI_OP_READ)
+		c->sendq_len--;
+	if (op->answer && c->ans_n-- == RMSGI_ANS_MAX(c))
+		rmsgi_ctx_mark_dirty(c->ctx, c);
+	rmsgi_op_put(c->ctx, op);
+}
+
+/* an op generated for the peer: counted until recycled */
+static inline void op_answer(struct rmsg_conn *c, struct rmsgi_op *op)
+{
+	op->answer = 1;
+	c->ans_n++;
+}
+
 /* moves an op to the done queue; its callback runs at the next flush.
  * One without a callback is recycled at once: nothing would run. */
 static void op_finish(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 {
 	if (!op->cb) {
-		if (op->kind == RMSGI_OP_SEND || op->kind == RMSGI_OP_WRITE ||
-		    op->kind == RMSGI_OP_READ)
-			c->sendq_len--;
-		rmsgi_op_put(c->ctx, op);
+		op_recycle(c, op);
 		if (c->want_writable)
 			rmsgi_ctx_mark_dirty(c->ctx, c);
 		return;
@@ -206,6 +260,7 @@ static void op_finish(struct rmsg_conn *c, struct rmsgi_op *op, int status)
  * once the transport has also completed the request frame */
 static void rndv_settle(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 {
+	c->rndv_mark = ev_now(c->ctx->loop);
 	if (c->tr && c->tr->rndv_release)
 		c->tr->rndv_release(c, op);
 	op->status = status;
@@ -291,8 +346,7 @@ static void send_bye(struct rmsg_conn *c)
 	op->kind = RMSGI_OP_CTRL;
 	op->type = RMSGI_T_CREDIT;
 	op->aux = RMSGI_CREDIT_BYE;
-	op->credits = rmsgi_credit_take(&c->cr);
-	c->peer_avail += op->credits;
+	op->credits = credit_take(c);
 	op->posted = 1;
 	if (c->tr->post(c, op)) {
 		op->posted = 0;
@@ -347,8 +401,10 @@ void rmsgi_conn_ev_down(struct rmsg_conn *c)
 		c->close_reason = ret;
 	}
 	c->tr_down = true;
-	/* nobody will acknowledge these now */
+	/* nobody will acknowledge these now, and nothing queued can go
+	 * (answers to frames that arrived during a local close's linger) */
 	cancel_rndv(c, c->close_reason ? c->close_reason : -ECANCELED);
+	cancel_sendq(c, c->close_reason ? c->close_reason : -ECANCELED);
 	if (c->state < RMSGI_CS_CLOSING) {
 		/* a backend that went down without saying why */
 		c->close_reason = peer_reason(c, 0);
@@ -404,7 +460,7 @@ void rmsgi_conn_op_done(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 {
 	if (op == &c->credit_op) {
 		c->credit_op_busy = false;
-		if (status == 0 && rmsgi_credit_want_update(&c->cr))
+		if (status == 0 && credit_due(c))
 			rmsgi_ctx_mark_dirty(c->ctx, c);
 		return;
 	}
@@ -432,9 +488,18 @@ void rmsgi_conn_tr_room(struct rmsg_conn *c)
 void rmsgi_conn_credit_freed(struct rmsg_conn *c)
 {
 	rmsgi_credit_freed(&c->cr);
-	if (c->state == RMSGI_CS_ESTABLISHED &&
-	    rmsgi_credit_want_update(&c->cr))
+	if (c->state == RMSGI_CS_ESTABLISHED && credit_due(c))
 		rmsgi_ctx_mark_dirty(c->ctx, c);
+}
+
+void rmsgi_conn_rx_progress(struct rmsg_conn *c, size_t got)
+{
+	if (got < c->ka_mark)
+		c->ka_mark = 0; /* a new frame */
+	if (got - c->ka_mark < RMSGI_KA_PROGRESS)
+		return;
+	c->ka_mark = got;
+	c->last_rx = ev_now(c->ctx->loop);
 }
 
 /* after on_msg: frees the message unless the app holds it; a lent one
@@ -539,6 +604,11 @@ static int rma_rx_write(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	uint8_t *dst = NULL;
 	int st;
 
+	if (c->state != RMSGI_CS_ESTABLISHED) {
+		/* closing: nothing is answered (the peer learns the close) */
+		m->free_fn(m);
+		return 0;
+	}
 	if (rmsgi_rma_decode(m->data, m->len, 0, &r)) {
 		m->free_fn(m);
 		rmsgi_conn_abort(c, -EPROTO);
@@ -546,7 +616,7 @@ static int rma_rx_write(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	}
 	dlen = m->len - RMSGI_RMA_SIZE;
 	st = rmsgi_mr_target(c->ctx, r.rid, r.off, dlen,
-			     RMSG_ACCESS_REMOTE_WRITE, &dst);
+			     RMSG_ACCESS_REMOTE_WRITE, &dst, NULL);
 	if (st)
 		rmsgi_warn(c->ctx,
 			   "conn %u: refused the peer's write of %llu bytes "
@@ -574,19 +644,20 @@ static int rma_rx_write(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 
 static void resp_done(struct rmsg_conn *c, int status, void *arg)
 {
-	(void)c;
 	(void)status;
-	free(arg);
+	rmsgi_mr_unbusy(c->ctx, arg);
 }
 
-/* TCP: a peer's READ_REQ; answered with a copy of the bytes (so a later
- * rmsg_mr_dereg never races with the answer still being written) */
+/* TCP: a peer's READ_REQ; answered straight from the region, which stays
+ * busy (rmsg_mr_dereg says -EBUSY) until the answer is written: what the
+ * peer can make us hold is an op per answer, not a copy of the bytes */
 static int rma_rx_read(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		       struct rmsg_msg *m)
 {
 	struct rmsgi_rma r;
 	struct rmsgi_op *op;
-	uint8_t *src = NULL, *buf = NULL;
+	struct rmsg_mr *mr = NULL;
+	uint8_t *src = NULL;
 	int st;
 
 	st = rmsgi_rma_decode(m->data, m->len, 1, &r);
@@ -595,18 +666,13 @@ static int rma_rx_read(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		rmsgi_conn_abort(c, -EPROTO);
 		return -EPROTO;
 	}
+	if (c->state != RMSGI_CS_ESTABLISHED)
+		return 0; /* closing: nothing is answered */
 	if (r.len > c->cfg.max_msg_size)
 		st = -EMSGSIZE;
 	else
 		st = rmsgi_mr_target(c->ctx, r.rid, r.off, r.len,
-				     RMSG_ACCESS_REMOTE_READ, &src);
-	if (!st && r.len) {
-		buf = malloc(r.len);
-		if (buf)
-			memcpy(buf, src, r.len);
-		else
-			st = -ENOMEM;
-	}
+				     RMSG_ACCESS_REMOTE_READ, &src, &mr);
 	if (st)
 		rmsgi_warn(c->ctx,
 			   "conn %u: refused the peer's read of %llu bytes "
@@ -615,7 +681,8 @@ static int rma_rx_read(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 			   (unsigned long long)r.off, r.rid, rmsg_strerror(st));
 	op = rmsgi_op_get(c->ctx);
 	if (!op) {
-		free(buf);
+		if (mr)
+			rmsgi_mr_unbusy(c->ctx, mr);
 		rmsgi_conn_abort(c, -ENOMEM);
 		return -ENOMEM;
 	}
@@ -624,11 +691,14 @@ static int rma_rx_read(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	op->aux = (uint32_t)-st;
 	op->id = h->id;
 	op->len = st ? 0 : r.len;
-	op->iov[0].iov_base = buf;
+	op->iov[0].iov_base = src;
 	op->iov[0].iov_len = op->len;
 	op->iovcnt = op->len ? 1 : 0;
-	op->cb = resp_done;
-	op->arg = buf;
+	if (!st) {
+		op->cb = resp_done;
+		op->arg = mr;
+	}
+	op_answer(c, op);
 	rmsgi_list_add_tail(&c->sendq, &op->link);
 	rmsgi_ctx_mark_dirty(c->ctx, c);
 	return 0;
@@ -721,9 +791,18 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 {
 	int ret;
 
-	/* any frame shows the peer alive and used one of its credits */
+	/* any frame shows the peer alive and used one of its credits; one
+	 * beyond them (held messages count until released) is refused */
 	c->last_rx = ev_now(c->ctx->loop);
-	c->peer_avail--;
+	if (RMSGI_UNLIKELY(--c->peer_avail < 0)) {
+		m->free_fn(m);
+		rmsgi_warn(c->ctx,
+			   "conn %u: the peer sent a frame beyond the %u "
+			   "credits it was granted",
+			   c->id, c->cfg.credits);
+		rmsgi_conn_abort(c, -EPROTO);
+		return -EPROTO;
+	}
 	if (h->credits) {
 		ret = rmsgi_credit_returned(&c->cr, h->credits,
 					    c->peer_credits);
@@ -762,6 +841,7 @@ static int send_ctrl(struct rmsg_conn *c, uint8_t type, uint32_t aux,
 	op->type = type;
 	op->aux = aux;
 	op->id = id;
+	op_answer(c, op);
 	rmsgi_list_add_tail(&c->sendq, &op->link);
 	rmsgi_ctx_mark_dirty(c->ctx, c);
 	return 0;
@@ -836,7 +916,7 @@ static void post_queued(struct rmsg_conn *c)
 	int ret;
 
 	/* a CREDIT frame only when nothing else can carry the credits */
-	if (!c->credit_op_busy && rmsgi_credit_want_update(&c->cr) &&
+	if (!c->credit_op_busy && credit_due(c) &&
 	    (rmsgi_list_empty(&c->sendq) ||
 	     !rmsgi_credit_can_send(&c->cr, true))) {
 		c->credit_op_busy = true;
@@ -870,22 +950,24 @@ static void post_queued(struct rmsg_conn *c)
 			op->id = ++c->next_rndv_id;
 		}
 		if (!native) {
-			op->credits = rmsgi_credit_take(&c->cr);
+			op->credits = credit_take(c);
 		} else {
 			/* no header to piggyback returned credits on */
 			op->credits = 0;
 			if (credit)
 				c->cr.avail--;
 		}
-		c->peer_avail += op->credits;
 		c->last_tx = ev_now(c->ctx->loop);
 		rmsgi_list_del(&op->link);
 		op->posted = 1;
 		ret = c->tr->post(c, op);
 		if (ret == 0)
 			posted = true;
-		if (ret == 0 && op->rndv)
+		if (ret == 0 && op->rndv) {
+			if (rmsgi_list_empty(&c->rndvq))
+				c->rndv_mark = ev_now(c->ctx->loop);
 			rmsgi_list_add_tail(&c->rndvq, &op->rlink);
+		}
 		if (ret == -EAGAIN) {
 			c->cr = save;
 			c->peer_avail -= op->credits;
@@ -938,10 +1020,7 @@ void rmsgi_conn_flush(struct rmsg_conn *c)
 		void *arg = op->arg;
 		int status = op->status;
 
-		if (op->kind == RMSGI_OP_SEND || op->kind == RMSGI_OP_WRITE ||
-		    op->kind == RMSGI_OP_READ)
-			c->sendq_len--;
-		rmsgi_op_put(c->ctx, op);
+		op_recycle(c, op);
 		if (cb) {
 			c->ctx->in_cb++;
 			cb(c, status, arg);
@@ -1033,9 +1112,11 @@ static inline int check_iov(const struct rmsg_conn *c, const struct iovec *iov,
 	return 0;
 }
 
-static void op_send_init(struct rmsgi_op *op, size_t len, uint32_t aux,
-			 rmsg_done_cb cb, void *arg)
+static void op_send_init(struct rmsg_conn *c, struct rmsgi_op *op, size_t len,
+			 uint32_t aux, rmsg_done_cb cb, void *arg)
 {
+	if (aux == RMSGI_AUX_RPC_REP)
+		op_answer(c, op);
 	op->kind = RMSGI_OP_SEND;
 	op->type = RMSGI_T_DATA;
 	op->aux = aux;
@@ -1058,17 +1139,16 @@ static int send_direct_end(struct rmsg_conn *c, const struct iovec *iov,
 		/* nothing written: the credit goes back */
 		c->cr.avail++;
 		c->cr.to_return += h->credits;
+		c->peer_avail -= h->credits;
 		if (op)
 			rmsgi_op_put(c->ctx, op);
 		return -EAGAIN;
 	}
 	c->last_tx = now;
-	if (w > 0)
-		c->peer_avail += h->credits;
 	if (w < 0 || (size_t)w == RMSGI_HDR_SIZE + len) {
 		/* written, or the connection failed: the callback is due */
 		if (op) {
-			op_send_init(op, len, h->aux, cb, arg);
+			op_send_init(c, op, len, h->aux, cb, arg);
 			c->sendq_len++;
 			op_finish(c, op, w < 0 ? (int)w : 0);
 		}
@@ -1084,7 +1164,7 @@ static int send_direct_end(struct rmsg_conn *c, const struct iovec *iov,
 	}
 	memcpy(op->iov, iov, sizeof(*iov) * (size_t)iovcnt);
 	op->iovcnt = iovcnt;
-	op_send_init(op, len, h->aux, cb, arg);
+	op_send_init(c, op, len, h->aux, cb, arg);
 	op->credits = h->credits;
 	op->tr_off = (size_t)w;
 	op->posted = 1;
@@ -1127,11 +1207,10 @@ send_direct(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	h.aux = aux;
 	h.len = len;
 	h.id = 0;
-	h.credits = rmsgi_credit_take(&c->cr);
+	h.credits = credit_take(c);
 	w = c->tr->send_direct(c, &h, iov, iovcnt);
 	if (RMSGI_LIKELY(!op && w == (ssize_t)(RMSGI_HDR_SIZE + len))) {
 		c->last_tx = now;
-		c->peer_avail += h.credits;
 		return 0;
 	}
 	return send_direct_end(c, iov, iovcnt, &h, w, op, cb, arg, now);
@@ -1163,7 +1242,7 @@ conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	op = op_with_iov(c, iov, iovcnt);
 	if (!op)
 		return -ENOMEM;
-	op_send_init(op, len, aux, cb, arg);
+	op_send_init(c, op, len, aux, cb, arg);
 	c->sendq_len++;
 	rmsgi_list_add_tail(&c->sendq, &op->link);
 	rmsgi_ctx_mark_dirty(c->ctx, c);

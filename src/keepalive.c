@@ -11,8 +11,13 @@
  * outstanding. Probes are answered whatever the peer's own interval, so
  * the two ends need not agree on it.
  *
- * A peer that has no credit left cannot answer; while our count says so
- * (the app here holds its messages) its silence is not held against it.
+ * Liveness means progress. A peer that has no credit left cannot answer;
+ * its silence is not held against it only while that is our app's doing
+ * (it holds every message the peer sent). A frame in progress counts
+ * only while it advances (rmsgi_conn_rx_progress), and a rendezvous or
+ * emulated one-sided op must be answered within the bound plus its size
+ * at RMSGI_KA_MIN_RATE: no frame, op or credit state keeps a connection
+ * alive for good.
  */
 #include "rmsg_int.h"
 
@@ -45,15 +50,41 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		 * paused VM): frames may be waiting unread, so the silence
 		 * proves nothing; start a fresh window */
 		c->last_rx = now;
+		c->rndv_mark = now;
 	}
 	c->ka_tick = now;
-	if (!rmsgi_list_empty(&c->rndvq))
-		/* the peer is reading our rendezvous data: its answers
-		 * queue behind those reads; a dead reader shows up as a
-		 * failed probe send instead (RDMA retries, ~2 s) */
+	if (!rmsgi_list_empty(&c->rndvq)) {
+		/* the peer is reading our rendezvous data (or answering an
+		 * emulated one-sided op): its other answers may queue behind
+		 * those reads, so silence is not held against it; but the
+		 * oldest must be answered within the bound plus its size at
+		 * RMSGI_KA_MIN_RATE */
+		struct rmsgi_op *op = rmsgi_list_entry(c->rndvq.next,
+						       struct rmsgi_op, rlink);
+		ev_tstamp lim = iv * c->cfg.keepalive_misses +
+				(double)op->len / RMSGI_KA_MIN_RATE;
+
+		if (now - c->rndv_mark > lim) {
+			rmsgi_warn(c->ctx,
+				   "conn %u: the peer left a %s of %zu bytes "
+				   "unanswered for %.1f s: closing",
+				   c->id,
+				   op->kind == RMSGI_OP_READ    ? "read"
+				   : op->kind == RMSGI_OP_WRITE ? "write"
+								: "large send",
+				   op->len, now - c->rndv_mark);
+			rmsgi_conn_abort(c, -ETIMEDOUT);
+			rmsgi_ctx_flush(c->ctx);
+			return;
+		}
 		c->last_rx = now;
-	if (c->peer_avail <= 0)
-		c->last_rx = now; /* it cannot talk: do not count */
+	}
+	/* a peer cannot talk while our app holds every message it sent
+	 * (nothing to return): do not count that. A peer that keeps us
+	 * from returning credits (it returns none of ours) is silent by
+	 * its own doing: that counts */
+	if (c->peer_avail <= 0 && c->cr.to_return == 0)
+		c->last_rx = now;
 	if (now - c->last_rx > iv * c->cfg.keepalive_misses) {
 		rmsgi_warn(c->ctx,
 			   "conn %u: nothing heard for %.1f s "

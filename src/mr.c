@@ -264,7 +264,7 @@ void rmsgi_mr_fini(struct rmsg_ctx *ctx)
 }
 
 int rmsgi_mr_target(struct rmsg_ctx *ctx, uint32_t rid, uint64_t off,
-		    uint64_t len, int access, uint8_t **p)
+		    uint64_t len, int access, uint8_t **p, struct rmsg_mr **mr_p)
 {
 	struct rmsg_mr *mr = rid ? mr_find(&ctx->mrt, rid) : NULL;
 
@@ -273,7 +273,18 @@ int rmsgi_mr_target(struct rmsg_ctx *ctx, uint32_t rid, uint64_t off,
 	if (off > mr->len || len > mr->len - off)
 		return -EINVAL;
 	*p = mr->addr + off;
+	if (mr_p) {
+		mr->busy++;
+		*mr_p = mr;
+	}
 	return 0;
+}
+
+void rmsgi_mr_unbusy(struct rmsg_ctx *ctx, struct rmsg_mr *mr)
+{
+	(void)ctx;
+	if (mr->busy)
+		mr->busy--;
 }
 
 /* a region of the app that holds [addr, addr+len) and has keys */

@@ -129,6 +129,7 @@ struct rmsgi_op {
 	uint8_t rndv;	/* sent as rendezvous, waits for RNDV_ACK */
 	uint8_t posted; /* the transport owns it */
 	uint8_t acked;	/* rendezvous acknowledged or failed */
+	uint8_t answer; /* generated for the peer: counts in c->ans_n */
 	int status;
 	uint16_t credits; /* piggybacked, set when posted */
 	size_t tr_off;	  /* frame bytes send_direct() already wrote */
@@ -262,9 +263,11 @@ void rmsgi_mr_set_reg(struct rmsg_ctx *ctx, const struct rmsgi_reg_ops *ops,
 /* the transport goes: deregisters every region and cache entry */
 void rmsgi_mr_clear_reg(struct rmsg_ctx *ctx);
 /* a peer's access to region @rid: 0 and the memory, or -EACCES (no such
- * live region, or rights), -EINVAL (bounds) */
+ * live region, or rights), -EINVAL (bounds). With @mr_p the region is
+ * kept busy (rmsg_mr_dereg: -EBUSY) until rmsgi_mr_unbusy() */
 int rmsgi_mr_target(struct rmsg_ctx *ctx, uint32_t rid, uint64_t off,
-		    uint64_t len, int access, uint8_t **p);
+		    uint64_t len, int access, uint8_t **p, struct rmsg_mr **mr_p);
+void rmsgi_mr_unbusy(struct rmsg_ctx *ctx, struct rmsg_mr *mr);
 /* keys for local memory [addr, addr+len): from a region of the app or a
  * short-lived registration; @need: RMSG_ACCESS_REMOTE_READ if the peer
  * reads it (rendezvous), RMSGI_ACCESS_LOCAL_WRITE if the device writes it
@@ -372,7 +375,15 @@ struct rmsg_conn {
 	ev_timer ka;		    /* keepalive (keepalive.c) */
 	bool ka_on;
 	ev_tstamp last_rx, last_tx, ka_tick;
-	int32_t peer_avail;  /* credits the peer can still use, as we see it */
+	/* credits the peer can still use, as we see it: never below what
+	 * it really has (we count a return when we post it); a frame that
+	 * finds it at 0 is beyond the grant: -EPROTO */
+	int32_t peer_avail;
+	/* answers generated for the peer (READ_RESP, RNDV_ACK, RPC replies)
+	 * queued or posted; at RMSGI_ANS_MAX(c) credits are withheld */
+	unsigned ans_n;
+	ev_tstamp rndv_mark; /* rndvq last moved (an answer, or first op) */
+	size_t ka_mark;	     /* payload bytes of a large frame at last life */
 	bool credit_op_busy; /* the CREDIT frame is queued or posted */
 	int close_reason;
 	struct rmsgi_op credit_op;
@@ -440,6 +451,24 @@ void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status);
 void rmsgi_conn_tr_room(struct rmsg_conn *c);
 /* a receive buffer whose credit belongs to @c went back to the peer */
 void rmsgi_conn_credit_freed(struct rmsg_conn *c);
+/* part of a large frame arrived (@got of its payload so far): the peer
+ * is alive if it advanced by RMSGI_KA_PROGRESS since the last call */
+void rmsgi_conn_rx_progress(struct rmsg_conn *c, size_t got);
+
+/*
+ * What a peer may make us hold. Answers the library generates for a peer
+ * (READ_RESP, RNDV_ACK, RPC replies and -ENOSYS answers) are bounded per
+ * connection: at this many, credits the peer used are no longer returned
+ * beyond the one its CREDIT frame needs, so it cannot ask for more until
+ * it takes our answers (it must return our credits for that).
+ */
+#define RMSGI_ANS_MAX(c) ((c)->cfg.credits)
+/* a frame in progress counts as life only while it advances this much
+ * per keepalive interval */
+#define RMSGI_KA_PROGRESS ((size_t)64 << 10)
+/* a rendezvous or emulated one-sided op must be answered within the
+ * keepalive bound plus its size at this rate (bytes per second) */
+#define RMSGI_KA_MIN_RATE (1024.0 * 1024.0)
 
 /* posts what credits and transport room allow; called from the ctx flush */
 void rmsgi_conn_flush(struct rmsg_conn *c);

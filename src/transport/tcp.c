@@ -1151,12 +1151,13 @@ static void tcp_read(struct tcp_conn *tc)
 			tc->rtail += (size_t)r;
 		}
 		tcp_parse(tc);
-		/* bytes show the peer alive, also in the middle of a frame:
-		 * a large one can take longer than the keepalive bound, and
-		 * the peer's answers to our probes queue up behind it
-		 * (whole frames tell rmsgi_conn_rx() so themselves) */
-		if (tc->big || tc->rneed)
-			tc->c->last_rx = ev_now(tc->t->ctx->loop);
+		/* a large frame can take longer than the keepalive bound,
+		 * and the peer's answers to our probes queue up behind it:
+		 * its bytes show the peer alive while they advance (whole
+		 * frames tell rmsgi_conn_rx() so themselves; a small partial
+		 * frame is at most RMSGI_KA_PROGRESS away from whole) */
+		if (tc->big)
+			rmsgi_conn_rx_progress(tc->c, tc->big_got);
 		if ((size_t)r < want)
 			return; /* drained: skip the read that says EAGAIN */
 	}

@@ -263,29 +263,29 @@ static void mr_target__checks(void **state)
 		rmsg_mr_reg(ctx, p + 200, 50, RMSG_ACCESS_REMOTE_READ, &r), 0);
 	assert_int_not_equal(w->id, r->id);
 	assert_int_equal(rmsgi_mr_target(ctx, w->id, 10, 90,
-					 RMSG_ACCESS_REMOTE_WRITE, &t),
+					 RMSG_ACCESS_REMOTE_WRITE, &t, NULL),
 			 0);
 	assert_ptr_equal(t, p + 10);
 	assert_int_equal(rmsgi_mr_target(ctx, w->id, 10, 91,
-					 RMSG_ACCESS_REMOTE_WRITE, &t),
+					 RMSG_ACCESS_REMOTE_WRITE, &t, NULL),
 			 -EINVAL);
 	assert_int_equal(rmsgi_mr_target(ctx, w->id, UINT64_MAX, 2,
-					 RMSG_ACCESS_REMOTE_WRITE, &t),
+					 RMSG_ACCESS_REMOTE_WRITE, &t, NULL),
 			 -EINVAL);
 	assert_int_equal(
-		rmsgi_mr_target(ctx, w->id, 0, 1, RMSG_ACCESS_REMOTE_READ, &t),
+		rmsgi_mr_target(ctx, w->id, 0, 1, RMSG_ACCESS_REMOTE_READ, &t, NULL),
 		-EACCES);
 	assert_int_equal(
-		rmsgi_mr_target(ctx, r->id, 0, 50, RMSG_ACCESS_REMOTE_READ, &t),
+		rmsgi_mr_target(ctx, r->id, 0, 50, RMSG_ACCESS_REMOTE_READ, &t, NULL),
 		0);
 	assert_int_equal(
-		rmsgi_mr_target(ctx, 0, 0, 1, RMSG_ACCESS_REMOTE_WRITE, &t),
+		rmsgi_mr_target(ctx, 0, 0, 1, RMSG_ACCESS_REMOTE_WRITE, &t, NULL),
 		-EACCES);
 	/* stale: the id of a deregistered region finds nothing */
 	wid = w->id;
 	assert_int_equal(rmsg_mr_dereg(w), 0);
 	assert_int_equal(
-		rmsgi_mr_target(ctx, wid, 0, 1, RMSG_ACCESS_REMOTE_WRITE, &t),
+		rmsgi_mr_target(ctx, wid, 0, 1, RMSG_ACCESS_REMOTE_WRITE, &t, NULL),
 		-EACCES);
 	ctx_free(ctx);
 	free(p);
