@@ -72,10 +72,10 @@ static inline uint32_t credit_returnable(const struct rmsg_conn *c)
  * count at once: the peer can never have more than we think */
 static inline uint16_t credit_take(struct rmsg_conn *c)
 {
-	uint16_t n = RMSGI_LIKELY(c->ans_n < RMSGI_ANS_MAX(c))
-			     ? rmsgi_credit_take(&c->cr)
-			     : rmsgi_credit_take_max(&c->cr,
-						     credit_returnable(c));
+	uint16_t n =
+		RMSGI_LIKELY(c->ans_n < RMSGI_ANS_MAX(c))
+			? rmsgi_credit_take(&c->cr)
+			: rmsgi_credit_take_max(&c->cr, credit_returnable(c));
 
 	c->peer_avail += n;
 	return n;

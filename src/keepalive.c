@@ -59,8 +59,8 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		 * those reads, so silence is not held against it; but the
 		 * oldest must be answered within the bound plus its size at
 		 * RMSGI_KA_MIN_RATE */
-		struct rmsgi_op *op = rmsgi_list_entry(c->rndvq.next,
-						       struct rmsgi_op, rlink);
+		struct rmsgi_op *op =
+			rmsgi_list_entry(c->rndvq.next, struct rmsgi_op, rlink);
 		ev_tstamp lim = iv * c->cfg.keepalive_misses +
 				(double)op->len / RMSGI_KA_MIN_RATE;
 
@@ -69,7 +69,7 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 				   "conn %u: the peer left a %s of %zu bytes "
 				   "unanswered for %.1f s: closing",
 				   c->id,
-				   op->kind == RMSGI_OP_READ    ? "read"
+				   op->kind == RMSGI_OP_READ	? "read"
 				   : op->kind == RMSGI_OP_WRITE ? "write"
 								: "large send",
 				   op->len, now - c->rndv_mark);

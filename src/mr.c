@@ -264,7 +264,8 @@ void rmsgi_mr_fini(struct rmsg_ctx *ctx)
 }
 
 int rmsgi_mr_target(struct rmsg_ctx *ctx, uint32_t rid, uint64_t off,
-		    uint64_t len, int access, uint8_t **p, struct rmsg_mr **mr_p)
+		    uint64_t len, int access, uint8_t **p,
+		    struct rmsg_mr **mr_p)
 {
 	struct rmsg_mr *mr = rid ? mr_find(&ctx->mrt, rid) : NULL;
 

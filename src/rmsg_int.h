@@ -266,7 +266,8 @@ void rmsgi_mr_clear_reg(struct rmsg_ctx *ctx);
  * live region, or rights), -EINVAL (bounds). With @mr_p the region is
  * kept busy (rmsg_mr_dereg: -EBUSY) until rmsgi_mr_unbusy() */
 int rmsgi_mr_target(struct rmsg_ctx *ctx, uint32_t rid, uint64_t off,
-		    uint64_t len, int access, uint8_t **p, struct rmsg_mr **mr_p);
+		    uint64_t len, int access, uint8_t **p,
+		    struct rmsg_mr **mr_p);
 void rmsgi_mr_unbusy(struct rmsg_ctx *ctx, struct rmsg_mr *mr);
 /* keys for local memory [addr, addr+len): from a region of the app or a
  * short-lived registration; @need: RMSG_ACCESS_REMOTE_READ if the peer

@@ -272,21 +272,21 @@ static void mr_target__checks(void **state)
 	assert_int_equal(rmsgi_mr_target(ctx, w->id, UINT64_MAX, 2,
 					 RMSG_ACCESS_REMOTE_WRITE, &t, NULL),
 			 -EINVAL);
-	assert_int_equal(
-		rmsgi_mr_target(ctx, w->id, 0, 1, RMSG_ACCESS_REMOTE_READ, &t, NULL),
-		-EACCES);
-	assert_int_equal(
-		rmsgi_mr_target(ctx, r->id, 0, 50, RMSG_ACCESS_REMOTE_READ, &t, NULL),
-		0);
-	assert_int_equal(
-		rmsgi_mr_target(ctx, 0, 0, 1, RMSG_ACCESS_REMOTE_WRITE, &t, NULL),
-		-EACCES);
+	assert_int_equal(rmsgi_mr_target(ctx, w->id, 0, 1,
+					 RMSG_ACCESS_REMOTE_READ, &t, NULL),
+			 -EACCES);
+	assert_int_equal(rmsgi_mr_target(ctx, r->id, 0, 50,
+					 RMSG_ACCESS_REMOTE_READ, &t, NULL),
+			 0);
+	assert_int_equal(rmsgi_mr_target(ctx, 0, 0, 1, RMSG_ACCESS_REMOTE_WRITE,
+					 &t, NULL),
+			 -EACCES);
 	/* stale: the id of a deregistered region finds nothing */
 	wid = w->id;
 	assert_int_equal(rmsg_mr_dereg(w), 0);
-	assert_int_equal(
-		rmsgi_mr_target(ctx, wid, 0, 1, RMSG_ACCESS_REMOTE_WRITE, &t, NULL),
-		-EACCES);
+	assert_int_equal(rmsgi_mr_target(ctx, wid, 0, 1,
+					 RMSG_ACCESS_REMOTE_WRITE, &t, NULL),
+			 -EACCES);
 	ctx_free(ctx);
 	free(p);
 }
