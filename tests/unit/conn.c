@@ -879,6 +879,117 @@ static void conn_credit__returned_beyond_grant(void **state)
 	assert_int_equal(t->close_reason, -EPROTO);
 }
 
+/* the peer may use every credit we granted, not one more; a message the
+ * app holds keeps its credit until released */
+static void conn_credit__rx_beyond_grant(void **state)
+{
+	struct t *t = *state;
+	int i;
+
+	establish(t, 32, 8192);
+	t->hold = true;
+	assert_int_equal(rx_data(t->c, "held", 0), 0);
+	t->hold = false;
+	for (i = 1; i < 32; i++)
+		assert_int_equal(rx_data(t->c, "x", 0), 0);
+	/* the 31 freed credits go back with a CREDIT frame ... */
+	flush(t);
+	assert_int_equal(ft.nposted, 1);
+	assert_int_equal(ft.posted[0].type, RMSGI_T_CREDIT);
+	assert_int_equal(ft.posted[0].credits, 31);
+	/* ... so 31 more are fine; the held one's is still out */
+	for (i = 0; i < 31; i++)
+		assert_int_equal(rx_data(t->c, "y", 0), 0);
+	assert_int_equal(t->c->state, RMSGI_CS_ESTABLISHED);
+	assert_int_equal(rx_data(t->c, "one too many", 0), -EPROTO);
+	assert_int_equal(t->msgs, 63);
+	assert_int_equal(ft.ndisconnect, 1);
+	tr_complete_all(t->c, 0);
+	rmsg_msg_release(t->held);
+	t->held = NULL;
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(t->close_reason, -EPROTO);
+	assert_int_equal(t->closed, 1);
+}
+
+/* frames that make us answer (here rendezvous requests, each acked) from
+ * a peer that grants us plenty of credits but takes none of our frames
+ * (a TCP peer that stops reading): the answers stop at the bound, the
+ * peer keeps only the credit its CREDIT frame needs, and once it takes
+ * our frames and returns our credits everything flows again */
+static void conn_ans__bound_withholds_credits(void **state)
+{
+	struct t *t = *state;
+	int peer_avail = 32, sent = 0, i, seen = 0;
+	uint64_t id = 0;
+
+	establish(t, 200, 8192);
+	/* a peer that sends whenever it has a credit to spare: like us, it
+	 * keeps the last one for a CREDIT frame (one that spends it too is
+	 * left with nothing to say: keepalive ends that connection) */
+	while (peer_avail > 1 && sent < 10000) {
+		struct rmsg_msg *m = tmsg_new(t->c, "r");
+
+		m->ready = 0;
+		assert_int_equal(rx(t->c, RMSGI_T_RNDV_REQ, 0, 0, ++id, m), 0);
+		rmsgi_conn_rx_ready(t->c, m, 0);
+		peer_avail--;
+		sent++;
+		flush(t);
+		for (; seen < ft.nposted; seen++)
+			peer_avail += ft.posted[seen].credits;
+	}
+	assert_int_equal(t->c->state, RMSGI_CS_ESTABLISHED);
+	assert_int_equal(t->msgs, sent);
+	/* at the bound, the peer's frames still in flight (at most the
+	 * grant) each add one: 2 x credits at most */
+	assert_true(t->c->ans_n >= RMSGI_ANS_MAX(t->c));
+	assert_true(t->c->ans_n <= RMSGI_ANS_MAX(t->c) + 32);
+	assert_true(sent <= 32 + (int)RMSGI_ANS_MAX(t->c));
+	/* the peer may still return our credits ... */
+	assert_int_equal(peer_avail, 1);
+	assert_int_equal(t->c->peer_avail, 1);
+	/* ... and now it does, and takes every frame posted */
+	for (i = 0; i < 20 && t->c->ans_n; i++) {
+		tr_complete_all(t->c, 0);
+		assert_int_equal(
+			rx_credit(t->c, (uint16_t)(200 - t->c->cr.avail)), 0);
+		peer_avail--;
+		flush(t);
+		for (seen = 0; seen < ft.nposted; seen++)
+			peer_avail += ft.posted[seen].credits;
+		tr_complete_all(t->c, 0);
+		flush(t);
+	}
+	assert_int_equal(t->c->ans_n, 0);
+	/* every credit it used came back */
+	assert_int_equal(t->c->peer_avail + (int)t->c->cr.to_return, 32);
+}
+
+/* a one-sided request that arrives while a local close lingers is not
+ * answered, and does not keep on_close from running */
+static void conn_close__request_during_linger(void **state)
+{
+	struct t *t = *state;
+	struct rmsgi_rma r = {.off = 0, .rid = 12345, .len = 8};
+	struct rmsg_msg *m;
+	struct tmsg *tm;
+
+	establish(t, 32, 8192);
+	assert_int_equal(rmsg_conn_close(t->c), 0);
+	m = tmsg_new(t->c, NULL);
+	tm = RMSGI_CONTAINER_OF(m, struct tmsg, m);
+	rmsgi_rma_encode(&r, 1, tm->data);
+	m->len = RMSGI_READ_REQ_SIZE;
+	assert_int_equal(rx(t->c, RMSGI_T_READ_REQ, 0, 0, 9, m), 0);
+	assert_int_equal(t->c->ans_n, 0);
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, 0);
+}
+
 /* a message never takes the last credit: not an RNDV_ACK either, or two
  * sides that both ran dry could not tell each other about freed buffers */
 static void conn_credit__ack_keeps_reserve(void **state)
@@ -1376,6 +1487,9 @@ int main(void)
 		T(conn_credit__frame_uses_reserve),
 		T(conn_credit__returned_beyond_grant),
 		T(conn_credit__ack_keeps_reserve),
+		T(conn_credit__rx_beyond_grant),
+		T(conn_ans__bound_withholds_credits),
+		T(conn_close__request_during_linger),
 		T(conn_send__eagain_then_writable),
 		T(conn_post__eagain_requeues),
 		T(conn_post__error_fails_op_and_conn),
