@@ -3,7 +3,11 @@
 # (the wire decoders of src/proto.c and the descriptor decoder of
 # src/mr.c) with clang, ASan and UBSan, replays every seed and every
 # regression input in tests/fuzz/regressions/, then fuzzes a copy of the
-# seed corpus for SECONDS (default 60, or $FUZZ_SECONDS).
+# seed corpus for SECONDS (default 60, or $FUZZ_SECONDS). Then the same
+# for fuzz_conn, the stateful target (a whole connection behind a fake
+# transport, driven by frame and call sequences; its invariants are in
+# fuzz_conn.c), with the inputs of tests/fuzz/regressions-conn/, for
+# $FUZZ_CONN_SECONDS (default SECONDS).
 #
 # Exit: 0 clean; 1 a crash, leak, timeout or failed property (the
 # reproducer's path is printed); 77 no clang with libFuzzer here.
@@ -174,3 +178,54 @@ summary="$summary corpus $seeds -> $corpus inputs, cov ${cov:-?} ft ${ft:-?},"
 [ -n "$lines" ] && summary="$summary $lines,"
 summary="$summary no crash; total $((t1 - t0)) s with build and replay"
 echo "$summary" | tee "$B/summary.txt"
+
+# 4. the stateful target: a connection (the whole core) behind a fake
+# transport; starts from its regression inputs, grows its own corpus
+CSRCS="src/async.c src/cfg.c src/conn.c src/credit.c src/ctx.c src/err.c
+ src/keepalive.c src/listener.c src/log.c src/mr.c src/msg.c src/pool.c
+ src/proto.c src/rpc.c src/uri.c"
+csecs=${FUZZ_CONN_SECONDS:-$secs}
+t0=$(date +%s)
+# shellcheck disable=SC2086
+(cd "$top" && "$CC" -g -O1 -fno-omit-frame-pointer \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	-Wall -I include -I src -o "$B/fuzz_conn" tests/fuzz/fuzz_conn.c \
+	$CSRCS -lev)
+n=0
+for f in "$fz"/regressions-conn/*; do
+	[ -f "$f" ] || continue
+	if ! "$B/fuzz_conn" "$f" >"$B/replay-conn.log" 2>&1; then
+		cat "$B/replay-conn.log"
+		echo "run.sh: FAIL: replaying $f fails; reproduce with:"
+		echo "  $B/fuzz_conn $f"
+		exit 1
+	fi
+	n=$((n + 1))
+done
+rm -rf "$B/corpus-conn" "$B/artifacts-conn"
+mkdir -p "$B/corpus-conn" "$B/artifacts-conn"
+cp "$fz"/regressions-conn/* "$B/corpus-conn/" 2>/dev/null || true
+rc=0
+"$B/fuzz_conn" -max_total_time="$csecs" -print_final_stats=1 \
+	-artifact_prefix="$B/artifacts-conn/" -max_len=2048 -timeout=10 \
+	-rss_limit_mb=2048 "$B/corpus-conn" >"$B/fuzz-conn.log" 2>&1 || rc=$?
+runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$B/fuzz-conn.log" |
+	tail -n 1)
+final=$(grep -E '^#[0-9]+[[:space:]]+(DONE|pulse|NEW|REDUCE|INITED)' \
+	"$B/fuzz-conn.log" | tail -n 1)
+cov=$(echo "$final" | sed -n 's/.* cov: \([0-9]*\).*/\1/p')
+if [ "$rc" != 0 ]; then
+	grep -E 'ERROR|SUMMARY|invariant failed|runtime error' \
+		"$B/fuzz-conn.log" | head -n 20 || true
+	echo "run.sh: FAIL: fuzz_conn exited $rc after ${runs:-?} runs"
+	for a in "$B"/artifacts-conn/*; do
+		[ -f "$a" ] || continue
+		echo "run.sh: reproducer: $a"
+		echo "  replay:  $B/fuzz_conn $a"
+		echo "  keep it: cp $a $fz/regressions-conn/"
+	done
+	exit 1
+fi
+echo "fuzz_conn: $csecs s, ${runs:-?} executions, $n regression inputs" \
+	"replayed, cov ${cov:-?}, invariants held;" \
+	"total $(($(date +%s) - t0)) s" | tee -a "$B/summary.txt"

@@ -1,0 +1,584 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fuzz_conn.c - libFuzzer target over a whole connection: the core
+ * (conn.c, credits, keepalive state, RPC, one-sided emulation, regions)
+ * behind a fake transport, driven by the input as a sequence of actions:
+ * frames from the peer (any type, credits, ids, aux and payload, legal or
+ * not), calls of the application (send, write, read, RPC calls and
+ * replies, hold and release, close), and the transport's doing
+ * (completing posted ops with any status, room returning, failure,
+ * going down, the context flush).
+ *
+ * After each action and at the end it checks the invariants; a failed
+ * one aborts, which libFuzzer reports as a crash:
+ *   - on_close runs exactly once, and nothing after it;
+ *   - every callback of a call that returned 0 runs exactly once (sends,
+ *     one-sided ops, RPC calls), none of one that failed;
+ *   - no message object is leaked (every frame handed in is freed, held
+ *     ones once released), and LeakSanitizer sees no other leak;
+ *   - what the library queues for the peer (answers) stays within its
+ *     stated bound, 2 x the credits granted;
+ *   - the peer never holds more of our credits than we granted.
+ *
+ * Built by tests/fuzz/run.sh next to fuzz_proto.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rmsg_int.h"
+
+#define CHECK(cond)                                                          \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			fprintf(stderr,                                      \
+				"fuzz_conn: invariant failed: %s (%s:%d)\n", \
+				#cond, __FILE__, __LINE__);                  \
+			abort();                                             \
+		}                                                            \
+	} while (0)
+
+#define POSTED_MAX 64
+#define CBS_MAX 512
+#define HELD_MAX 16
+#define GRANT 8
+
+/* ------------------------------------------------------------------ */
+/* the input                                                            */
+
+static const uint8_t *in;
+static size_t in_len, in_off;
+
+static uint8_t u8(void)
+{
+	return in_off < in_len ? in[in_off++] : 0;
+}
+
+static uint32_t u32(void)
+{
+	return u8() | (uint32_t)u8() << 8 | (uint32_t)u8() << 16 |
+	       (uint32_t)u8() << 24;
+}
+
+/* ------------------------------------------------------------------ */
+/* the fake transport                                                   */
+
+static struct {
+	struct rmsgi_op *posted[POSTED_MAX];
+	int nposted;
+	bool down, disconnecting, room_wanted;
+} ft;
+
+static int f_post(struct rmsg_conn *c, struct rmsgi_op *op)
+{
+	(void)c;
+	if (ft.down)
+		return -ENOTCONN;
+	if (ft.nposted == POSTED_MAX) {
+		ft.room_wanted = true;
+		return -EAGAIN;
+	}
+	ft.posted[ft.nposted++] = op;
+	return 0;
+}
+
+static void f_disconnect(struct rmsg_conn *c)
+{
+	(void)c;
+	ft.disconnecting = true;
+}
+
+static void f_nop(struct rmsg_conn *c)
+{
+	(void)c;
+}
+
+static void f_release(struct rmsg_conn *c, struct rmsgi_op *op)
+{
+	(void)c;
+	(void)op;
+}
+
+static void f_ctx_fini(struct rmsg_ctx *ctx)
+{
+	(void)ctx;
+}
+
+static int f_listen(struct rmsg_listener *l, const struct rmsgi_uri *u)
+{
+	(void)l;
+	(void)u;
+	return -ENOTSUP;
+}
+
+static void f_listen_close(struct rmsg_listener *l)
+{
+	(void)l;
+}
+
+static int f_connect(struct rmsg_conn *c, const struct rmsgi_uri *u)
+{
+	(void)c;
+	(void)u;
+	return -ENOTSUP;
+}
+
+const struct rmsgi_tr_ops rmsgi_tr_rdma = {
+	.name = "fake-rdma",
+	.id = RMSGI_TR_RDMA,
+	.caps = RMSGI_TR_CAP_RNDV,
+	.ctx_fini = f_ctx_fini,
+	.listen = f_listen,
+	.listen_close = f_listen_close,
+	.connect = f_connect,
+	.disconnect = f_disconnect,
+	.post = f_post,
+	.kick = f_nop,
+	.rndv_release = f_release,
+};
+
+const struct rmsgi_tr_ops rmsgi_tr_tcp = {
+	.name = "fake-tcp",
+	.id = RMSGI_TR_TCP,
+	.ctx_fini = f_ctx_fini,
+	.listen = f_listen,
+	.listen_close = f_listen_close,
+	.connect = f_connect,
+	.disconnect = f_disconnect,
+	.post = f_post,
+	.kick = f_nop,
+	.rndv_release = f_release,
+};
+
+static void tr_complete(struct rmsg_conn *c, int i, int status)
+{
+	struct rmsgi_op *op = ft.posted[i];
+
+	memmove(&ft.posted[i], &ft.posted[i + 1],
+		sizeof(ft.posted[0]) * (size_t)(ft.nposted - i - 1));
+	ft.nposted--;
+	rmsgi_conn_op_done(c, op, status);
+	if (ft.room_wanted) {
+		ft.room_wanted = false;
+		rmsgi_conn_tr_room(c);
+	}
+}
+
+static void tr_down(struct rmsg_conn *c)
+{
+	if (ft.down)
+		return;
+	while (ft.nposted)
+		tr_complete(c, 0, -ECANCELED);
+	ft.down = true;
+	rmsgi_conn_ev_down(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* frames from the peer                                                 */
+
+struct fmsg {
+	struct rmsg_msg m;
+	uint8_t data[];
+};
+
+static int msgs_alive;
+
+static void fmsg_free(struct rmsg_msg *m)
+{
+	struct fmsg *f = RMSGI_CONTAINER_OF(m, struct fmsg, m);
+
+	msgs_alive--;
+	CHECK(msgs_alive >= 0);
+	if (m->conn)
+		rmsgi_conn_credit_freed(m->conn);
+	free(f);
+}
+
+static struct rmsg_msg *fmsg_new(struct rmsg_conn *c, size_t len)
+{
+	struct fmsg *f = malloc(sizeof(*f) + (len ? len : 1));
+	size_t i;
+
+	CHECK(f);
+	for (i = 0; i < len; i++)
+		f->data[i] = u8();
+	rmsgi_msg_init(&f->m, c, f->data, len);
+	f->m.free_fn = fmsg_free;
+	msgs_alive++;
+	return &f->m;
+}
+
+/* ------------------------------------------------------------------ */
+/* the application                                                      */
+
+static struct {
+	struct rmsg_ctx *ctx;
+	struct rmsg_conn *c;
+	struct rmsg_mr *mr;
+	uint8_t region[256];
+	uint8_t local[256];
+	int closed;
+	int cbs[CBS_MAX]; /* callbacks run, per issued call */
+	bool issued[CBS_MAX];
+	int ncalls;
+	struct rmsg_msg *held[HELD_MAX];
+	int nheld;
+	struct rmsg_msg *pending_rndv[HELD_MAX]; /* rendezvous being read */
+	int npending;
+	struct rmsg_req *reqs[HELD_MAX];
+	int nreqs;
+} app;
+
+static void done_cb(struct rmsg_conn *c, int status, void *arg)
+{
+	uintptr_t k = (uintptr_t)arg;
+
+	(void)c;
+	(void)status;
+	CHECK(!app.closed);
+	CHECK(k < CBS_MAX && app.issued[k]);
+	app.cbs[k]++;
+	CHECK(app.cbs[k] == 1);
+}
+
+static void reply_cb(struct rmsg_conn *c, int status, struct rmsg_msg *r,
+		     void *arg)
+{
+	(void)r;
+	done_cb(c, status, arg);
+}
+
+static void on_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
+{
+	(void)c;
+	(void)arg;
+	CHECK(!app.closed);
+	if (app.nheld < HELD_MAX && (u8() & 1)) {
+		CHECK(rmsg_msg_hold(m) == 0);
+		app.held[app.nheld++] = m;
+	}
+}
+
+static void on_imm(struct rmsg_conn *c, uint32_t imm, size_t len, void *arg)
+{
+	(void)c;
+	(void)imm;
+	(void)len;
+	(void)arg;
+	CHECK(!app.closed);
+}
+
+static void on_close(struct rmsg_conn *c, int reason, void *arg)
+{
+	(void)c;
+	(void)reason;
+	(void)arg;
+	CHECK(app.closed == 0);
+	app.closed++;
+}
+
+static void handler(struct rmsg_conn *c, struct rmsg_req *req,
+		    struct rmsg_msg *m, void *arg)
+{
+	(void)c;
+	(void)m;
+	(void)arg;
+	CHECK(!app.closed);
+	if (app.nreqs < HELD_MAX && (u8() & 1))
+		app.reqs[app.nreqs++] = req;
+	else
+		rmsg_reply(req, NULL, 0);
+}
+
+static const struct rmsg_conn_ops ops = {
+	.on_msg = on_msg,
+	.on_imm = on_imm,
+	.on_close = on_close,
+};
+
+/* a slot for a call's callback; the call's return says if it counts */
+static uintptr_t call_slot(void)
+{
+	return app.ncalls < CBS_MAX ? (uintptr_t)app.ncalls++ : CBS_MAX;
+}
+
+static void call_result(uintptr_t k, int ret)
+{
+	if (k < CBS_MAX)
+		app.issued[k] = ret == 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* actions                                                              */
+
+static void peer_frame(struct rmsg_conn *c)
+{
+	static const uint8_t types[] = {RMSGI_T_DATA,
+					RMSGI_T_CREDIT,
+					RMSGI_T_RNDV_REQ,
+					RMSGI_T_RNDV_ACK,
+					RMSGI_T_WRITE,
+					RMSGI_T_WRITE_IMM,
+					RMSGI_T_READ_REQ,
+					RMSGI_T_READ_RESP,
+					RMSGI_T_IMM,
+					RMSGI_T_HELLO,
+					77};
+	struct rmsgi_hdr h = {0};
+	uint8_t sel = u8();
+	size_t len = u8() % 64;
+	struct rmsg_msg *m;
+	bool pend;
+
+	h.type = types[sel % sizeof(types)];
+	h.credits = (uint16_t)(u8() % (GRANT + 2));
+	h.aux = sel & 0x80 ? u32() : (u8() % 3);
+	h.id = u8() % 8;
+	if (h.type == RMSGI_T_READ_REQ || h.type == RMSGI_T_WRITE ||
+	    h.type == RMSGI_T_WRITE_IMM) {
+		/* a target in our region, near it, or forged */
+		struct rmsgi_rma r = {.off = u8(), .len = u8()};
+		uint8_t buf[RMSGI_READ_REQ_SIZE];
+		int rd = h.type == RMSGI_T_READ_REQ;
+
+		r.rid = u8() & 1 ? app.mr->id : u32();
+		rmsgi_rma_encode(&r, rd, buf);
+		len = (rd ? RMSGI_READ_REQ_SIZE : RMSGI_RMA_SIZE) + len;
+		m = fmsg_new(c, len);
+		memcpy((uint8_t *)m->data, buf,
+		       rd ? RMSGI_READ_REQ_SIZE : RMSGI_RMA_SIZE);
+	} else if (h.type == RMSGI_T_DATA &&
+		   (h.aux == RMSGI_AUX_RPC_REQ || h.aux == RMSGI_AUX_RPC_REP)) {
+		m = fmsg_new(c, 16 + len);
+		memset((uint8_t *)m->data, 0, 8);
+		((uint8_t *)m->data)[0] = u8() % 3; /* method or status */
+	} else {
+		m = fmsg_new(c, len);
+	}
+	h.len = m->len;
+	pend = h.type == RMSGI_T_RNDV_REQ && app.npending < HELD_MAX;
+	if (pend) {
+		m->ready = 0;
+		app.pending_rndv[app.npending++] = m;
+	}
+	if (rmsgi_conn_rx(c, &h, m) && pend)
+		app.npending--; /* refused: conn.c freed it */
+}
+
+static void rndv_ready(struct rmsg_conn *c)
+{
+	struct rmsg_msg *m;
+	int i = u8() % app.npending;
+	static const int st[] = {0, 0, -ENOMEM, -EIO, -ECANCELED};
+
+	m = app.pending_rndv[i];
+	app.pending_rndv[i] = app.pending_rndv[--app.npending];
+	rmsgi_conn_rx_ready(c, m, st[u8() % 5]);
+}
+
+static void app_call(struct rmsg_conn *c)
+{
+	uint8_t what = u8() % 6;
+	struct iovec iov = {app.local, 1 + u8() % sizeof(app.local)};
+	char desc[RMSG_MR_DESC_SIZE];
+	uintptr_t k = call_slot();
+	uint64_t id;
+	int ret;
+
+	CHECK(rmsg_mr_export(app.mr, desc) == 0);
+	switch (what) {
+	case 0:
+		ret = rmsg_send(c, &iov, 1, done_cb, (void *)k);
+		break;
+	case 1: {
+		/* beyond the eager size: a rendezvous on fake-rdma */
+		static uint8_t big[1 << 16];
+
+		iov.iov_base = big;
+		iov.iov_len = 8193 + u8() * 200;
+		ret = rmsg_send(c, &iov, 1, done_cb, (void *)k);
+		break;
+	}
+	case 2:
+		ret = rmsg_write(c, &iov, 1, desc, u8(), done_cb, (void *)k);
+		break;
+	case 3:
+		ret = rmsg_write_imm(c, &iov, 1, desc, u8(), u32(), done_cb,
+				     (void *)k);
+		break;
+	case 4:
+		ret = rmsg_read(c, &iov, 1, desc, u8(), done_cb, (void *)k);
+		break;
+	default:
+		ret = rmsg_call(c, u8() % 3, &iov, 1, 0, reply_cb, (void *)k,
+				&id);
+		break;
+	}
+	call_result(k, ret);
+}
+
+static void app_release(void)
+{
+	int i;
+
+	if (app.nheld && (u8() & 1)) {
+		i = u8() % app.nheld;
+		rmsg_msg_release(app.held[i]);
+		app.held[i] = app.held[--app.nheld];
+	}
+	if (app.nreqs && (u8() & 1)) {
+		i = u8() % app.nreqs;
+		if (u8() & 1)
+			rmsg_reply(app.reqs[i], NULL, 0);
+		else
+			rmsg_reply_error(app.reqs[i], -EIO);
+		app.reqs[i] = app.reqs[--app.nreqs];
+	}
+}
+
+static void check_bounds(const struct rmsg_conn *c)
+{
+	/* what the app replies to requests it held comes on top */
+	CHECK(c->ans_n <= 2 * RMSGI_ANS_MAX(c) + HELD_MAX);
+	CHECK(c->peer_avail <= (int32_t)c->cfg.credits);
+}
+
+static void quiet(int level, const char *line, void *arg)
+{
+	(void)level;
+	(void)line;
+	(void)arg;
+}
+
+/* ------------------------------------------------------------------ */
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct ev_loop *loop;
+	struct rmsgi_hello hello = {0};
+	struct rmsgi_cfgv v;
+	struct rmsg_cfg *cfg;
+	struct rmsg_conn *c;
+	int steps = 0, i;
+
+	if (!loop)
+		loop = ev_loop_new(EVFLAG_AUTO);
+	in = data;
+	in_len = size;
+	in_off = 0;
+	memset(&ft, 0, sizeof(ft));
+	memset(&app, 0, sizeof(app));
+	msgs_alive = 0;
+
+	CHECK(rmsg_cfg_create(&cfg) == 0);
+	rmsg_cfg_set_log(cfg, RMSG_LOG_ERROR, quiet, NULL);
+	CHECK(rmsg_ctx_create(loop, cfg, &app.ctx) == 0);
+	rmsg_cfg_destroy(cfg);
+	CHECK(rmsg_mr_reg(app.ctx, app.region, sizeof(app.region),
+			  RMSG_ACCESS_REMOTE_WRITE | RMSG_ACCESS_REMOTE_READ,
+			  &app.mr) == 0);
+	CHECK(rmsg_handle(app.ctx, 1, handler, NULL) == 0);
+	rmsgi_cfg_defaults(&v);
+	v.credits = GRANT;
+	CHECK(rmsgi_conn_new(app.ctx, &v, &ops, NULL, &c) == 0);
+	app.c = c;
+	c->tr = u8() & 1 ? &rmsgi_tr_rdma : &rmsgi_tr_tcp;
+	hello.credits = (uint16_t)(4 + u8() % 8);
+	hello.eager_size = 8192;
+	rmsgi_conn_get(c); /* the test looks at it until the end */
+	rmsgi_conn_ev_established(c, &hello);
+
+	while (in_off < in_len && steps++ < 400) {
+		uint8_t a = u8() % 16;
+
+		if (app.closed)
+			break;
+		switch (a) {
+		case 0:
+		case 1:
+		case 2:
+		case 3:
+		case 4:
+		case 5:
+			peer_frame(c);
+			break;
+		case 6:
+			if (app.npending)
+				rndv_ready(c);
+			break;
+		case 7:
+		case 8:
+			if (c->state == RMSGI_CS_ESTABLISHED)
+				app_call(c);
+			break;
+		case 9:
+			app_release();
+			break;
+		case 10:
+		case 11:
+			if (ft.nposted)
+				tr_complete(c, u8() % ft.nposted,
+					    u8() % 4 ? 0 : -EIO);
+			break;
+		case 12:
+			rmsg_conn_close(c);
+			break;
+		case 13:
+			rmsgi_conn_ev_failed(c, u8() & 1 ? -ECONNRESET : -EIO,
+					     NULL);
+			break;
+		case 14:
+			if (ft.disconnecting || c->state >= RMSGI_CS_CLOSING)
+				tr_down(c);
+			break;
+		default:
+			break;
+		}
+		rmsgi_ctx_flush(app.ctx);
+		check_bounds(c);
+	}
+	/* the end: pending reads fail, the app lets go, the transport goes */
+	while (app.npending)
+		rmsgi_conn_rx_ready(c, app.pending_rndv[--app.npending],
+				    -ECANCELED);
+	for (i = 0; i < app.nreqs; i++)
+		rmsg_reply_error(app.reqs[i], -EIO);
+	rmsg_conn_close(c);
+	tr_down(c);
+	rmsgi_ctx_flush(app.ctx);
+	CHECK(app.closed == 1);
+	for (i = 0; i < app.nheld; i++)
+		rmsg_msg_release(app.held[i]);
+	for (i = 0; i < app.ncalls && i < CBS_MAX; i++)
+		CHECK(app.cbs[i] == (app.issued[i] ? 1 : 0));
+	rmsgi_conn_put(c);
+	CHECK(msgs_alive == 0);
+	CHECK(rmsg_mr_dereg(app.mr) == 0);
+	CHECK(rmsg_ctx_destroy(app.ctx) == 0);
+	return 0;
+}
+
+#ifdef FUZZ_STANDALONE
+int main(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		static uint8_t buf[1 << 16];
+		FILE *f = fopen(argv[i], "rb");
+		size_t n;
+
+		if (!f)
+			return 2;
+		n = fread(buf, 1, sizeof(buf), f);
+		fclose(f);
+		LLVMFuzzerTestOneInput(buf, n);
+	}
+	return 0;
+}
+#endif
