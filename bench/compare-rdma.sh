@@ -31,6 +31,12 @@
 #   POLL_US [100000]           rmsg busy-poll time for lat_poll
 #   METRICS [lat_poll lat_event bw_write rate_send]
 #   RESULTS [$RMSG_VM_RESULTS/results-rdma.txt, else bench/results-rdma.txt]
+#   BASELINE [unset]           a built librmsg tree (e.g. a worktree of
+#                              the commit before a change): the baseline
+#                              side is then that tree's rmsg-perf and
+#                              library, not perftest: an A/B of two
+#                              librmsg versions in one run (lat_poll,
+#                              lat_event, bw_write, rate_send alike)
 #   --quick: 1 round, few iterations (checks that it works and parses)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -59,6 +65,7 @@ if [ -n "${RMSG_VM_RESULTS:-}" ]; then
 else
 	RESULTS=${RESULTS:-$here/results-rdma.txt}
 fi
+BASELINE=${BASELINE:-}
 for t in ib_send_lat ib_write_bw ib_send_bw; do
 	command -v $t > /dev/null || { echo "compare-rdma.sh: $t missing" >&2; exit 1; }
 done
@@ -71,6 +78,16 @@ cp -L .libs/librmsg.so "$B/lib/librmsg.so.0"
 ln -sf librmsg.so.0 "$B/lib/librmsg.so"
 gcc -O2 -Iinclude -o "$B/rmsg-perf" tools/rmsg-perf.c -L"$B/lib" \
 	-Wl,-rpath,"$B/lib" -lrmsg -lev || exit 1
+if [ -n "$BASELINE" ]; then
+	[ -e "$BASELINE/.libs/librmsg.so" ] ||
+		{ echo "compare-rdma.sh: $BASELINE is not a built tree" >&2; exit 1; }
+	mkdir -p "$B/base/lib"
+	cp -L "$BASELINE/.libs/librmsg.so" "$B/base/lib/librmsg.so.0"
+	ln -sf librmsg.so.0 "$B/base/lib/librmsg.so"
+	gcc -O2 -I"$BASELINE/include" -o "$B/base/rmsg-perf" \
+		"$BASELINE/tools/rmsg-perf.c" -L"$B/base/lib" \
+		-Wl,-rpath,"$B/base/lib" -lrmsg -lev || exit 1
+fi
 ulimit -l unlimited 2> /dev/null
 
 srv=
@@ -90,19 +107,21 @@ stop_server() {
 }
 
 # rmsg SERVER-OPTS CLIENT-OPTS...: prints the client's result line
+# (PERF: which rmsg-perf, the tree's or the baseline's)
+PERF=$B/rmsg-perf
 rmsg() {
 	local sopts=$1 i
 	shift
 	port=$((port + 1))
 	# shellcheck disable=SC2086
-	"$B/rmsg-perf" $sopts server "rdma://$ADDR:$port" > "$B/srv.out" 2>&1 &
+	"$PERF" $sopts server "rdma://$ADDR:$port" > "$B/srv.out" 2>&1 &
 	srv=$!
 	for i in $(seq 100); do
 		grep -q '^rmsg-perf server port=' "$B/srv.out" && break
 		kill -0 "$srv" 2> /dev/null || break
 		sleep 0.05
 	done
-	timeout 300 "$B/rmsg-perf" -P "$@" client "rdma://$ADDR:$port" \
+	timeout 300 "$PERF" -P "$@" client "rdma://$ADDR:$port" \
 		2> "$B/cli.err" | tail -1
 	stop_server
 }
@@ -129,22 +148,42 @@ iters() { # budget max size
 	echo $n
 }
 
-# one A/B pair; sets a (librmsg) and b (perftest)
+# one A/B pair; sets a (librmsg) and b (perftest, or the baseline's
+# rmsg-perf: the same metric run again with PERF pointing at it)
 pair() {
 	local m=$1 s=$2 n line
+	if [ -n "$BASELINE" ] && [ -z "${in_base:-}" ]; then
+		local a0 b0
+		in_base=1 pair_one "$m" "$s"
+		a0=$a
+		PERF=$B/base/rmsg-perf in_base=1 pair_one "$m" "$s"
+		b0=$a
+		a=$a0
+		b=$b0
+	else
+		pair_one "$m" "$s"
+	fi
+	echo "round=$r metric=$m size=$s iters=$n rmsg=${a:-0} base=${b:-0}" >> "$RESULTS"
+	[ -n "$a" ] || { echo "# $m $s: rmsg-perf gave no result:" "$(tail -2 "$B/cli.err")" | tee -a "$RESULTS" >&2; }
+	[ -n "$b" ] || echo "# $m $s: the baseline gave no result" | tee -a "$RESULTS" >&2
+}
+
+# one metric's run of each side (only the librmsg side in BASELINE mode)
+pair_one() {
+	local m=$1 s=$2 line
 	case $m in
 	lat_poll)
 		n=$(iters "$LAT_BYTES" "$LAT_ITERS" "$s")
 		line=$(rmsg "-b $POLL_US" -b "$POLL_US" -o send -m lat -s "$s" \
 			-n "$n" -w 20)
 		a=$(val "$line" lat_us)
-		b=$(perf ib_send_lat -F -s "$s" -n "$n" | awk -v s="$s" '$1 == s { print $5 }')
+		[ -n "${in_base:-}" ] || b=$(perf ib_send_lat -F -s "$s" -n "$n" | awk -v s="$s" '$1 == s { print $5 }')
 		;;
 	lat_event)
 		n=$(iters "$LAT_BYTES" "$LAT_ITERS" "$s")
 		line=$(rmsg "" -o send -m lat -s "$s" -n "$n" -w 20)
 		a=$(val "$line" lat_us)
-		b=$(perf ib_send_lat -F -e -s "$s" -n "$n" | awk -v s="$s" '$1 == s { print $5 }')
+		[ -n "${in_base:-}" ] || b=$(perf ib_send_lat -F -e -s "$s" -n "$n" | awk -v s="$s" '$1 == s { print $5 }')
 		;;
 	bw_write)
 		n=$(iters "$BW_BYTES" "$BW_ITERS" "$s")
@@ -152,23 +191,21 @@ pair() {
 			-s "$s" -n "$n")
 		a=$(val "$line" mbps)
 		# MsgRate (Mpps) times the size: 10^6 bytes per second
-		b=$(perf ib_write_bw -F -s "$s" -n "$n" | awk -v s="$s" '$1 == s { printf "%.1f\n", $5 * s }')
+		[ -n "${in_base:-}" ] || b=$(perf ib_write_bw -F -s "$s" -n "$n" | awk -v s="$s" '$1 == s { printf "%.1f\n", $5 * s }')
 		;;
 	rate_send)
 		n=$RATE_ITERS
 		line=$(rmsg "-c $DEPTH" -c "$DEPTH" -W "$DEPTH" -o send -m rate \
 			-s "$s" -n "$n")
 		a=$(val "$line" mmsgs)
-		b=$(perf ib_send_bw -F -s "$s" -n "$n" | awk -v s="$s" '$1 == s { print $5 }')
+		[ -n "${in_base:-}" ] || b=$(perf ib_send_bw -F -s "$s" -n "$n" | awk -v s="$s" '$1 == s { print $5 }')
 		;;
 	esac
-	echo "round=$r metric=$m size=$s iters=$n rmsg=${a:-0} base=${b:-0}" >> "$RESULTS"
-	[ -n "$a" ] || { echo "# $m $s: rmsg-perf gave no result:" "$(tail -2 "$B/cli.err")" | tee -a "$RESULTS" >&2; }
-	[ -n "$b" ] || echo "# $m $s: perftest gave no result" | tee -a "$RESULTS" >&2
 }
 
 {
 	echo "# compare-rdma.sh $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	[ -n "$BASELINE" ] && echo "# baseline: librmsg $(git -C "$BASELINE" rev-parse --short HEAD 2> /dev/null || echo unknown) from $BASELINE"
 	echo "# librmsg $(git rev-parse --short HEAD 2> /dev/null || echo unknown)," \
 		"$(uname -sr), $(nproc) CPUs, rounds=$ROUNDS, device" \
 		"$(ls /sys/class/infiniband 2> /dev/null | tr '\n' ' ')"
@@ -187,8 +224,10 @@ for r in $(seq "$ROUNDS"); do
 	done
 done
 
+bname=perftest
+[ -n "$BASELINE" ] && bname="baseline librmsg"
 table=$(
-	echo "| metric | size | librmsg median | perftest median | ratio of medians | min ratio | max ratio | rounds |"
+	echo "| metric | size | librmsg median | $bname median | ratio of medians | min ratio | max ratio | rounds |"
 	echo "|---|---|---|---|---|---|---|---|"
 	awk '
 	function med(x, n,   i, j, t) {
