@@ -2038,6 +2038,59 @@ static void bound__rndv_segments_over_4gib(void **state)
 	munmap(big, len);
 }
 
+/* a one-sided write of more than 4 GiB: work requests cut at the port's
+ * message size, and never above 2 GiB whatever the port says, so no SGE
+ * length is cut to 32 bits */
+static void bound__rma_over_4gib(void **state)
+{
+	struct rt *t = *state;
+	const size_t len = ((size_t)5 << 30) + 777;
+	struct rmsgi_desc d = {.access = RMSG_ACCESS_REMOTE_WRITE,
+			       .flags = RMSGI_DESC_F_RKEY,
+			       .rid = 9,
+			       .rkey = 0x55,
+			       .addr = 0x100000,
+			       .len = (uint64_t)8 << 30};
+	uint8_t desc[RMSG_MR_DESC_SIZE];
+	struct iovec iov;
+	uint64_t sum = 0, k;
+	uint8_t *big;
+	int i, status = 1;
+
+	big = mmap(NULL, len, PROT_READ,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (big == MAP_FAILED)
+		skip();
+	mock.max_msg_sz = UINT32_MAX;
+	assert_int_equal(rmsg_cfg_set_max_msg_size(t->cfg, (size_t)8 << 30), 0);
+	assert_int_equal(rmsg_cfg_set_reg_limit(t->cfg, (size_t)8 << 30), 0);
+	connect_peer(t, 32, 8192);
+	rmsgi_desc_encode(&d, desc);
+	iov.iov_base = big;
+	iov.iov_len = len;
+	assert_int_equal(rmsg_write(t->c, &iov, 1, desc, 0, done_cb, (void *)7),
+			 0);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(mock.n_sent, 3);
+	for (i = 0; i < mock.n_sent; i++) {
+		const struct mock_send_wr *w = &mock.sent[i];
+
+		assert_int_equal(w->opcode, IBV_WR_RDMA_WRITE);
+		assert_int_equal(w->remote_addr, 0x100000 + sum);
+		assert_int_equal(w->rkey, 0x55);
+		for (k = 0; k < (uint64_t)w->num_sge; k++) {
+			assert_true(w->sge[k].length <= (1u << 31));
+			sum += w->sge[k].length;
+		}
+	}
+	assert_int_equal(sum, len);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(done_count(t, 7, &status), 1);
+	assert_int_equal(status, 0);
+	munmap(big, len);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -2092,6 +2145,7 @@ int main(void)
 		T(bound__imm_length),
 		T(bound__rndv_share),
 		T(bound__rndv_segments_over_4gib),
+		T(bound__rma_over_4gib),
 		T(close__lingers_for_posted_sends),
 		T(close__idle),
 		T(close__peer_bye),
