@@ -22,16 +22,17 @@
  *     the same 1 MiB of the peer: announcing costs it nothing), then one
  *     of OVER_LEN: the connection's share of the budget is
  *     BUDGET / (connections + 1) = BUDGET / 4 (the good client's, the
- *     pinger's and its own), so the server reads one RNDV_LEN message at
- *     a time (all acknowledged with 0, in order) and refuses OVER_LEN
- *     with -ENOMEM; the connection stays up
+ *     pinger's and its own; BUDGET / 5 if the previous case's connection
+ *     is still being torn down), so the server reads one RNDV_LEN
+ *     message at a time (all acknowledged with 0, in order) and refuses
+ *     OVER_LEN with -ENOMEM; the connection stays up
  * and last a well-behaved DATA "hello", which must come back echoed.
  * Throughout, a librmsg client of the same server pings it every PING_MS
  * and must be served; while the rendezvous requests are being read it
  * sends the server a RNDV_LEN message of its own, which must arrive.
  * (Before the share, the server took memory for every announced request
- * at once: three took 36 MiB of the budget and the next two, within any
- * fair share, failed with -ENOMEM.)
+ * at once, until the budget ran out; the requests after that failed with
+ * -ENOMEM although each was within any fair share.)
  * The server context's registered bytes (its budget in use, read from
  * the library's internals) are sampled; their peak above the level
  * before the attack must stay under a bound (printed).
@@ -56,9 +57,9 @@
 #define BUDGET (48 * MIB)
 #define MAX_MSG (32 * MIB)
 #define REGION ((size_t)64 << 10)
-#define RNDV_LEN (12 * MIB)
+#define RNDV_LEN (8 * MIB)
 #define OVER_LEN (20 * MIB)
-#define NRNDV 5
+#define NRNDV 6
 #define SRC_LEN MIB
 #define EAGER_SEND ((size_t)32 << 10)
 #define RXN 16
