@@ -459,3 +459,20 @@ int rmsg_mr_export(const struct rmsg_mr *mr, void *desc)
 	rmsgi_desc_encode(&d, desc);
 	return 0;
 }
+
+/* the largest region of the context that grants @access: a bound on what
+ * one peer's one-sided operation can have touched */
+size_t rmsgi_mr_max_len(const struct rmsg_ctx *ctx, int access)
+{
+	const struct rmsgi_list *n;
+	size_t max = 0;
+
+	for (n = ctx->mrt.regions.next; n != &ctx->mrt.regions; n = n->next) {
+		const struct rmsg_mr *mr =
+			rmsgi_list_entry(n, struct rmsg_mr, link);
+
+		if ((mr->access & access) == access && mr->len > max)
+			max = mr->len;
+	}
+	return max;
+}

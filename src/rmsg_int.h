@@ -273,6 +273,8 @@ void rmsgi_mr_unbusy(struct rmsg_ctx *ctx, struct rmsg_mr *mr);
  * short-lived registration; @need: RMSG_ACCESS_REMOTE_READ if the peer
  * reads it (rendezvous), RMSGI_ACCESS_LOCAL_WRITE if the device writes it
  * (read target); the pin is released with rmsgi_mr_unpin() */
+/* the largest region granting @access (0 without one) */
+size_t rmsgi_mr_max_len(const struct rmsg_ctx *ctx, int access);
 int rmsgi_mr_pin(struct rmsg_ctx *ctx, const void *addr, size_t len, int need,
 		 struct rmsgi_pin *pin, uint32_t *lkey_p, uint32_t *rkey_p);
 void rmsgi_mr_unpin(struct rmsg_ctx *ctx, struct rmsgi_pin *pin);

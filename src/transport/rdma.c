@@ -5,8 +5,14 @@
  * Per context: one event channel (ev_io), and on the first device seen one
  * PD, one completion channel (ev_io), one CQ and one SRQ. Receive buffers
  * are carved from the registered pool; the SRQ always holds at least as
- * many buffers as the credits granted to live peers, so a peer that keeps
- * to its credits never meets RNR.
+ * many buffers as the credits granted to live peers, plus RX_SPARE, so a
+ * peer that keeps to its credits never meets RNR while the others do.
+ * A peer that sends beyond its credits could still drain the shared SRQ
+ * (the device takes its frames before the library sees them): each
+ * connection counts the frames that arrived against the credits it was
+ * granted and the ones returned to it, and the first frame beyond them
+ * closes it with -EPROTO; until then the others' sends wait out RNR
+ * (rnr_retry 7, RNR timer MIN_RNR_TIMER) instead of failing.
  *
  * Per connection: an RC QP on the shared CQ/SRQ and a ring of send slots.
  * post() fills a slot; kick() posts the new slots as one chain with only
@@ -15,9 +21,14 @@
  * before it, in order.
  *
  * Rendezvous: the sender registers its pieces for remote read (through
- * the registration cache of mr.c) and sends their segments; the receiver
- * reads them (split at the device's message size limit) into a pool
- * buffer and then acknowledges.
+ * the registration cache of mr.c) and sends their segments (a piece over
+ * SEG_MAX bytes in several); the receiver reads them (split at the
+ * device's message size limit) into a pool buffer and then acknowledges.
+ * What a connection reads at a time is bounded by its share of the
+ * context's registered-memory budget (rndv_share): a request that does
+ * not fit waits, in order, holding its receive buffer (and so the peer's
+ * credit) until the reads before it are done; one larger than the whole
+ * share fails alone with -ENOMEM, as when the pool has no memory.
  *
  * One-sided ops: RDMA WRITE (WITH_IMM) and READ work requests straight
  * from and into the caller's iovec, split at the device's message size
@@ -56,6 +67,13 @@
  * is known. A short slice makes it look again soon.
  */
 #define RESOLVE_SLICE_MS 500
+/* receive buffers the SRQ holds beyond the credits granted */
+#define RX_SPARE 32
+/* the peer's RNR NAKs wait 0.64 ms (IB encoding 12) before a retry; the
+ * rdma_cm default (0) means 655 ms */
+#define MIN_RNR_TIMER 12
+/* largest segment of a rendezvous request (the wire's length is u32) */
+#define SEG_MAX ((uint64_t)1 << 31)
 #define QPN_BUCKETS 256
 /* send wr_ids carry this bit over a ring counter; receive wr_ids are
  * buffer addresses, which never have it in user space */
@@ -85,6 +103,8 @@ struct rndv_rx {
 	uint64_t dst_off;
 	uint32_t reads_out;
 	int status;
+	bool charged;	   /* counted in the conn's rndv_bytes */
+	struct rxbuf *req; /* its request's buffer, until reads start */
 	struct rndv_rx *next_pending;
 	struct rmsgi_seg segs[];
 };
@@ -152,6 +172,9 @@ struct rdma_conn {
 	uint32_t tail;	   /* oldest slot not yet retired */
 	uint32_t since_sig;
 	uint32_t reads_out;
+	uint64_t rndv_bytes;   /* rendezvous buffers being read into */
+	uint64_t rx_frames;    /* receives the peer consumed */
+	uint64_t credits_sent; /* credits returned to the peer */
 	uint32_t max_inline;
 	uint32_t max_sge;
 	struct rndv_rx *pending_reads, *pending_tail;
@@ -336,8 +359,10 @@ static int srq_fill(struct rdma_ctx *r)
 	uint32_t i, n;
 	int ret;
 
+	uint32_t target = r->srq_target + RX_SPARE;
+
 	/* buffers waiting for their batched repost count as posted */
-	while (r->srq_posted + r->repost_n < r->srq_target) {
+	while (r->srq_posted + r->repost_n < target) {
 		if (!r->rx_free) {
 			uint32_t cnt = 64, k;
 			struct rxbuf *rbs;
@@ -371,7 +396,7 @@ static int srq_fill(struct rdma_ctx *r)
 				r->rx_free = &rbs[k];
 			}
 		}
-		n = RMSGI_MIN(r->srq_target - r->srq_posted - r->repost_n,
+		n = RMSGI_MIN(target - r->srq_posted - r->repost_n,
 			      REPOST_BATCH);
 		for (i = 0; i < n && r->rx_free; i++) {
 			struct rxbuf *rb = r->rx_free;
@@ -477,6 +502,10 @@ static int dev_open(struct rdma_ctx *r, struct ibv_context *verbs)
 	r->max_msg_sz = 1u << 30;
 	if (ibv_query_port(verbs, 1, &pattr) == 0 && pattr.max_msg_sz)
 		r->max_msg_sz = pattr.max_msg_sz;
+	/* work requests are split at this size: their lengths stay well
+	 * inside an SGE's u32 */
+	if (r->max_msg_sz > SEG_MAX)
+		r->max_msg_sz = SEG_MAX;
 	r->rd_atom = (uint32_t)RMSGI_MIN(attr.max_qp_rd_atom, RD_ATOM_MAX);
 	if (r->rd_atom == 0)
 		r->rd_atom = 1;
@@ -661,16 +690,42 @@ static int rc_setup_qp(struct rdma_conn *rc)
 		return ret;
 	rmsgi_pool_lookup(r->ctx->pool, rc->hdrs, SQ_DEPTH * 64,
 			  &rc->hdrs_lkey);
-	if (r->srq_target + rc->c->cfg.credits > r->srq_max) {
+	if (r->srq_target + rc->c->cfg.credits + RX_SPARE > r->srq_max) {
 		rmsgi_err(r->ctx,
-			  "SRQ full: %u receive buffers granted, the "
-			  "device allows %u",
-			  r->srq_target, r->srq_max);
+			  "SRQ full: %u receive buffers granted (and %u "
+			  "spare), the device allows %u",
+			  r->srq_target, RX_SPARE, r->srq_max);
 		return -ENOBUFS;
 	}
 	rc->granted = rc->c->cfg.credits;
 	r->srq_target += rc->granted;
 	return srq_fill(r);
+}
+
+/*
+ * The connection is up: the QP is in RTS. Its RNR timer is what the
+ * peer waits before resending into an SRQ found empty; rdma_cm leaves it
+ * at 655 ms. Best effort: a device that refuses keeps the default.
+ */
+static void rc_up(struct rdma_conn *rc)
+{
+	struct ibv_qp_attr qattr = {.min_rnr_timer = MIN_RNR_TIMER};
+
+	rc->state = RC_UP;
+	if (rc->qp && ibv_modify_qp(rc->qp, &qattr, IBV_QP_MIN_RNR_TIMER))
+		rmsgi_dbg(rc->r->ctx, "conn %u: RNR timer not set", rc->c->id);
+}
+
+/*
+ * The peer's hello: its eager size is what it receives into; ours is
+ * what we receive into and what we are prepared to copy per frame. We
+ * never send it eager frames larger than our own, however large its
+ * announcement (rendezvous requests and segment lists included).
+ */
+static void hello_clamp(const struct rdma_ctx *r, struct rmsgi_hello *h)
+{
+	if (h->eager_size > r->eager)
+		h->eager_size = (uint32_t)r->eager;
 }
 
 static void rc_conn_param(struct rdma_conn *rc, struct rdma_conn_param *p,
@@ -687,7 +742,12 @@ static void rc_conn_param(struct rdma_conn *rc, struct rdma_conn_param *p,
 	p->responder_resources = (uint8_t)rc->r->rd_atom;
 	p->initiator_depth = (uint8_t)rc->r->rd_atom;
 	p->retry_count = RETRY_COUNT;
-	p->rnr_retry_count = 0; /* credits make RNR a bug: fail loudly */
+	/* credits make RNR a peer's fault: one over its credits can drain
+	 * the shared SRQ before it is closed, and the others then wait for
+	 * reposted buffers rather than fail (7: retry as long as the
+	 * receiver NAKs; a dead one stops answering and retry_count ends
+	 * it, a live one that never reposts is ended by keepalive) */
+	p->rnr_retry_count = 7;
 }
 
 static int rdma_resolve(const struct rmsgi_uri *u, bool passive,
@@ -837,6 +897,7 @@ static void on_connect_request(struct rdma_ctx *r, struct rdma_cm_event *ev,
 		rdma_destroy_id(ev->id);
 		return;
 	}
+	hello_clamp(r, &h);
 	ret = rmsgi_conn_new(r->ctx, &l->cfg, &l->ops, l->arg, &c);
 	if (ret)
 		goto reject;
@@ -921,12 +982,13 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 		if (rc->state != RC_CONNECTING)
 			break; /* a receive already showed it (on_recv) */
 		rc_timer_stop(rc);
-		rc->state = RC_UP;
+		rc_up(rc);
 		if (rc->c->is_server) {
 			rmsgi_conn_ev_established(rc->c, NULL);
 		} else if (rmsgi_hello_decode(ev->param.conn.private_data,
 					      ev->param.conn.private_data_len,
 					      &h) == 0) {
+			hello_clamp(r, &h);
 			rmsgi_conn_ev_established(rc->c, &h);
 		} else {
 			rc_teardown(rc, -EPROTO);
@@ -1046,6 +1108,17 @@ static struct sq_slot *slot_fill(struct rdma_conn *rc, uint8_t kind)
 	return s;
 }
 
+/* segments a rendezvous request lists for @op */
+static size_t rndv_nseg(const struct rmsgi_op *op)
+{
+	size_t n = 0;
+	int i;
+
+	for (i = 0; i < op->iovcnt; i++)
+		n += (op->iov[i].iov_len + SEG_MAX - 1) / SEG_MAX;
+	return n;
+}
+
 /* registers a rendezvous send's pieces and lists them for the peer */
 static int rndv_prepare(struct rdma_conn *rc, struct rmsgi_op *op,
 			uint8_t *frame, size_t *flen_p)
@@ -1060,6 +1133,7 @@ static int rndv_prepare(struct rdma_conn *rc, struct rmsgi_op *op,
 	for (i = 0; i < op->iovcnt; i++) {
 		struct rmsgi_seg seg;
 		uint32_t lkey, rkey;
+		uint64_t done;
 		int ret;
 
 		if (!op->iov[i].iov_len)
@@ -1074,11 +1148,16 @@ static int rndv_prepare(struct rdma_conn *rc, struct rmsgi_op *op,
 			return ret;
 		}
 		n++;
-		seg.addr = (uintptr_t)op->iov[i].iov_base;
-		seg.len = (uint32_t)op->iov[i].iov_len;
-		seg.rkey = rkey;
-		rmsgi_seg_encode(&seg, frame + off);
-		off += RMSGI_SEG_SIZE;
+		/* a segment's length is u32 on the wire: a larger piece
+		 * goes as several (rndv_nseg counted them) */
+		for (done = 0; done < op->iov[i].iov_len; done += seg.len) {
+			seg.addr = (uintptr_t)op->iov[i].iov_base + done;
+			seg.len = (uint32_t)RMSGI_MIN(op->iov[i].iov_len - done,
+						      SEG_MAX);
+			seg.rkey = rkey;
+			rmsgi_seg_encode(&seg, frame + off);
+			off += RMSGI_SEG_SIZE;
+		}
 	}
 	tx->npin = n;
 	op->tr_priv = tx;
@@ -1281,6 +1360,8 @@ static int rdma_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	h.type = op->type;
 	h.flags = 0;
 	h.credits = op->credits;
+	/* what the peer may send beyond its grant (on_recv checks) */
+	rc->credits_sent += op->credits;
 	h.aux = op->aux;
 	h.len = op->len;
 	h.id = op->id;
@@ -1290,8 +1371,7 @@ static int rdma_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	s->wr.opcode = IBV_WR_SEND;
 
 	if (op->rndv) {
-		size_t need =
-			RMSGI_HDR_SIZE + (size_t)op->iovcnt * RMSGI_SEG_SIZE;
+		size_t need = RMSGI_HDR_SIZE + rndv_nseg(op) * RMSGI_SEG_SIZE;
 
 		ret = rmsgi_pool_alloc(r->ctx->pool, need, &s->copybuf);
 		if (ret)
@@ -1360,6 +1440,7 @@ static int rdma_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	return 0;
 
 undo:
+	rc->credits_sent -= op->credits;
 	if (op->rndv)
 		rdma_rndv_release(c, op);
 	rmsgi_pool_free(r->ctx->pool, s->copybuf);
@@ -1427,6 +1508,7 @@ static ssize_t rdma_send_direct(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		return 0;
 	}
 	rc->unposted = rc->head;
+	rc->credits_sent += h->credits;
 	return (ssize_t)total;
 }
 
@@ -1477,8 +1559,71 @@ static void rndv_rx_free(struct rmsg_msg *m)
 {
 	struct rndv_rx *rx = RMSGI_CONTAINER_OF(m, struct rndv_rx, m);
 
+	if (rx->req)
+		rxbuf_release(&rx->req->m);
 	rmsgi_pool_free(rx->r->ctx->pool, rx->buf);
 	free(rx);
+}
+
+/*
+ * What one connection may read into at a time: its share of the
+ * context's registered-memory budget, reg_limit / (connections + 1), so
+ * that a peer announcing large messages leaves room for every other
+ * connection and one more; never less than its eager buffers.
+ */
+static uint64_t rndv_share(const struct rdma_conn *rc)
+{
+	const struct rdma_ctx *r = rc->r;
+	uint64_t share = r->ctx->cfg.reg_limit / ((uint64_t)r->nconns + 1);
+	uint64_t floor = (uint64_t)r->stride * rc->granted;
+
+	return RMSGI_MAX(share, floor);
+}
+
+/* a rendezvous receive's reads are done (or will never be): its bytes
+ * leave the connection's share, and the connection hears of it */
+static void rndv_rx_done(struct rdma_conn *rc, struct rndv_rx *rx, int status)
+{
+	if (rx->charged) {
+		rc->rndv_bytes -= rx->m.len;
+		rx->charged = false;
+	}
+	rmsgi_conn_rx_ready(rc->c, &rx->m, status);
+}
+
+/*
+ * Gives the next pending receive its buffer: 0 when it has one, 1 when
+ * it must wait for the reads before it (the share is taken), or -ENOMEM
+ * when it can have none (larger than the share, or no memory).
+ */
+static int rndv_rx_alloc(struct rdma_conn *rc, struct rndv_rx *rx)
+{
+	struct rmsg_ctx *ctx = rc->r->ctx;
+	uint64_t share = rndv_share(rc), len = rx->m.len;
+	int ret;
+
+	if (len > share) {
+		rmsgi_warn(ctx,
+			   "conn %u: the peer's rendezvous of %llu bytes is "
+			   "larger than the connection's share of the "
+			   "registered-memory budget (%llu bytes): refused",
+			   rc->c->id, (unsigned long long)len,
+			   (unsigned long long)share);
+		return -ENOMEM;
+	}
+	if (rc->rndv_bytes && rc->rndv_bytes + len > share)
+		return 1;
+	ret = rmsgi_pool_alloc(ctx->pool, len, (void **)&rx->buf);
+	if (ret)
+		return -ENOMEM;
+	rmsgi_pool_lookup(ctx->pool, rx->buf, len, &rx->lkey);
+	rx->m.data = rx->buf;
+	rx->charged = true;
+	rc->rndv_bytes += len;
+	/* reading: the request's buffer (the peer's credit) goes back */
+	rxbuf_release(&rx->req->m);
+	rx->req = NULL;
+	return 0;
 }
 
 /* posts reads for pending rendezvous receives while room lasts */
@@ -1492,9 +1637,24 @@ static void rc_post_reads(struct rdma_conn *rc)
 		struct rmsgi_seg *seg = &rx->segs[rx->seg_idx];
 		uint64_t chunk;
 		struct sq_slot *s;
+		int ret;
 
 		if (ring_used(rc) >= SQ_DEPTH || rc->reads_out >= r->rd_atom)
 			break;
+		if (!rx->buf) {
+			ret = rndv_rx_alloc(rc, rx);
+			if (ret > 0)
+				break; /* waits for the reads before it */
+			if (ret < 0) {
+				/* only this message fails: the ACK tells the
+				 * sender, the messages behind it go on */
+				rc->pending_reads = rx->next_pending;
+				if (!rc->pending_reads)
+					rc->pending_tail = NULL;
+				rndv_rx_done(rc, rx, ret);
+				continue;
+			}
+		}
 		/* 1 MiB reads: small frames posted behind them (credits,
 		 * probe answers) wait for at most a few of them */
 		chunk = RMSGI_MIN(seg->len - rx->seg_off,
@@ -1523,58 +1683,52 @@ static void rc_post_reads(struct rdma_conn *rc)
 		}
 		any = true;
 	}
-	if (any)
+	/* a refused message's callbacks may have closed the connection */
+	if (any && rc->state == RC_UP)
 		rdma_kick(rc->c);
 }
 
+/*
+ * A rendezvous request (in @rb) arrived: queued behind the ones before
+ * it; its buffer comes when its turn and the connection's share allow
+ * (rc_post_reads). The request's receive buffer is kept until then, so
+ * the requests a peer can have waiting are bounded by its credits.
+ * Takes @rb in every case.
+ */
 static int rndv_rx_start(struct rdma_conn *rc, const struct rmsgi_hdr *h,
-			 const uint8_t *payload, size_t plen)
+			 struct rxbuf *rb, const uint8_t *payload, size_t plen)
 {
 	struct rmsg_conn *c = rc->c;
 	struct rndv_rx *rx;
 	uint32_t i, nseg;
 	uint64_t sum = 0;
-	int ret;
 
 	if (plen == 0 || plen % RMSGI_SEG_SIZE || h->len <= 0)
-		return -EPROTO;
+		goto proto;
 	nseg = (uint32_t)(plen / RMSGI_SEG_SIZE);
 	rx = calloc(1, sizeof(*rx) + nseg * sizeof(rx->segs[0]));
-	if (!rx)
+	if (!rx) {
+		rxbuf_release(&rb->m);
 		return -ENOMEM;
+	}
 	for (i = 0; i < nseg; i++) {
 		rmsgi_seg_decode(payload + i * RMSGI_SEG_SIZE, &rx->segs[i]);
-		if (rx->segs[i].len == 0) {
-			free(rx);
-			return -EPROTO;
-		}
+		if (rx->segs[i].len == 0)
+			break;
 		sum += rx->segs[i].len;
 	}
-	if (sum != h->len) {
+	if (i < nseg || sum != h->len) {
 		free(rx);
-		return -EPROTO;
+		goto proto;
 	}
-	/* no memory for the payload (the budget of registered memory is
-	 * used up, or the memlock limit): only this message fails */
-	ret = rmsgi_pool_alloc(rc->r->ctx->pool, h->len, (void **)&rx->buf);
-	if (ret && ret != -ENOMEM) {
-		free(rx);
-		return ret;
-	}
-	if (rx->buf)
-		rmsgi_pool_lookup(rc->r->ctx->pool, rx->buf, h->len, &rx->lkey);
 	rx->r = rc->r;
 	rx->nseg = nseg;
-	rmsgi_msg_init(&rx->m, c, rx->buf, h->len);
+	rx->req = rb;
+	rmsgi_msg_init(&rx->m, c, NULL, h->len);
 	rx->m.ready = 0;
 	rx->m.free_fn = rndv_rx_free;
 	if (rmsgi_conn_rx(c, h, &rx->m))
 		return 0; /* the conn freed rx and is closing */
-	if (!rx->buf) {
-		/* the ACK carries the error to the sender */
-		rmsgi_conn_rx_ready(c, &rx->m, -ENOMEM);
-		return 0;
-	}
 	if (rc->pending_tail)
 		rc->pending_tail->next_pending = rx;
 	else
@@ -1582,6 +1736,10 @@ static int rndv_rx_start(struct rdma_conn *rc, const struct rmsgi_hdr *h,
 	rc->pending_tail = rx;
 	rc_post_reads(rc);
 	return 0;
+
+proto:
+	rxbuf_release(&rb->m);
+	return -EPROTO;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1608,7 +1766,7 @@ static void rc_retire(struct rdma_conn *rc, uint32_t upto, int status)
 			if (st && !rx->status)
 				rx->status = st;
 			if (--rx->reads_out == 0 && rx->seg_idx == rx->nseg)
-				rmsgi_conn_rx_ready(c, &rx->m, rx->status);
+				rndv_rx_done(rc, rx, rx->status);
 		} else if (s->op) {
 			if (s->kind == SLOT_RMA)
 				rma_release(rc->r->ctx, s->op);
@@ -1641,7 +1799,7 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 		/* the peer's first frame can beat RDMA_CM_EVENT_ESTABLISHED:
 		 * the connection is up, the event will only confirm it */
 		rc_timer_stop(rc);
-		rc->state = RC_UP;
+		rc_up(rc);
 		rmsgi_conn_ev_established(rc->c, NULL);
 	}
 	/* a local close lingers for the acknowledgements of its rendezvous
@@ -1660,6 +1818,20 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 	/* the buffer carries one of this conn's credits until reposted */
 	rb->m.conn = rc->c;
 	rmsgi_conn_get(rc->c);
+	/* every receive costs the peer a credit: one beyond those granted
+	 * and returned to it takes a buffer of the shared SRQ that other
+	 * peers' credits stand for */
+	if (RMSGI_UNLIKELY(++rc->rx_frames > rc->granted + rc->credits_sent)) {
+		rmsgi_warn(
+			r->ctx,
+			"conn %u: the peer sent beyond its credits (frame "
+			"%llu, %llu granted): closing",
+			rc->c->id, (unsigned long long)rc->rx_frames,
+			(unsigned long long)(rc->granted + rc->credits_sent));
+		rxbuf_release(&rb->m);
+		rmsgi_conn_abort(rc->c, -EPROTO);
+		return;
+	}
 	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
 		/* the peer's write-with-immediate: nothing is in the buffer */
 		memset(&h, 0, sizeof(h));
@@ -1681,15 +1853,29 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 	if (ret == 0 && h.type != RMSGI_T_DATA && h.type != RMSGI_T_RNDV_REQ &&
 	    wc->byte_len != RMSGI_HDR_SIZE)
 		ret = -EPROTO;
+	/* the device never completes more than the buffer; trust nothing */
+	if (ret == 0 && wc->byte_len > r->stride)
+		ret = -EPROTO;
+	/* an IMM frame's length is only the peer's word for what it wrote
+	 * (a split write-with-immediate): one write reaches one region, so
+	 * no more than the largest the peer may write */
+	if (ret == 0 && h.type == RMSGI_T_IMM &&
+	    h.id > rmsgi_mr_max_len(r->ctx, RMSG_ACCESS_REMOTE_WRITE)) {
+		rmsgi_warn(r->ctx,
+			   "conn %u: the peer claims a write of %llu bytes, "
+			   "more than any region it may write: closing",
+			   rc->c->id, (unsigned long long)h.id);
+		ret = -EPROTO;
+	}
 	if (ret == 0 && h.type == RMSGI_T_RNDV_REQ && rc->state == RC_LINGER) {
 		rxbuf_release(&rb->m); /* closing: not worth reading */
 		return;
 	}
 	if (ret == 0 && h.type == RMSGI_T_RNDV_REQ) {
-		/* the request frame is consumed here; its buffer goes back */
-		ret = rndv_rx_start(rc, &h, rb->buf + RMSGI_HDR_SIZE,
+		/* the request frame is consumed here; its buffer goes back
+		 * when its reads start */
+		ret = rndv_rx_start(rc, &h, rb, rb->buf + RMSGI_HDR_SIZE,
 				    wc->byte_len - RMSGI_HDR_SIZE);
-		rxbuf_release(&rb->m);
 		if (ret)
 			rmsgi_conn_abort(rc->c, ret);
 		return;
@@ -1876,7 +2062,7 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 
 		rc->pending_reads = rx->next_pending;
 		if (rx->reads_out == 0)
-			rmsgi_conn_rx_ready(c, &rx->m, -ECANCELED);
+			rndv_rx_done(rc, rx, -ECANCELED);
 		else
 			rx->seg_idx = rx->nseg;
 	}

@@ -214,6 +214,7 @@ void mock_reset(void)
 	mock.max_send_sge = 32;
 	mock.srq_max_wr = 16384;
 	mock.max_msg_sz = 1u << 30;
+	mock.min_rnr_timer = -1;
 	mock.max_qp_rd_atom = 16;
 	mock.flush_on_error = true;
 	mock.src_port = 7471;
@@ -621,6 +622,8 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	struct mock_qp *q = (struct mock_qp *)qp;
 
+	if (attr_mask & IBV_QP_MIN_RNR_TIMER)
+		mock.min_rnr_timer = attr->min_rnr_timer;
 	if (!(attr_mask & IBV_QP_STATE))
 		return 0;
 	qp->state = attr->qp_state;

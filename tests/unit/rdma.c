@@ -7,6 +7,7 @@
  * backend is reached through its ops table and the public API only.
  */
 #include <limits.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <ev.h>
@@ -364,18 +365,19 @@ static void connect__handshake(void **state)
 	assert_memory_equal(h.pdata, "hi", 2);
 	assert_int_equal(mock.initiator_depth, 16);
 	assert_int_equal(mock.responder_resources, 16);
-	assert_int_equal(mock.rnr_retry, 0);
+	/* RNR is a peer's fault; the others wait it out (rnr_retry 7) */
+	assert_int_equal(mock.rnr_retry, 7);
 	assert_true(mock.retry > 0 && mock.retry < 7);
 	/* what came back */
 	assert_int_equal(t->c->peer_credits, 16);
 	assert_int_equal(t->c->peer_eager, 4096);
-	/* the SRQ holds the 32 buffers granted, posted 16 at a time, each a
-	 * header plus the eager size, in registered memory */
-	assert_int_equal(mock_srq_posted(), 32);
-	assert_int_equal(mock.n_post_srq_recv, 2);
+	/* the SRQ holds the 32 buffers granted and 32 spare, posted 16 at a
+	 * time, each a header plus the eager size, in registered memory */
+	assert_int_equal(mock_srq_posted(), 64);
+	assert_int_equal(mock.n_post_srq_recv, 4);
 	assert_int_equal(mock.srq_batch[0], 16);
 	assert_int_equal(mock.srq_batch[1], 16);
-	for (i = 0; i < 32; i++)
+	for (i = 0; i < 64; i++)
 		assert_int_equal(mock_srq_peek(i)->length, STRIDE);
 	assert_int_equal(mock.n_bad_sge, 0);
 	assert_true(mock.n_req_notify >= 1);
@@ -406,7 +408,7 @@ static void connect__second_conn_shares_device(void **state)
 	assert_int_equal(mock.live_cq, 1);
 	assert_int_equal(mock.live_srq, 1);
 	assert_int_equal(mock.live_qp, 2);
-	assert_int_equal(mock_srq_posted(), 64);
+	assert_int_equal(mock_srq_posted(), 96);
 	assert_int_equal(rmsg_conn_close(c2), 0);
 	assert_int_equal(mock.live_qp, 1);
 }
@@ -641,7 +643,7 @@ static void accept__handshake(void **state)
 	assert_int_equal(t->established, 1);
 	assert_int_equal(t->c->peer_credits, 16);
 	assert_int_equal(t->c->peer_eager, 4096);
-	assert_int_equal(mock_srq_posted(), 32);
+	assert_int_equal(mock_srq_posted(), 64);
 	assert_int_equal(t->c->cr.avail, 16);
 }
 
@@ -1216,14 +1218,14 @@ static void recv__data_delivered(void **state)
 	connect_peer(t, 32, 8192);
 	posts = mock.n_post_srq_recv;
 	peer_data(t, "hello", 0);
-	assert_int_equal(mock_srq_posted(), 31);
+	assert_int_equal(mock_srq_posted(), 63);
 	pump(t);
 	assert_int_equal(t->msgs, 1);
 	assert_int_equal(t->last_len, 5);
 	assert_memory_equal(t->last_msg, "hello", 5);
 	/* the buffer went back once on_msg returned */
 	assert_int_equal(mock.n_post_srq_recv, posts + 1);
-	assert_int_equal(mock_srq_posted(), 32);
+	assert_int_equal(mock_srq_posted(), 64);
 }
 
 /* released buffers go back to the SRQ 16 at a time within a drain, the
@@ -1243,7 +1245,7 @@ static void recv__repost_in_batches(void **state)
 	assert_int_equal(t->msgs, 20);
 	assert_int_equal(mock.n_post_srq_recv, posts + 1);
 	assert_int_equal(mock.srq_batch[posts], 16);
-	assert_int_equal(mock_srq_posted(), 28);
+	assert_int_equal(mock_srq_posted(), 60);
 	/* 16 returned: past the threshold, a CREDIT frame carries them */
 	rmsgi_ctx_flush(t->ctx);
 	assert_int_equal(mock.n_sent, 1);
@@ -1256,7 +1258,7 @@ static void recv__repost_in_batches(void **state)
 	assert_int_equal(rmsgi_tr_rdma.poll(t->ctx, false), 0);
 	assert_int_equal(mock.n_post_srq_recv, posts + 2);
 	assert_int_equal(mock.srq_batch[posts + 1], 4);
-	assert_int_equal(mock_srq_posted(), 32);
+	assert_int_equal(mock_srq_posted(), 64);
 	assert_int_equal(mock.n_bad_sge, 0);
 	/* not enough for another CREDIT frame */
 	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
@@ -1685,7 +1687,7 @@ static void close__idle(void **state)
 	assert_int_equal(mock.live_qp, 0);
 	assert_int_equal(mock.live_id, 0);
 	/* receives stay with the shared SRQ */
-	assert_int_equal(mock_srq_posted(), 32);
+	assert_int_equal(mock_srq_posted(), 64);
 }
 
 /* a post that fails mid-batch (no memory for its rendezvous) must not
@@ -1778,6 +1780,317 @@ static void close__device_never_flushes(void **state)
 	}
 }
 
+/* ------------------------------------------------------------------ */
+/* a peer gets only what it was given (issue 14)                        */
+
+/* frames beyond the credits granted and returned: -EPROTO at the first
+ * one, before it reaches the app (the SRQ it drains is everyone's) */
+static void bound__over_credit_closes(void **state)
+{
+	struct rt *t = *state;
+	int i, warnings;
+
+	connect_peer(t, 32, 8192);
+	/* the RNR timer the peer's resends wait: 0.64 ms, not 655 ms */
+	assert_int_equal(mock.min_rnr_timer, 12);
+	warnings = t->warnings;
+	/* the 32 granted, then one more, none returned in between */
+	for (i = 0; i < 33; i++)
+		peer_data(t, "x", 0);
+	pump(t);
+	assert_int_equal(t->msgs, 32);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -EPROTO);
+	assert_true(t->warnings > warnings);
+}
+
+/* credits returned to the peer raise what it may send: a long exchange
+ * within them never trips the check */
+static void bound__within_credits_stays_up(void **state)
+{
+	struct rt *t = *state;
+	int i, round;
+
+	connect_peer(t, 32, 8192);
+	for (round = 0; round < 20; round++) {
+		for (i = 0; i < 24; i++)
+			peer_data(t, "y", 0);
+		pump(t);
+		mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+		pump(t);
+	}
+	assert_int_equal(t->msgs, 20 * 24);
+	assert_int_equal(t->closed, 0);
+}
+
+/* the peer announces a larger eager size than ours: we send it no eager
+ * frame over our own (here 8 KiB: 20000 B go as a rendezvous) */
+static void bound__peer_eager_clamped(void **state)
+{
+	struct rt *t = *state;
+	uint8_t *big = calloc(1, 20000);
+	struct rmsgi_hdr h;
+
+	assert_non_null(big);
+	connect_peer(t, 32, 1u << 20);
+	assert_int_equal(t->c->peer_eager, 8192);
+	assert_int_equal(send_buf(t, big, 20000, 1), 0);
+	rmsgi_ctx_flush(t->ctx);
+	sent_hdr(&mock.sent[0], &h);
+	assert_int_equal(h.type, RMSGI_T_RNDV_REQ);
+	assert_int_equal(rmsg_conn_close(t->c), 0);
+	free(big);
+}
+
+static int imms;
+static size_t imm_len;
+
+static void imm_cb(struct rmsg_conn *c, uint32_t imm, size_t len, void *arg)
+{
+	imms++;
+	imm_len = len;
+}
+
+/* an IMM frame claims the length of a split write: up to the largest
+ * region the peer may write, never more */
+static void bound__imm_length(void **state)
+{
+	static const uint64_t lens[] = {65536, 65537, (uint64_t)1 << 40};
+	size_t i;
+
+	teardown(state);
+	for (i = 0; i < UNIT_ARRAY_SIZE(lens); i++) {
+		struct rt *t = rt_new();
+		static uint8_t region[65536], rd[1 << 17];
+		struct rmsg_mr *mr, *mr2;
+
+		rt_ctx(t);
+		assert_int_equal(rmsg_mr_reg(t->ctx, region, sizeof(region),
+					     RMSG_ACCESS_REMOTE_WRITE, &mr),
+				 0);
+		/* larger, but not writable by the peer */
+		assert_int_equal(rmsg_mr_reg(t->ctx, rd, sizeof(rd),
+					     RMSG_ACCESS_REMOTE_READ, &mr2),
+				 0);
+		imms = 0;
+		assert_int_equal(
+			rmsg_connect(t->ctx, URI, t->cfg, &ops, t, &t->c), 0);
+		t->c->ops.on_imm = imm_cb;
+		{
+			uint8_t buf[64];
+
+			t->id = mock.last_id;
+			cm_event(t, t->id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL,
+				 0);
+			cm_event(t, t->id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0,
+				 NULL, 0);
+			t->qpn = mock.last_qp->qp.qp_num;
+			cm_event(t, t->id, RDMA_CM_EVENT_ESTABLISHED, 0, buf,
+				 hello(buf, 32, 8192, 0, NULL));
+		}
+		peer_frame(t, RMSGI_T_IMM, 0, 5, lens[i], 0, NULL, 0);
+		pump(t);
+		if (i == 0) {
+			assert_int_equal(imms, 1);
+			assert_int_equal(imm_len, 65536);
+			assert_int_equal(t->closed, 0);
+			assert_int_equal(rmsg_conn_close(t->c), 0);
+		} else {
+			assert_int_equal(imms, 0);
+			assert_int_equal(t->closed, 1);
+			assert_int_equal(t->close_reason, -EPROTO);
+		}
+		assert_int_equal(rmsg_mr_dereg(mr), 0);
+		assert_int_equal(rmsg_mr_dereg(mr2), 0);
+		assert_true(rt_free(t));
+	}
+	*state = rt_new();
+}
+
+/* a connection reads at most its share of the budget at a time: the
+ * second request waits for the first one's reads, in order; one larger
+ * than the whole share fails alone with -ENOMEM */
+static void bound__rndv_share(void **state)
+{
+	struct rt *t = *state;
+	const size_t mib = (size_t)1 << 20, len = 5 * mib;
+	uint8_t *a = pattern(len, 21), *b = pattern(len, 22);
+	uint8_t *c = pattern(9 * mib, 23);
+	struct rmsgi_seg sa[5], sb[5], sc[9];
+	struct rmsgi_hdr h;
+	int i, reads;
+
+	/* one connection: a share of 16 MiB / 2 */
+	assert_int_equal(rmsg_cfg_set_reg_limit(t->cfg, 16 * mib), 0);
+	assert_int_equal(rmsg_cfg_set_max_msg_size(t->cfg, 64 * mib), 0);
+	for (i = 0; i < 9; i++) {
+		if (i < 5) {
+			sa[i] = (struct rmsgi_seg){(uintptr_t)a + i * mib,
+						   (uint32_t)mib, 1};
+			sb[i] = (struct rmsgi_seg){(uintptr_t)b + i * mib,
+						   (uint32_t)mib, 2};
+		}
+		sc[i] = (struct rmsgi_seg){(uintptr_t)c + i * mib,
+					   (uint32_t)mib, 3};
+	}
+	connect_peer(t, 32, 8192);
+	{
+		uint8_t p[RMSGI_SEG_SIZE * 9];
+
+		for (i = 0; i < 5; i++)
+			rmsgi_seg_encode(&sa[i], p + i * RMSGI_SEG_SIZE);
+		peer_frame(t, RMSGI_T_RNDV_REQ, 0, 0, 1, len, p,
+			   5 * RMSGI_SEG_SIZE);
+		for (i = 0; i < 5; i++)
+			rmsgi_seg_encode(&sb[i], p + i * RMSGI_SEG_SIZE);
+		peer_frame(t, RMSGI_T_RNDV_REQ, 0, 0, 2, len, p,
+			   5 * RMSGI_SEG_SIZE);
+		for (i = 0; i < 9; i++)
+			rmsgi_seg_encode(&sc[i], p + i * RMSGI_SEG_SIZE);
+		peer_frame(t, RMSGI_T_RNDV_REQ, 0, 0, 3, 9 * mib, p,
+			   9 * RMSGI_SEG_SIZE);
+	}
+	pump(t);
+	/* the first one's reads only: 5 MiB + 5 MiB is over the share */
+	assert_int_equal(mock.n_sent, 5);
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(mock.sent[i].opcode, IBV_WR_RDMA_READ);
+		assert_int_equal(mock.sent[i].rkey, 1);
+	}
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(t->msgs, 1);
+	assert_memory_equal(t->last_msg, a, len);
+	/* the first ACK, then the second one's reads */
+	sent_hdr(&mock.sent[5], &h);
+	assert_int_equal(h.type, RMSGI_T_RNDV_ACK);
+	assert_int_equal(h.id, 1);
+	assert_int_equal(h.aux, 0);
+	reads = 0;
+	for (i = 6; i < mock.n_sent; i++)
+		if (mock.sent[i].opcode == IBV_WR_RDMA_READ) {
+			assert_int_equal(mock.sent[i].rkey, 2);
+			reads++;
+		}
+	assert_int_equal(reads, 5);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(t->msgs, 2);
+	assert_memory_equal(t->last_msg, b, len);
+	/* 9 MiB: larger than the share, refused without a read (once
+	 * the reads before it were posted) */
+	reads = 0;
+	for (i = 0; i < mock.n_sent; i++) {
+		assert_true(mock.sent[i].opcode != IBV_WR_RDMA_READ ||
+			    mock.sent[i].rkey != 3);
+		if (mock.sent[i].opcode != IBV_WR_SEND)
+			continue;
+		sent_hdr(&mock.sent[i], &h);
+		if (h.type == RMSGI_T_RNDV_ACK && h.id == 3) {
+			assert_int_equal(h.aux, ENOMEM);
+			reads++;
+		}
+	}
+	assert_int_equal(reads, 1);
+	assert_int_equal(t->closed, 0);
+	free(a);
+	free(b);
+	free(c);
+}
+
+/* a rendezvous piece over 4 GiB goes as several segments, each within
+ * the wire's u32 (it was cut to its low 32 bits) */
+static void bound__rndv_segments_over_4gib(void **state)
+{
+	struct rt *t = *state;
+	const size_t len = ((size_t)5 << 30) + 12345;
+	const struct mock_send_wr *w;
+	struct rmsgi_seg seg;
+	struct rmsgi_hdr h;
+	uint64_t sum = 0;
+	uint8_t *big;
+	int i;
+
+	/* address space only: nothing is touched but the first bytes */
+	big = mmap(NULL, len, PROT_READ,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (big == MAP_FAILED)
+		skip();
+	assert_int_equal(rmsg_cfg_set_max_msg_size(t->cfg, (size_t)8 << 30), 0);
+	assert_int_equal(rmsg_cfg_set_reg_limit(t->cfg, (size_t)8 << 30), 0);
+	connect_peer(t, 32, 8192);
+	assert_int_equal(send_buf(t, big, len, 1), 0);
+	rmsgi_ctx_flush(t->ctx);
+	w = &mock.sent[0];
+	sent_hdr(w, &h);
+	assert_int_equal(h.type, RMSGI_T_RNDV_REQ);
+	assert_int_equal(h.len, len);
+	assert_int_equal(w->total, RMSGI_HDR_SIZE + 3 * RMSGI_SEG_SIZE);
+	for (i = 0; i < 3; i++) {
+		rmsgi_seg_decode(w->data + RMSGI_HDR_SIZE + i * RMSGI_SEG_SIZE,
+				 &seg);
+		assert_int_equal(seg.addr, (uintptr_t)big + sum);
+		assert_true(seg.len > 0 && seg.len <= (1u << 31));
+		sum += seg.len;
+	}
+	assert_int_equal(sum, len);
+	assert_int_equal(rmsg_conn_close(t->c), 0);
+	munmap(big, len);
+}
+
+/* a one-sided write of more than 4 GiB: work requests cut at the port's
+ * message size, and never above 2 GiB whatever the port says, so no SGE
+ * length is cut to 32 bits */
+static void bound__rma_over_4gib(void **state)
+{
+	struct rt *t = *state;
+	const size_t len = ((size_t)5 << 30) + 777;
+	struct rmsgi_desc d = {.access = RMSG_ACCESS_REMOTE_WRITE,
+			       .flags = RMSGI_DESC_F_RKEY,
+			       .rid = 9,
+			       .rkey = 0x55,
+			       .addr = 0x100000,
+			       .len = (uint64_t)8 << 30};
+	uint8_t desc[RMSG_MR_DESC_SIZE];
+	struct iovec iov;
+	uint64_t sum = 0, k;
+	uint8_t *big;
+	int i, status = 1;
+
+	big = mmap(NULL, len, PROT_READ,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (big == MAP_FAILED)
+		skip();
+	mock.max_msg_sz = UINT32_MAX;
+	assert_int_equal(rmsg_cfg_set_max_msg_size(t->cfg, (size_t)8 << 30), 0);
+	assert_int_equal(rmsg_cfg_set_reg_limit(t->cfg, (size_t)8 << 30), 0);
+	connect_peer(t, 32, 8192);
+	rmsgi_desc_encode(&d, desc);
+	iov.iov_base = big;
+	iov.iov_len = len;
+	assert_int_equal(rmsg_write(t->c, &iov, 1, desc, 0, done_cb, (void *)7),
+			 0);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(mock.n_sent, 3);
+	for (i = 0; i < mock.n_sent; i++) {
+		const struct mock_send_wr *w = &mock.sent[i];
+
+		assert_int_equal(w->opcode, IBV_WR_RDMA_WRITE);
+		assert_int_equal(w->remote_addr, 0x100000 + sum);
+		assert_int_equal(w->rkey, 0x55);
+		for (k = 0; k < (uint64_t)w->num_sge; k++) {
+			assert_true(w->sge[k].length <= (1u << 31));
+			sum += w->sge[k].length;
+		}
+	}
+	assert_int_equal(sum, len);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(done_count(t, 7, &status), 1);
+	assert_int_equal(status, 0);
+	munmap(big, len);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -1826,6 +2139,13 @@ int main(void)
 		T(rndv_rx__no_memory_refused),
 		T(rndv_rx__close_in_on_msg),
 		T(rndv_rx__read_error_without_credit),
+		T(bound__over_credit_closes),
+		T(bound__within_credits_stays_up),
+		T(bound__peer_eager_clamped),
+		T(bound__imm_length),
+		T(bound__rndv_share),
+		T(bound__rndv_segments_over_4gib),
+		T(bound__rma_over_4gib),
 		T(close__lingers_for_posted_sends),
 		T(close__idle),
 		T(close__peer_bye),
