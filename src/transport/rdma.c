@@ -8,11 +8,11 @@
  * many buffers as the credits granted to live peers, plus RX_SPARE, so a
  * peer that keeps to its credits never meets RNR while the others do.
  * A peer that sends beyond its credits could still drain the shared SRQ
- * (the device takes its frames before the library sees them): each
- * connection counts the frames that arrived against the credits it was
- * granted and the ones returned to it, and the first frame beyond them
- * closes it with -EPROTO; until then the others' sends wait out RNR
- * (rnr_retry 7, RNR timer MIN_RNR_TIMER) instead of failing.
+ * (the device takes its frames before the library sees them): conn.c
+ * counts every frame against the credits granted and returned
+ * (rmsgi_conn_rx), and the first frame beyond them closes the connection
+ * with -EPROTO; until then the others' sends wait out RNR (rnr_retry 7,
+ * RNR timer MIN_RNR_TIMER) instead of failing.
  *
  * Per connection: an RC QP on the shared CQ/SRQ and a ring of send slots.
  * post() fills a slot; kick() posts the new slots as one chain with only
@@ -172,9 +172,7 @@ struct rdma_conn {
 	uint32_t tail;	   /* oldest slot not yet retired */
 	uint32_t since_sig;
 	uint32_t reads_out;
-	uint64_t rndv_bytes;   /* rendezvous buffers being read into */
-	uint64_t rx_frames;    /* receives the peer consumed */
-	uint64_t credits_sent; /* credits returned to the peer */
+	uint64_t rndv_bytes; /* rendezvous buffers being read into */
 	uint32_t max_inline;
 	uint32_t max_sge;
 	struct rndv_rx *pending_reads, *pending_tail;
@@ -1360,8 +1358,6 @@ static int rdma_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	h.type = op->type;
 	h.flags = 0;
 	h.credits = op->credits;
-	/* what the peer may send beyond its grant (on_recv checks) */
-	rc->credits_sent += op->credits;
 	h.aux = op->aux;
 	h.len = op->len;
 	h.id = op->id;
@@ -1440,7 +1436,6 @@ static int rdma_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	return 0;
 
 undo:
-	rc->credits_sent -= op->credits;
 	if (op->rndv)
 		rdma_rndv_release(c, op);
 	rmsgi_pool_free(r->ctx->pool, s->copybuf);
@@ -1508,7 +1503,6 @@ static ssize_t rdma_send_direct(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		return 0;
 	}
 	rc->unposted = rc->head;
-	rc->credits_sent += h->credits;
 	return (ssize_t)total;
 }
 
@@ -1818,20 +1812,6 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 	/* the buffer carries one of this conn's credits until reposted */
 	rb->m.conn = rc->c;
 	rmsgi_conn_get(rc->c);
-	/* every receive costs the peer a credit: one beyond those granted
-	 * and returned to it takes a buffer of the shared SRQ that other
-	 * peers' credits stand for */
-	if (RMSGI_UNLIKELY(++rc->rx_frames > rc->granted + rc->credits_sent)) {
-		rmsgi_warn(
-			r->ctx,
-			"conn %u: the peer sent beyond its credits (frame "
-			"%llu, %llu granted): closing",
-			rc->c->id, (unsigned long long)rc->rx_frames,
-			(unsigned long long)(rc->granted + rc->credits_sent));
-		rxbuf_release(&rb->m);
-		rmsgi_conn_abort(rc->c, -EPROTO);
-		return;
-	}
 	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
 		/* the peer's write-with-immediate: nothing is in the buffer */
 		memset(&h, 0, sizeof(h));
