@@ -161,8 +161,8 @@ int rmsg_cfg_get_max_msg_size(const struct rmsg_cfg *cfg, size_t *size_p);
  * of it counts: frames being read, frames held by the app
  * (rmsg_msg_hold()), and a spare buffer per connection. A connection
  * whose frame would go over the limit stops being read until memory is
- * freed; if none is freed within its timeout (rmsg_cfg_set_timeout_ms())
- * it closes with -ENOBUFS. A frame announced larger than the limit can
+ * freed; if none is freed within its timeout (rmsg_cfg_set_timeout_ms(),
+ * or half the keepalive bound if shorter) it closes with -ENOBUFS. A frame announced larger than the limit can
  * never fit: its connection closes with -EMSGSIZE at once.
  * Return: 0, or -EINVAL.
  */

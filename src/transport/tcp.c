@@ -379,11 +379,19 @@ static void tcp_rx_give(struct tcp_ctx *t, size_t n)
 	}
 }
 
-/* no room for more of this connection's frame: stop reading it until
- * memory comes back, for its timeout at most (tcp_tmo_cb) */
+/*
+ * No room for more of this connection's frame: stop reading it until
+ * memory comes back, for its timeout at most (tcp_tmo_cb, -ENOBUFS), or
+ * half the keepalive bound if shorter: the peer's answers to our probes
+ * wait behind the frame, and the keepalive must not take our own stall
+ * for the peer's death (-ETIMEDOUT); its bytes just arrived.
+ */
 static void tcp_rx_stall(struct tcp_conn *tc)
 {
 	struct ev_loop *loop = tc->t->ctx->loop;
+	const struct rmsgi_cfgv *cfg = &tc->c->cfg;
+	double bound = cfg->timeout_ms / 1000.0;
+	double ka = cfg->keepalive_ms * (double)cfg->keepalive_misses / 1000.0;
 
 	if (tc->stalled)
 		return;
@@ -394,9 +402,12 @@ static void tcp_rx_stall(struct tcp_conn *tc)
 	tc->stalled = true;
 	rmsgi_list_add_tail(&tc->t->stalled, &tc->stall_link);
 	tcp_io_stop(loop, &tc->rw);
+	if (ka > 0 && ka / 2 < bound)
+		bound = ka / 2;
+	tc->c->last_rx = ev_now(loop);
 	if (!ev_is_active(&tc->tmo)) {
 		tc->stall_tmo = true;
-		tcp_timer_start(loop, &tc->tmo, tc->c->cfg.timeout_ms / 1000.0);
+		tcp_timer_start(loop, &tc->tmo, bound);
 	}
 }
 
