@@ -13,11 +13,15 @@
  *      another 48 MiB as fast as it can: B stops reading it once the cap
  *      is full, peak memory stays under CAP plus RX_SLACK, and the
  *      second peer is closed with -ENOBUFS after B's timeout;
- *   3. a peer announces a frame larger than B's cap: -EMSGSIZE at once.
+ *   3. a peer announces a frame larger than B's cap: -EMSGSIZE at once;
+ *   4. no raw peer: the spare buffer a connection keeps after a large
+ *      frame (here the client's, after an 8 MiB echo) is freed once it
+ *      stays unused for one to two seconds (malloc's bytes in use).
  * The server's memory is read from /proc/self/status: VmHWM (peak
  * resident) and VmPeak (peak virtual), compared to before each phase.
  * TCP only (raw sockets); exits 77 over RDMA.
  */
+#include <malloc.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -38,7 +42,7 @@ static struct ev_loop *loop;
 static struct rmsg_conn *cli;
 static long round_trips;
 static int closes, n_nobufs, n_msgsize, n_reset;
-static bool cli_up, ending;
+static bool cli_up, ending, pp_pause, big_back;
 static struct rmsg_msg *b_held[4];
 static int b_nheld;
 
@@ -128,10 +132,25 @@ static void cli_established(struct rmsg_conn *c, void *arg)
 	ping();
 }
 
+#define BIG (8 * MIB)
+
 static void cli_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 {
+	if (rmsg_msg_len(m) == BIG) {
+		big_back = true;
+		return;
+	}
 	round_trips++;
-	ping();
+	if (!pp_pause)
+		ping();
+}
+
+/* bytes malloc has handed out and not got back */
+static size_t malloc_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
 }
 
 static void cli_close(struct rmsg_conn *c, int reason, void *arg)
@@ -354,6 +373,31 @@ int main(void)
 	st = reap(pid, false);
 	T_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "over_cap: %d", st);
 	close(note);
+
+	/* 4. an idle spare buffer goes (last: it moves the peaks) */
+	{
+		struct iovec iov = {.iov_len = BIG};
+		size_t u0, u1, u2;
+
+		iov.iov_base = calloc(1, BIG);
+		T_ASSERT(iov.iov_base, "calloc");
+		pp_pause = true;
+		run_for(0.1);
+		u0 = malloc_in_use();
+		T_OK(rmsg_send(cli, &iov, 1, NULL, NULL));
+		RUN_UNTIL(big_back, 10);
+		u1 = malloc_in_use();
+		run_for(2.5);
+		u2 = malloc_in_use();
+		printf("8 MiB echo: malloc in use %zu KiB before, %zu KiB "
+		       "after, %zu KiB 2.5 s later\n",
+		       u0 >> 10, u1 >> 10, u2 >> 10);
+		T_ASSERT(u1 > u0 + BIG / 2, "no spare kept after the echo?");
+		T_ASSERT(u2 < u0 + MIB, "the idle spare was not freed");
+		free(iov.iov_base);
+		pp_pause = false;
+		ping();
+	}
 
 	ending = true;
 	T_OK(rmsg_ctx_destroy(cctx));
