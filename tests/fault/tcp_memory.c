@@ -19,6 +19,8 @@
  *      stays unused for one to two seconds (malloc's bytes in use).
  * The server's memory is read from /proc/self/status: VmHWM (peak
  * resident) and VmPeak (peak virtual), compared to before each phase.
+ * Under ASan or valgrind (RMSG_TEST_NO_RSS set) their allocators own
+ * the memory: the figures are printed, not judged.
  * TCP only (raw sockets); exits 77 over RDMA.
  */
 #include <malloc.h>
@@ -43,6 +45,7 @@ static struct rmsg_conn *cli;
 static long round_trips;
 static int closes, n_nobufs, n_msgsize, n_reset;
 static bool cli_up, ending, pp_pause, big_back;
+static bool judge_mem; /* no RMSG_TEST_NO_RSS */
 static struct rmsg_msg *b_held[4];
 static int b_nheld;
 
@@ -300,6 +303,7 @@ int main(void)
 		printf("SKIP: raw TCP peers only\n");
 		return T_SKIP;
 	}
+	judge_mem = !getenv("RMSG_TEST_NO_RSS");
 	signal(SIGPIPE, SIG_IGN);
 	loop = ev_loop_new(EVFLAG_AUTO); /* the default loop reaps children */
 	T_OK(rmsg_cfg_create(&scfg));
@@ -335,8 +339,8 @@ int main(void)
 	run_for(0.5); /* the server reads what they sent */
 	mem_read(&m1);
 	mem_print("8 x 512 MiB announced, 4 KiB sent", &m0, &m1);
-	T_ASSERT(m1.peak - m0.peak < ANNOUNCE_BOUND &&
-			 m1.hwm - m0.hwm < ANNOUNCE_BOUND,
+	T_ASSERT(!judge_mem || (m1.peak - m0.peak < ANNOUNCE_BOUND &&
+				m1.hwm - m0.hwm < ANNOUNCE_BOUND),
 		 "memory grew with announced lengths");
 	T_ASSERT(closes == 0, "an announcer was closed");
 	printf("round trips meanwhile: %ld\n", round_trips - rt0);
@@ -355,9 +359,9 @@ int main(void)
 	RUN_UNTIL(n_nobufs == 1, 5 + TIMEOUT_MS / 1000.0);
 	mem_read(&m1);
 	mem_print("2 x 48 MiB sent into a 64 MiB cap", &m0, &m1);
-	T_ASSERT(m1.hwm - m0.hwm < CAP + RX_SLACK,
+	T_ASSERT(!judge_mem || m1.hwm - m0.hwm < CAP + RX_SLACK,
 		 "resident memory beyond the cap");
-	T_ASSERT(m1.peak - m0.peak < CAP + RX_SLACK,
+	T_ASSERT(!judge_mem || m1.peak - m0.peak < CAP + RX_SLACK,
 		 "virtual memory beyond the cap");
 	printf("round trips meanwhile: %ld\n", round_trips - rt0);
 	T_ASSERT(round_trips - rt0 > 100, "the good client starved");
@@ -392,8 +396,10 @@ int main(void)
 		printf("8 MiB echo: malloc in use %zu KiB before, %zu KiB "
 		       "after, %zu KiB 2.5 s later\n",
 		       u0 >> 10, u1 >> 10, u2 >> 10);
-		T_ASSERT(u1 > u0 + BIG / 2, "no spare kept after the echo?");
-		T_ASSERT(u2 < u0 + MIB, "the idle spare was not freed");
+		T_ASSERT(!judge_mem || u1 > u0 + BIG / 2,
+			 "no spare kept after the echo?");
+		T_ASSERT(!judge_mem || u2 < u0 + MIB,
+			 "the idle spare was not freed");
 		free(iov.iov_base);
 		pp_pause = false;
 		ping();
