@@ -12,7 +12,9 @@
  *      listener logs the shortage once, naming "ulimit -n", backs off
  *      (growing pauses), and serves the client once descriptors free.
  * TCP only (raw sockets, descriptors of this process); exits 77 over
- * RDMA.
+ * RDMA. Under valgrind part 3 is skipped: valgrind enforces the lowered
+ * limit itself, above the kernel, and closes a socket accept() got over
+ * it, which a kernel never does.
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -291,7 +293,10 @@ int main(void)
 	rmsg_cfg_destroy(cfg);
 	t_deadline(loop, 60);
 	limits(sctx, &port);
-	emfile(port);
+	if (getenv("LD_PRELOAD") && strstr(getenv("LD_PRELOAD"), "vgpreload"))
+		printf("EMFILE: skipped under valgrind\n");
+	else
+		emfile(port);
 	T_OK(rmsg_ctx_destroy(cctx));
 	T_OK(rmsg_ctx_destroy(sctx));
 	printf("listener_limits: caps refuse and serve again; EMFILE logged "
