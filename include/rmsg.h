@@ -151,6 +151,75 @@ int rmsg_cfg_set_max_msg_size(struct rmsg_cfg *cfg, size_t size);
 int rmsg_cfg_get_max_msg_size(const struct rmsg_cfg *cfg, size_t *size_p);
 
 /**
+ * rmsg_cfg_set_tcp_rx_limit() - most memory a context spends on large
+ * TCP frames being received or held (default 1 GiB)
+ * @cfg: the configuration of the context (rmsg_ctx_create())
+ * @bytes: at least 1 MiB
+ *
+ * Frames over 64 KiB are read into memory of their own that grows with
+ * the bytes that arrived (never with the length the peer announced). All
+ * of it counts: frames being read, frames held by the app
+ * (rmsg_msg_hold()), and a spare buffer per connection. A connection
+ * whose frame would go over the limit stops being read until memory is
+ * freed; if none is freed within its timeout (rmsg_cfg_set_timeout_ms(),
+ * or half the keepalive bound if shorter) it closes with -ENOBUFS. A frame announced larger than the limit can
+ * never fit: its connection closes with -EMSGSIZE at once.
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_tcp_rx_limit(struct rmsg_cfg *cfg, size_t bytes);
+/**
+ * rmsg_cfg_get_tcp_rx_limit() - read the TCP receive memory limit
+ * @cfg: the configuration
+ * @bytes_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_tcp_rx_limit(const struct rmsg_cfg *cfg, size_t *bytes_p);
+
+/**
+ * rmsg_cfg_set_max_conns() - most connections a listener keeps
+ * (default 4096)
+ * @cfg: the configuration given to rmsg_listen()
+ * @n: 1 to 16777216; connections open or in their handshake count
+ *
+ * One more is refused (TCP: answered with a refusal and closed; RDMA:
+ * rdma_reject()): its peer's on_close gets -ECONNREFUSED and it logs
+ * the reason (-EUSERS). A connection stops counting once its on_close
+ * ran. Refusals are counted and logged, the first and every 1024th.
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_max_conns(struct rmsg_cfg *cfg, unsigned n);
+/**
+ * rmsg_cfg_get_max_conns() - read the listener's connection limit
+ * @cfg: the configuration
+ * @n_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_max_conns(const struct rmsg_cfg *cfg, unsigned *n_p);
+/**
+ * rmsg_cfg_set_max_pending() - most connections a listener keeps in
+ * their handshake (default 256)
+ * @cfg: the configuration given to rmsg_listen()
+ * @n: 1 to 16777216
+ *
+ * A handshake lasts from the peer's connect until the connection is
+ * established (or fails); one that does not finish within the listener's
+ * timeout (rmsg_cfg_set_timeout_ms()) ends and frees its slot. While the
+ * slots are full, new peers are refused as with rmsg_cfg_set_max_conns().
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_max_pending(struct rmsg_cfg *cfg, unsigned n);
+/**
+ * rmsg_cfg_get_max_pending() - read the listener's handshake limit
+ * @cfg: the configuration
+ * @n_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_max_pending(const struct rmsg_cfg *cfg, unsigned *n_p);
+
+/**
  * rmsg_cfg_set_private_data() - bytes sent to the peer in the handshake
  * @cfg: the configuration
  * @data: the bytes (copied), or NULL to clear
@@ -445,6 +514,13 @@ int rmsg_msg_hold(struct rmsg_msg *m);
 /**
  * rmsg_msg_release() - give back a held message
  * @m: the message
+ *
+ * Releasing a message that is not held (one released already) does
+ * nothing. A released message object serves a new message only after
+ * many others (TCP: 255 more held messages of the context released;
+ * RDMA: its receive buffer went through the shared receive queue), so a
+ * second release soon after the first never releases another message;
+ * a stale pointer kept longer than that must not be used.
  */
 void rmsg_msg_release(struct rmsg_msg *m);
 
@@ -658,7 +734,10 @@ int rmsg_call_cancel(struct rmsg_conn *c, uint64_t call_id);
  * @iovcnt: number of pieces
  *
  * The data is copied before this returns. @req is used up, also when an
- * error other than -ENOMEM or -EINVAL is returned.
+ * error other than -ENOMEM or -EINVAL is returned. A second answer to a
+ * used-up request (rmsg_reply() or rmsg_reply_error()) returns -EINVAL
+ * and changes nothing, as long as fewer than 255 other requests of the
+ * context were answered since; later the pointer must not be used.
  * Return: 0, or -EINVAL, -ENOMEM (@req stays valid: try again),
  * -ENOTCONN (the connection closed; the reply is dropped), -EMSGSIZE.
  */

@@ -17,6 +17,9 @@ void rmsgi_cfg_defaults(struct rmsgi_cfgv *v)
 	v->keepalive_misses = 3;
 	v->log_level = RMSG_LOG_WARN;
 	v->reg_limit = (size_t)1 << 30;
+	v->tcp_rx_limit = (size_t)1 << 30;
+	v->max_conns = 4096;
+	v->max_pending = 256;
 }
 
 int rmsg_cfg_create(struct rmsg_cfg **cfg_p)
@@ -70,6 +73,9 @@ CFG_ACCESSORS(timeout_ms, timeout_ms, unsigned, 1, 3600000)
 CFG_ACCESSORS(keepalive_ms, keepalive_ms, unsigned, 0, 3600000)
 CFG_ACCESSORS(keepalive_misses, keepalive_misses, unsigned, 1, 1000)
 CFG_ACCESSORS(reg_limit, reg_limit, size_t, 4096, SIZE_MAX)
+CFG_ACCESSORS(tcp_rx_limit, tcp_rx_limit, size_t, (size_t)1 << 20, SIZE_MAX)
+CFG_ACCESSORS(max_conns, max_conns, unsigned, 1, 1 << 24)
+CFG_ACCESSORS(max_pending, max_pending, unsigned, 1, 1 << 24)
 
 int rmsg_cfg_set_private_data(struct rmsg_cfg *cfg, const void *data,
 			      size_t len)

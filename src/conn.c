@@ -44,6 +44,8 @@ static void set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
 
 	c->state = s;
 	c->direct_lim = 0;
+	if (c->lst)
+		rmsgi_listener_track(c, s);
 	if (s != RMSGI_CS_ESTABLISHED || !c->tr->send_direct)
 		return;
 	max = c->tr->direct_max(c);
@@ -372,6 +374,10 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 	if (h) {
 		c->peer_pdata_len = h->pdata_len;
 		memcpy(c->peer_pdata, h->pdata, h->pdata_len);
+		/* a listener over its limits, not the app, said no */
+		if (h->status == -EUSERS)
+			rmsgi_warn(c->ctx, "conn %u: refused: %s", c->id,
+				   rmsg_strerror(-EUSERS));
 	}
 	c->close_reason = peer_reason(c, reason);
 	set_state(c, RMSGI_CS_CLOSING);

@@ -87,7 +87,9 @@ static const struct {
 	{EPROTO, "protocol error: the peer sent a malformed or unexpected "
 		 "frame, so the connection was closed"},
 	{EMSGSIZE, "message too large for the configured maximum message "
-		   "size (rmsg_cfg_set_max_msg_size)"},
+		   "size (rmsg_cfg_set_max_msg_size), or, over TCP, for the "
+		   "receiver's receive memory limit "
+		   "(rmsg_cfg_set_tcp_rx_limit)"},
 	{ENOTCONN, "not connected: the connection is closing or closed"},
 	{ENODEV, "no RDMA device: none is present, none is up, or none "
 		 "serves this address (try 'ibv_devices', 'rdma link' and "
@@ -112,8 +114,23 @@ static const struct {
 		 "refused"},
 	{EREMOTEIO, "the peer's RDMA device reported an error for this "
 		    "operation"},
-	{ENOBUFS, "receiver not ready: the peer had no receive buffer "
-		  "(should not happen with credits; report it)"},
+	{ENOBUFS, "no buffer space: over RDMA the peer had no receive "
+		  "buffer (should not happen with credits; report it); over "
+		  "TCP the context's receive memory limit "
+		  "(rmsg_cfg_set_tcp_rx_limit) stayed full for the "
+		  "connection's timeout (rmsg_cfg_set_timeout_ms): held "
+		  "messages or other large frames kept it"},
+	{EMFILE, "too many open files: the process reached its descriptor "
+		 "limit (raise ulimit -n, or LimitNOFILE= of the service); "
+		 "a listener pauses accepting with a growing backoff (up to "
+		 "1 s) and accepts again once descriptors free up"},
+	{ENFILE, "too many open files in the system: the kernel's file "
+		 "table is full (raise sysctl fs.file-max); a listener "
+		 "pauses accepting with a growing backoff (up to 1 s)"},
+	{EUSERS, "too many connections: the listener has reached its limit "
+		 "of connections (rmsg_cfg_set_max_conns) or of pending "
+		 "handshakes (rmsg_cfg_set_max_pending) and refused this "
+		 "one; retry later"},
 	{EBUSY, "busy: not allowed from inside a callback of this context, "
 		"or a region still used by operations in flight"},
 	{EALREADY, "already done: the call does not apply in this state"},

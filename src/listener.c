@@ -70,6 +70,67 @@ int rmsg_listen(struct rmsg_ctx *ctx, const char *uri,
 	return 0;
 }
 
+int rmsgi_listener_admit(struct rmsg_listener *l)
+{
+	int ret = 0;
+
+	if (l->nconns >= l->cfg.max_conns)
+		ret = -EUSERS;
+	else if (l->npending >= l->cfg.max_pending)
+		ret = -EAGAIN;
+	if (!ret)
+		return 0;
+	/* a flood logs its first refusal and then every 1024th */
+	if ((l->refused++ & 1023) == 0)
+		rmsgi_warn(l->ctx,
+			   "listener on port %u: connection refused: %u of "
+			   "%u connections (rmsg_cfg_set_max_conns), %u of %u "
+			   "handshakes (rmsg_cfg_set_max_pending); %llu "
+			   "refused so far",
+			   l->port, l->nconns, l->cfg.max_conns, l->npending,
+			   l->cfg.max_pending, (unsigned long long)l->refused);
+	return ret;
+}
+
+void rmsgi_listener_attach(struct rmsg_listener *l, struct rmsg_conn *c)
+{
+	c->lst = l;
+	c->lst_pending = true;
+	l->nconns++;
+	l->npending++;
+}
+
+void rmsgi_listener_track(struct rmsg_conn *c, int state)
+{
+	struct rmsg_listener *l = c->lst;
+
+	if (c->lst_pending && state != RMSGI_CS_CONNECTING &&
+	    state != RMSGI_CS_ACCEPTING) {
+		c->lst_pending = false;
+		l->npending--;
+	}
+	if (state == RMSGI_CS_CLOSED) {
+		c->lst = NULL;
+		l->nconns--;
+	}
+}
+
+/* the listener goes: its connections stop counting */
+static void listener_detach_all(struct rmsg_listener *l)
+{
+	struct rmsgi_list *n, *tmp;
+
+	rmsgi_list_for_each_safe (n, tmp, &l->ctx->conns) {
+		struct rmsg_conn *c =
+			rmsgi_list_entry(n, struct rmsg_conn, link);
+
+		if (c->lst == l) {
+			c->lst = NULL;
+			c->lst_pending = false;
+		}
+	}
+}
+
 int rmsg_listener_port(const struct rmsg_listener *l, uint16_t *port_p)
 {
 	if (!l || !port_p)
@@ -87,6 +148,7 @@ int rmsg_listener_close(struct rmsg_listener *l)
 	for (i = 0; i < RMSGI_TR_COUNT; i++)
 		if (l->tr[i])
 			l->tr[i]->listen_close(l);
+	listener_detach_all(l);
 	rmsgi_list_del(&l->link);
 	ev_unref(l->ctx->loop);
 	free(l);

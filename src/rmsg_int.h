@@ -46,7 +46,10 @@ struct rmsgi_cfgv {
 	void *log_arg;
 	uint8_t pdata[RMSG_PRIVATE_DATA_MAX];
 	uint8_t pdata_len;
-	size_t reg_limit; /* registered bytes per context */
+	size_t reg_limit;     /* registered bytes per context */
+	size_t tcp_rx_limit;  /* TCP large-frame receive memory per context */
+	unsigned max_conns;   /* per listener: open and in handshake */
+	unsigned max_pending; /* per listener: in handshake */
 };
 
 struct rmsg_cfg {
@@ -333,7 +336,18 @@ struct rmsg_listener {
 	const struct rmsgi_tr_ops *tr[RMSGI_TR_COUNT]; /* listening backends */
 	void *tr_priv[RMSGI_TR_COUNT];
 	uint16_t port;
+	unsigned nconns;   /* connections counted against cfg.max_conns */
+	unsigned npending; /* of which in handshake (cfg.max_pending) */
+	uint64_t refused;  /* connections refused over a limit */
 };
+
+/* may @l take one more connection? 0, or -EUSERS (max_conns) or -EAGAIN
+ * (max_pending), counted and logged (rate-limited) */
+int rmsgi_listener_admit(struct rmsg_listener *l);
+/* @c, just created for @l, counts against its limits until it ends */
+void rmsgi_listener_attach(struct rmsg_listener *l, struct rmsg_conn *c);
+/* @c changes state: its handshake or its life may end */
+void rmsgi_listener_track(struct rmsg_conn *c, int state);
 
 /* ------------------------------------------------------------------ */
 /* connections (conn.c): the one state machine                          */
@@ -375,6 +389,8 @@ struct rmsg_conn {
 	int fallback_reason; /* why RDMA was not used, or 0 */
 	struct rmsgi_uri auto_uri;
 	struct rmsgi_rpc_conn *rpc; /* calls in flight (rpc.c) */
+	struct rmsg_listener *lst;  /* counts against its limits (listener.c) */
+	bool lst_pending;	    /* ... as a handshake too */
 	ev_timer ka;		    /* keepalive (keepalive.c) */
 	bool ka_on;
 	ev_tstamp last_rx, last_tx, ka_tick;

@@ -26,6 +26,10 @@
 #define RPC_BUCKETS 256
 #define RPC_IOV_INLINE 8
 #define RPC_SPARES 256 /* recycled call and request objects per context */
+/* an answered request object waits behind this many others before it is
+ * reused or freed, so that a second rmsg_reply() on a stale pointer
+ * finds it marked answered instead of answering someone else's request */
+#define RPC_REQ_QUARANTINE 256
 
 struct rpc_call {
 	struct rmsgi_list link; /* conn's calls, for close; spare list */
@@ -63,6 +67,7 @@ struct rmsg_req {
 	struct rmsg_req *next_spare;
 	uint64_t id;
 	uint32_t method;
+	bool answered; /* on the quarantine list: any further use is misuse */
 };
 
 struct rmsgi_rpc_ctx {
@@ -70,7 +75,8 @@ struct rmsgi_rpc_ctx {
 	uint64_t next_id;
 	/* no allocation per call or request once warm */
 	struct rpc_call *spare_calls;
-	struct rmsg_req *spare_reqs;
+	/* answered requests, oldest first (RPC_REQ_QUARANTINE) */
+	struct rmsg_req *spare_reqs, *spare_reqs_tail;
 	unsigned nspare_calls, nspare_reqs;
 };
 
@@ -486,25 +492,47 @@ static int send_reply(struct rmsg_conn *c, uint64_t id, int status,
 	return ret;
 }
 
+/* the oldest answered request leaves the quarantine */
+static struct rmsg_req *req_unquarantine(struct rmsgi_rpc_ctx *r)
+{
+	struct rmsg_req *req = r->spare_reqs;
+
+	r->spare_reqs = req->next_spare;
+	if (!r->spare_reqs)
+		r->spare_reqs_tail = NULL;
+	r->nspare_reqs--;
+	return req;
+}
+
+/*
+ * A request is used up: its object joins the tail of the quarantine and
+ * keeps its answered mark until RPC_REQ_QUARANTINE - 1 later requests of
+ * the context were answered; only then is it reused (or freed). A second
+ * rmsg_reply() on it in that window sees the mark and returns -EINVAL.
+ */
 static void req_free(struct rmsg_req *req)
 {
 	struct rmsgi_rpc_ctx *r = req->c->ctx->rpc;
 
 	rmsgi_conn_put(req->c);
-	if (r->nspare_reqs < RPC_SPARES) {
-		req->next_spare = r->spare_reqs;
+	req->c = NULL;
+	req->answered = true;
+	req->next_spare = NULL;
+	if (r->spare_reqs_tail)
+		r->spare_reqs_tail->next_spare = req;
+	else
 		r->spare_reqs = req;
-		r->nspare_reqs++;
-		return;
-	}
-	free(req);
+	r->spare_reqs_tail = req;
+	if (++r->nspare_reqs > RPC_REQ_QUARANTINE)
+		free(req_unquarantine(r));
 }
 
 int rmsg_reply(struct rmsg_req *req, const struct iovec *iov, int iovcnt)
 {
 	int i, ret;
 
-	if (!req || iovcnt < 0 || iovcnt > RMSG_IOV_MAX - 1 || (iovcnt && !iov))
+	if (!req || req->answered || iovcnt < 0 || iovcnt > RMSG_IOV_MAX - 1 ||
+	    (iovcnt && !iov))
 		return -EINVAL;
 	for (i = 0; i < iovcnt; i++)
 		if (iov[i].iov_len && !iov[i].iov_base)
@@ -524,7 +552,7 @@ int rmsg_reply_error(struct rmsg_req *req, int err)
 {
 	int ret;
 
-	if (!req || err >= 0 || err < -4095)
+	if (!req || req->answered || err >= 0 || err < -4095)
 		return -EINVAL;
 	ret = req->c->state == RMSGI_CS_ESTABLISHED
 		      ? send_reply(req->c, req->id, err, NULL, 0)
@@ -545,10 +573,8 @@ static int rpc_rx_request(struct rmsg_conn *c, struct rmsg_msg *m,
 		return send_reply(c, id, -ENOSYS, NULL, 0) == -ENOMEM ? -ENOMEM
 								      : 0;
 	/* a handler exists, so the context's RPC state does */
-	req = c->ctx->rpc->spare_reqs;
-	if (req) {
-		c->ctx->rpc->spare_reqs = req->next_spare;
-		c->ctx->rpc->nspare_reqs--;
+	if (c->ctx->rpc->nspare_reqs >= RPC_REQ_QUARANTINE) {
+		req = req_unquarantine(c->ctx->rpc);
 	} else {
 		req = calloc(1, sizeof(*req));
 		if (!req)
@@ -557,6 +583,7 @@ static int rpc_rx_request(struct rmsg_conn *c, struct rmsg_msg *m,
 	req->c = c;
 	req->id = id;
 	req->method = method;
+	req->answered = false;
 	rmsgi_conn_get(c);
 	m->in_cb = 1;
 	c->ctx->in_cb++;

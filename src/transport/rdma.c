@@ -896,9 +896,22 @@ static void on_connect_request(struct rdma_ctx *r, struct rdma_cm_event *ev,
 		return;
 	}
 	hello_clamp(r, &h);
+	if (rmsgi_listener_admit(l)) {
+		/* over the listener's limits: the peer logs why */
+		struct rmsgi_hello rh;
+		uint8_t rbuf[64];
+
+		memset(&rh, 0, sizeof(rh));
+		rh.status = -EUSERS;
+		rdma_reject(ev->id, rbuf,
+			    (uint8_t)rmsgi_hello_encode(&rh, rbuf));
+		rdma_destroy_id(ev->id);
+		return;
+	}
 	ret = rmsgi_conn_new(r->ctx, &l->cfg, &l->ops, l->arg, &c);
 	if (ret)
 		goto reject;
+	rmsgi_listener_attach(l, c);
 	c->is_server = true;
 	ret = rc_new(r, c, &rc);
 	if (ret)

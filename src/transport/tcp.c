@@ -61,11 +61,23 @@
 #define TCP_WIOV 1024
 #define TCP_READ_ROUNDS 16
 #define TCP_ACCEPT_BATCH 32
-#define TCP_ACCEPT_PAUSE 0.1
+/* accept() out of descriptors (EMFILE, ENFILE) or memory: accepting
+ * pauses, first for TCP_ACCEPT_PAUSE_MIN, doubling up to _MAX while the
+ * episode lasts */
+#define TCP_ACCEPT_PAUSE_MIN 0.01
+#define TCP_ACCEPT_PAUSE_MAX 1.0
 #define TCP_LISTEN_MAX 4
+/* a released message object waits behind this many others before it
+ * serves a new frame, so that a second rmsg_msg_release() on a stale
+ * pointer finds it not held instead of releasing another message */
 #define TCP_MSG_CACHE 256
 #define TCP_RBUF_CACHE 8
 #define TCP_SPARE_MAX ((size_t)16 << 20)
+/* a spare buffer unused for one to two of these periods is freed */
+#define TCP_SPARE_IDLE_S 1.0
+/* a large frame's memory starts at this (or what already arrived) and
+ * doubles as its bytes come, up to the frame's length */
+#define TCP_BIG_FIRST ((size_t)256 << 10)
 #define TCP_HS_MAX (RMSGI_HDR_SIZE + RMSGI_HELLO_SIZE + RMSG_PRIVATE_DATA_MAX)
 /* a local close waits this long at most for its output and the peer's
  * FIN (as RDMA lingers for its posted work) */
@@ -91,10 +103,16 @@ struct tcp_ctx {
 	struct rmsg_ctx *ctx;
 	struct rmsgi_list conns;
 	struct rmsgi_list listeners;
-	struct tcp_msg *msg_free; /* recycled message objects */
+	/* released message objects, oldest first (TCP_MSG_CACHE) */
+	struct tcp_msg *msg_free, *msg_free_tail;
 	unsigned msg_free_len;
 	struct tcp_rbuf *rb_free; /* recycled read buffers */
 	unsigned rb_free_len;
+	/* large-frame memory: frames being read, held, spares; bounded by
+	 * cfg.tcp_rx_limit */
+	size_t rx_bytes;
+	struct rmsgi_list stalled;   /* connections waiting for rx_bytes */
+	ev_timer sweep;		     /* frees idle spare buffers */
 	struct iovec wiov[TCP_WIOV]; /* sendmsg() scratch */
 };
 
@@ -111,6 +129,9 @@ struct tcp_listener {
 	struct tcp_ctx *t;
 	struct rmsg_listener *l;
 	ev_timer pause; /* accepting paused after EMFILE */
+	double backoff; /* the current pause; 0 outside an episode */
+	ev_tstamp episode_t0;
+	uint64_t episode_fails;
 	int nsock;
 	struct tcp_lsock sock[TCP_LISTEN_MAX];
 };
@@ -128,6 +149,7 @@ struct tcp_msg {
 	struct tcp_msg *next; /* free list */
 	struct tcp_rbuf *rb;  /* held: the read buffer it pins */
 	void *heap;	      /* held: payload memory it owns */
+	size_t heap_cap;      /* ... counted in tcp_ctx.rx_bytes */
 };
 
 struct tcp_conn {
@@ -180,6 +202,12 @@ struct tcp_conn {
 	struct rmsgi_hdr big_hdr;
 	uint8_t *spare; /* large-frame memory kept for reuse */
 	size_t spare_cap;
+	bool spare_used; /* since the last sweep */
+	/* reading stopped: the large frame found no room in rx_bytes */
+	bool stalled;
+	bool stall_tmo;	 /* tmo runs for the stall */
+	bool wait_start; /* the frame at rb[rhead] is still to start */
+	struct rmsgi_list stall_link; /* tcp_ctx.stalled */
 	size_t rneed;	     /* bytes the partial frame in rb still lacks */
 	bool big_streak;     /* the last frame was large: read headers alone */
 	struct tcp_msg *rxm; /* message object for the next frame: each
@@ -295,6 +323,8 @@ static void tcp_user_timeout(int fd, const struct rmsgi_cfgv *cfg)
 			   sizeof(bound));
 }
 
+static void tcp_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents);
+
 static struct tcp_ctx *tcp_ctx_get(struct rmsg_ctx *ctx)
 {
 	struct tcp_ctx *t = ctx->tr_priv[RMSGI_TR_TCP];
@@ -307,8 +337,125 @@ static struct tcp_ctx *tcp_ctx_get(struct rmsg_ctx *ctx)
 	t->ctx = ctx;
 	rmsgi_list_init(&t->conns);
 	rmsgi_list_init(&t->listeners);
+	rmsgi_list_init(&t->stalled);
+	ev_timer_init(&t->sweep, tcp_sweep_cb, TCP_SPARE_IDLE_S,
+		      TCP_SPARE_IDLE_S);
 	ctx->tr_priv[RMSGI_TR_TCP] = t;
 	return t;
+}
+
+/* ------------------------------------------------------------------ */
+/* receive memory of large frames (cfg.tcp_rx_limit)                    */
+
+static bool tcp_rx_take(struct tcp_ctx *t, size_t n)
+{
+	size_t limit = t->ctx->cfg.tcp_rx_limit;
+
+	if (t->rx_bytes > limit || n > limit - t->rx_bytes)
+		return false;
+	t->rx_bytes += n;
+	return true;
+}
+
+/* memory came back: stalled connections try again from the loop (a
+ * release may run inside any callback) */
+static void tcp_rx_give(struct tcp_ctx *t, size_t n)
+{
+	struct ev_loop *loop = t->ctx->loop;
+	struct rmsgi_list *l;
+
+	t->rx_bytes -= n;
+	while ((l = rmsgi_list_pop(&t->stalled))) {
+		struct tcp_conn *tc =
+			rmsgi_list_entry(l, struct tcp_conn, stall_link);
+
+		tc->stalled = false;
+		if (tc->stall_tmo) {
+			tc->stall_tmo = false;
+			tcp_timer_stop(loop, &tc->tmo);
+		}
+		tcp_io_start(loop, &tc->rw);
+		ev_feed_event(loop, &tc->rw, EV_READ);
+	}
+}
+
+/*
+ * No room for more of this connection's frame: stop reading it until
+ * memory comes back, for its timeout at most (tcp_tmo_cb, -ENOBUFS), or
+ * half the keepalive bound if shorter: the peer's answers to our probes
+ * wait behind the frame, and the keepalive must not take our own stall
+ * for the peer's death (-ETIMEDOUT); its bytes just arrived.
+ */
+static void tcp_rx_stall(struct tcp_conn *tc)
+{
+	struct ev_loop *loop = tc->t->ctx->loop;
+	const struct rmsgi_cfgv *cfg = &tc->c->cfg;
+	double bound = cfg->timeout_ms / 1000.0;
+	double ka = cfg->keepalive_ms * (double)cfg->keepalive_misses / 1000.0;
+
+	if (tc->stalled)
+		return;
+	rmsgi_dbg(tc->t->ctx,
+		  "conn %u: tcp receive memory %zu of %zu bytes in use: "
+		  "reading stops",
+		  tc->c->id, tc->t->rx_bytes, tc->t->ctx->cfg.tcp_rx_limit);
+	tc->stalled = true;
+	rmsgi_list_add_tail(&tc->t->stalled, &tc->stall_link);
+	tcp_io_stop(loop, &tc->rw);
+	if (ka > 0 && ka / 2 < bound)
+		bound = ka / 2;
+	tc->c->last_rx = ev_now(loop);
+	if (!ev_is_active(&tc->tmo)) {
+		tc->stall_tmo = true;
+		tcp_timer_start(loop, &tc->tmo, bound);
+	}
+}
+
+static void tcp_spare_drop(struct tcp_conn *tc)
+{
+	uint8_t *p = tc->spare;
+	size_t cap = tc->spare_cap;
+
+	tc->spare = NULL;
+	tc->spare_cap = 0;
+	free(p);
+	tcp_rx_give(tc->t, cap);
+}
+
+/* every TCP_SPARE_IDLE_S: a spare unused since the last pass goes */
+static void tcp_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct tcp_ctx *t = RMSGI_CONTAINER_OF(w, struct tcp_ctx, sweep);
+	struct rmsgi_list *n;
+	bool any = false;
+
+	(void)revents;
+	for (n = t->conns.next; n != &t->conns; n = n->next) {
+		struct tcp_conn *tc =
+			rmsgi_list_entry(n, struct tcp_conn, link);
+
+		if (!tc->spare)
+			continue;
+		if (tc->spare_used) {
+			tc->spare_used = false;
+			any = true;
+		} else {
+			tcp_spare_drop(tc);
+		}
+	}
+	if (!any) {
+		ev_ref(loop);
+		ev_timer_stop(loop, w);
+	}
+}
+
+static void tcp_sweep_arm(struct tcp_ctx *t)
+{
+	if (ev_is_active(&t->sweep))
+		return;
+	ev_timer_set(&t->sweep, TCP_SPARE_IDLE_S, TCP_SPARE_IDLE_S);
+	ev_timer_start(t->ctx->loop, &t->sweep);
+	ev_unref(t->ctx->loop);
 }
 
 /* ------------------------------------------------------------------ */
@@ -345,13 +492,26 @@ static void tcp_rbuf_put(struct tcp_ctx *t, struct tcp_rbuf *rb)
 
 static void tcp_msg_free(struct rmsg_msg *m);
 
-static struct tcp_msg *tcp_msg_get(struct tcp_ctx *t)
+/* the oldest released message object leaves the cache */
+static struct tcp_msg *tcp_msg_unqueue(struct tcp_ctx *t)
 {
 	struct tcp_msg *w = t->msg_free;
 
-	if (w) {
-		t->msg_free = w->next;
-		t->msg_free_len--;
+	t->msg_free = w->next;
+	if (!t->msg_free)
+		t->msg_free_tail = NULL;
+	t->msg_free_len--;
+	return w;
+}
+
+/* reuses an object only once TCP_MSG_CACHE - 1 later ones were released
+ * after it: a full cache costs no allocation per held message */
+static struct tcp_msg *tcp_msg_get(struct tcp_ctx *t)
+{
+	struct tcp_msg *w;
+
+	if (t->msg_free_len >= TCP_MSG_CACHE) {
+		w = tcp_msg_unqueue(t);
 	} else {
 		w = malloc(sizeof(*w));
 		if (!w)
@@ -367,13 +527,15 @@ static void tcp_msg_put(struct tcp_msg *w)
 {
 	struct tcp_ctx *t = w->t;
 
-	if (t->msg_free_len >= TCP_MSG_CACHE) {
-		free(w);
-		return;
-	}
-	w->next = t->msg_free;
-	t->msg_free = w;
-	t->msg_free_len++;
+	w->m.held = 0;
+	w->next = NULL;
+	if (t->msg_free_tail)
+		t->msg_free_tail->next = w;
+	else
+		t->msg_free = w;
+	t->msg_free_tail = w;
+	if (++t->msg_free_len > TCP_MSG_CACHE)
+		free(tcp_msg_unqueue(t));
 }
 
 /* free_fn: conn.c or the app is done with a frame; may run after the
@@ -390,7 +552,10 @@ static void tcp_msg_free(struct rmsg_msg *m)
 	} else {
 		if (w->rb)
 			tcp_rbuf_put(w->t, w->rb);
-		free(w->heap);
+		if (w->heap) {
+			free(w->heap);
+			tcp_rx_give(w->t, w->heap_cap);
+		}
 		tcp_msg_put(w);
 	}
 	rmsgi_conn_credit_freed(c);
@@ -435,6 +600,10 @@ static void tcp_conn_close_fd(struct tcp_conn *tc)
 	tcp_io_stop(loop, &tc->rw);
 	tcp_io_stop(loop, &tc->ww);
 	tc->blocked = false;
+	if (tc->stalled) {
+		tc->stalled = false;
+		rmsgi_list_del(&tc->stall_link);
+	}
 	if (tc->fd >= 0) {
 		close(tc->fd);
 		tc->fd = -1;
@@ -452,8 +621,12 @@ static void tcp_conn_release(struct tcp_conn *tc)
 	free(tc->hdr);
 	if (tc->rb)
 		tcp_rbuf_put(tc->t, tc->rb);
-	free(tc->big);
-	free(tc->spare);
+	if (tc->big) {
+		free(tc->big);
+		tcp_rx_give(tc->t, tc->big_cap);
+	}
+	if (tc->spare)
+		tcp_spare_drop(tc);
 	if (tc->rxm)
 		tcp_msg_put(tc->rxm);
 	tc->c->tr_priv = NULL;
@@ -808,33 +981,22 @@ static void tcp_send_hs(struct tcp_conn *tc, uint8_t type,
 /* ------------------------------------------------------------------ */
 /* input                                                                */
 
-/* memory for a frame larger than the read buffer */
-static uint8_t *tcp_big_alloc(struct tcp_conn *tc, size_t len, size_t *cap_p)
-{
-	uint8_t *p;
-
-	if (tc->spare && tc->spare_cap >= len) {
-		p = tc->spare;
-		*cap_p = tc->spare_cap;
-		tc->spare = NULL;
-		return p;
-	}
-	p = malloc(len);
-	*cap_p = len;
-	return p;
-}
-
 /* keeps one large buffer so a stream of large frames does not map and
- * fault in fresh memory for each */
+ * fault in fresh memory for each; it stays counted in rx_bytes, and goes
+ * once idle (tcp_sweep_cb) or when a small message comes next */
 static void tcp_big_recycle(struct tcp_conn *tc, uint8_t *p, size_t cap)
 {
 	if (cap <= TCP_SPARE_MAX && (!tc->spare || tc->spare_cap < cap)) {
-		free(tc->spare);
+		if (tc->spare)
+			tcp_spare_drop(tc);
 		tc->spare = p;
 		tc->spare_cap = cap;
+		tc->spare_used = true;
+		tcp_sweep_arm(tc->t);
 		return;
 	}
 	free(p);
+	tcp_rx_give(tc->t, cap);
 }
 
 /* hands a frame to conn.c; @own is memory of its own (@cap bytes) that
@@ -875,6 +1037,7 @@ tcp_deliver(struct tcp_conn *tc, const struct rmsgi_hdr *h, const uint8_t *data,
 	tc->rxm = NULL;
 	if (own) {
 		w->heap = own;
+		w->heap_cap = cap;
 	} else if (len) {
 		w->rb = tc->rb;
 		w->rb->refs++;
@@ -977,23 +1140,82 @@ static void tcp_frame(struct tcp_conn *tc, const struct rmsgi_hdr *h,
 		tcp_cli_answer(tc, h->type, &peer);
 }
 
-/* starts a frame too large for tc->rb: @n bytes of it are there */
-static void tcp_big_start(struct tcp_conn *tc, const struct rmsgi_hdr *h,
-			  const uint8_t *have, size_t n)
+/*
+ * Starts a frame too large for tc->rb: @n bytes of it are there. Its
+ * memory follows what arrives, never the length announced alone.
+ * Returns 0 (started: the @n bytes are copied), -EAGAIN (no room under
+ * the receive memory limit now: nothing taken, reading stalls), or
+ * another error (the connection ended).
+ */
+static int tcp_big_start(struct tcp_conn *tc, const struct rmsgi_hdr *h,
+			 const uint8_t *have, size_t n)
 {
-	size_t cap;
-	uint8_t *p = tcp_big_alloc(tc, (size_t)h->len, &cap);
+	struct tcp_ctx *t = tc->t;
+	size_t len = (size_t)h->len, limit = t->ctx->cfg.tcp_rx_limit;
+	size_t want = RMSGI_MAX(n, RMSGI_MIN(len, TCP_BIG_FIRST)), cap;
+	uint8_t *p;
 
-	if (!p) {
-		tcp_conn_end(tc, -ENOMEM, NULL);
-		return;
+	if (len > limit) {
+		rmsgi_warn(t->ctx,
+			   "conn %u: the peer announces a frame of %zu bytes, "
+			   "more than the TCP receive memory limit of %zu "
+			   "bytes (rmsg_cfg_set_tcp_rx_limit)",
+			   tc->c->id, len, limit);
+		tcp_conn_end(tc, -EMSGSIZE, NULL);
+		return -EMSGSIZE;
+	}
+	if (tc->spare && tc->spare_cap >= want) {
+		p = tc->spare;
+		cap = tc->spare_cap;
+		tc->spare = NULL;
+		tc->spare_cap = 0;
+	} else {
+		if (tc->spare)
+			tcp_spare_drop(tc);
+		if (!tcp_rx_take(t, want)) {
+			tc->wait_start = true;
+			tcp_rx_stall(tc);
+			return -EAGAIN;
+		}
+		p = malloc(want);
+		if (!p) {
+			tcp_rx_give(t, want);
+			tcp_conn_end(tc, -ENOMEM, NULL);
+			return -ENOMEM;
+		}
+		cap = want;
 	}
 	memcpy(p, have, n);
 	tc->big = p;
-	tc->big_len = (size_t)h->len;
+	tc->big_len = len;
 	tc->big_got = n;
 	tc->big_cap = cap;
 	tc->big_hdr = *h;
+	return 0;
+}
+
+/* the frame's memory is full of what arrived: doubles it, up to the
+ * frame's length; -EAGAIN stalls reading, another error ended it */
+static int tcp_big_grow(struct tcp_conn *tc)
+{
+	struct tcp_ctx *t = tc->t;
+	size_t cap = tc->big_cap;
+	size_t ncap = cap > tc->big_len / 2 ? tc->big_len : cap * 2;
+	uint8_t *p;
+
+	if (!tcp_rx_take(t, ncap - cap)) {
+		tcp_rx_stall(tc);
+		return -EAGAIN;
+	}
+	p = realloc(tc->big, ncap);
+	if (!p) {
+		tcp_rx_give(t, ncap - cap);
+		tcp_conn_end(tc, -ENOMEM, NULL);
+		return -ENOMEM;
+	}
+	tc->big = p;
+	tc->big_cap = ncap;
+	return 0;
 }
 
 static void tcp_big_done(struct tcp_conn *tc)
@@ -1071,9 +1293,13 @@ static void tcp_parse(struct tcp_conn *tc)
 		if (avail - RMSGI_HDR_SIZE < h.len) {
 			if (h.len > TCP_RBUF_FRAME_MAX) {
 				/* everything left belongs to this frame */
+				ret = tcp_big_start(tc, &h, p + RMSGI_HDR_SIZE,
+						    avail - RMSGI_HDR_SIZE);
+				if (ret == -EAGAIN)
+					break; /* stalled: parsed again */
+				if (ret)
+					return;
 				tc->rhead = tc->rtail;
-				tcp_big_start(tc, &h, p + RMSGI_HDR_SIZE,
-					      avail - RMSGI_HDR_SIZE);
 				break;
 			}
 			tc->rneed = RMSGI_HDR_SIZE + (size_t)h.len - avail;
@@ -1082,6 +1308,10 @@ static void tcp_parse(struct tcp_conn *tc)
 		/* a large frame that arrived whole behind smaller ones is
 		 * a view like them; the next large one is read apart */
 		tc->big_streak = h.len > TCP_RBUF_FRAME_MAX;
+		/* a small message next: the spare is not needed now */
+		if (RMSGI_UNLIKELY(tc->spare) && !tc->big_streak &&
+		    h.type == RMSGI_T_DATA)
+			tcp_spare_drop(tc);
 		tc->rhead += RMSGI_HDR_SIZE + (size_t)h.len;
 		if (RMSGI_LIKELY(tc->phase == TCP_PH_OPEN))
 			tcp_deliver(tc, &h, p + RMSGI_HDR_SIZE, NULL, 0);
@@ -1105,7 +1335,13 @@ static void tcp_read(struct tcp_conn *tc)
 			return;
 		}
 	}
-	for (round = 0; round < TCP_READ_ROUNDS && !tc->ended; round++) {
+	if (tc->wait_start) {
+		/* memory came back: start the frame that waited */
+		tc->wait_start = false;
+		tcp_parse(tc);
+	}
+	for (round = 0; round < TCP_READ_ROUNDS && !tc->ended && !tc->stalled;
+	     round++) {
 		struct iovec iov[2];
 		size_t want, bigrest = 0;
 		size_t room = TCP_RBUF_SIZE - tc->rtail;
@@ -1115,11 +1351,20 @@ static void tcp_read(struct tcp_conn *tc)
 		if (tc->big) {
 			/* the rest of a large frame and the next header
 			 * only: a large payload after it is then read
-			 * straight into memory of its own too */
-			bigrest = tc->big_len - tc->big_got;
+			 * straight into memory of its own too. Only what
+			 * its memory holds now; it grows as bytes come. */
+			size_t lim;
+
+			if (tc->big_got == tc->big_cap && tcp_big_grow(tc))
+				return;
+			lim = RMSGI_MIN(tc->big_cap, tc->big_len);
+			bigrest = lim - tc->big_got;
 			iov[cnt].iov_base = tc->big + tc->big_got;
 			iov[cnt++].iov_len = bigrest;
-			room = RMSGI_MIN(room, (size_t)RMSGI_HDR_SIZE);
+			room = lim < tc->big_len
+				       ? 0
+				       : RMSGI_MIN(room,
+						   (size_t)RMSGI_HDR_SIZE);
 		} else if (tc->big_streak && tc->rhead == tc->rtail) {
 			/* large frames in a row: a header first */
 			room = RMSGI_MIN(room, (size_t)RMSGI_HDR_SIZE);
@@ -1283,7 +1528,15 @@ static void tcp_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	/* libev stopped the one-shot timer itself: give back its unref */
 	ev_ref(loop);
 	tc->busy++;
-	tcp_conn_end(tc, -ETIMEDOUT, NULL);
+	if (tc->stall_tmo) {
+		/* the receive memory limit stayed full for the timeout */
+		tc->stall_tmo = false;
+		rmsgi_warn(tc->t->ctx, "conn %u: closing: %s", tc->c->id,
+			   rmsg_strerror(-ENOBUFS));
+		tcp_conn_end(tc, -ENOBUFS, NULL);
+	} else {
+		tcp_conn_end(tc, -ETIMEDOUT, NULL);
+	}
 	tcp_conn_unbusy(tc);
 }
 
@@ -1372,12 +1625,44 @@ static void tcp_rndv_release(struct rmsg_conn *c, struct rmsgi_op *op)
 /* ------------------------------------------------------------------ */
 /* listeners                                                            */
 
+/* a connection over the listener's limits: a REJECT frame saying why
+ * (the peer reports -ECONNREFUSED and logs the reason), then close. Its
+ * HELLO may be in already: read first, so the close sends a FIN after
+ * the REJECT, not a reset that could overtake it. */
+static void tcp_refuse(int fd, int why)
+{
+	uint8_t buf[TCP_HS_MAX];
+	struct rmsgi_hello hello;
+	struct rmsgi_hdr h;
+	ssize_t r;
+
+	memset(&hello, 0, sizeof(hello));
+	hello.status = (int16_t)why;
+	memset(&h, 0, sizeof(h));
+	h.type = RMSGI_T_REJECT;
+	h.len = rmsgi_hello_encode(&hello, buf + RMSGI_HDR_SIZE);
+	rmsgi_hdr_encode(&h, buf);
+	r = recv(fd, buf + RMSGI_HDR_SIZE + h.len,
+		 sizeof(buf) - RMSGI_HDR_SIZE - h.len, MSG_DONTWAIT);
+	(void)r;
+	r = send(fd, buf, RMSGI_HDR_SIZE + (size_t)h.len,
+		 MSG_DONTWAIT | MSG_NOSIGNAL);
+	(void)r;
+	close(fd);
+}
+
 static void tcp_accept_one(struct tcp_listener *tl, int fd)
 {
 	struct rmsg_listener *l = tl->l;
 	struct rmsg_conn *c;
 	struct tcp_conn *tc;
+	int ret;
 
+	ret = rmsgi_listener_admit(l);
+	if (ret) {
+		tcp_refuse(fd, -EUSERS);
+		return;
+	}
 	tcp_nodelay(fd);
 	tcp_user_timeout(fd, &l->cfg);
 	/* no callbacks until the app's accept decision (tcp_srv_hello) */
@@ -1392,6 +1677,7 @@ static void tcp_accept_one(struct tcp_listener *tl, int fd)
 		rmsgi_conn_discard(c);
 		return;
 	}
+	rmsgi_listener_attach(l, c);
 	tc->server = true;
 	tc->tl = tl;
 	tc->phase = TCP_PH_HELLO;
@@ -1418,16 +1704,57 @@ static void tcp_pause_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	tcp_listener_resume(tl);
 }
 
+/*
+ * accept() failed for want of descriptors or memory: the pending
+ * connection stays in the backlog and a level-triggered watcher would
+ * spin, so accepting pauses, longer each time while the episode lasts.
+ * One line when it starts and one when it ends, not one per pause.
+ */
+static void tcp_accept_pause(struct tcp_listener *tl, int err)
+{
+	struct ev_loop *loop = tl->t->ctx->loop;
+	int j;
+
+	if (!tl->backoff) {
+		tl->backoff = TCP_ACCEPT_PAUSE_MIN;
+		tl->episode_t0 = ev_now(loop);
+		tl->episode_fails = 0;
+		rmsgi_warn(tl->t->ctx,
+			   "tcp listener on port %u: accept: %s; accepting "
+			   "pauses (%.0f ms, doubling up to %.0f ms) until "
+			   "it works again",
+			   tl->l->port, rmsg_strerror(err),
+			   TCP_ACCEPT_PAUSE_MIN * 1000,
+			   TCP_ACCEPT_PAUSE_MAX * 1000);
+	} else {
+		tl->backoff = RMSGI_MIN(tl->backoff * 2, TCP_ACCEPT_PAUSE_MAX);
+	}
+	tl->episode_fails++;
+	for (j = 0; j < tl->nsock; j++)
+		tcp_io_stop(loop, &tl->sock[j].w);
+	tcp_timer_start(loop, &tl->pause, tl->backoff);
+}
+
 static void tcp_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct tcp_lsock *ls = RMSGI_CONTAINER_OF(w, struct tcp_lsock, w);
 	struct tcp_listener *tl = ls->tl;
-	int i, j, fd;
+	int i, fd;
 
 	(void)revents;
 	for (i = 0; i < TCP_ACCEPT_BATCH; i++) {
 		fd = accept4(ls->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0) {
+			if (tl->backoff) {
+				rmsgi_warn(
+					tl->t->ctx,
+					"tcp listener on port %u: accepting "
+					"again after %.1f s (%llu pauses)",
+					tl->l->port,
+					ev_now(loop) - tl->episode_t0,
+					(unsigned long long)tl->episode_fails);
+				tl->backoff = 0;
+			}
 			tcp_accept_one(tl, fd);
 			continue;
 		}
@@ -1442,15 +1769,8 @@ static void tcp_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 #endif
 			return;
 		default:
-			/* EMFILE and friends: a level-triggered listener would
-			 * spin, so stop accepting for a moment */
-			rmsgi_warn(tl->t->ctx,
-				   "tcp listener on port %u: "
-				   "accept: %s; pausing",
-				   tl->l->port, rmsg_strerror(-errno));
-			for (j = 0; j < tl->nsock; j++)
-				tcp_io_stop(loop, &tl->sock[j].w);
-			tcp_timer_start(loop, &tl->pause, TCP_ACCEPT_PAUSE);
+			/* EMFILE, ENFILE, ENOBUFS, ENOMEM */
+			tcp_accept_pause(tl, -errno);
 			return;
 		}
 	}
@@ -1653,17 +1973,17 @@ static void tcp_ctx_fini(struct rmsg_ctx *ctx)
 		tcp_conn_unbusy(tc);
 	}
 	/* messages the app still holds become invalid here (rmsg.h) */
-	while (t->msg_free) {
-		struct tcp_msg *w = t->msg_free;
-
-		t->msg_free = w->next;
-		free(w);
-	}
+	while (t->msg_free)
+		free(tcp_msg_unqueue(t));
 	while (t->rb_free) {
 		struct tcp_rbuf *rb = t->rb_free;
 
 		t->rb_free = rb->next;
 		free(rb);
+	}
+	if (ev_is_active(&t->sweep)) {
+		ev_ref(ctx->loop);
+		ev_timer_stop(ctx->loop, &t->sweep);
 	}
 	free(t);
 	ctx->tr_priv[RMSGI_TR_TCP] = NULL;

@@ -688,6 +688,62 @@ static void accept__bad_hello(void **state)
 	assert_int_equal(mock.live_qp, 0);
 }
 
+/* over the listener's limits a request is rejected before the app is
+ * asked, -EUSERS in the hello (issue 14); a pending handshake counts
+ * until established, a connection until its on_close ran */
+static void accept__over_limits(void **state)
+{
+	struct rt *t = *state;
+	struct rdma_cm_id *lid, *id, *id2;
+	struct rmsgi_hello h;
+	uint8_t buf[64];
+
+	assert_int_equal(rmsg_cfg_set_max_conns(t->cfg, 2), 0);
+	assert_int_equal(rmsg_cfg_set_max_pending(t->cfg, 1), 0);
+	rt_ctx(t);
+	assert_int_equal(rmsg_listen(t->ctx, "rdma://0.0.0.0:7471", t->cfg,
+				     &ops, accept_cb, t, &t->l),
+			 0);
+	lid = mock.last_id;
+	id = mock_cm_push_request(lid, buf, hello(buf, 16, 4096, 0, "abc"));
+	cm_deliver(t);
+	assert_int_equal(mock.n_accept, 1);
+	/* the first is still in its handshake: max_pending 1 */
+	accepted = NULL;
+	mock_cm_push_request(lid, buf, hello(buf, 16, 4096, 0, "abc"));
+	cm_deliver(t);
+	assert_null(accepted);
+	assert_int_equal(mock.n_reject, 1);
+	assert_int_equal(rmsgi_hello_decode(mock.reject_pdata,
+					    mock.reject_pdata_len, &h),
+			 0);
+	assert_int_equal(h.status, -EUSERS);
+	/* established: a second one fits */
+	cm_event(t, id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	assert_int_equal(t->established, 1);
+	id2 = mock_cm_push_request(lid, buf, hello(buf, 16, 4096, 0, "abc"));
+	cm_deliver(t);
+	assert_int_equal(mock.n_accept, 2);
+	cm_event(t, id2, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	assert_int_equal(t->established, 2);
+	/* two of two: the third is refused */
+	mock_cm_push_request(lid, buf, hello(buf, 16, 4096, 0, "abc"));
+	cm_deliver(t);
+	assert_int_equal(mock.n_reject, 2);
+	assert_int_equal(t->l->nconns, 2);
+	assert_int_equal(t->l->npending, 0);
+	assert_int_equal(t->l->refused, 2);
+	/* one goes: a slot frees once its on_close ran */
+	cm_event(t, id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+	pump(t);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->l->nconns, 1);
+	mock_cm_push_request(lid, buf, hello(buf, 16, 4096, 0, "abc"));
+	cm_deliver(t);
+	assert_int_equal(mock.n_accept, 3);
+	assert_int_equal(mock.n_reject, 2);
+}
+
 /* the peer's first frame can beat RDMA_CM_EVENT_ESTABLISHED */
 static void accept__first_frame_before_established(void **state)
 {
@@ -2109,6 +2165,7 @@ int main(void)
 		T(accept__handshake),
 		T(accept__reject),
 		T(accept__bad_hello),
+		T(accept__over_limits),
 		T(accept__first_frame_before_established),
 		T(send__selective_signaling),
 		T(send__inline_small),

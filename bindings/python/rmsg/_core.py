@@ -198,6 +198,9 @@ _CFG_SETTERS = {
     "max_msg_size": lib.rmsg_cfg_set_max_msg_size,
     "timeout_ms": lib.rmsg_cfg_set_timeout_ms,
     "reg_limit": lib.rmsg_cfg_set_reg_limit,
+    "tcp_rx_limit": lib.rmsg_cfg_set_tcp_rx_limit,
+    "max_conns": lib.rmsg_cfg_set_max_conns,
+    "max_pending": lib.rmsg_cfg_set_max_pending,
     "keepalive_ms": lib.rmsg_cfg_set_keepalive_ms,
     "keepalive_misses": lib.rmsg_cfg_set_keepalive_misses,
 }
@@ -358,7 +361,8 @@ class Context:
 
     Options (all optional) set the context's rmsg_cfg: eager_size,
     credits, send_queue, busy_poll_us, max_msg_size, private_data,
-    timeout_ms, reg_limit, keepalive_ms, keepalive_misses.
+    timeout_ms, reg_limit, tcp_rx_limit, keepalive_ms, keepalive_misses
+    (max_conns and max_pending apply to listeners).
     Use ``async with Context() as ctx`` or ``await ctx.close()``.
     """
 
