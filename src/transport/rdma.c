@@ -78,6 +78,9 @@
 /* send wr_ids carry this bit over a ring counter; receive wr_ids are
  * buffer addresses, which never have it in user space */
 #define SEND_TAG ((uint64_t)1 << 63)
+/* a freed rendezvous message's object stays this many frees (its payload
+ * goes at once): a second rmsg_msg_release() of it finds it not held */
+#define RNDV_QUARANTINE 256
 
 struct rdma_ctx;
 struct rdma_conn;
@@ -106,6 +109,7 @@ struct rndv_rx {
 	bool charged;	   /* counted in the conn's rndv_bytes */
 	struct rxbuf *req; /* its request's buffer, until reads start */
 	struct rndv_rx *next_pending;
+	struct rndv_rx *qnext; /* rndv_rx_free()'s quarantine */
 	struct rmsgi_seg segs[];
 };
 
@@ -210,6 +214,9 @@ struct rdma_ctx {
 	size_t stride;
 	struct rxbuf *rx_free; /* allocated, not posted */
 	struct rxbuf *repost;  /* released, waiting for the next batch */
+	/* freed rendezvous messages, oldest first (RNDV_QUARANTINE) */
+	struct rndv_rx *rq_head, *rq_tail;
+	uint32_t rq_n;
 	uint32_t repost_n;
 	void **rx_chunks;
 	uint32_t nchunks;
@@ -1565,11 +1572,40 @@ static void rdma_kick(struct rmsg_conn *c)
 static void rndv_rx_free(struct rmsg_msg *m)
 {
 	struct rndv_rx *rx = RMSGI_CONTAINER_OF(m, struct rndv_rx, m);
+	struct rdma_ctx *r = rx->r;
 
 	if (rx->req)
 		rxbuf_release(&rx->req->m);
-	rmsgi_pool_free(rx->r->ctx->pool, rx->buf);
-	free(rx);
+	rx->req = NULL;
+	rmsgi_pool_free(r->ctx->pool, rx->buf);
+	rx->buf = NULL;
+	/* the object waits in the quarantine: an app that releases a held
+	 * message twice hits a message that is not held (msg.c), not freed
+	 * memory or another message */
+	rx->qnext = NULL;
+	if (r->rq_tail)
+		r->rq_tail->qnext = rx;
+	else
+		r->rq_head = rx;
+	r->rq_tail = rx;
+	if (++r->rq_n > RNDV_QUARANTINE) {
+		rx = r->rq_head;
+		r->rq_head = rx->qnext;
+		r->rq_n--;
+		free(rx);
+	}
+}
+
+static void rndv_quarantine_clear(struct rdma_ctx *r)
+{
+	while (r->rq_head) {
+		struct rndv_rx *rx = r->rq_head;
+
+		r->rq_head = rx->qnext;
+		free(rx);
+	}
+	r->rq_tail = NULL;
+	r->rq_n = 0;
 }
 
 /*
@@ -2184,6 +2220,7 @@ static void rdma_ctx_fini(struct rmsg_ctx *ctx)
 	ev_ref(ctx->loop);
 	ev_io_stop(ctx->loop, &r->cm_io);
 	rdma_destroy_event_channel(r->ech);
+	rndv_quarantine_clear(r);
 	free(r);
 	ctx->tr_priv[RMSGI_TR_RDMA] = NULL;
 }

@@ -66,6 +66,8 @@ struct rt {
 	uint8_t peer_pdata[32];
 	size_t peer_pdata_len;
 	int warnings;
+	bool hold;		  /* on_msg holds the message */
+	struct rmsg_msg *held[2]; /* the last two held */
 };
 
 static void logev(struct rt *t, char kind, int status, intptr_t arg)
@@ -119,6 +121,11 @@ static void on_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 	memcpy(t->last_msg, rmsg_msg_data(m), t->last_len);
 	t->sent_at_msg = mock.n_sent;
 	logev(t, 'M', 0, 0);
+	if (t->hold) {
+		assert_int_equal(rmsg_msg_hold(m), 0);
+		t->held[0] = t->held[1];
+		t->held[1] = m;
+	}
 	if (t->close_in_msg)
 		assert_int_equal(rmsg_conn_close(c), 0);
 }
@@ -1478,6 +1485,39 @@ static void rndv_rx__reads_and_acks(void **state)
 	free(src);
 }
 
+/* a held rendezvous message released twice: the second call finds it not
+ * held, and does not release the next message (which may reuse nothing
+ * of it while it waits in the quarantine) */
+static void rndv_rx__second_release(void **state)
+{
+	struct rt *t = *state;
+	uint8_t *src = pattern(20000, 2);
+	struct rmsgi_seg seg = {(uintptr_t)src, 20000, 0x4242};
+	struct rmsg_msg *first;
+
+	connect_peer(t, 32, 8192);
+	t->hold = true;
+	peer_rndv(t, 1, 20000, &seg, 1);
+	pump(t);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(t->msgs, 1);
+	first = t->held[1];
+	rmsg_msg_release(first);
+	peer_rndv(t, 2, 20000, &seg, 1);
+	pump(t);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(t->msgs, 2);
+	assert_ptr_not_equal(t->held[1], first);
+	rmsg_msg_release(first); /* the misuse */
+	assert_int_equal(t->held[1]->held, 1);
+	assert_memory_equal(rmsg_msg_data(t->held[1]), src, 20000);
+	rmsg_msg_release(t->held[1]);
+	t->hold = false;
+	free(src);
+}
+
 /* reads are cut at the port's message size and spread over segments */
 static void rndv_rx__split_reads(void **state)
 {
@@ -2190,6 +2230,7 @@ int main(void)
 		T(recv__bad_frames),
 		T(recv__wc_error),
 		T(rndv_rx__reads_and_acks),
+		T(rndv_rx__second_release),
 		T(rndv_rx__split_reads),
 		T(rndv_rx__reads_within_rd_atom),
 		T(rndv_rx__read_error),
