@@ -515,7 +515,9 @@ static int export_transport(struct rmsg_mr *mr, struct rmsg_conn *c,
 			    struct rmsgi_export *e)
 {
 	struct rmsgi_mrtab *t = &mr->ctx->mrt;
-	uint32_t lkey;
+	uint32_t lkey, rkey;
+	void *h;
+	int ret;
 
 	if (c && c->tr->id != RMSGI_TR_RDMA)
 		return 0;
@@ -529,11 +531,29 @@ static int export_transport(struct rmsg_mr *mr, struct rmsg_conn *c,
 		}
 		return 0; /* any peer: TCP only until a device opens */
 	}
-	if (c)
-		return t->ops->bind(t->priv, c, mr->h, mr->addr + e->off,
-				    e->len, e->access, &e->w, &e->rkey);
-	return t->ops->reg(t->priv, mr->addr + e->off, e->len, e->access, &e->h,
-			   &lkey, &e->rkey);
+	if (!c)
+		return t->ops->reg(t->priv, mr->addr + e->off, e->len,
+				   e->access, &e->h, &lkey, &e->rkey);
+	/* a sub-range gets a local-only registration of its own bytes to
+	 * bind the window to: rxe (6.1) checks a type-2 window's accesses
+	 * against its registration's range, not the window's (mw_probe) */
+	h = mr->h;
+	if (e->off || e->len != mr->len) {
+		ret = t->ops->reg(t->priv, mr->addr + e->off, e->len,
+				  RMSGI_ACCESS_LOCAL_WRITE |
+					  RMSGI_ACCESS_MW_BIND,
+				  &e->h, &lkey, &rkey);
+		if (ret)
+			return ret;
+		h = e->h;
+	}
+	ret = t->ops->bind(t->priv, c, h, mr->addr + e->off, e->len, e->access,
+			   &e->w, &e->rkey);
+	if (ret && e->h) {
+		t->ops->dereg(t->priv, e->h);
+		e->h = NULL;
+	}
+	return ret;
 }
 
 int rmsg_mr_export(struct rmsg_mr *mr, struct rmsg_conn *c, uint64_t off,

@@ -236,7 +236,9 @@ struct rmsgi_export {
 	uint64_t off, len;
 	int access;
 	void *w; /* RDMA: memory window (conn) */
-	void *h; /* RDMA: registration with remote rights (any peer) */
+	/* RDMA: a registration of exactly the range: with remote rights
+	 * (any peer), or local-only under a sub-range's window */
+	void *h;
 	uint32_t rkey;
 };
 

@@ -104,6 +104,7 @@ struct rndv_rx {
  * QP down), so a release before that only marks it dead.
  */
 struct rdma_mw {
+	struct rmsgi_list link; /* its connection's windows, while bound */
 	struct rmsg_ctx *ctx;
 	struct ibv_mw *mw; /* NULL: a pin with remote rights only */
 	struct rmsgi_pin pin;
@@ -185,6 +186,7 @@ struct rdma_conn {
 	uint32_t max_sge;
 	struct rndv_rx *pending_reads, *pending_tail;
 	struct rmsgi_op *rma_op; /* one-sided op still being posted */
+	struct rmsgi_list mws;	 /* memory windows bound on the QP */
 	ev_timer timer;		 /* connect bound, then teardown bound */
 	bool timer_on;
 	bool room_wanted;
@@ -359,8 +361,10 @@ static void rdma_kick(struct rmsg_conn *c);
 
 static void mw_free(struct rdma_mw *w)
 {
-	if (w->mw)
+	if (w->mw) {
+		rmsgi_list_del(&w->link);
 		ibv_dealloc_mw(w->mw);
+	}
 	if (w->pinned)
 		rmsgi_mr_unpin(w->ctx, &w->pin);
 	free(w);
@@ -400,6 +404,7 @@ static int mw_bind_slot(struct rdma_conn *rc, struct rdma_mw *w,
 			  strerror(-err));
 		return err;
 	}
+	rmsgi_list_add_tail(&rc->mws, &w->link);
 	rkey = ibv_inc_rkey(w->mw->rkey);
 	s = slot_fill(rc, SLOT_BIND);
 	s->mw = w;
@@ -414,7 +419,8 @@ static int mw_bind_slot(struct rdma_conn *rc, struct rdma_mw *w,
 		(access & RMSG_ACCESS_REMOTE_WRITE ? IBV_ACCESS_REMOTE_WRITE
 						   : 0) |
 		(access & RMSG_ACCESS_REMOTE_READ ? IBV_ACCESS_REMOTE_READ : 0);
-	w->mw->rkey = rkey;
+	/* mw->rkey stays the current key until the bind ran: the provider
+	 * names the window by it when the slot is posted (rxe checks it) */
 	w->pending = true;
 	*rkey_p = rkey;
 	return 0;
@@ -748,6 +754,7 @@ static int rc_new(struct rdma_ctx *r, struct rmsg_conn *c,
 		return -ENOMEM;
 	rc->c = c;
 	rc->r = r;
+	rmsgi_list_init(&rc->mws);
 	ev_timer_init(&rc->timer, rc_timer_cb, 0, 0);
 	rc->timer.data = rc;
 	c->tr = &rmsgi_tr_rdma;
@@ -1306,9 +1313,9 @@ static int rma_prepare(struct rdma_conn *rc, struct rmsgi_op *op)
 
 	if (!op->rma.has_rkey) {
 		rmsgi_err(ctx,
-			  "conn %u: the peer's descriptor has no rkey (its "
-			  "region was exported before its context opened an "
-			  "RDMA device): export it again",
+			  "conn %u: the peer's descriptor has no rkey: it was "
+			  "exported to a TCP connection, or to any peer before "
+			  "its context opened an RDMA device",
 			  rc->c->id);
 		return -EINVAL;
 	}
@@ -2095,6 +2102,21 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 			rx->seg_idx = rx->nseg;
 	}
 	rc->pending_tail = NULL;
+	/*
+	 * Every memory window bound on the QP goes before it: destroying a
+	 * QP with type-2 windows still bound blocked for ~51 s on rxe (6.1).
+	 * The exports end with the connection anyway; rendezvous windows
+	 * keep only their pins until their ops are released.
+	 */
+	rmsgi_mr_conn_gone(c);
+	while (!rmsgi_list_empty(&rc->mws)) {
+		struct rdma_mw *w =
+			rmsgi_list_entry(rc->mws.next, struct rdma_mw, link);
+
+		rmsgi_list_del(&w->link);
+		ibv_dealloc_mw(w->mw);
+		w->mw = NULL;
+	}
 	if (rc->qp) {
 		qpn_del(r, rc);
 		rdma_destroy_qp(rc->id);

@@ -450,12 +450,19 @@ static void mr_export__rdma_window(void **state)
 	rmsgi_mr_set_reg(ctx, &fake_ops, NULL);
 	assert_int_equal(rmsg_mr_export(mr, c, 200, 100, W, desc), 0);
 	assert_int_equal(fw.binds, 1);
+	/* a sub-range's window sits on a registration of just its bytes */
+	assert_int_equal(fk.last_access,
+			 RMSGI_ACCESS_LOCAL_WRITE | RMSGI_ACCESS_MW_BIND);
+	assert_ptr_equal(fk.last_addr, p + 200);
+	assert_int_equal(fk.last_len, 100);
+	assert_int_equal(fk.live, 2);
 	assert_int_equal(rmsgi_desc_decode(desc, &d), 0);
 	assert_int_equal(d.flags, RMSGI_DESC_F_RKEY);
 	assert_int_equal(d.rkey, 0x2001);
 	assert_int_equal(d.addr, (uintptr_t)p + 200);
 	assert_int_equal(rmsg_mr_revoke(mr, desc), 0);
 	assert_int_equal(fw.unbinds, 1);
+	assert_int_equal(fk.live, 1);
 	/* a device without windows says so */
 	fw.fail = -EOPNOTSUPP;
 	assert_int_equal(rmsg_mr_export(mr, c, 0, 0, W, desc), -EOPNOTSUPP);
