@@ -391,7 +391,11 @@ int rmsgi_mr_pin(struct rmsg_ctx *ctx, const void *addr, size_t len, int need,
 	e = peer ? a + len : (a + len + ps - 1) & ~(ps - 1);
 	for (n = t->rc.next; n != &t->rc; n = n->next) {
 		ent = rmsgi_list_entry(n, struct rmsgi_rc_ent, link);
-		if (ent->access == need && ent->start <= s && e <= ent->end)
+		/* a window's registration bounds what its peer reaches
+		 * (rxe checks the MR's range): shared only when exact */
+		if (ent->access == need && ent->start <= s && e <= ent->end &&
+		    (!(need & RMSGI_ACCESS_MW_BIND) ||
+		     (ent->start == s && ent->end == e)))
 			goto hit;
 	}
 	ent = calloc(1, sizeof(*ent));

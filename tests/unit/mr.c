@@ -547,6 +547,49 @@ static void mr_pin__remote_read_exact(void **state)
 	free(p);
 }
 
+/* a rendezvous piece under a memory window: exact bytes, never inside an
+ * app's region, and a registration shared only for the same bytes (the
+ * window's peer reaches its whole registration on rxe) */
+static void mr_pin__window_exact_only(void **state)
+{
+	struct rmsg_ctx *ctx = ctx_new(0);
+	uint8_t *p = page_buf(2);
+	struct rmsgi_pin a, b, c;
+	struct rmsg_mr *mr;
+	uint32_t lk, rk;
+
+	(void)state;
+	rmsgi_mr_set_reg(ctx, &fake_ops, NULL);
+	assert_int_equal(rmsg_mr_reg(ctx, p, 2 * PG, 0, &mr), 0);
+	assert_int_equal(fk.regs, 1);
+	assert_int_equal(rmsgi_mr_pin(ctx, p + 5, 3000, RMSGI_ACCESS_MW_BIND,
+				      &a, &lk, &rk),
+			 0);
+	assert_null(a.mr); /* not the region's registration */
+	assert_int_equal(fk.regs, 2);
+	assert_ptr_equal(fk.last_addr, p + 5);
+	assert_int_equal(fk.last_len, 3000);
+	assert_int_equal(fk.last_access, RMSGI_ACCESS_MW_BIND);
+	/* inside a's bytes, but not the same bytes: its own */
+	assert_int_equal(rmsgi_mr_pin(ctx, p + 10, 100, RMSGI_ACCESS_MW_BIND,
+				      &b, &lk, &rk),
+			 0);
+	assert_int_equal(fk.regs, 3);
+	assert_ptr_not_equal(a.ent, b.ent);
+	/* the same bytes: shared */
+	assert_int_equal(rmsgi_mr_pin(ctx, p + 5, 3000, RMSGI_ACCESS_MW_BIND,
+				      &c, &lk, &rk),
+			 0);
+	assert_int_equal(fk.regs, 3);
+	assert_ptr_equal(a.ent, c.ent);
+	rmsgi_mr_unpin(ctx, &a);
+	rmsgi_mr_unpin(ctx, &b);
+	rmsgi_mr_unpin(ctx, &c);
+	assert_int_equal(rmsg_mr_dereg(mr), 0);
+	ctx_free(ctx);
+	free(p);
+}
+
 /* memory inside an app's region uses it, and holds it: -EBUSY */
 static void mr_pin__region_busy(void **state)
 {
@@ -616,6 +659,7 @@ int main(void)
 		cmocka_unit_test(mr_export__rdma_window),
 		cmocka_unit_test(mr_pin__shared_while_in_use),
 		cmocka_unit_test(mr_pin__remote_read_exact),
+		cmocka_unit_test(mr_pin__window_exact_only),
 		cmocka_unit_test(mr_pin__region_busy),
 		cmocka_unit_test(mr_pin__budget_and_failure),
 	};
