@@ -7,8 +7,8 @@
  *
  * 1. The sender asks for a transfer (a message: total size, chunk size).
  * 2. The receiver allocates the memory, registers it for remote writes
- *    (rmsg_mr_reg), and sends its descriptor (rmsg_mr_export) back in a
- *    message.
+ *    (rmsg_mr_reg), exports it to this connection only (rmsg_mr_export)
+ *    and sends the descriptor back in a message.
  * 3. The sender streams the data in chunks with rmsg_write_imm(), the
  *    chunk's index as the immediate value, keeping WINDOW chunks in
  *    flight from a small registered ring of its own.
@@ -144,7 +144,10 @@ static void rx_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 	ret = rmsg_mr_reg(rmsg_conn_ctx(c), r->buf, in.total ? in.total : 1,
 			  RMSG_ACCESS_REMOTE_WRITE, &r->mr);
 	if (!ret)
-		ret = rmsg_mr_export(r->mr, r->out.desc);
+		/* for this connection's peer only: over RDMA a memory
+		 * window bound to its queue pair */
+		ret = rmsg_mr_export(r->mr, c, 0, 0, RMSG_ACCESS_REMOTE_WRITE,
+				     r->out.desc);
 	if (ret) {
 		fprintf(stderr, "bulk: register %llu bytes: %s\n",
 			(unsigned long long)in.total, rmsg_strerror(ret));

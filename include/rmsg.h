@@ -593,20 +593,55 @@ int rmsg_mr_reg(struct rmsg_ctx *ctx, void *addr, size_t len, int access,
  * rmsg_mr_dereg() - revoke a region and free it
  * @mr: the region
  *
+ * Revokes every export of the region.
  * Return: 0, or -EINVAL, -EBUSY while local operations still use its
- * memory (nothing is changed then).
+ * memory or a memory window of an export is still being bound (nothing
+ * is changed then; retry after the loop ran).
  */
 int rmsg_mr_dereg(struct rmsg_mr *mr);
 
 /**
- * rmsg_mr_export() - write a region's descriptor for a peer
- * @mr: the region
- * @desc: RMSG_MR_DESC_SIZE bytes; the descriptor holds no pointers the
- *        peer could use beyond the region, and is safe to send
- *
- * Return: 0, or -EINVAL.
+ * RMSG_EXPORT_ANY_PEER - in rmsg_mr_export()'s @access: any connected
+ * peer of the context may use the descriptor, not just one connection
  */
-int rmsg_mr_export(const struct rmsg_mr *mr, void *desc);
+#define RMSG_EXPORT_ANY_PEER 0x100
+
+/**
+ * rmsg_mr_export() - let one connection's peer access part of a region
+ * @mr: the region
+ * @c: the only connection whose peer may use the descriptor; NULL with
+ *     RMSG_EXPORT_ANY_PEER in @access
+ * @off: start of the exported range in the region
+ * @len: bytes from @off, or 0 for the rest of the region
+ * @access: RMSG_ACCESS_REMOTE_WRITE and/or RMSG_ACCESS_REMOTE_READ, a
+ *          subset of the region's; plus RMSG_EXPORT_ANY_PEER for a
+ *          context-wide export
+ * @desc: RMSG_MR_DESC_SIZE bytes written here; send them to the peer
+ *        on @c (the peer's offsets then count from @off)
+ *
+ * Over RDMA the device enforces it: a memory window bound to @c's queue
+ * pair (the descriptor is valid once the app sent it on @c, which is
+ * ordered after the bind); over TCP the library does, by an unguessable
+ * token. Ends with rmsg_mr_revoke(), rmsg_mr_dereg() or the end of @c.
+ * Return: 0, or -EINVAL, -EACCES (rights beyond the region's),
+ * -ENOTCONN (@c not established), -EOPNOTSUPP (the RDMA device has no
+ * type-2 memory windows: only RMSG_EXPORT_ANY_PEER works there), -EAGAIN
+ * (@c's send queue is full, or no random token yet), -ENOMEM.
+ */
+int rmsg_mr_export(struct rmsg_mr *mr, struct rmsg_conn *c, uint64_t off,
+		   uint64_t len, int access, void *desc);
+
+/**
+ * rmsg_mr_revoke() - end one export of a region
+ * @mr: the region
+ * @desc: a descriptor rmsg_mr_export() wrote for @mr
+ *
+ * The peer's later accesses through @desc fail (-EACCES over TCP; over
+ * RDMA a remote access error, which ends that connection).
+ * Return: 0, -EINVAL, or -ENOENT (already revoked, or its connection
+ * ended).
+ */
+int rmsg_mr_revoke(struct rmsg_mr *mr, const void *desc);
 
 /**
  * rmsg_write_imm() - write into a peer's region and notify it
@@ -614,7 +649,7 @@ int rmsg_mr_export(const struct rmsg_mr *mr, void *desc);
  * @iov: the local pieces, at most RMSG_IOV_MAX
  * @iovcnt: number of pieces
  * @remote_desc: a descriptor from the peer's rmsg_mr_export()
- * @remote_off: byte offset in the remote region
+ * @remote_off: byte offset in the remote export
  * @imm: 32 bits passed to the peer's on_imm with the length
  * @cb: runs once the write is done (0) or failed, or NULL
  * @arg: passed to @cb
@@ -633,7 +668,7 @@ int rmsg_write_imm(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
  * @iov: the local pieces, at most RMSG_IOV_MAX
  * @iovcnt: number of pieces
  * @remote_desc: a descriptor from the peer's rmsg_mr_export()
- * @remote_off: byte offset in the remote region
+ * @remote_off: byte offset in the remote export
  * @cb: runs once the write is done (0) or failed, or NULL
  * @arg: passed to @cb
  *
@@ -649,7 +684,7 @@ int rmsg_write(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
  * @iov: the local pieces the bytes go to, at most RMSG_IOV_MAX
  * @iovcnt: number of pieces
  * @remote_desc: a descriptor from the peer's rmsg_mr_export()
- * @remote_off: byte offset in the remote region
+ * @remote_off: byte offset in the remote export
  * @cb: runs once the bytes are in @iov (0) or the read failed, or NULL
  * @arg: passed to @cb
  *

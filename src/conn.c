@@ -111,6 +111,7 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 	rmsgi_list_init(&c->sendq);
 	rmsgi_list_init(&c->rndvq);
 	rmsgi_list_init(&c->rxq);
+	rmsgi_list_init(&c->exports);
 	rmsgi_list_init(&c->doneq);
 	rmsgi_list_init(&c->dirty_link);
 	rmsgi_list_add_tail(&ctx->conns, &c->link);
@@ -147,6 +148,7 @@ void rmsgi_conn_put(struct rmsg_conn *c)
 		return;
 	if (c->dirty)
 		rmsgi_list_del(&c->dirty_link);
+	rmsgi_mr_conn_gone(c); /* finalize() did, unless it never ran */
 	rmsgi_rpc_conn_free(c);
 	free(c);
 }
@@ -600,8 +602,46 @@ static void rx_enqueue(struct rmsg_conn *c, struct rmsg_msg *m)
 	rmsgi_conn_put(c);
 }
 
-/* TCP: a peer's WRITE or WRITE_IMM; checked against our regions, never
- * touching memory outside them, then acknowledged with the status */
+/*
+ * TCP: a refused one-sided access of the peer. Logged at most once a
+ * second per connection (a hostile peer could otherwise fill the log),
+ * and after RMSGI_REFUSALS_MAX the connection ends: tokens are 64 random
+ * bits, but nothing is gained by letting a peer keep guessing. Returns
+ * true when the connection was aborted.
+ */
+static bool refused(struct rmsg_conn *c, const char *what, uint64_t len,
+		    uint64_t off, uint64_t token, int st)
+{
+	ev_tstamp now = ev_now(c->ctx->loop);
+
+	c->refusals++;
+	if (now - c->refusal_logged >= 1.0 || c->refusals == 1) {
+		rmsgi_warn(c->ctx,
+			   "conn %u: refused the peer's %s of %llu bytes at "
+			   "offset %llu of export %016llx: %s (refusal %u of "
+			   "%u; %u more not logged)",
+			   c->id, what, (unsigned long long)len,
+			   (unsigned long long)off, (unsigned long long)token,
+			   rmsg_strerror(st), c->refusals, RMSGI_REFUSALS_MAX,
+			   c->refusals_unlogged);
+		c->refusal_logged = now;
+		c->refusals_unlogged = 0;
+	} else {
+		c->refusals_unlogged++;
+	}
+	if (c->refusals < RMSGI_REFUSALS_MAX)
+		return false;
+	rmsgi_warn(c->ctx,
+		   "conn %u: %u refused one-sided accesses: closing the "
+		   "connection",
+		   c->id, c->refusals);
+	rmsgi_conn_abort(c, -EACCES);
+	return true;
+}
+
+/* TCP: a peer's WRITE or WRITE_IMM; checked against what was exported
+ * to this connection, never touching memory outside it, then
+ * acknowledged with the status */
 static int rma_rx_write(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 			struct rmsg_msg *m)
 {
@@ -621,15 +661,13 @@ static int rma_rx_write(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		return -EPROTO;
 	}
 	dlen = m->len - RMSGI_RMA_SIZE;
-	st = rmsgi_mr_target(c->ctx, r.rid, r.off, dlen,
-			     RMSG_ACCESS_REMOTE_WRITE, &dst, NULL);
-	if (st)
-		rmsgi_warn(c->ctx,
-			   "conn %u: refused the peer's write of %llu bytes "
-			   "at offset %llu of region %08x: %s",
-			   c->id, (unsigned long long)dlen,
-			   (unsigned long long)r.off, r.rid, rmsg_strerror(st));
-	else if (dlen)
+	st = rmsgi_mr_target(c, r.token, r.off, dlen, RMSG_ACCESS_REMOTE_WRITE,
+			     &dst, NULL);
+	if (st && refused(c, "write", dlen, r.off, r.token, st)) {
+		m->free_fn(m);
+		return -EACCES;
+	}
+	if (!st && dlen)
 		memcpy(dst, m->data + RMSGI_RMA_SIZE, dlen);
 	if (send_ctrl(c, RMSGI_T_RNDV_ACK, (uint32_t)-st, h->id)) {
 		m->free_fn(m);
@@ -677,14 +715,11 @@ static int rma_rx_read(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	if (r.len > c->cfg.max_msg_size)
 		st = -EMSGSIZE;
 	else
-		st = rmsgi_mr_target(c->ctx, r.rid, r.off, r.len,
+		st = rmsgi_mr_target(c, r.token, r.off, r.len,
 				     RMSG_ACCESS_REMOTE_READ, &src, &mr);
-	if (st)
-		rmsgi_warn(c->ctx,
-			   "conn %u: refused the peer's read of %llu bytes "
-			   "at offset %llu of region %08x: %s",
-			   c->id, (unsigned long long)r.len,
-			   (unsigned long long)r.off, r.rid, rmsg_strerror(st));
+	if (st && st != -EMSGSIZE &&
+	    refused(c, "read", r.len, r.off, r.token, st))
+		return -EACCES;
 	op = rmsgi_op_get(c->ctx);
 	if (!op) {
 		if (mr)
@@ -899,6 +934,8 @@ static void finalize(struct rmsg_conn *c)
 	set_state(c, RMSGI_CS_CLOSED);
 	rmsgi_list_del(&c->link);
 	rmsgi_keepalive_stop(c);
+	/* what was exported to this connection ends with it */
+	rmsgi_mr_conn_gone(c);
 	/* calls still waiting end before on_close, which is last */
 	rmsgi_rpc_conn_closed(c,
 			      c->close_reason ? c->close_reason : -ECANCELED);
@@ -1376,7 +1413,7 @@ static int rma_queue(struct rmsg_conn *c, uint8_t kind, uint8_t type,
 	op->rma.addr = d.addr + off;
 	op->rma.off = off;
 	op->rma.rkey = d.rkey;
-	op->rma.rid = d.rid;
+	op->rma.token = d.token;
 	op->rma.has_rkey = d.flags & RMSGI_DESC_F_RKEY;
 	op->cb = cb;
 	op->arg = arg;

@@ -108,10 +108,11 @@ static const struct {
 	{EPROTONOSUPPORT, "unknown URI scheme: use rdma://, tcp:// or "
 			  "auto://"},
 	{EAFNOSUPPORT, "address family not supported by this transport"},
-	{EACCES, "access denied: a one-sided operation the region's rights "
-		 "do not allow, or a descriptor of a region that is not (or "
-		 "no longer) registered; or permission to the device was "
-		 "refused"},
+	{EACCES, "access denied: a one-sided operation the export's rights "
+		 "do not allow, a descriptor exported to another connection, "
+		 "revoked, or of a region no longer registered (a peer "
+		 "refused this often is disconnected); or permission to the "
+		 "device was refused"},
 	{EREMOTEIO, "the peer's RDMA device reported an error for this "
 		    "operation"},
 	{ENOBUFS, "no buffer space: over RDMA the peer had no receive "
@@ -137,7 +138,11 @@ static const struct {
 	{EIO, "I/O error from the RDMA device or the socket"},
 	{ENOENT, "not found"},
 	{EHOSTDOWN, "host is down"},
-	{ENOTSUP, "operation not supported by this transport or device"},
+	{ENOTSUP, "operation not supported by this transport or device "
+		  "(rmsg_mr_export: the RDMA device has no type-2 memory "
+		  "windows, which per-connection export needs; "
+		  "RMSG_EXPORT_ANY_PEER lets any connected peer use the "
+		  "region instead)"},
 	{ENOSYS, "no handler: the peer serves no RPC method with this number "
 		 "(rmsg_handle)"},
 	{EPIPE, "broken pipe: the peer closed the connection"},

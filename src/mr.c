@@ -2,12 +2,23 @@
 /*
  * mr.c - memory regions, their descriptors, and the registration cache.
  *
- * A region is memory the app registered with rmsg_mr_reg(). It gets a
- * random 32-bit id, unique among the context's live regions; the exported
- * descriptor names it by that id (TCP) and by its rkey (RDMA). A TCP peer's
- * access is looked up by id, so a descriptor of a deregistered region finds
- * nothing (and a forged one is as likely to hit as guessing 32 random bits
- * plus the bounds); on RDMA the device checks the rkey.
+ * A region is memory the app registered with rmsg_mr_reg(). A peer
+ * reaches it only through an export (rmsg_mr_export): to one connection,
+ * or with RMSG_EXPORT_ANY_PEER to every connected peer of the context;
+ * a sub-range of the region with a subset of its rights. Each export has
+ * an unguessable 64-bit token from getrandom() (there is no fallback: a
+ * guessable token would be no protection) and lives in the token hash,
+ * on its region's list and on its connection's list, so deregistering
+ * the region or ending the connection revokes it.
+ *
+ * TCP: a peer's one-sided frame names a token and an offset relative to
+ * the export; rmsgi_mr_target() accepts it only on the export's own
+ * connection (or any, for an any-peer export), within its range and
+ * rights. RDMA: the device checks. The region's registration carries no
+ * remote rights; a per-connection export is a type-2 memory window bound
+ * to the connection's queue pair (rdma.c), an any-peer export its own
+ * registration of the range with remote rights. The descriptor then
+ * carries that rkey and the virtual address of the export's byte 0.
  *
  * Registrations are made through hooks a transport installs (rdma.c, on
  * opening its device); before that a region only exists for TCP, and is
@@ -27,7 +38,6 @@
  * share: when a registration does not fit, idle pool slabs go first.
  */
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/random.h>
 
@@ -48,8 +58,9 @@ static size_t page_size(void)
 
 /* ------------------------------------------------------------------ */
 /* descriptors: 32 bytes, little-endian                                 */
-/*   0 magic, 1 version, 2 access, 3 flags, 4 region id (u32),          */
-/*   8 rkey (u32), 12 reserved (0), 16 address (u64), 24 length (u64)   */
+/*   0 magic, 1 version (2), 2 access, 3 flags, 4 rkey (u32),          */
+/*   8 export token (u64), 16 address (u64), 24 length (u64)           */
+/* rkey and address are set with RMSGI_DESC_F_RKEY only (RDMA)         */
 
 void rmsgi_desc_encode(const struct rmsgi_desc *d, void *buf)
 {
@@ -59,9 +70,8 @@ void rmsgi_desc_encode(const struct rmsgi_desc *d, void *buf)
 	p[1] = RMSGI_DESC_VERSION;
 	p[2] = d->access;
 	p[3] = d->flags;
-	rmsgi_put32(p + 4, d->rid);
-	rmsgi_put32(p + 8, d->rkey);
-	rmsgi_put32(p + 12, 0);
+	rmsgi_put32(p + 4, d->rkey);
+	rmsgi_put64(p + 8, d->token);
 	rmsgi_put64(p + 16, d->addr);
 	rmsgi_put64(p + 24, d->len);
 }
@@ -72,16 +82,17 @@ int rmsgi_desc_decode(const void *buf, struct rmsgi_desc *d)
 
 	if (!buf || p[0] != RMSGI_DESC_MAGIC || p[1] != RMSGI_DESC_VERSION)
 		return -EINVAL;
-	if (p[2] & ~RMSGI_ACCESS_ALL || p[3] & ~RMSGI_DESC_F_RKEY ||
-	    rmsgi_get32(p + 12) != 0)
+	if (p[2] & ~RMSGI_ACCESS_ALL || p[3] & ~RMSGI_DESC_F_RKEY)
 		return -EINVAL;
 	d->access = p[2];
 	d->flags = p[3];
-	d->rid = rmsgi_get32(p + 4);
-	d->rkey = rmsgi_get32(p + 8);
+	d->rkey = rmsgi_get32(p + 4);
+	d->token = rmsgi_get64(p + 8);
 	d->addr = rmsgi_get64(p + 16);
 	d->len = rmsgi_get64(p + 24);
-	if (d->rid == 0 || d->len == 0 || d->addr + d->len < d->addr)
+	if (d->token == 0 || d->len == 0 || d->addr + d->len < d->addr)
+		return -EINVAL;
+	if (!(d->flags & RMSGI_DESC_F_RKEY) && (d->rkey || d->addr))
 		return -EINVAL;
 	return 0;
 }
@@ -97,38 +108,47 @@ int rmsgi_desc_check(const struct rmsgi_desc *d, uint64_t off, uint64_t len,
 }
 
 /* ------------------------------------------------------------------ */
-/* the table of live regions                                            */
+/* the table of exports, by token                                     */
 
-static struct rmsg_mr **hash_slot(struct rmsgi_mrtab *t, uint32_t id)
+static struct rmsgi_export **hash_slot(struct rmsgi_mrtab *t, uint64_t tok)
 {
-	return &t->hash[(id ^ (id >> 8) ^ (id >> 16)) % RMSGI_MR_HASH];
+	return &t->hash[(tok ^ (tok >> 8) ^ (tok >> 16)) % RMSGI_MR_HASH];
 }
 
-static struct rmsg_mr *mr_find(struct rmsgi_mrtab *t, uint32_t id)
+static struct rmsgi_export *export_find(struct rmsgi_mrtab *t, uint64_t tok)
 {
-	struct rmsg_mr *mr = *hash_slot(t, id);
+	struct rmsgi_export *e = *hash_slot(t, tok);
 
-	while (mr && mr->id != id)
-		mr = mr->hnext;
-	return mr;
+	while (e && e->token != tok)
+		e = e->hnext;
+	return e;
 }
 
-static uint32_t random_id(struct rmsgi_mrtab *t)
+/* a fresh token from the kernel's random source, or why there is none */
+static int random_token(struct rmsg_ctx *ctx, uint64_t *tok_p)
 {
-	static uint64_t fallback;
-	uint32_t id;
+	struct rmsgi_mrtab *t = &ctx->mrt;
+	uint64_t tok;
 
 	do {
-		if (getrandom(&id, sizeof(id), GRND_NONBLOCK) !=
-		    (ssize_t)sizeof(id)) {
-			/* no entropy yet: ids stay unique, just guessable */
-			fallback = fallback * 6364136223846793005ull +
-				   (uint64_t)time(NULL) +
-				   1442695040888963407ull;
-			id = (uint32_t)(fallback >> 32);
+		ssize_t n = getrandom(&tok, sizeof(tok), GRND_NONBLOCK);
+
+		if (n != (ssize_t)sizeof(tok)) {
+			int err = n < 0 ? -errno : -EIO;
+
+			rmsgi_err(ctx,
+				  "export: getrandom() gave no token (%s): "
+				  "exports need unguessable tokens from the "
+				  "kernel's random source%s",
+				  strerror(-err),
+				  err == -EAGAIN ? ", which is not "
+						   "initialized yet: retry"
+						 : "");
+			return err;
 		}
-	} while (id == 0 || mr_find(t, id));
-	return id;
+	} while (tok == 0 || export_find(t, tok));
+	*tok_p = tok;
+	return 0;
 }
 
 void rmsgi_mr_init(struct rmsg_ctx *ctx)
@@ -137,6 +157,7 @@ void rmsgi_mr_init(struct rmsg_ctx *ctx)
 
 	memset(t, 0, sizeof(*t));
 	rmsgi_list_init(&t->regions);
+	rmsgi_list_init(&t->any_peer);
 	rmsgi_list_init(&t->rc);
 	t->limit = ctx->cfg.reg_limit;
 }
@@ -184,9 +205,38 @@ static int mr_register(struct rmsg_ctx *ctx, struct rmsg_mr *mr)
 {
 	struct rmsgi_mrtab *t = &ctx->mrt;
 
+	uint32_t rkey;
+
+	/* local rights only: peers go through windows (rmsg_mr_export) */
 	return t->ops->reg(t->priv, mr->addr, mr->len,
-			   mr->access | RMSGI_ACCESS_LOCAL_WRITE, &mr->h,
-			   &mr->lkey, &mr->rkey);
+			   RMSGI_ACCESS_LOCAL_WRITE | RMSGI_ACCESS_MW_BIND,
+			   &mr->h, &mr->lkey, &rkey);
+}
+
+/* gives back what the transport holds for @e: the peer loses access */
+static void export_untransport(struct rmsgi_mrtab *t, struct rmsgi_export *e)
+{
+	if (e->w && t->ops)
+		t->ops->unbind(t->priv, e->w);
+	if (e->h && t->ops)
+		t->ops->dereg(t->priv, e->h);
+	e->w = NULL;
+	e->h = NULL;
+}
+
+static void export_drop(struct rmsgi_mrtab *t, struct rmsgi_export *e)
+{
+	struct rmsgi_export **p;
+
+	for (p = hash_slot(t, e->token); *p; p = &(*p)->hnext)
+		if (*p == e) {
+			*p = e->hnext;
+			break;
+		}
+	rmsgi_list_del(&e->mlink);
+	rmsgi_list_del(&e->clink);
+	export_untransport(t, e);
+	free(e);
 }
 
 void rmsgi_mr_set_reg(struct rmsg_ctx *ctx, const struct rmsgi_reg_ops *ops,
@@ -216,7 +266,14 @@ void rmsgi_mr_clear_reg(struct rmsg_ctx *ctx)
 		return;
 	for (n = t->regions.next; n != &t->regions; n = n->next) {
 		struct rmsg_mr *mr = rmsgi_list_entry(n, struct rmsg_mr, link);
+		struct rmsgi_list *x;
 
+		/* windows and registrations of exports before the region's
+		 * own (a device refuses to deregister a bound region) */
+		for (x = mr->exports.next; x != &mr->exports; x = x->next)
+			export_untransport(
+				t, rmsgi_list_entry(x, struct rmsgi_export,
+						    mlink));
 		if (mr->h)
 			t->ops->dereg(t->priv, mr->h);
 		mr->h = NULL;
@@ -240,13 +297,10 @@ void rmsgi_mr_clear_reg(struct rmsg_ctx *ctx)
 static void mr_free(struct rmsg_mr *mr)
 {
 	struct rmsgi_mrtab *t = &mr->ctx->mrt;
-	struct rmsg_mr **p;
+	struct rmsgi_list *n;
 
-	for (p = hash_slot(t, mr->id); *p; p = &(*p)->hnext)
-		if (*p == mr) {
-			*p = mr->hnext;
-			break;
-		}
+	while ((n = mr->exports.next) != &mr->exports)
+		export_drop(t, rmsgi_list_entry(n, struct rmsgi_export, mlink));
 	rmsgi_list_del(&mr->link);
 	if (mr->h && t->ops)
 		t->ops->dereg(t->priv, mr->h);
@@ -263,20 +317,23 @@ void rmsgi_mr_fini(struct rmsg_ctx *ctx)
 		mr_free(rmsgi_list_entry(n, struct rmsg_mr, link));
 }
 
-int rmsgi_mr_target(struct rmsg_ctx *ctx, uint32_t rid, uint64_t off,
+int rmsgi_mr_target(struct rmsg_conn *c, uint64_t token, uint64_t off,
 		    uint64_t len, int access, uint8_t **p,
 		    struct rmsg_mr **mr_p)
 {
-	struct rmsg_mr *mr = rid ? mr_find(&ctx->mrt, rid) : NULL;
+	struct rmsgi_export *e =
+		token ? export_find(&c->ctx->mrt, token) : NULL;
 
-	if (!mr || (mr->access & access) != access)
+	/* another connection's export answers as one that does not exist:
+	 * a peer learns nothing about what others were given */
+	if (!e || (e->conn && e->conn != c) || (e->access & access) != access)
 		return -EACCES;
-	if (off > mr->len || len > mr->len - off)
+	if (off > e->len || len > e->len - off)
 		return -EINVAL;
-	*p = mr->addr + off;
+	*p = e->mr->addr + e->off + off;
 	if (mr_p) {
-		mr->busy++;
-		*mr_p = mr;
+		e->mr->busy++;
+		*mr_p = e->mr;
 	}
 	return 0;
 }
@@ -286,6 +343,17 @@ void rmsgi_mr_unbusy(struct rmsg_ctx *ctx, struct rmsg_mr *mr)
 	(void)ctx;
 	if (mr->busy)
 		mr->busy--;
+}
+
+void rmsgi_mr_conn_gone(struct rmsg_conn *c)
+{
+	struct rmsgi_list *n;
+
+	if (!c->exports.next)
+		return; /* never initialized */
+	while ((n = c->exports.next) != &c->exports)
+		export_drop(&c->ctx->mrt,
+			    rmsgi_list_entry(n, struct rmsgi_export, clink));
 }
 
 /* a region of the app that holds [addr, addr+len) and has keys */
@@ -312,6 +380,7 @@ int rmsgi_mr_pin(struct rmsg_ctx *ctx, const void *addr, size_t len, int need,
 	uintptr_t a = (uintptr_t)addr, ps = page_size(), s, e;
 	struct rmsgi_rc_ent *ent;
 	struct rmsgi_list *n;
+	bool peer = need & (RMSG_ACCESS_REMOTE_READ | RMSGI_ACCESS_MW_BIND);
 	struct rmsg_mr *mr;
 	int ret;
 
@@ -319,23 +388,26 @@ int rmsgi_mr_pin(struct rmsg_ctx *ctx, const void *addr, size_t len, int need,
 	pin->ent = NULL;
 	if (!t->ops || !len || a + len < a)
 		return -EINVAL;
+
 	/* the app's regions are local-only for this purpose: a rendezvous
-	 * must not expose a region beyond the rights it was exported with */
-	if (!(need & RMSG_ACCESS_REMOTE_READ) &&
-	    (mr = mr_covering(t, a, len))) {
+	 * must not expose a region beyond what was exported */
+	if (!peer && (mr = mr_covering(t, a, len))) {
 		mr->busy++;
 		pin->mr = mr;
 		*lkey_p = mr->lkey;
-		*rkey_p = mr->rkey;
+		*rkey_p = 0;
 		return 0;
 	}
 	/* pages for local use; exact bytes for what a peer may read */
-	s = need & RMSG_ACCESS_REMOTE_READ ? a : a & ~(ps - 1);
-	e = need & RMSG_ACCESS_REMOTE_READ ? a + len
-					   : (a + len + ps - 1) & ~(ps - 1);
+	s = peer ? a : a & ~(ps - 1);
+	e = peer ? a + len : (a + len + ps - 1) & ~(ps - 1);
 	for (n = t->rc.next; n != &t->rc; n = n->next) {
 		ent = rmsgi_list_entry(n, struct rmsgi_rc_ent, link);
-		if (ent->access == need && ent->start <= s && e <= ent->end)
+		/* a window's registration bounds what its peer reaches
+		 * (rxe checks the MR's range): shared only when exact */
+		if (ent->access == need && ent->start <= s && e <= ent->end &&
+		    (!(need & RMSGI_ACCESS_MW_BIND) ||
+		     (ent->start == s && ent->end == e)))
 			goto hit;
 	}
 	ent = calloc(1, sizeof(*ent));
@@ -395,7 +467,7 @@ int rmsg_mr_reg(struct rmsg_ctx *ctx, void *addr, size_t len, int access,
 		struct rmsg_mr **mr_p)
 {
 	struct rmsgi_mrtab *t;
-	struct rmsg_mr *mr, **slot;
+	struct rmsg_mr *mr;
 	int ret;
 
 	if (!ctx || !addr || !len || !mr_p || access & ~RMSGI_ACCESS_ALL ||
@@ -409,6 +481,7 @@ int rmsg_mr_reg(struct rmsg_ctx *ctx, void *addr, size_t len, int access,
 	mr->addr = addr;
 	mr->len = len;
 	mr->access = access;
+	rmsgi_list_init(&mr->exports);
 	mr->charged = page_span(addr, len);
 	ret = rmsgi_budget_take(ctx, mr->charged);
 	if (ret)
@@ -418,10 +491,6 @@ int rmsg_mr_reg(struct rmsg_ctx *ctx, void *addr, size_t len, int access,
 		if (ret)
 			goto undo_budget;
 	}
-	mr->id = random_id(t);
-	slot = hash_slot(t, mr->id);
-	mr->hnext = *slot;
-	*slot = mr;
 	rmsgi_list_add_tail(&t->regions, &mr->link);
 	*mr_p = mr;
 	return 0;
@@ -435,28 +504,144 @@ undo_mr:
 
 int rmsg_mr_dereg(struct rmsg_mr *mr)
 {
+	struct rmsgi_mrtab *t;
+	struct rmsgi_list *n;
+
 	if (!mr)
 		return -EINVAL;
 	if (mr->busy)
 		return -EBUSY;
+	t = &mr->ctx->mrt;
+	/* a window whose bind is still queued would fail the queue pair if
+	 * the region went first */
+	for (n = mr->exports.next; n != &mr->exports; n = n->next) {
+		struct rmsgi_export *e =
+			rmsgi_list_entry(n, struct rmsgi_export, mlink);
+
+		if (e->w && t->ops && t->ops->bind_pending(t->priv, e->w))
+			return -EBUSY;
+	}
 	mr_free(mr);
 	return 0;
 }
 
-int rmsg_mr_export(const struct rmsg_mr *mr, void *desc)
+/* the transport side of an export: a window on @c's queue pair, or a
+ * registration with remote rights for any peer; nothing on TCP */
+static int export_transport(struct rmsg_mr *mr, struct rmsg_conn *c,
+			    struct rmsgi_export *e)
 {
+	struct rmsgi_mrtab *t = &mr->ctx->mrt;
+	uint32_t lkey, rkey;
+	void *h;
+	int ret;
+
+	if (c && c->tr->id != RMSGI_TR_RDMA)
+		return 0;
+	if (!t->ops || !mr->h) {
+		if (c) {
+			rmsgi_err(mr->ctx,
+				  "export: the region has no registration "
+				  "with the RDMA device of conn %u",
+				  c->id);
+			return -EINVAL;
+		}
+		return 0; /* any peer: TCP only until a device opens */
+	}
+	if (!c)
+		return t->ops->reg(t->priv, mr->addr + e->off, e->len,
+				   e->access, &e->h, &lkey, &e->rkey);
+	/* a sub-range gets a local-only registration of its own bytes to
+	 * bind the window to: rxe (6.1) checks a type-2 window's accesses
+	 * against its registration's range, not the window's (mw_probe) */
+	h = mr->h;
+	if (e->off || e->len != mr->len) {
+		ret = t->ops->reg(t->priv, mr->addr + e->off, e->len,
+				  RMSGI_ACCESS_LOCAL_WRITE |
+					  RMSGI_ACCESS_MW_BIND,
+				  &e->h, &lkey, &rkey);
+		if (ret)
+			return ret;
+		h = e->h;
+	}
+	ret = t->ops->bind(t->priv, c, h, mr->addr + e->off, e->len, e->access,
+			   &e->w, &e->rkey);
+	if (ret && e->h) {
+		t->ops->dereg(t->priv, e->h);
+		e->h = NULL;
+	}
+	return ret;
+}
+
+int rmsg_mr_export(struct rmsg_mr *mr, struct rmsg_conn *c, uint64_t off,
+		   uint64_t len, int access, void *desc)
+{
+	int rights = access & ~RMSG_EXPORT_ANY_PEER;
+	bool any = access & RMSG_EXPORT_ANY_PEER;
+	struct rmsgi_mrtab *t;
+	struct rmsgi_export *e, **slot;
+	struct rmsgi_desc d;
+	int ret;
+
+	if (!mr || !desc || !rights || rights & ~RMSGI_ACCESS_ALL ||
+	    any != !c || off >= mr->len)
+		return -EINVAL;
+	if (!len)
+		len = mr->len - off;
+	if (len > mr->len - off)
+		return -EINVAL;
+	if ((mr->access & rights) != rights)
+		return -EACCES;
+	if (c && (c->ctx != mr->ctx || c->state != RMSGI_CS_ESTABLISHED))
+		return c->ctx != mr->ctx ? -EINVAL : -ENOTCONN;
+	t = &mr->ctx->mrt;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	ret = random_token(mr->ctx, &e->token);
+	if (ret)
+		goto undo_e;
+	e->mr = mr;
+	e->conn = c;
+	e->off = off;
+	e->len = len;
+	e->access = rights;
+	ret = export_transport(mr, c, e);
+	if (ret)
+		goto undo_e;
+	slot = hash_slot(t, e->token);
+	e->hnext = *slot;
+	*slot = e;
+	rmsgi_list_add_tail(&mr->exports, &e->mlink);
+	rmsgi_list_add_tail(c ? &c->exports : &t->any_peer, &e->clink);
+
+	memset(&d, 0, sizeof(d));
+	d.access = (uint8_t)rights;
+	d.token = e->token;
+	d.len = len;
+	if (e->w || e->h) {
+		d.flags = RMSGI_DESC_F_RKEY;
+		d.rkey = e->rkey;
+		d.addr = (uintptr_t)(mr->addr + off);
+	}
+	rmsgi_desc_encode(&d, desc);
+	return 0;
+
+undo_e:
+	free(e);
+	return ret;
+}
+
+int rmsg_mr_revoke(struct rmsg_mr *mr, const void *desc)
+{
+	struct rmsgi_export *e;
 	struct rmsgi_desc d;
 
-	if (!mr || !desc)
+	if (!mr || rmsgi_desc_decode(desc, &d))
 		return -EINVAL;
-	memset(&d, 0, sizeof(d));
-	d.access = (uint8_t)mr->access;
-	d.flags = mr->h ? RMSGI_DESC_F_RKEY : 0;
-	d.rid = mr->id;
-	d.rkey = mr->h ? mr->rkey : 0;
-	d.addr = (uintptr_t)mr->addr;
-	d.len = mr->len;
-	rmsgi_desc_encode(&d, desc);
+	e = export_find(&mr->ctx->mrt, d.token);
+	if (!e || e->mr != mr)
+		return -ENOENT;
+	export_drop(&mr->ctx->mrt, e);
 	return 0;
 }
 

@@ -117,8 +117,7 @@ void rmsgi_rma_encode(const struct rmsgi_rma *r, int read, void *buf)
 	uint8_t *p = buf;
 
 	rmsgi_put64(p, r->off);
-	rmsgi_put32(p + 8, r->rid);
-	rmsgi_put32(p + 12, 0);
+	rmsgi_put64(p + 8, r->token);
 	if (read)
 		rmsgi_put64(p + 16, r->len);
 }
@@ -130,10 +129,9 @@ int rmsgi_rma_decode(const void *buf, size_t avail, int read,
 
 	if (avail < (read ? RMSGI_READ_REQ_SIZE : RMSGI_RMA_SIZE))
 		return -EPROTO;
-	if (rmsgi_get32(p + 12) != 0)
-		return -EPROTO;
+	/* any token decodes: which ones exist is the export table's say */
 	r->off = rmsgi_get64(p);
-	r->rid = rmsgi_get32(p + 8);
+	r->token = rmsgi_get64(p + 8);
 	r->len = read ? rmsgi_get64(p + 16) : 0;
 	return 0;
 }

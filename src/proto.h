@@ -21,11 +21,15 @@
  * reads: (u64 addr, u32 len, u32 rkey) each, little-endian.
  *
  * One-sided operations (TCP emulation; over RDMA they are verbs):
- *   WRITE, WRITE_IMM: payload = RMA header (u64 offset, u32 region id,
- *     u32 0) then the data; aux = immediate (WRITE: 0); id = cookie the
+ *   WRITE, WRITE_IMM: payload = RMA header (u64 offset in the export,
+ *     u64 export token from the receiver's descriptor) then the data; aux = immediate (WRITE: 0); id = cookie the
  *     receiver acknowledges with RNDV_ACK (aux = status)
  *   READ_REQ: payload = RMA header then u64 length (24 bytes); id = cookie
  *   READ_RESP: payload = the bytes read; aux = status; id = cookie
+ *   (Until descriptor version 2 the RMA header held a u32 region id and
+ *   a u32 0; an old peer's header reads as a token nobody exported and
+ *   is refused with -EACCES, and neither side accepts the other's
+ *   descriptors, so the frames themselves are unchanged.)
  *   IMM (RDMA only): a write-with-immediate split into several writes
  *     ends with this SEND: aux = immediate, id = total length
  *
@@ -96,9 +100,9 @@ struct rmsgi_seg {
 
 /* target of a one-sided frame */
 struct rmsgi_rma {
-	uint64_t off;
-	uint32_t rid;
-	uint64_t len; /* READ_REQ only */
+	uint64_t off;	/* in the export */
+	uint64_t token; /* the export, from the descriptor */
+	uint64_t len;	/* READ_REQ only */
 };
 
 /* little-endian loads and stores, shared by every wire codec; one

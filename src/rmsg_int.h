@@ -115,10 +115,10 @@ enum rmsgi_op_kind {
 
 /* the remote side of a one-sided op, from the peer's descriptor */
 struct rmsgi_op_rma {
-	uint64_t addr; /* remote address of byte 0 (RDMA) */
-	uint64_t off;  /* offset in the region */
+	uint64_t addr;	/* remote address of byte 0 (RDMA) */
+	uint64_t off;	/* offset in the export */
+	uint64_t token; /* the export (TCP) */
 	uint32_t rkey;
-	uint32_t rid;
 	bool has_rkey;
 };
 
@@ -182,18 +182,24 @@ struct rmsg_msg {
 /* memory regions and the registration cache (mr.c)                     */
 
 #define RMSGI_DESC_MAGIC 0xa8
-#define RMSGI_DESC_VERSION 1
-#define RMSGI_DESC_F_RKEY 0x1 /* rkey is valid (registered on RDMA) */
+/* 2: per-connection exports; a 64-bit token, offsets relative to the
+ * export, no address on TCP */
+#define RMSGI_DESC_VERSION 2
+#define RMSGI_DESC_F_RKEY 0x1 /* rkey and addr are valid (RDMA) */
 #define RMSGI_ACCESS_ALL (RMSG_ACCESS_REMOTE_WRITE | RMSG_ACCESS_REMOTE_READ)
 #define RMSGI_ACCESS_LOCAL_WRITE 0x100 /* the device writes the memory */
+/* a registration a memory window may be bound to (no remote rights) */
+#define RMSGI_ACCESS_MW_BIND 0x200
+/* refusals of a peer's one-sided access that end its connection */
+#define RMSGI_REFUSALS_MAX 8
 
 /* an exported descriptor, decoded */
 struct rmsgi_desc {
 	uint8_t access;
 	uint8_t flags;
-	uint32_t rid;
 	uint32_t rkey;
-	uint64_t addr;
+	uint64_t token;
+	uint64_t addr; /* RDMA: virtual address of the export's byte 0 */
 	uint64_t len;
 };
 
@@ -211,19 +217,45 @@ struct rmsgi_reg_ops {
 	int (*reg)(void *priv, void *addr, size_t len, int access, void **h_p,
 		   uint32_t *lkey_p, uint32_t *rkey_p);
 	void (*dereg)(void *priv, void *h);
+	/* a memory window over [addr, addr+len) of registration @h with
+	 * @access, bound to @c's queue pair: the bind is posted on its send
+	 * queue before this returns, so what the app sends on @c later
+	 * arrives after it. -EOPNOTSUPP: the device has no type-2 windows */
+	int (*bind)(void *priv, struct rmsg_conn *c, void *h, void *addr,
+		    size_t len, int access, void **w_p, uint32_t *rkey_p);
+	/* the window goes (at once, or when its bind completed) */
+	void (*unbind)(void *priv, void *w);
+	/* is its bind still on the send queue? */
+	bool (*bind_pending)(void *priv, void *w);
+};
+
+/* one export of a region: to one connection, or to any peer */
+struct rmsgi_export {
+	struct rmsgi_list mlink;    /* the region's exports */
+	struct rmsgi_list clink;    /* the connection's, or the any-peer list */
+	struct rmsgi_export *hnext; /* token hash chain */
+	struct rmsg_mr *mr;
+	struct rmsg_conn *conn; /* NULL: any connected peer */
+	uint64_t token;
+	uint64_t off, len;
+	int access;
+	void *w; /* RDMA: memory window (conn) */
+	/* RDMA: a registration of exactly the range: with remote rights
+	 * (any peer), or local-only under a sub-range's window */
+	void *h;
+	uint32_t rkey;
 };
 
 struct rmsg_mr {
 	struct rmsgi_list link; /* ctx's regions */
-	struct rmsg_mr *hnext;	/* id hash chain */
+	struct rmsgi_list exports;
 	struct rmsg_ctx *ctx;
 	uint8_t *addr;
 	size_t len;
 	size_t charged; /* page-rounded bytes counted in the budget */
 	int access;
-	uint32_t id;
-	void *h; /* transport registration, or NULL */
-	uint32_t lkey, rkey;
+	void *h; /* transport registration (local rights only), or NULL */
+	uint32_t lkey;
 	unsigned busy; /* local operations using the memory */
 };
 
@@ -248,7 +280,8 @@ struct rmsgi_pin {
 
 struct rmsgi_mrtab {
 	struct rmsgi_list regions;
-	struct rmsg_mr *hash[RMSGI_MR_HASH];
+	struct rmsgi_export *hash[RMSGI_MR_HASH]; /* exports by token */
+	struct rmsgi_list any_peer;		  /* exports without a conn */
 	struct rmsgi_list rc; /* registration cache entries in use */
 	unsigned rc_n;
 	size_t bytes; /* regions + cache, page-rounded */
@@ -265,13 +298,16 @@ void rmsgi_mr_set_reg(struct rmsg_ctx *ctx, const struct rmsgi_reg_ops *ops,
 		      void *priv);
 /* the transport goes: deregisters every region and cache entry */
 void rmsgi_mr_clear_reg(struct rmsg_ctx *ctx);
-/* a peer's access to region @rid: 0 and the memory, or -EACCES (no such
- * live region, or rights), -EINVAL (bounds). With @mr_p the region is
- * kept busy (rmsg_mr_dereg: -EBUSY) until rmsgi_mr_unbusy() */
-int rmsgi_mr_target(struct rmsg_ctx *ctx, uint32_t rid, uint64_t off,
+/* a peer's access on @c through export @token: 0 and the memory, or
+ * -EACCES (no such export, exported to another connection, or rights),
+ * -EINVAL (bounds of the export). With @mr_p the region is kept busy
+ * (rmsg_mr_dereg: -EBUSY) until rmsgi_mr_unbusy() */
+int rmsgi_mr_target(struct rmsg_conn *c, uint64_t token, uint64_t off,
 		    uint64_t len, int access, uint8_t **p,
 		    struct rmsg_mr **mr_p);
 void rmsgi_mr_unbusy(struct rmsg_ctx *ctx, struct rmsg_mr *mr);
+/* @c ends: every export to it is revoked */
+void rmsgi_mr_conn_gone(struct rmsg_conn *c);
 /* keys for local memory [addr, addr+len): from a region of the app or a
  * short-lived registration; @need: RMSG_ACCESS_REMOTE_READ if the peer
  * reads it (rendezvous), RMSGI_ACCESS_LOCAL_WRITE if the device writes it
@@ -412,6 +448,10 @@ struct rmsg_conn {
 	unsigned sendq_len;	 /* user ops queued or posted, not completed */
 	struct rmsgi_list rndvq; /* rendezvous sends waiting for ACK */
 	struct rmsgi_list rxq;	 /* received, not yet delivered, in order */
+	struct rmsgi_list exports; /* regions exported to this conn (mr.c) */
+	unsigned refusals;	   /* the peer's refused one-sided accesses */
+	unsigned refusals_unlogged;
+	ev_tstamp refusal_logged;
 	struct rmsgi_list doneq; /* completed ops whose cb is due */
 	uint64_t next_rndv_id;
 	uint32_t peer_eager;

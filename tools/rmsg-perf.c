@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +87,7 @@ struct region {
 	void *buf;
 	size_t len;
 	struct rmsg_mr *mr;
+	bool exported; /* desc holds a live export */
 	unsigned char desc[RMSG_MR_DESC_SIZE];
 };
 
@@ -100,6 +102,7 @@ static void region_ensure(struct region *r, size_t len)
 		if (ret)
 			die("rmsg_mr_dereg", ret);
 		free(r->buf);
+		r->exported = false;
 	}
 	r->buf = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
 	if (!r->buf)
@@ -108,10 +111,24 @@ static void region_ensure(struct region *r, size_t len)
 	ret = rmsg_mr_reg(ctx, r->buf, len, RMSG_ACCESS_REMOTE_WRITE, &r->mr);
 	if (ret)
 		die("rmsg_mr_reg", ret);
-	ret = rmsg_mr_export(r->mr, r->desc);
+	r->len = len;
+}
+
+/* the region for the peer of @c only (over RDMA a memory window bound
+ * to its queue pair, once per run: nothing per operation); the export of
+ * the previous run goes */
+static void region_export(struct region *r, struct rmsg_conn *c)
+{
+	int ret;
+
+	if (!r->mr)
+		return;
+	if (r->exported)
+		rmsg_mr_revoke(r->mr, r->desc);
+	ret = rmsg_mr_export(r->mr, c, 0, 0, RMSG_ACCESS_REMOTE_WRITE, r->desc);
 	if (ret)
 		die("rmsg_mr_export", ret);
-	r->len = len;
+	r->exported = true;
 }
 
 static void region_free(struct region *r)
@@ -172,10 +189,7 @@ static void srv_ctl(struct rmsg_conn *c, const void *p, size_t len)
 		memcpy(srv.peer_desc, ctl.desc, sizeof(srv.peer_desc));
 	}
 	srv.ready.tag = 'R';
-	/* export again now that a connection opened the RDMA device: a
-	 * descriptor exported before that carries no rkey */
-	if (srv.reg.mr && rmsg_mr_export(srv.reg.mr, srv.reg.desc))
-		die("rmsg_mr_export", -EINVAL);
+	region_export(&srv.reg, c);
 	memcpy(srv.ready.desc, srv.reg.desc, sizeof(srv.ready.desc));
 	ret = rmsg_send(c, &iov, 1, NULL, NULL);
 	if (ret)
@@ -488,8 +502,7 @@ static void start_size(void)
 	cli.ctl.expect =
 		cli.mode == MODE_LAT || cli.op == OP_RPC ? 0 : cli.total;
 	cli.ctl.region = cli.max_size;
-	if (cli.reg.mr && rmsg_mr_export(cli.reg.mr, cli.reg.desc))
-		die("rmsg_mr_export", -EINVAL);
+	region_export(&cli.reg, cli.conn);
 	memcpy(cli.ctl.desc, cli.reg.desc, sizeof(cli.ctl.desc));
 	ret = rmsg_send(cli.conn, &iov, 1, NULL, NULL);
 	if (ret)

@@ -20,15 +20,24 @@
  * doorbell and one completion. A signalled completion retires every slot
  * before it, in order.
  *
- * Rendezvous: the sender registers its pieces for remote read (through
- * the registration cache of mr.c) and sends their segments (a piece over
- * SEG_MAX bytes in several); the receiver reads them (split at the
- * device's message size limit) into a pool buffer and then acknowledges.
+ * Rendezvous: the sender registers its pieces (through the registration
+ * cache of mr.c, without remote rights), binds a type-2 memory window
+ * for remote read over each on this connection's QP, and sends their
+ * segments (a piece over SEG_MAX bytes in several) after the binds; the
+ * receiver reads them (split at the device's message size limit) into a
+ * pool buffer and then acknowledges, and the windows go. No other
+ * connection can read them.
  * What a connection reads at a time is bounded by its share of the
  * context's registered-memory budget (rndv_share): a request that does
  * not fit waits, in order, holding its receive buffer (and so the peer's
  * credit) until the reads before it are done; one larger than the whole
  * share fails alone with -ENOMEM, as when the pool has no memory.
+ *
+ * Exports (mr.c): a per-connection export is a type-2 window bound on
+ * the connection's QP by a work request in its ring, so everything the
+ * app sends on that connection afterwards (the descriptor) is ordered
+ * after the bind. The app's regions are registered with local rights and
+ * MW_BIND only.
  *
  * One-sided ops: RDMA WRITE (WITH_IMM) and READ work requests straight
  * from and into the caller's iovec, split at the device's message size
@@ -113,10 +122,30 @@ struct rndv_rx {
 	struct rmsgi_seg segs[];
 };
 
+/*
+ * A type-2 memory window (an export's, or one rendezvous piece's with the
+ * piece's pin). Its bind is a slot in the ring; while that slot has not
+ * retired the window cannot go (the bind would then fail and take the
+ * QP down), so a release before that only marks it dead.
+ */
+struct rdma_mw {
+	struct rmsgi_list link; /* its connection's windows, while bound */
+	struct rmsg_ctx *ctx;
+	struct ibv_mw *mw; /* NULL: a pin with remote rights only */
+	struct rmsgi_pin pin;
+	bool pinned;
+	bool pending; /* bind slot not retired */
+	bool dead;    /* released while pending */
+};
+
+/* rendezvous pieces with more windows than this at once are registered
+ * with remote read rights instead (any QP of the PD could read them) */
+#define RNDV_MW_MAX 64
+
 /* a rendezvous send: what the peer may read, until it acknowledges */
 struct rndv_tx {
-	int npin;
-	struct rmsgi_pin pin[];
+	int n;
+	struct rdma_mw *w[];
 };
 
 /* a one-sided op being posted: where the next work request starts */
@@ -134,12 +163,14 @@ struct rma_tx {
 enum slot_kind {
 	SLOT_SEND,
 	SLOT_READ,
-	SLOT_RMA, /* a one-sided work request; op set on its last */
+	SLOT_RMA,  /* a one-sided work request; op set on its last */
+	SLOT_BIND, /* binds a memory window (mw) */
 };
 
 struct sq_slot {
 	struct rmsgi_op *op;
 	struct rndv_rx *rx;
+	struct rdma_mw *mw;
 	void *copybuf;
 	uint8_t kind;
 	uint8_t signaled;
@@ -181,6 +212,7 @@ struct rdma_conn {
 	uint32_t max_sge;
 	struct rndv_rx *pending_reads, *pending_tail;
 	struct rmsgi_op *rma_op; /* one-sided op still being posted */
+	struct rmsgi_list mws;	 /* memory windows bound on the QP */
 	ev_timer timer;		 /* connect bound, then teardown bound */
 	bool timer_on;
 	bool room_wanted;
@@ -205,6 +237,7 @@ struct rdma_ctx {
 	struct ibv_cq *cq;
 	struct ibv_srq *srq;
 	uint32_t cq_events; /* to acknowledge in batches */
+	bool mw_ok;	    /* type-2 memory windows (2A or 2B) */
 	uint64_t max_msg_sz;
 	uint32_t rd_atom;
 	uint32_t srq_max;
@@ -334,6 +367,8 @@ static int mr_reg(void *priv, void *addr, size_t len, int access, void **h_p,
 		flags |= IBV_ACCESS_REMOTE_WRITE;
 	if (access & RMSG_ACCESS_REMOTE_READ)
 		flags |= IBV_ACCESS_REMOTE_READ;
+	if ((access & RMSGI_ACCESS_MW_BIND) && r->mw_ok)
+		flags |= IBV_ACCESS_MW_BIND;
 	mr = ibv_reg_mr(r->pd, addr, len, flags);
 	if (!mr)
 		return reg_failed(r, len, errno ? -errno : -ENOMEM);
@@ -349,9 +384,141 @@ static void mr_dereg(void *priv, void *h)
 	ibv_dereg_mr(h);
 }
 
+static struct sq_slot *slot_fill(struct rdma_conn *rc, uint8_t kind);
+static uint32_t ring_used(const struct rdma_conn *rc);
+static void rdma_kick(struct rmsg_conn *c);
+
+static void mw_free(struct rdma_mw *w)
+{
+	if (w->mw) {
+		rmsgi_list_del(&w->link);
+		ibv_dealloc_mw(w->mw);
+	}
+	if (w->pinned)
+		rmsgi_mr_unpin(w->ctx, &w->pin);
+	free(w);
+}
+
+/* the peer loses access now, or as soon as the bind has retired */
+static void mw_release(struct rdma_mw *w)
+{
+	if (w->pending)
+		w->dead = true;
+	else
+		mw_free(w);
+}
+
+/* the bind slot of @w retired (or was dropped unposted) */
+static void mw_bind_retired(struct rdma_mw *w)
+{
+	w->pending = false;
+	if (w->dead)
+		mw_free(w);
+}
+
+/* fills a ring slot that binds a new type-2 window over [addr, addr+len)
+ * of @mr for @access on @rc's QP; the caller kicks */
+static int mw_bind_slot(struct rdma_conn *rc, struct rdma_mw *w,
+			struct ibv_mr *mr, void *addr, size_t len, int access,
+			uint32_t *rkey_p)
+{
+	struct sq_slot *s;
+	uint32_t rkey;
+
+	w->mw = ibv_alloc_mw(rc->r->pd, IBV_MW_TYPE_2);
+	if (!w->mw) {
+		int err = errno ? -errno : -ENOMEM;
+
+		rmsgi_err(rc->r->ctx, "conn %u: ibv_alloc_mw: %s", rc->c->id,
+			  strerror(-err));
+		return err;
+	}
+	rmsgi_list_add_tail(&rc->mws, &w->link);
+	rkey = ibv_inc_rkey(w->mw->rkey);
+	s = slot_fill(rc, SLOT_BIND);
+	s->mw = w;
+	s->wr.opcode = IBV_WR_BIND_MW;
+	/* runs once everything before it completed: on rxe (6.1) a bind
+	 * executed but not yet retired when the SEND before it needs a
+	 * retransmit stalls the retries for good, so a cut link was never
+	 * noticed by the side sending rendezvous (link_cut) */
+	s->wr.send_flags = IBV_SEND_FENCE;
+	s->wr.num_sge = 0;
+	s->wr.bind_mw.mw = w->mw;
+	s->wr.bind_mw.rkey = rkey;
+	s->wr.bind_mw.bind_info.mr = mr;
+	s->wr.bind_mw.bind_info.addr = (uintptr_t)addr;
+	s->wr.bind_mw.bind_info.length = len;
+	s->wr.bind_mw.bind_info.mw_access_flags =
+		(access & RMSG_ACCESS_REMOTE_WRITE ? IBV_ACCESS_REMOTE_WRITE
+						   : 0) |
+		(access & RMSG_ACCESS_REMOTE_READ ? IBV_ACCESS_REMOTE_READ : 0);
+	/* mw->rkey stays the current key until the bind ran: the provider
+	 * names the window by it when the slot is posted (rxe checks it) */
+	w->pending = true;
+	*rkey_p = rkey;
+	return 0;
+}
+
+/* an export to one connection (mr.c): a window bound on its QP */
+static int export_bind(void *priv, struct rmsg_conn *c, void *h, void *addr,
+		       size_t len, int access, void **w_p, uint32_t *rkey_p)
+{
+	struct rdma_ctx *r = priv;
+	struct rdma_conn *rc = c->tr_priv;
+	struct rdma_mw *w;
+	int ret;
+
+	if (!r->mw_ok) {
+		rmsgi_err(r->ctx,
+			  "export: RDMA device %s has no type-2 memory "
+			  "windows, which per-connection export needs; "
+			  "export with RMSG_EXPORT_ANY_PEER to let any "
+			  "connected peer use the region",
+			  ibv_get_device_name(r->verbs->device));
+		return -EOPNOTSUPP;
+	}
+	if (!rc || rc->state != RC_UP)
+		return -ENOTCONN;
+	if (ring_used(rc) >= SQ_DEPTH - 2)
+		return -EAGAIN;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->ctx = r->ctx;
+	ret = mw_bind_slot(rc, w, h, addr, len, access, rkey_p);
+	if (ret) {
+		free(w);
+		return ret;
+	}
+	/* posted now: whatever the app sends next comes after it */
+	rdma_kick(c);
+	if (c->tr_priv != rc || rc->state != RC_UP) {
+		mw_release(w);
+		return -ENOTCONN;
+	}
+	*w_p = w;
+	return 0;
+}
+
+static void export_unbind(void *priv, void *w)
+{
+	(void)priv;
+	mw_release(w);
+}
+
+static bool export_bind_pending(void *priv, void *w)
+{
+	(void)priv;
+	return ((struct rdma_mw *)w)->pending;
+}
+
 static const struct rmsgi_reg_ops mr_reg_ops = {
 	.reg = mr_reg,
 	.dereg = mr_dereg,
+	.bind = export_bind,
+	.unbind = export_unbind,
+	.bind_pending = export_bind_pending,
 };
 
 static void cq_cb(struct ev_loop *loop, ev_io *w, int revents);
@@ -512,6 +679,8 @@ static int dev_open(struct rdma_ctx *r, struct ibv_context *verbs)
 	if (r->max_msg_sz > SEG_MAX)
 		r->max_msg_sz = SEG_MAX;
 	r->rd_atom = (uint32_t)RMSGI_MIN(attr.max_qp_rd_atom, RD_ATOM_MAX);
+	r->mw_ok = attr.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+					    IBV_DEVICE_MEM_WINDOW_TYPE_2B);
 	if (r->rd_atom == 0)
 		r->rd_atom = 1;
 	r->pd = ibv_alloc_pd(verbs);
@@ -552,9 +721,12 @@ static int dev_open(struct rdma_ctx *r, struct ibv_context *verbs)
 	r->cq_io.data = r;
 	ev_io_start(r->ctx->loop, &r->cq_io);
 	ev_unref(r->ctx->loop);
-	rmsgi_info(r->ctx, "RDMA device %s: max_msg_sz %llu, rd_atom %u",
+	rmsgi_info(r->ctx,
+		   "RDMA device %s: max_msg_sz %llu, rd_atom %u, type-2 "
+		   "memory windows %s",
 		   ibv_get_device_name(verbs->device),
-		   (unsigned long long)r->max_msg_sz, r->rd_atom);
+		   (unsigned long long)r->max_msg_sz, r->rd_atom,
+		   r->mw_ok ? "yes" : "no (per-connection export refused)");
 	return 0;
 
 undo_reg:
@@ -622,6 +794,7 @@ static int rc_new(struct rdma_ctx *r, struct rmsg_conn *c,
 		return -ENOMEM;
 	rc->c = c;
 	rc->r = r;
+	rmsgi_list_init(&rc->mws);
 	ev_timer_init(&rc->timer, rc_timer_cb, 0, 0);
 	rc->timer.data = rc;
 	c->tr = &rmsgi_tr_rdma;
@@ -1137,48 +1310,67 @@ static size_t rndv_nseg(const struct rmsgi_op *op)
 	return n;
 }
 
-/* registers a rendezvous send's pieces and lists them for the peer */
+/* the peer may read each non-empty piece: a window bound on this QP
+ * over a local-only pin (or, without windows, a pin with remote read);
+ * the bind slots go before the frame's, so RC orders them first */
 static int rndv_prepare(struct rdma_conn *rc, struct rmsgi_op *op,
 			uint8_t *frame, size_t *flen_p)
 {
+	struct rmsg_ctx *ctx = rc->r->ctx;
 	struct rndv_tx *tx;
 	size_t off = RMSGI_HDR_SIZE;
-	int i, n = 0;
+	int i, pieces = 0;
+	bool mw;
 
-	tx = calloc(1, sizeof(*tx) + sizeof(tx->pin[0]) * (size_t)op->iovcnt);
+	for (i = 0; i < op->iovcnt; i++)
+		pieces += op->iov[i].iov_len != 0;
+	mw = rc->r->mw_ok && pieces <= RNDV_MW_MAX;
+	if (mw && ring_used(rc) + (uint32_t)pieces + 1 > SQ_DEPTH - 8)
+		return -EAGAIN;
+	tx = calloc(1, sizeof(*tx) + sizeof(tx->w[0]) * (size_t)pieces);
 	if (!tx)
 		return -ENOMEM;
+	op->tr_priv = tx;
 	for (i = 0; i < op->iovcnt; i++) {
+		void *base = op->iov[i].iov_base;
+		size_t len = op->iov[i].iov_len;
 		struct rmsgi_seg seg;
+		struct rdma_mw *w;
 		uint32_t lkey, rkey;
 		uint64_t done;
 		int ret;
 
-		if (!op->iov[i].iov_len)
+		if (!len)
 			continue;
-		/* exact bytes, readable by the peer until it acknowledges */
-		ret = rmsgi_mr_pin(rc->r->ctx, op->iov[i].iov_base,
-				   op->iov[i].iov_len, RMSG_ACCESS_REMOTE_READ,
-				   &tx->pin[n], &lkey, &rkey);
-		if (ret) {
-			tx->npin = n;
-			op->tr_priv = tx;
+		w = calloc(1, sizeof(*w));
+		if (!w)
+			return -ENOMEM;
+		w->ctx = ctx;
+		tx->w[tx->n++] = w;
+		ret = rmsgi_mr_pin(ctx, base, len,
+				   mw ? RMSGI_ACCESS_MW_BIND
+				      : RMSG_ACCESS_REMOTE_READ,
+				   &w->pin, &lkey, &rkey);
+		if (ret)
 			return ret;
+		w->pinned = true;
+		if (mw) {
+			ret = mw_bind_slot(rc, w, w->pin.ent->h, base, len,
+					   RMSG_ACCESS_REMOTE_READ, &rkey);
+			if (ret)
+				return ret;
 		}
-		n++;
 		/* a segment's length is u32 on the wire: a larger piece
-		 * goes as several (rndv_nseg counted them) */
-		for (done = 0; done < op->iov[i].iov_len; done += seg.len) {
-			seg.addr = (uintptr_t)op->iov[i].iov_base + done;
-			seg.len = (uint32_t)RMSGI_MIN(op->iov[i].iov_len - done,
-						      SEG_MAX);
+		 * goes as several (rndv_nseg counted them), all under the
+		 * piece's one key */
+		for (done = 0; done < len; done += seg.len) {
+			seg.addr = (uintptr_t)base + done;
+			seg.len = (uint32_t)RMSGI_MIN(len - done, SEG_MAX);
 			seg.rkey = rkey;
 			rmsgi_seg_encode(&seg, frame + off);
 			off += RMSGI_SEG_SIZE;
 		}
 	}
-	tx->npin = n;
-	op->tr_priv = tx;
 	*flen_p = off;
 	return 0;
 }
@@ -1188,10 +1380,11 @@ static void rdma_rndv_release(struct rmsg_conn *c, struct rmsgi_op *op)
 	struct rndv_tx *tx = op->tr_priv;
 	int i;
 
+	(void)c;
 	if (!tx)
 		return;
-	for (i = 0; i < tx->npin; i++)
-		rmsgi_mr_unpin(c->ctx, &tx->pin[i]);
+	for (i = 0; i < tx->n; i++)
+		mw_release(tx->w[i]);
 	free(tx);
 	op->tr_priv = NULL;
 }
@@ -1223,9 +1416,9 @@ static int rma_prepare(struct rdma_conn *rc, struct rmsgi_op *op)
 
 	if (!op->rma.has_rkey) {
 		rmsgi_err(ctx,
-			  "conn %u: the peer's descriptor has no rkey (its "
-			  "region was exported before its context opened an "
-			  "RDMA device): export it again",
+			  "conn %u: the peer's descriptor has no rkey: it was "
+			  "exported to a TCP connection, or to any peer before "
+			  "its context opened an RDMA device",
 			  rc->c->id);
 		return -EINVAL;
 	}
@@ -1353,6 +1546,56 @@ static int rdma_post_rma(struct rdma_conn *rc, struct rmsgi_op *op)
 	return 0;
 }
 
+/* a rendezvous request: the windows' binds, then the frame listing them */
+static int rdma_post_rndv(struct rdma_conn *rc, struct rmsgi_op *op,
+			  const struct rmsgi_hdr *h)
+{
+	struct rmsg_conn *c = rc->c;
+	struct rmsg_ctx *ctx = rc->r->ctx;
+	size_t need = RMSGI_HDR_SIZE + rndv_nseg(op) * RMSGI_SEG_SIZE;
+	uint32_t head0 = rc->head, lkey = 0, i;
+	struct rndv_tx *tx;
+	struct sq_slot *s;
+	void *buf = NULL;
+	size_t flen;
+	int ret;
+
+	ret = rmsgi_pool_alloc(ctx->pool, need, &buf);
+	if (ret)
+		return ret;
+	ret = rndv_prepare(rc, op, buf, &flen);
+	if (!ret && flen - RMSGI_HDR_SIZE > c->peer_eager)
+		ret = -EMSGSIZE;
+	if (ret)
+		goto undo;
+	rmsgi_hdr_encode(h, buf);
+	rmsgi_pool_lookup(ctx->pool, buf, flen, &lkey);
+	s = slot_fill(rc, SLOT_SEND);
+	s->op = op;
+	s->copybuf = buf;
+	s->wr.opcode = IBV_WR_SEND;
+	s->sge[0].addr = (uintptr_t)buf;
+	s->sge[0].length = (uint32_t)flen;
+	s->sge[0].lkey = lkey;
+	s->wr.num_sge = 1;
+	if (flen <= rc->max_inline)
+		s->wr.send_flags |= IBV_SEND_INLINE;
+	return 0;
+
+undo:
+	if (ret == -EAGAIN)
+		rc->room_wanted = true;
+	/* bind slots filled so far were never posted: drop them */
+	for (i = head0; i != rc->head; i++)
+		rc->ring[i % SQ_DEPTH].mw->pending = false;
+	rc->head = head0;
+	tx = op->tr_priv;
+	if (tx)
+		rdma_rndv_release(c, op);
+	rmsgi_pool_free(ctx->pool, buf);
+	return ret;
+}
+
 static int rdma_post(struct rmsg_conn *c, struct rmsgi_op *op)
 {
 	struct rdma_conn *rc = c->tr_priv;
@@ -1381,34 +1624,12 @@ static int rdma_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	h.aux = op->aux;
 	h.len = op->len;
 	h.id = op->id;
+	if (op->rndv)
+		return rdma_post_rndv(rc, op, &h);
 	s = slot_fill(rc, SLOT_SEND);
 	s->op = op;
 	hdr = rc->hdrs + (size_t)(rc->head - 1) % SQ_DEPTH * 64;
 	s->wr.opcode = IBV_WR_SEND;
-
-	if (op->rndv) {
-		size_t need = RMSGI_HDR_SIZE + rndv_nseg(op) * RMSGI_SEG_SIZE;
-
-		ret = rmsgi_pool_alloc(r->ctx->pool, need, &s->copybuf);
-		if (ret)
-			goto undo;
-		ret = rndv_prepare(rc, op, s->copybuf, &flen);
-		if (ret)
-			goto undo;
-		if (flen - RMSGI_HDR_SIZE > c->peer_eager) {
-			ret = -EMSGSIZE;
-			goto undo;
-		}
-		rmsgi_hdr_encode(&h, s->copybuf);
-		rmsgi_pool_lookup(r->ctx->pool, s->copybuf, flen, &lkey);
-		s->sge[0].addr = (uintptr_t)s->copybuf;
-		s->sge[0].length = (uint32_t)flen;
-		s->sge[0].lkey = lkey;
-		s->wr.num_sge = 1;
-		if (flen <= rc->max_inline)
-			s->wr.send_flags |= IBV_SEND_INLINE;
-		return 0;
-	}
 
 	rmsgi_hdr_encode(&h, hdr);
 	total = RMSGI_HDR_SIZE + op->len;
@@ -1456,8 +1677,6 @@ static int rdma_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	return 0;
 
 undo:
-	if (op->rndv)
-		rdma_rndv_release(c, op);
 	rmsgi_pool_free(r->ctx->pool, s->copybuf);
 	rc->head--;
 	return ret;
@@ -1810,6 +2029,13 @@ static void rc_retire(struct rdma_conn *rc, uint32_t upto, int status)
 				rx->status = st;
 			if (--rx->reads_out == 0 && rx->seg_idx == rx->nseg)
 				rndv_rx_done(rc, rx, rx->status);
+		} else if (s->kind == SLOT_BIND) {
+			if (st)
+				rmsgi_warn(rc->r->ctx,
+					   "conn %u: binding a memory window "
+					   "failed: %s",
+					   c->id, rmsg_strerror(st));
+			mw_bind_retired(s->mw);
 		} else if (s->op) {
 			if (s->kind == SLOT_RMA)
 				rma_release(rc->r->ctx, s->op);
@@ -2058,6 +2284,8 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 
 			if (s->copybuf)
 				rmsgi_pool_free(r->ctx->pool, s->copybuf);
+			if (s->kind == SLOT_BIND)
+				mw_bind_retired(s->mw);
 			if (s->op && s->kind == SLOT_RMA)
 				rma_release(r->ctx, s->op);
 			if (s->op)
@@ -2096,6 +2324,21 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 			rx->seg_idx = rx->nseg;
 	}
 	rc->pending_tail = NULL;
+	/*
+	 * Every memory window bound on the QP goes before it: destroying a
+	 * QP with type-2 windows still bound blocked for ~51 s on rxe (6.1).
+	 * The exports end with the connection anyway; rendezvous windows
+	 * keep only their pins until their ops are released.
+	 */
+	rmsgi_mr_conn_gone(c);
+	while (!rmsgi_list_empty(&rc->mws)) {
+		struct rdma_mw *w =
+			rmsgi_list_entry(rc->mws.next, struct rdma_mw, link);
+
+		rmsgi_list_del(&w->link);
+		ibv_dealloc_mw(w->mw);
+		w->mw = NULL;
+	}
 	if (rc->qp) {
 		qpn_del(r, rc);
 		rdma_destroy_qp(rc->id);

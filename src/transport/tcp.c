@@ -881,8 +881,9 @@ static int tcp_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	h.id = op->id;
 	slot = tc->hdr[tc->hdr_seq++ & tc->hdr_mask];
 	if (op->kind == RMSGI_OP_WRITE || op->kind == RMSGI_OP_READ) {
-		struct rmsgi_rma r = {
-			.off = op->rma.off, .rid = op->rma.rid, .len = op->len};
+		struct rmsgi_rma r = {.off = op->rma.off,
+				      .token = op->rma.token,
+				      .len = op->len};
 		int rd = op->kind == RMSGI_OP_READ;
 
 		h.len = rd ? RMSGI_READ_REQ_SIZE : RMSGI_RMA_SIZE + op->len;

@@ -207,7 +207,7 @@ static void attack_stall(uint16_t port)
 static void attack_close(uint16_t port)
 {
 	uint8_t rr[RMSGI_READ_REQ_SIZE];
-	struct rmsgi_rma r = {.off = 0, .rid = 12345, .len = 64};
+	struct rmsgi_rma r = {.off = 0, .token = 12345, .len = 64};
 	int avail, fd = handshake(port, 'C', GRANT, &avail), i;
 
 	rmsgi_rma_encode(&r, 1, rr);
@@ -297,7 +297,7 @@ static void srv_established(struct rmsg_conn *c, void *arg)
 	if (h->what != 'R')
 		return;
 	/* any well-formed descriptor: the peer is asked, and stays mute */
-	T_OK(rmsg_mr_export(local_mr, desc));
+	T_OK(rmsg_mr_export(local_mr, c, 0, 0, RMSG_ACCESS_REMOTE_READ, desc));
 	T_OK(rmsg_read(c, &iov, 1, desc, 0, read_done, h));
 }
 

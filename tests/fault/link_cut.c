@@ -55,6 +55,10 @@ static void srv_est(struct rmsg_conn *c, void *arg)
 {
 	struct iovec iov = {sdesc, sizeof(sdesc)};
 
+	/* to this connection only (a memory window on its queue pair) */
+	T_OK(rmsg_mr_export(smr, c, 0, 0,
+			    RMSG_ACCESS_REMOTE_WRITE | RMSG_ACCESS_REMOTE_READ,
+			    sdesc));
 	T_OK(rmsg_send(c, &iov, 1, NULL, NULL));
 }
 
@@ -348,8 +352,6 @@ int main(void)
 	snprintf(uri, sizeof(uri), "%s://%s:0", tr, a);
 	T_OK(rmsg_listen(sctx, uri, NULL, &sops, NULL, NULL, &sl));
 	T_OK(rmsg_listener_port(sl, &port));
-	/* exported once the listener opened the device (RDMA keys) */
-	T_OK(rmsg_mr_export(smr, sdesc));
 	snprintf(srv_uri, sizeof(srv_uri), "%s://%s:%u?src=%s", tr, a, port, b);
 	t_listen(octx_s, NULL, &eops, NULL, NULL, &ol, ouri, sizeof(ouri));
 

@@ -48,18 +48,25 @@ static void srv_est(struct rmsg_conn *c, void *arg)
 {
 	static struct rmsg_mr *mr;
 	static uint8_t *region;
-	static uint8_t desc[RMSG_MR_DESC_SIZE];
-	struct iovec iov = {desc, sizeof(desc)};
+	/* untouched until the send completes: one per connection */
+	static uint8_t descs[64][RMSG_MR_DESC_SIZE];
+	static unsigned n;
+	uint8_t *desc = descs[n++ % 64];
+	struct iovec iov = {desc, RMSG_MR_DESC_SIZE};
 
 	if (!region) {
 		region = calloc(1, REGION);
 		if (rmsg_mr_reg(srv_ctx, region, REGION,
 				RMSG_ACCESS_REMOTE_WRITE |
 					RMSG_ACCESS_REMOTE_READ,
-				&mr) ||
-		    rmsg_mr_export(mr, desc))
+				&mr))
 			_exit(6);
 	}
+	/* to this connection only; revoked when it ends */
+	if (rmsg_mr_export(mr, c, 0, 0,
+			   RMSG_ACCESS_REMOTE_WRITE | RMSG_ACCESS_REMOTE_READ,
+			   desc))
+		_exit(6);
 	if (rmsg_send(c, &iov, 1, NULL, NULL))
 		_exit(7);
 }

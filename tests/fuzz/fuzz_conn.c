@@ -218,6 +218,8 @@ static struct {
 	struct rmsg_ctx *ctx;
 	struct rmsg_conn *c;
 	struct rmsg_mr *mr;
+	char desc[RMSG_MR_DESC_SIZE]; /* the region, exported to the conn */
+	uint64_t token;
 	uint8_t region[256];
 	uint8_t local[256];
 	int closed;
@@ -344,7 +346,7 @@ static void peer_frame(struct rmsg_conn *c)
 		uint8_t buf[RMSGI_READ_REQ_SIZE];
 		int rd = h.type == RMSGI_T_READ_REQ;
 
-		r.rid = u8() & 1 ? app.mr->id : u32();
+		r.token = u8() & 1 ? app.token : (uint64_t)u32() << 32 | u32();
 		rmsgi_rma_encode(&r, rd, buf);
 		len = (rd ? RMSGI_READ_REQ_SIZE : RMSGI_RMA_SIZE) + len;
 		m = fmsg_new(c, len);
@@ -383,12 +385,11 @@ static void app_call(struct rmsg_conn *c)
 {
 	uint8_t what = u8() % 6;
 	struct iovec iov = {app.local, 1 + u8() % sizeof(app.local)};
-	char desc[RMSG_MR_DESC_SIZE];
+	const char *desc = app.desc;
 	uintptr_t k = call_slot();
 	uint64_t id;
 	int ret;
 
-	CHECK(rmsg_mr_export(app.mr, desc) == 0);
 	switch (what) {
 	case 0:
 		ret = rmsg_send(c, &iov, 1, done_cb, (void *)k);
@@ -492,6 +493,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	hello.eager_size = 8192;
 	rmsgi_conn_get(c); /* the test looks at it until the end */
 	rmsgi_conn_ev_established(c, &hello);
+	{
+		struct rmsgi_desc d;
+
+		int rw = RMSG_ACCESS_REMOTE_WRITE | RMSG_ACCESS_REMOTE_READ;
+
+		/* the fake RDMA backend binds no memory windows */
+		if (rmsg_mr_export(app.mr, c, 0, 0, rw, app.desc))
+			CHECK(rmsg_mr_export(app.mr, NULL, 0, 0,
+					     rw | RMSG_EXPORT_ANY_PEER,
+					     app.desc) == 0);
+		CHECK(rmsgi_desc_decode(app.desc, &d) == 0);
+		app.token = d.token;
+	}
 
 	while (in_off < in_len && steps++ < 400) {
 		uint8_t a = u8() % 16;

@@ -391,11 +391,11 @@ static int fuzz_rma(const uint8_t *d, size_t n, int read)
 	CHECK(rc == 0 || rc == -EPROTO);
 	if (n < need)
 		CHECK(rc == -EPROTO);
-	if (n >= need && rd32(d + 12) != 0)
-		CHECK(rc == -EPROTO);
+	if (n >= need)
+		CHECK(rc == 0); /* any token decodes */
 	if (rc)
 		return rc;
-	CHECK(r.off == rd64(d) && r.rid == rd32(d + 8));
+	CHECK(r.off == rd64(d) && r.token == rd64(d + 8));
 	CHECK(read ? r.len == rd64(d + 16) : r.len == 0);
 	memset(enc, 0x5a, sizeof(enc));
 	rmsgi_rma_encode(&r, read, enc);
@@ -404,7 +404,7 @@ static int fuzz_rma(const uint8_t *d, size_t n, int read)
 		CHECK(enc[RMSGI_RMA_SIZE] == 0x5a); /* wrote 16 bytes only */
 	memset(&r2, 0, sizeof(r2));
 	CHECK(rmsgi_rma_decode(enc, need, read, &r2) == 0);
-	CHECK(r.off == r2.off && r.rid == r2.rid && r.len == r2.len);
+	CHECK(r.off == r2.off && r.token == r2.token && r.len == r2.len);
 	return 0;
 }
 
@@ -427,17 +427,19 @@ static void fuzz_desc(const uint8_t *d, size_t n)
 	CHECK(rc == 0 || rc == -EINVAL);
 	if (rc)
 		return;
-	CHECK(x.access == d[2] && x.flags == d[3] && x.rid == rd32(d + 4) &&
-	      x.rkey == rd32(d + 8) && x.addr == rd64(d + 16) &&
+	CHECK(x.access == d[2] && x.flags == d[3] && x.rkey == rd32(d + 4) &&
+	      x.token == rd64(d + 8) && x.addr == rd64(d + 16) &&
 	      x.len == rd64(d + 24));
 	CHECK((x.access & ~RMSGI_ACCESS_ALL) == 0);
-	CHECK(x.rid != 0 && x.len != 0 && x.addr + x.len >= x.addr);
+	CHECK(x.token != 0 && x.len != 0 && x.addr + x.len >= x.addr);
+	CHECK((x.flags & RMSGI_DESC_F_RKEY) || (x.rkey == 0 && x.addr == 0));
 	rmsgi_desc_encode(&x, enc);
 	CHECK(memcmp(enc, d, DESC_SIZE) == 0);
 	memset(&x2, 0, sizeof(x2));
 	CHECK(rmsgi_desc_decode(enc, &x2) == 0);
-	CHECK(x.access == x2.access && x.flags == x2.flags && x.rid == x2.rid &&
-	      x.rkey == x2.rkey && x.addr == x2.addr && x.len == x2.len);
+	CHECK(x.access == x2.access && x.flags == x2.flags &&
+	      x.token == x2.token && x.rkey == x2.rkey && x.addr == x2.addr &&
+	      x.len == x2.len);
 
 	/* a peer's (offset, length) against the descriptor */
 	if (n < DESC_SIZE + 17)
@@ -473,32 +475,34 @@ static void roundtrip_rma_desc(const uint8_t *d, size_t n)
 	uint8_t enc[DESC_SIZE];
 	int read;
 
-	if (n < 28)
+	if (n < 30)
 		return;
 	for (read = 0; read < 2; read++) {
 		r.off = rd64(d);
-		r.rid = rd32(d + 8);
-		r.len = read ? rd64(d + 12) : 0;
+		r.token = rd64(d + 8);
+		r.len = read ? rd64(d + 16) : 0;
 		rmsgi_rma_encode(&r, read, enc);
 		CHECK(rmsgi_rma_decode(
 			      enc, read ? RMSGI_READ_REQ_SIZE : RMSGI_RMA_SIZE,
 			      read, &r2) == 0);
-		CHECK(r.off == r2.off && r.rid == r2.rid && r.len == r2.len);
+		CHECK(r.off == r2.off && r.token == r2.token &&
+		      r.len == r2.len);
 	}
 	memset(&x, 0, sizeof(x));
 	x.access = d[0] & RMSGI_ACCESS_ALL;
 	x.flags = d[1] & RMSGI_DESC_F_RKEY;
-	x.rid = rd32(d + 2) | 1;
-	x.rkey = rd32(d + 6);
-	x.addr = rd64(d + 10);
-	x.len = rd64(d + 18) | 1;
+	x.rkey = x.flags ? rd32(d + 2) : 0;
+	x.token = rd64(d + 6) | 1;
+	x.addr = x.flags ? rd64(d + 14) : 0;
+	x.len = rd64(d + 22) | 1;
 	if (x.addr + x.len < x.addr)
 		x.addr = UINT64_MAX - x.len;
 	rmsgi_desc_encode(&x, enc);
 	memset(&y, 0, sizeof(y));
 	CHECK(rmsgi_desc_decode(enc, &y) == 0);
-	CHECK(x.access == y.access && x.flags == y.flags && x.rid == y.rid &&
-	      x.rkey == y.rkey && x.addr == y.addr && x.len == y.len);
+	CHECK(x.access == y.access && x.flags == y.flags &&
+	      x.token == y.token && x.rkey == y.rkey && x.addr == y.addr &&
+	      x.len == y.len);
 }
 
 /* ------------------------------------------------------------------ */

@@ -99,7 +99,7 @@ static void seeds(void)
 	m = hello(p, 0, "0123456789abcdef0123456789abcdef");
 	put("hello-raw-full", p, m);
 
-	r = (struct rmsgi_rma){.off = 128, .rid = 0xdeadbeef};
+	r = (struct rmsgi_rma){.off = 128, .token = 0x0123456789abcdefull};
 	rmsgi_rma_encode(&r, 0, p);
 	memcpy(p + RMSGI_RMA_SIZE, "payload!", 8);
 	n = frame(b, RMSGI_T_WRITE, 0, 0, RMSGI_RMA_SIZE + 8, 9, p,
@@ -108,7 +108,8 @@ static void seeds(void)
 	n = frame(b, RMSGI_T_WRITE_IMM, 0, 0x1234, RMSGI_RMA_SIZE + 8, 10, p,
 		  RMSGI_RMA_SIZE + 8);
 	put("write-imm", b, n);
-	r = (struct rmsgi_rma){.off = 0, .rid = 0xdeadbeef, .len = 64};
+	r = (struct rmsgi_rma){
+		.off = 0, .token = 0x0123456789abcdefull, .len = 64};
 	rmsgi_rma_encode(&r, 1, p);
 	n = frame(b, RMSGI_T_READ_REQ, 0, 0, RMSGI_READ_REQ_SIZE, 11, p,
 		  RMSGI_READ_REQ_SIZE);
@@ -136,7 +137,7 @@ static void seeds(void)
 
 	d = (struct rmsgi_desc){.access = RMSGI_ACCESS_ALL,
 				.flags = RMSGI_DESC_F_RKEY,
-				.rid = 0x1badcafe,
+				.token = 0x1badcafe0badf00dull,
 				.rkey = 0x77,
 				.addr = 0x7f0000000000,
 				.len = 1 << 16};
@@ -173,14 +174,15 @@ static void regressions(void)
 	put("rndv-req-len-max.bin", b, n);
 	/* descriptor whose address + length wraps */
 	d = (struct rmsgi_desc){.access = RMSGI_ACCESS_ALL,
-				.rid = 1,
+				.token = 1,
 				.addr = UINT64_MAX - 10,
 				.len = 100};
 	rmsgi_desc_encode(&d, b);
 	put("desc-addr-wraps.bin", b, 32);
 	/* valid descriptor, peer offset + length wrap past its end */
 	d = (struct rmsgi_desc){.access = RMSGI_ACCESS_ALL,
-				.rid = 1,
+				.flags = RMSGI_DESC_F_RKEY,
+				.token = 1,
 				.addr = 4096,
 				.len = 4096};
 	rmsgi_desc_encode(&d, b);

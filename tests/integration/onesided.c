@@ -17,7 +17,7 @@
  *     address with new contents, sent (rendezvous) and written; the peer
  *     must see the new contents;
  *  7. a stale descriptor (region deregistered by its owner) and a forged
- *     one (random id and rkey): over TCP the op fails with -EACCES and the
+ *     one (token and rkey changed): over TCP the op fails with -EACCES and the
  *     connection stays up; over RDMA the device refuses it, the op fails
  *     and the queue pair, hence the connection, dies (a second connection
  *     is used for the forged one). Canaries around the regions are
@@ -101,10 +101,17 @@ static void srv_send(struct rmsg_conn *c, uint32_t kind)
 	memset(h, 0, sizeof(*h));
 	h->kind = kind;
 	if (kind == M_DESC) {
-		T_OK(rmsg_mr_export(mS, h->desc[0]));
-		T_OK(rmsg_mr_export(mRD, h->desc[1]));
-		T_OK(rmsg_mr_export(mSM, h->desc[2]));
-		T_OK(rmsg_mr_export(mST, h->desc[3]));
+		/* to this connection, with the region's rights */
+		T_OK(rmsg_mr_export(mS, c, 0, 0, RMSG_ACCESS_REMOTE_WRITE,
+				    h->desc[0]));
+		T_OK(rmsg_mr_export(mRD, c, 0, 0, RMSG_ACCESS_REMOTE_READ,
+				    h->desc[1]));
+		T_OK(rmsg_mr_export(mSM, c, 0, 0,
+				    RMSG_ACCESS_REMOTE_WRITE |
+					    RMSG_ACCESS_REMOTE_READ,
+				    h->desc[2]));
+		T_OK(rmsg_mr_export(mST, c, 0, 0, RMSG_ACCESS_REMOTE_WRITE,
+				    h->desc[3]));
 	}
 	T_OK(rmsg_send(c, &iov, 1, NULL, NULL));
 }
@@ -325,12 +332,14 @@ static void bad_done(struct rmsg_conn *c, int status, void *arg)
 
 static void forged_desc(uint8_t *d)
 {
-	/* a well-formed descriptor of a region that does not exist:
-	 * random id and rkey, the small region's address and bounds */
+	/* a well-formed descriptor of an export that does not exist:
+	 * another token and rkey, the small region's address and bounds */
 	memcpy(d, SM_DESC, RMSG_MR_DESC_SIZE);
-	d[4] ^= 0x5a;
-	d[5] ^= 0xc3;
-	d[8] ^= 0x77;
+	if (rdma) { /* the rkey (TCP descriptors have none) */
+		d[4] ^= 0x5a;
+		d[5] ^= 0xc3;
+	}
+	d[8] ^= 0x77; /* the token */
 	d[9] ^= 0x19;
 }
 
@@ -440,9 +449,13 @@ static void next_phase(struct rmsg_conn *c)
 		T_ASSERT(rmsg_write(c, iov, 1, bad, 0, NULL, NULL) == -EINVAL,
 			 "bad magic");
 		memcpy(bad, SM_DESC, sizeof(bad));
-		bad[12] = 1;
+		bad[3] |= 0x80;
 		T_ASSERT(rmsg_write(c, iov, 1, bad, 0, NULL, NULL) == -EINVAL,
-			 "reserved field");
+			 "unknown flag");
+		memcpy(bad, SM_DESC, sizeof(bad));
+		bad[1] = 1; /* version 1: before per-connection exports */
+		T_ASSERT(rmsg_write(c, iov, 1, bad, 0, NULL, NULL) == -EINVAL,
+			 "old version");
 		T_ASSERT(rmsg_write(c, iov, 1, NULL, 0, NULL, NULL) == -EINVAL,
 			 "NULL descriptor");
 		/* a zero-length write-with-immediate is fine */

@@ -42,6 +42,12 @@ struct mock_send_wr {
 	struct ibv_sge sge[MOCK_SGE_MAX];
 	uint64_t remote_addr;
 	uint32_t rkey;
+	/* IBV_WR_BIND_MW: the window, its new key and what it covers */
+	struct ibv_mw *mw;
+	uint32_t mw_rkey;
+	struct ibv_mr *mw_mr;
+	uint64_t mw_addr, mw_len;
+	unsigned int mw_access;
 	size_t total;		    /* bytes described by the SGEs */
 	uint8_t data[MOCK_CAPTURE]; /* gathered at post time */
 };
@@ -86,6 +92,7 @@ struct mock_state {
 	uint32_t max_msg_sz; /* port attribute */
 	uint32_t max_qp_rd_atom;
 	bool flush_on_error; /* QP to ERR flushes outstanding WRs */
+	bool mw_type2;	     /* device_cap_flags: MEM_WINDOW_TYPE_2B */
 
 	/* --- what happened --- */
 	int n_post_send; /* ibv_post_send calls */
@@ -105,6 +112,9 @@ struct mock_state {
 	int n_bad_inline; /* inline sends above max_inline_data */
 	int n_cq_overflow;
 	int n_id_with_qp; /* rdma_destroy_id before destroy_qp */
+	int n_alloc_mw, n_dealloc_mw;
+	int n_reg_mw_bind; /* registrations with IBV_ACCESS_MW_BIND */
+	int n_qp_with_mw;  /* a QP destroyed with windows allocated */
 
 	/* librdmacm */
 	int n_connect, n_accept, n_reject, n_disconnect;
@@ -123,7 +133,7 @@ struct mock_state {
 	uint16_t src_port; /* rdma_get_src_port, host order */
 
 	/* --- live objects, for leak checks --- */
-	int live_pd, live_cq, live_srq, live_cch, live_mr, live_qp;
+	int live_pd, live_cq, live_srq, live_cch, live_mr, live_qp, live_mw;
 	int live_ech, live_id, live_ai, live_ev;
 };
 

@@ -287,6 +287,8 @@ void rdma_destroy_qp(struct rdma_cm_id *id)
 {
 	if (!id->qp)
 		return;
+	if (mock.live_mw)
+		mock.n_qp_with_mw++;
 	mock_qp_free((struct mock_qp *)id->qp);
 	id->qp = NULL;
 }

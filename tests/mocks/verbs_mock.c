@@ -113,6 +113,16 @@ static int m_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		w->num_sge = wr->num_sge;
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
+		if (wr->opcode == IBV_WR_BIND_MW) {
+			w->mw = wr->bind_mw.mw;
+			w->mw_rkey = wr->bind_mw.rkey;
+			w->mw_mr = wr->bind_mw.bind_info.mr;
+			w->mw_addr = wr->bind_mw.bind_info.addr;
+			w->mw_len = wr->bind_mw.bind_info.length;
+			w->mw_access = wr->bind_mw.bind_info.mw_access_flags;
+			w->remote_addr = 0;
+			w->rkey = 0;
+		}
 		for (k = 0; k < wr->num_sge; k++) {
 			const struct ibv_sge *s = &wr->sg_list[k];
 			size_t n;
@@ -201,6 +211,29 @@ static int m_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 	return 0;
 }
 
+static struct ibv_mw *m_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ibv_mw *mw = calloc(1, sizeof(*mw));
+
+	if (!mw)
+		return NULL;
+	mw->context = pd->context;
+	mw->pd = pd;
+	mw->type = type;
+	mw->rkey = 0x40000000u | next_key++ << 8;
+	mock.n_alloc_mw++;
+	mock.live_mw++;
+	return mw;
+}
+
+static int m_dealloc_mw(struct ibv_mw *mw)
+{
+	free(mw);
+	mock.n_dealloc_mw++;
+	mock.live_mw--;
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* test control                                                         */
 
@@ -232,6 +265,8 @@ void mock_reset(void)
 	mock_ctx.ops.post_srq_recv = m_post_srq_recv;
 	mock_ctx.ops.poll_cq = m_poll_cq;
 	mock_ctx.ops.req_notify_cq = m_req_notify_cq;
+	mock_ctx.ops.alloc_mw = m_alloc_mw;
+	mock_ctx.ops.dealloc_mw = m_dealloc_mw;
 	mock_ctx.cmd_fd = -1;
 	mock_ctx.async_fd = -1;
 }
@@ -240,18 +275,18 @@ bool mock_all_released(void)
 {
 	return !mock.live_pd && !mock.live_cq && !mock.live_srq &&
 	       !mock.live_cch && !mock.live_mr && !mock.live_qp &&
-	       !mock.live_ech && !mock.live_id && !mock.live_ai &&
-	       !mock.live_ev;
+	       !mock.live_mw && !mock.live_ech && !mock.live_id &&
+	       !mock.live_ai && !mock.live_ev;
 }
 
 void mock_print_live(void)
 {
 	fprintf(stderr,
 		"mock live: pd %d cq %d srq %d cch %d mr %d qp %d "
-		"ech %d id %d ai %d ev %d\n",
+		"ech %d id %d ai %d ev %d mw %d\n",
 		mock.live_pd, mock.live_cq, mock.live_srq, mock.live_cch,
 		mock.live_mr, mock.live_qp, mock.live_ech, mock.live_id,
-		mock.live_ai, mock.live_ev);
+		mock.live_ai, mock.live_ev, mock.live_mw);
 }
 
 struct ibv_context *mock_verbs(void)
@@ -431,6 +466,9 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
 	attr->max_srq_wr = (int)mock.srq_max_wr;
 	attr->max_srq_sge = 1;
 	attr->phys_port_cnt = 1;
+	if (mock.mw_type2)
+		attr->device_cap_flags =
+			IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	return 0;
 }
 
@@ -587,6 +625,8 @@ static struct ibv_mr *mock_reg(struct ibv_pd *pd, void *addr, size_t len,
 	mrs = m;
 	if (access & IBV_ACCESS_REMOTE_READ)
 		mock.n_reg_remote_read++;
+	if (access & IBV_ACCESS_MW_BIND)
+		mock.n_reg_mw_bind++;
 	mock.live_mr++;
 	return &m->mr;
 }

@@ -972,7 +972,7 @@ static void conn_ans__bound_withholds_credits(void **state)
 static void conn_close__request_during_linger(void **state)
 {
 	struct t *t = *state;
-	struct rmsgi_rma r = {.off = 0, .rid = 12345, .len = 8};
+	struct rmsgi_rma r = {.off = 0, .token = 12345, .len = 8};
 	struct rmsg_msg *m;
 	struct tmsg *tm;
 

@@ -39,7 +39,61 @@ static void fake_dereg(void *priv, void *h)
 	free(h);
 }
 
-static const struct rmsgi_reg_ops fake_ops = {fake_reg, fake_dereg};
+static struct {
+	int binds, unbinds, pending, fail;
+} fw;
+
+static int fake_bind(void *priv, struct rmsg_conn *c, void *h, void *addr,
+		     size_t len, int access, void **w_p, uint32_t *rkey_p)
+{
+	(void)priv;
+	(void)c;
+	(void)h;
+	(void)addr;
+	(void)len;
+	(void)access;
+	if (fw.fail)
+		return fw.fail;
+	fw.binds++;
+	*w_p = malloc(1);
+	*rkey_p = 0x2000u + (uint32_t)fw.binds;
+	return 0;
+}
+
+static void fake_unbind(void *priv, void *w)
+{
+	(void)priv;
+	fw.unbinds++;
+	free(w);
+}
+
+static bool fake_bind_pending(void *priv, void *w)
+{
+	(void)priv;
+	(void)w;
+	return fw.pending;
+}
+
+static const struct rmsgi_reg_ops fake_ops = {fake_reg, fake_dereg, fake_bind,
+					      fake_unbind, fake_bind_pending};
+
+/* a connection as far as mr.c looks at it */
+static struct rmsg_conn *conn_new(struct rmsg_ctx *ctx,
+				  const struct rmsgi_tr_ops *tr)
+{
+	struct rmsg_conn *c = calloc(1, sizeof(*c));
+
+	assert_non_null(c);
+	c->ctx = ctx;
+	c->tr = tr;
+	c->state = RMSGI_CS_ESTABLISHED;
+	rmsgi_list_init(&c->exports);
+	return c;
+}
+
+static const struct rmsgi_tr_ops tr_tcp = {.name = "tcp", .id = RMSGI_TR_TCP};
+static const struct rmsgi_tr_ops tr_rdma = {.name = "rdma",
+					    .id = RMSGI_TR_RDMA};
 
 static struct rmsg_ctx *ctx_new(size_t limit)
 {
@@ -52,6 +106,7 @@ static struct rmsg_ctx *ctx_new(size_t limit)
 		ctx->cfg.reg_limit = limit;
 	rmsgi_mr_init(ctx);
 	memset(&fk, 0, sizeof(fk));
+	memset(&fw, 0, sizeof(fw));
 	return ctx;
 }
 
@@ -77,7 +132,7 @@ static void desc_encode__roundtrip(void **state)
 {
 	struct rmsgi_desc d = {.access = RMSG_ACCESS_REMOTE_READ,
 			       .flags = RMSGI_DESC_F_RKEY,
-			       .rid = 0xdeadbeef,
+			       .token = 0x0123456789abcdefull,
 			       .rkey = 0x12345678,
 			       .addr = 0x7f0011223344ull,
 			       .len = 1ull << 33},
@@ -88,11 +143,12 @@ static void desc_encode__roundtrip(void **state)
 	rmsgi_desc_encode(&d, buf);
 	assert_int_equal(buf[0], RMSGI_DESC_MAGIC);
 	assert_int_equal(buf[1], RMSGI_DESC_VERSION);
-	assert_int_equal(buf[4], 0xef); /* little-endian */
+	assert_int_equal(buf[4], 0x78); /* little-endian */
+	assert_int_equal(buf[8], 0xef);
 	assert_int_equal(rmsgi_desc_decode(buf, &e), 0);
 	assert_int_equal(e.access, d.access);
 	assert_int_equal(e.flags, d.flags);
-	assert_int_equal(e.rid, d.rid);
+	assert_int_equal(e.token, d.token);
 	assert_int_equal(e.rkey, d.rkey);
 	assert_int_equal(e.addr, d.addr);
 	assert_int_equal(e.len, d.len);
@@ -101,7 +157,8 @@ static void desc_encode__roundtrip(void **state)
 static void desc_decode__malformed(void **state)
 {
 	struct rmsgi_desc d = {.access = RMSG_ACCESS_REMOTE_WRITE,
-			       .rid = 7,
+			       .flags = RMSGI_DESC_F_RKEY,
+			       .token = 7,
 			       .addr = 4096,
 			       .len = 100},
 			  e;
@@ -111,11 +168,10 @@ static void desc_decode__malformed(void **state)
 		uint8_t val;
 	} bad[] = {
 		{0, 0xa7}, /* magic */
-		{1, 2},	   /* version */
+		{1, 1},	   /* version 1: region ids, before exports */
 		{2, 4},	   /* unknown access bit */
 		{3, 2},	   /* unknown flag */
-		{12, 1},   /* reserved */
-		{15, 0x80},
+		{3, 0},	   /* an address without the rkey flag */
 	};
 	size_t i;
 
@@ -128,11 +184,11 @@ static void desc_decode__malformed(void **state)
 		buf[bad[i].off] = bad[i].val;
 		assert_int_equal(rmsgi_desc_decode(buf, &e), -EINVAL);
 	}
-	/* region id 0, length 0, a range that wraps */
-	d.rid = 0;
+	/* token 0, length 0, a range that wraps */
+	d.token = 0;
 	rmsgi_desc_encode(&d, buf);
 	assert_int_equal(rmsgi_desc_decode(buf, &e), -EINVAL);
-	d.rid = 7;
+	d.token = 7;
 	d.len = 0;
 	rmsgi_desc_encode(&d, buf);
 	assert_int_equal(rmsgi_desc_decode(buf, &e), -EINVAL);
@@ -145,7 +201,7 @@ static void desc_decode__malformed(void **state)
 static void desc_check__bounds_and_rights(void **state)
 {
 	struct rmsgi_desc d = {
-		.access = RMSG_ACCESS_REMOTE_WRITE, .rid = 1, .len = 1000};
+		.access = RMSG_ACCESS_REMOTE_WRITE, .token = 1, .len = 1000};
 
 	(void)state;
 	assert_int_equal(rmsgi_desc_check(&d, 0, 1000, 1), 0);
@@ -182,7 +238,12 @@ static void mr_reg__args(void **state)
 		rmsg_mr_reg(ctx, (void *)(UINTPTR_MAX - 8), 64, 0, &mr),
 		-EINVAL);
 	assert_int_equal(rmsg_mr_dereg(NULL), -EINVAL);
-	assert_int_equal(rmsg_mr_export(NULL, buf), -EINVAL);
+	assert_int_equal(
+		rmsg_mr_export(NULL, NULL, 0, 0,
+			       RMSG_ACCESS_REMOTE_WRITE | RMSG_EXPORT_ANY_PEER,
+			       buf),
+		-EINVAL);
+	assert_int_equal(rmsg_mr_revoke(NULL, buf), -EINVAL);
 	ctx_free(ctx);
 }
 
@@ -210,13 +271,14 @@ static void mr_reg__budget(void **state)
 	free(p);
 }
 
-/* a region made before the transport is registered when it comes; its
- * descriptor carries the rkey only then */
+/* a region made before the transport is registered when it comes, with
+ * local rights only; an any-peer export carries an rkey only then */
 static void mr_reg__lazy_registration(void **state)
 {
 	struct rmsg_ctx *ctx = ctx_new(0);
 	uint8_t *p = page_buf(1);
 	uint8_t desc[RMSG_MR_DESC_SIZE];
+	const int any = RMSG_ACCESS_REMOTE_WRITE | RMSG_EXPORT_ANY_PEER;
 	struct rmsgi_desc d;
 	struct rmsg_mr *mr;
 
@@ -224,20 +286,28 @@ static void mr_reg__lazy_registration(void **state)
 	assert_int_equal(
 		rmsg_mr_reg(ctx, p, 100, RMSG_ACCESS_REMOTE_WRITE, &mr), 0);
 	assert_int_equal(fk.regs, 0);
-	assert_int_equal(rmsg_mr_export(mr, desc), 0);
+	assert_int_equal(rmsg_mr_export(mr, NULL, 0, 0, any, desc), 0);
 	assert_int_equal(rmsgi_desc_decode(desc, &d), 0);
 	assert_int_equal(d.flags, 0);
-	assert_int_equal(d.rid, mr->id);
+	assert_int_equal(d.addr, 0); /* TCP needs no address */
 	assert_int_equal(d.len, 100);
-	assert_int_equal(d.addr, (uintptr_t)p);
 	rmsgi_mr_set_reg(ctx, &fake_ops, NULL);
 	assert_int_equal(fk.regs, 1);
 	assert_int_equal(fk.last_access,
-			 RMSG_ACCESS_REMOTE_WRITE | RMSGI_ACCESS_LOCAL_WRITE);
-	assert_int_equal(rmsg_mr_export(mr, desc), 0);
+			 RMSGI_ACCESS_LOCAL_WRITE | RMSGI_ACCESS_MW_BIND);
+	/* any peer on RDMA: a registration of the range with its rights */
+	assert_int_equal(rmsg_mr_export(mr, NULL, 10, 20, any, desc), 0);
+	assert_int_equal(fk.regs, 2);
+	assert_int_equal(fk.last_access, RMSG_ACCESS_REMOTE_WRITE);
+	assert_ptr_equal(fk.last_addr, p + 10);
+	assert_int_equal(fk.last_len, 20);
 	assert_int_equal(rmsgi_desc_decode(desc, &d), 0);
 	assert_int_equal(d.flags, RMSGI_DESC_F_RKEY);
-	assert_int_equal(d.rkey, mr->rkey);
+	assert_int_equal(d.rkey, 0x1002);
+	assert_int_equal(d.addr, (uintptr_t)p + 10);
+	assert_int_equal(rmsg_mr_revoke(mr, desc), 0);
+	assert_int_equal(fk.live, 1);
+	assert_int_equal(rmsg_mr_revoke(mr, desc), -ENOENT);
 	/* a registration failure is -ENOMEM and leaves nothing behind */
 	fk.fail = 1;
 	assert_int_equal(rmsg_mr_reg(ctx, p, 100, 0, &mr), -ENOMEM);
@@ -248,45 +318,179 @@ static void mr_reg__lazy_registration(void **state)
 	free(p);
 }
 
-/* the owner's checks of a peer's access (TCP) */
+/* what rmsg_mr_export() takes */
+static void mr_export__args(void **state)
+{
+	struct rmsg_ctx *ctx = ctx_new(0), *other = ctx_new(0);
+	struct rmsg_conn *c = conn_new(ctx, &tr_tcp);
+	struct rmsg_conn *oc = conn_new(other, &tr_tcp);
+	uint8_t *p = page_buf(1), desc[RMSG_MR_DESC_SIZE];
+	const int W = RMSG_ACCESS_REMOTE_WRITE, R = RMSG_ACCESS_REMOTE_READ;
+	struct rmsg_mr *mr;
+
+	(void)state;
+	assert_int_equal(rmsg_mr_reg(ctx, p, 100, W, &mr), 0);
+	assert_int_equal(rmsg_mr_export(mr, c, 0, 0, W, NULL), -EINVAL);
+	assert_int_equal(rmsg_mr_export(mr, c, 0, 0, 0, desc), -EINVAL);
+	assert_int_equal(rmsg_mr_export(mr, c, 0, 0, 4, desc), -EINVAL);
+	/* a connection and the any-peer flag, or neither */
+	assert_int_equal(rmsg_mr_export(mr, NULL, 0, 0, W, desc), -EINVAL);
+	assert_int_equal(
+		rmsg_mr_export(mr, c, 0, 0, W | RMSG_EXPORT_ANY_PEER, desc),
+		-EINVAL);
+	/* the range and the rights stay within the region's */
+	assert_int_equal(rmsg_mr_export(mr, c, 100, 0, W, desc), -EINVAL);
+	assert_int_equal(rmsg_mr_export(mr, c, 50, 51, W, desc), -EINVAL);
+	assert_int_equal(rmsg_mr_export(mr, c, UINT64_MAX, 2, W, desc),
+			 -EINVAL);
+	assert_int_equal(rmsg_mr_export(mr, c, 0, 0, R, desc), -EACCES);
+	assert_int_equal(rmsg_mr_export(mr, c, 0, 0, W | R, desc), -EACCES);
+	/* another context's connection; one not established */
+	assert_int_equal(rmsg_mr_export(mr, oc, 0, 0, W, desc), -EINVAL);
+	c->state = RMSGI_CS_CLOSING;
+	assert_int_equal(rmsg_mr_export(mr, c, 0, 0, W, desc), -ENOTCONN);
+	c->state = RMSGI_CS_ESTABLISHED;
+	assert_int_equal(rmsg_mr_export(mr, c, 50, 50, W, desc), 0);
+	assert_int_equal(rmsg_mr_dereg(mr), 0);
+	assert_true(rmsgi_list_empty(&c->exports));
+	rmsgi_mr_conn_gone(c);
+	free(c);
+	free(oc);
+	ctx_free(ctx);
+	ctx_free(other);
+	free(p);
+}
+
+/* the owner's checks of a peer's access (TCP): its own connection's
+ * exports only, within their range and rights, until revoked */
 static void mr_target__checks(void **state)
 {
 	struct rmsg_ctx *ctx = ctx_new(0);
+	struct rmsg_conn *a = conn_new(ctx, &tr_tcp),
+			 *b = conn_new(ctx, &tr_tcp);
 	uint8_t *p = page_buf(1), *t = NULL;
-	struct rmsg_mr *w, *r;
-	uint32_t wid;
+	uint8_t dw[RMSG_MR_DESC_SIZE], dr[RMSG_MR_DESC_SIZE];
+	uint8_t dany[RMSG_MR_DESC_SIZE];
+	const int W = RMSG_ACCESS_REMOTE_WRITE, R = RMSG_ACCESS_REMOTE_READ;
+	struct rmsgi_desc d, e, f;
+	struct rmsg_mr *mr;
 
 	(void)state;
-	assert_int_equal(rmsg_mr_reg(ctx, p, 100, RMSG_ACCESS_REMOTE_WRITE, &w),
+	assert_int_equal(rmsg_mr_reg(ctx, p, 1000, W | R, &mr), 0);
+	/* write to [100, 200) for a; read of all for a; any peer reads
+	 * [900, 1000) */
+	assert_int_equal(rmsg_mr_export(mr, a, 100, 100, W, dw), 0);
+	assert_int_equal(rmsg_mr_export(mr, a, 0, 0, R, dr), 0);
+	assert_int_equal(rmsg_mr_export(mr, NULL, 900, 0,
+					R | RMSG_EXPORT_ANY_PEER, dany),
 			 0);
+	assert_int_equal(rmsgi_desc_decode(dw, &d), 0);
+	assert_int_equal(rmsgi_desc_decode(dr, &e), 0);
+	assert_int_equal(rmsgi_desc_decode(dany, &f), 0);
+	assert_int_equal(d.len, 100);
+	assert_int_equal(d.access, W);
+	assert_int_equal(d.addr, 0);
+	assert_int_equal(f.len, 100);
+	assert_true(d.token != e.token && e.token != f.token);
+	/* offsets count from the export's start */
+	assert_int_equal(rmsgi_mr_target(a, d.token, 10, 90, W, &t, NULL), 0);
+	assert_ptr_equal(t, p + 110);
+	assert_int_equal(rmsgi_mr_target(a, d.token, 10, 91, W, &t, NULL),
+			 -EINVAL);
 	assert_int_equal(
-		rmsg_mr_reg(ctx, p + 200, 50, RMSG_ACCESS_REMOTE_READ, &r), 0);
-	assert_int_not_equal(w->id, r->id);
-	assert_int_equal(rmsgi_mr_target(ctx, w->id, 10, 90,
-					 RMSG_ACCESS_REMOTE_WRITE, &t, NULL),
-			 0);
-	assert_ptr_equal(t, p + 10);
-	assert_int_equal(rmsgi_mr_target(ctx, w->id, 10, 91,
-					 RMSG_ACCESS_REMOTE_WRITE, &t, NULL),
-			 -EINVAL);
-	assert_int_equal(rmsgi_mr_target(ctx, w->id, UINT64_MAX, 2,
-					 RMSG_ACCESS_REMOTE_WRITE, &t, NULL),
-			 -EINVAL);
-	assert_int_equal(rmsgi_mr_target(ctx, w->id, 0, 1,
-					 RMSG_ACCESS_REMOTE_READ, &t, NULL),
+		rmsgi_mr_target(a, d.token, UINT64_MAX, 2, W, &t, NULL),
+		-EINVAL);
+	assert_int_equal(rmsgi_mr_target(a, d.token, 0, 1, R, &t, NULL),
 			 -EACCES);
-	assert_int_equal(rmsgi_mr_target(ctx, r->id, 0, 50,
-					 RMSG_ACCESS_REMOTE_READ, &t, NULL),
-			 0);
-	assert_int_equal(rmsgi_mr_target(ctx, 0, 0, 1, RMSG_ACCESS_REMOTE_WRITE,
-					 &t, NULL),
+	assert_int_equal(rmsgi_mr_target(a, e.token, 0, 1000, R, &t, NULL), 0);
+	assert_int_equal(rmsgi_mr_target(a, e.token, 0, 1, W, &t, NULL),
 			 -EACCES);
-	/* stale: the id of a deregistered region finds nothing */
-	wid = w->id;
-	assert_int_equal(rmsg_mr_dereg(w), 0);
-	assert_int_equal(rmsgi_mr_target(ctx, wid, 0, 1,
-					 RMSG_ACCESS_REMOTE_WRITE, &t, NULL),
+	/* another connection of the same context: as if it did not exist */
+	assert_int_equal(rmsgi_mr_target(b, d.token, 10, 1, W, &t, NULL),
 			 -EACCES);
+	assert_int_equal(rmsgi_mr_target(b, e.token, 0, 1, R, &t, NULL),
+			 -EACCES);
+	/* the any-peer export works on both */
+	assert_int_equal(rmsgi_mr_target(b, f.token, 99, 1, R, &t, NULL), 0);
+	assert_ptr_equal(t, p + 999);
+	assert_int_equal(rmsgi_mr_target(a, f.token, 0, 1, R, &t, NULL), 0);
+	/* forged: token 0, a neighbour of a real one */
+	assert_int_equal(rmsgi_mr_target(a, 0, 0, 1, W, &t, NULL), -EACCES);
+	assert_int_equal(rmsgi_mr_target(a, d.token ^ 1, 0, 1, W, &t, NULL),
+			 -EACCES);
+	/* revoked */
+	assert_int_equal(rmsg_mr_revoke(mr, dw), 0);
+	assert_int_equal(rmsgi_mr_target(a, d.token, 0, 1, W, &t, NULL),
+			 -EACCES);
+	assert_int_equal(rmsg_mr_revoke(mr, dw), -ENOENT);
+	/* a's end revokes what it was given; any-peer stays */
+	rmsgi_mr_conn_gone(a);
+	assert_int_equal(rmsgi_mr_target(a, e.token, 0, 1, R, &t, NULL),
+			 -EACCES);
+	assert_int_equal(rmsgi_mr_target(b, f.token, 0, 1, R, &t, NULL), 0);
+	/* deregistration revokes the rest */
+	assert_int_equal(rmsg_mr_export(mr, b, 0, 0, W, dw), 0);
+	assert_int_equal(rmsgi_desc_decode(dw, &d), 0);
+	assert_int_equal(rmsg_mr_dereg(mr), 0);
+	assert_int_equal(rmsgi_mr_target(b, d.token, 0, 1, W, &t, NULL),
+			 -EACCES);
+	assert_int_equal(rmsgi_mr_target(b, f.token, 0, 1, R, &t, NULL),
+			 -EACCES);
+	assert_true(rmsgi_list_empty(&b->exports));
+	free(a);
+	free(b);
+	ctx_free(ctx);
+	free(p);
+}
+
+/* RDMA: a per-connection export is a window bound on the connection, and
+ * goes with the export, the connection or the region */
+static void mr_export__rdma_window(void **state)
+{
+	struct rmsg_ctx *ctx = ctx_new(0);
+	struct rmsg_conn *c = conn_new(ctx, &tr_rdma);
+	uint8_t *p = page_buf(1), desc[RMSG_MR_DESC_SIZE];
+	const int W = RMSG_ACCESS_REMOTE_WRITE;
+	struct rmsgi_desc d;
+	struct rmsg_mr *mr;
+
+	(void)state;
+	assert_int_equal(rmsg_mr_reg(ctx, p, 1000, W, &mr), 0);
+	/* no device yet: nothing to bind to */
+	assert_int_equal(rmsg_mr_export(mr, c, 0, 0, W, desc), -EINVAL);
+	rmsgi_mr_set_reg(ctx, &fake_ops, NULL);
+	assert_int_equal(rmsg_mr_export(mr, c, 200, 100, W, desc), 0);
+	assert_int_equal(fw.binds, 1);
+	/* a sub-range's window sits on a registration of just its bytes */
+	assert_int_equal(fk.last_access,
+			 RMSGI_ACCESS_LOCAL_WRITE | RMSGI_ACCESS_MW_BIND);
+	assert_ptr_equal(fk.last_addr, p + 200);
+	assert_int_equal(fk.last_len, 100);
+	assert_int_equal(fk.live, 2);
+	assert_int_equal(rmsgi_desc_decode(desc, &d), 0);
+	assert_int_equal(d.flags, RMSGI_DESC_F_RKEY);
+	assert_int_equal(d.rkey, 0x2001);
+	assert_int_equal(d.addr, (uintptr_t)p + 200);
+	assert_int_equal(rmsg_mr_revoke(mr, desc), 0);
+	assert_int_equal(fw.unbinds, 1);
+	assert_int_equal(fk.live, 1);
+	/* a device without windows says so */
+	fw.fail = -EOPNOTSUPP;
+	assert_int_equal(rmsg_mr_export(mr, c, 0, 0, W, desc), -EOPNOTSUPP);
+	fw.fail = 0;
+	/* the connection ends: its windows go */
+	assert_int_equal(rmsg_mr_export(mr, c, 0, 0, W, desc), 0);
+	rmsgi_mr_conn_gone(c);
+	assert_int_equal(fw.unbinds, 2);
+	/* a bind still queued keeps the region (its MR) from going */
+	assert_int_equal(rmsg_mr_export(mr, c, 0, 0, W, desc), 0);
+	fw.pending = 1;
+	assert_int_equal(rmsg_mr_dereg(mr), -EBUSY);
+	fw.pending = 0;
+	assert_int_equal(rmsg_mr_dereg(mr), 0);
+	assert_int_equal(fw.unbinds, 3);
+	assert_int_equal(fk.live, 0);
+	free(c);
 	ctx_free(ctx);
 	free(p);
 }
@@ -350,6 +554,49 @@ static void mr_pin__remote_read_exact(void **state)
 	assert_int_equal(fk.last_len, 3000);
 	assert_int_equal(fk.last_access, RMSG_ACCESS_REMOTE_READ);
 	rmsgi_mr_unpin(ctx, &a);
+	ctx_free(ctx);
+	free(p);
+}
+
+/* a rendezvous piece under a memory window: exact bytes, never inside an
+ * app's region, and a registration shared only for the same bytes (the
+ * window's peer reaches its whole registration on rxe) */
+static void mr_pin__window_exact_only(void **state)
+{
+	struct rmsg_ctx *ctx = ctx_new(0);
+	uint8_t *p = page_buf(2);
+	struct rmsgi_pin a, b, c;
+	struct rmsg_mr *mr;
+	uint32_t lk, rk;
+
+	(void)state;
+	rmsgi_mr_set_reg(ctx, &fake_ops, NULL);
+	assert_int_equal(rmsg_mr_reg(ctx, p, 2 * PG, 0, &mr), 0);
+	assert_int_equal(fk.regs, 1);
+	assert_int_equal(rmsgi_mr_pin(ctx, p + 5, 3000, RMSGI_ACCESS_MW_BIND,
+				      &a, &lk, &rk),
+			 0);
+	assert_null(a.mr); /* not the region's registration */
+	assert_int_equal(fk.regs, 2);
+	assert_ptr_equal(fk.last_addr, p + 5);
+	assert_int_equal(fk.last_len, 3000);
+	assert_int_equal(fk.last_access, RMSGI_ACCESS_MW_BIND);
+	/* inside a's bytes, but not the same bytes: its own */
+	assert_int_equal(rmsgi_mr_pin(ctx, p + 10, 100, RMSGI_ACCESS_MW_BIND,
+				      &b, &lk, &rk),
+			 0);
+	assert_int_equal(fk.regs, 3);
+	assert_ptr_not_equal(a.ent, b.ent);
+	/* the same bytes: shared */
+	assert_int_equal(rmsgi_mr_pin(ctx, p + 5, 3000, RMSGI_ACCESS_MW_BIND,
+				      &c, &lk, &rk),
+			 0);
+	assert_int_equal(fk.regs, 3);
+	assert_ptr_equal(a.ent, c.ent);
+	rmsgi_mr_unpin(ctx, &a);
+	rmsgi_mr_unpin(ctx, &b);
+	rmsgi_mr_unpin(ctx, &c);
+	assert_int_equal(rmsg_mr_dereg(mr), 0);
 	ctx_free(ctx);
 	free(p);
 }
@@ -418,9 +665,12 @@ int main(void)
 		cmocka_unit_test(mr_reg__args),
 		cmocka_unit_test(mr_reg__budget),
 		cmocka_unit_test(mr_reg__lazy_registration),
+		cmocka_unit_test(mr_export__args),
 		cmocka_unit_test(mr_target__checks),
+		cmocka_unit_test(mr_export__rdma_window),
 		cmocka_unit_test(mr_pin__shared_while_in_use),
 		cmocka_unit_test(mr_pin__remote_read_exact),
+		cmocka_unit_test(mr_pin__window_exact_only),
 		cmocka_unit_test(mr_pin__region_busy),
 		cmocka_unit_test(mr_pin__budget_and_failure),
 	};

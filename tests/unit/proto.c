@@ -119,7 +119,9 @@ static void hdr_decode__one_sided(void **state)
 		{RMSGI_T_READ_RESP, 0, MAX_LEN + 1, -EMSGSIZE},
 		{RMSGI_T_IMM, 5, 1, -EPROTO},
 	};
-	struct rmsgi_rma r = {.off = 1ull << 40, .rid = 0xabcdef01, .len = 9},
+	struct rmsgi_rma r = {.off = 1ull << 40,
+			      .token = 0xfedcba9876543210ull,
+			      .len = 9},
 			 o;
 	uint8_t rb[RMSGI_READ_REQ_SIZE];
 	size_t i;
@@ -139,12 +141,13 @@ static void hdr_decode__one_sided(void **state)
 	}
 	rmsgi_rma_encode(&r, 1, rb);
 	assert_int_equal(rmsgi_rma_decode(rb, sizeof(rb), 1, &o), 0);
-	assert_true(o.off == r.off && o.rid == r.rid && o.len == r.len);
+	assert_true(o.off == r.off && o.token == r.token && o.len == r.len);
+	/* the token is the 8 bytes after the offset, little-endian */
+	assert_int_equal(rb[8], 0x10);
+	assert_int_equal(rb[15], 0xfe);
 	assert_int_equal(rmsgi_rma_decode(rb, RMSGI_RMA_SIZE, 1, &o), -EPROTO);
 	assert_int_equal(rmsgi_rma_decode(rb, RMSGI_RMA_SIZE, 0, &o), 0);
 	assert_true(o.len == 0);
-	rb[13] = 1; /* reserved */
-	assert_int_equal(rmsgi_rma_decode(rb, sizeof(rb), 1, &o), -EPROTO);
 }
 
 /* the layout documented in proto.h, little-endian */

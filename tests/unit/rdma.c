@@ -990,6 +990,153 @@ static void send__rendezvous(void **state)
 	free(big);
 }
 
+/* with type-2 windows the payload is pinned without remote rights and
+ * a window for remote read, bound (fenced) on this QP before the
+ * request, is all the peer gets; it goes on the acknowledgement */
+static void send__rendezvous_window(void **state)
+{
+	struct rt *t = *state;
+	uint8_t *big = malloc(20000);
+	const struct mock_send_wr *b, *w;
+	struct rmsgi_hdr h;
+	struct rmsgi_seg seg;
+	int status = 1;
+
+	assert_non_null(big);
+	mock.mw_type2 = true;
+	connect_peer(t, 32, 8192);
+	assert_int_equal(send_buf(t, big, 20000, 1), 0);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(mock.n_reg_remote_read, 0);
+	assert_int_equal(mock.n_alloc_mw, 1);
+	assert_int_equal(mock.n_sent, 2);
+	b = &mock.sent[0];
+	w = &mock.sent[1];
+	assert_int_equal(b->opcode, IBV_WR_BIND_MW);
+	assert_true(b->send_flags & IBV_SEND_FENCE);
+	assert_int_equal(b->mw_access, IBV_ACCESS_REMOTE_READ);
+	assert_int_equal(b->mw_addr, (uintptr_t)big);
+	assert_int_equal(b->mw_len, 20000);
+	assert_true(b->mw_mr->addr == big && b->mw_mr->length == 20000);
+	assert_int_not_equal(b->mw_rkey, b->mw->rkey); /* a fresh key */
+	assert_int_equal(w->opcode, IBV_WR_SEND);
+	sent_hdr(w, &h);
+	assert_int_equal(h.type, RMSGI_T_RNDV_REQ);
+	rmsgi_seg_decode(w->data + RMSGI_HDR_SIZE, &seg);
+	assert_int_equal(seg.addr, (uintptr_t)big);
+	assert_int_equal(seg.rkey, b->mw_rkey);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(mock.n_dealloc_mw, 0);
+	peer_frame(t, RMSGI_T_RNDV_ACK, 0, 0, h.id, 0, NULL, 0);
+	pump(t);
+	assert_int_equal(done_count(t, 1, &status), 1);
+	assert_int_equal(status, 0);
+	assert_int_equal(mock.n_dealloc_mw, 1);
+	free(big);
+}
+
+/* rmsg_mr_export over RDMA: the region carries no remote rights; each
+ * export is a window bound (fenced) on the connection's QP, over a
+ * registration of just its bytes for a sub-range; revoked before its bind
+ * completed, it goes when the bind does; the connection's end takes the
+ * windows before the QP */
+static void export__window_on_qp(void **state)
+{
+	struct rt *t = *state;
+	uint8_t *buf = calloc(1, 4096);
+	uint8_t d1[RMSG_MR_DESC_SIZE], d2[RMSG_MR_DESC_SIZE];
+	const int W = RMSG_ACCESS_REMOTE_WRITE, R = RMSG_ACCESS_REMOTE_READ;
+	const struct mock_send_wr *b;
+	struct rmsgi_desc d;
+	struct rmsg_mr *mr;
+	int regs;
+
+	assert_non_null(buf);
+	mock.mw_type2 = true;
+	connect_peer(t, 32, 8192);
+	regs = mock.n_reg_mw_bind;
+	assert_int_equal(rmsg_mr_reg(t->ctx, buf, 4096, W | R, &mr), 0);
+	assert_int_equal(mock.n_reg_mw_bind, regs + 1);
+	assert_int_equal(mock.n_reg_remote_read, 0);
+	/* the whole region, write only */
+	assert_int_equal(rmsg_mr_export(mr, t->c, 0, 0, W, d1), 0);
+	assert_int_equal(mock.n_sent, 1); /* posted before the call returns */
+	b = &mock.sent[0];
+	assert_int_equal(b->opcode, IBV_WR_BIND_MW);
+	assert_true(b->send_flags & IBV_SEND_FENCE);
+	assert_int_equal(b->mw_access, IBV_ACCESS_REMOTE_WRITE);
+	assert_int_equal(b->mw_addr, (uintptr_t)buf);
+	assert_int_equal(b->mw_len, 4096);
+	assert_true(b->mw_mr->addr == buf && b->mw_mr->length == 4096);
+	assert_int_equal(rmsgi_desc_decode(d1, &d), 0);
+	assert_int_equal(d.flags, RMSGI_DESC_F_RKEY);
+	assert_int_equal(d.rkey, b->mw_rkey);
+	assert_int_equal(d.addr, (uintptr_t)buf);
+	/* a read-only sub-range: its own registration under the window */
+	assert_int_equal(rmsg_mr_export(mr, t->c, 100, 50, R, d2), 0);
+	b = &mock.sent[1];
+	assert_int_equal(b->mw_access, IBV_ACCESS_REMOTE_READ);
+	assert_true(b->mw_mr->addr == buf + 100 && b->mw_mr->length == 50);
+	assert_int_equal(b->mw_addr, (uintptr_t)buf + 100);
+	assert_int_equal(rmsgi_desc_decode(d2, &d), 0);
+	assert_int_equal(d.addr, (uintptr_t)buf + 100);
+	assert_int_equal(d.len, 50);
+	/* revoked and the region deregistered while the binds are queued:
+	 * the window waits for its bind, the region refuses */
+	assert_int_equal(rmsg_mr_revoke(mr, d1), 0);
+	assert_int_equal(mock.n_dealloc_mw, 0);
+	assert_int_equal(rmsg_mr_dereg(mr), -EBUSY);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(mock.n_dealloc_mw, 1);
+	/* the connection ends with an export alive: its window goes before
+	 * the QP does */
+	cm_event(t, t->id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+	pump(t);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(mock.n_dealloc_mw, 2);
+	assert_int_equal(mock.n_qp_with_mw, 0);
+	assert_int_equal(rmsg_mr_revoke(mr, d2), -ENOENT);
+	assert_int_equal(rmsg_mr_dereg(mr), 0);
+	free(buf);
+}
+
+/* a device without type-2 windows refuses per-connection export and
+ * says so; the any-peer export registers the range with remote rights */
+static void export__no_type2_windows(void **state)
+{
+	struct rt *t = *state;
+	uint8_t *buf = calloc(1, 4096), desc[RMSG_MR_DESC_SIZE];
+	struct rmsgi_desc d;
+	struct rmsg_mr *mr;
+	int warnings, reads;
+
+	assert_non_null(buf);
+	connect_peer(t, 32, 8192);
+	assert_int_equal(
+		rmsg_mr_reg(t->ctx, buf, 4096, RMSG_ACCESS_REMOTE_READ, &mr),
+		0);
+	warnings = t->warnings;
+	assert_int_equal(
+		rmsg_mr_export(mr, t->c, 0, 0, RMSG_ACCESS_REMOTE_READ, desc),
+		-EOPNOTSUPP);
+	assert_true(t->warnings > warnings); /* logged, naming the way out */
+	assert_non_null(strstr(rmsg_strerror(-EOPNOTSUPP), "memory windows"));
+	assert_int_equal(mock.n_alloc_mw, 0);
+	reads = mock.n_reg_remote_read;
+	assert_int_equal(
+		rmsg_mr_export(mr, NULL, 0, 0,
+			       RMSG_ACCESS_REMOTE_READ | RMSG_EXPORT_ANY_PEER,
+			       desc),
+		0);
+	assert_int_equal(mock.n_reg_remote_read, reads + 1);
+	assert_int_equal(rmsgi_desc_decode(desc, &d), 0);
+	assert_int_equal(d.flags, RMSGI_DESC_F_RKEY);
+	assert_int_equal(rmsg_mr_dereg(mr), 0);
+	free(buf);
+}
+
 /* pinning the payload fails: that send fails with -ENOMEM, the
  * connection stays up and the next send goes */
 static void send__rendezvous_reg_failure(void **state)
@@ -2143,7 +2290,7 @@ static void bound__rma_over_4gib(void **state)
 	const size_t len = ((size_t)5 << 30) + 777;
 	struct rmsgi_desc d = {.access = RMSG_ACCESS_REMOTE_WRITE,
 			       .flags = RMSGI_DESC_F_RKEY,
-			       .rid = 9,
+			       .token = 9,
 			       .rkey = 0x55,
 			       .addr = 0x100000,
 			       .len = (uint64_t)8 << 30};
@@ -2214,6 +2361,9 @@ int main(void)
 		T(send__many_iov_copies),
 		T(send__ring_full_waits_for_room),
 		T(send__rendezvous),
+		T(send__rendezvous_window),
+		T(export__window_on_qp),
+		T(export__no_type2_windows),
 		T(send__rendezvous_reg_failure),
 		T(send__copy_reg_failure),
 		T(send__direct_first_of_iteration),

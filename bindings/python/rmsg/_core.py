@@ -33,6 +33,7 @@ log = logging.getLogger("rmsg")
 
 ACCESS_REMOTE_WRITE = _ffi.RMSG_ACCESS_REMOTE_WRITE
 ACCESS_REMOTE_READ = _ffi.RMSG_ACCESS_REMOTE_READ
+EXPORT_ANY_PEER = _ffi.RMSG_EXPORT_ANY_PEER
 MR_DESC_SIZE = _ffi.RMSG_MR_DESC_SIZE
 PRIVATE_DATA_MAX = _ffi.RMSG_PRIVATE_DATA_MAX
 IOV_MAX = _ffi.RMSG_IOV_MAX
@@ -1309,17 +1310,45 @@ class MR:
         self._pin = pin
         self.access = access
 
-    def export(self):
-        """The descriptor (bytes) for a peer. Over RDMA the region gets its
-        keys when the context opens its device (its first RDMA connection
-        or listener activity): export after that, not right after
-        mr_reg() on a fresh context."""
+    def export(self, conn=None, off=0, length=0, access=None,
+               any_peer=False):
+        """The descriptor (bytes) for the peer of `conn` only (over RDMA a
+        memory window bound to its queue pair): `length` bytes from `off`
+        (0: to the end), `access` a subset of the region's rights (default:
+        all of them). Send it on `conn`; offsets count from `off`. Without
+        a connection, `any_peer=True` lets any connected peer of the
+        context use it (rmsg_mr_export.3). Ends with revoke(), dereg() or
+        the connection's end."""
+        if (conn is None) != bool(any_peer):
+            raise ValueError("export: a connection, or any_peer=True")
+        rights = self.access if access is None else access
+        flags = rights | (EXPORT_ANY_PEER if any_peer else 0)
+
         def work():
             if self._mr is None or self._ctx._ctx is None:
                 raise RmsgError(_errno.EINVAL, "region deregistered")
+            cptr = None
+            if conn is not None:
+                cptr = conn._cptr
+                if cptr is None:
+                    raise RmsgError(_errno.ENOTCONN, "connection closed")
             desc = ctypes.create_string_buffer(MR_DESC_SIZE)
-            _check(lib.rmsg_mr_export(self._mr, desc))
+            _check(lib.rmsg_mr_export(self._mr, cptr, off, length, flags,
+                                      desc))
             return desc.raw
+        return self._ctx._run_sync(work)
+
+    def revoke(self, desc):
+        """End the export `desc` (rmsg_mr_revoke); RmsgError(ENOENT) if it
+        already ended."""
+        desc = bytes(desc)
+        if len(desc) != MR_DESC_SIZE:
+            raise ValueError("descriptor must be %d bytes" % MR_DESC_SIZE)
+
+        def work():
+            if self._mr is None or self._ctx._ctx is None:
+                raise RmsgError(_errno.EINVAL, "region deregistered")
+            _check(lib.rmsg_mr_revoke(self._mr, desc))
         return self._ctx._run_sync(work)
 
     def __len__(self):

@@ -13,6 +13,7 @@ RMSG_IOV_MAX = 256
 RMSG_MR_DESC_SIZE = 32
 RMSG_ACCESS_REMOTE_WRITE = 1
 RMSG_ACCESS_REMOTE_READ = 2
+RMSG_EXPORT_ANY_PEER = 0x100
 RMSG_LOG_ERROR, RMSG_LOG_WARN, RMSG_LOG_INFO, RMSG_LOG_DEBUG = 0, 1, 2, 3
 
 EVFLAG_AUTO = 0
@@ -129,7 +130,8 @@ _decl("rmsg_buf_alloc", c_int, P, c_size_t, POINTER(c_void_p))
 _decl("rmsg_buf_free", None, P, P)
 _decl("rmsg_mr_reg", c_int, P, P, c_size_t, c_int, POINTER(c_void_p))
 _decl("rmsg_mr_dereg", c_int, P)
-_decl("rmsg_mr_export", c_int, P, c_char_p)
+_decl("rmsg_mr_export", c_int, P, P, c_uint64, c_uint64, c_int, c_char_p)
+_decl("rmsg_mr_revoke", c_int, P, c_char_p)
 _decl("rmsg_write_imm", c_int, P, IOV_P, c_int, c_char_p, c_uint64, c_uint32,
       DONE_CB, P)
 _decl("rmsg_write", c_int, P, IOV_P, c_int, c_char_p, c_uint64, DONE_CB, P)

@@ -5,7 +5,7 @@ import errno
 import pytest
 
 import rmsg
-from conftest import Pair, async_test
+from conftest import TRANSPORT, Pair, async_test
 
 
 class Region:
@@ -21,7 +21,7 @@ class Region:
 
     async def per_conn(self, conn):
         self.conns.append(conn)
-        await conn.send(self.mr.export())
+        await conn.send(self.mr.export(conn))
         async for imm in conn.imms():
             await self.imms.put(imm)
 
@@ -97,7 +97,7 @@ async def test_on_imm_callback_and_mr_lifetime():
 
         async def per_conn(conn):
             conn.on_imm = lambda imm, ln: got.append((imm, ln))
-            await conn.send(mr.export())
+            await conn.send(mr.export(conn))
         p.serve(per_conn)
         conn = await p.connect()
         desc = await conn.recv()
@@ -115,3 +115,46 @@ async def test_on_imm_callback_and_mr_lifetime():
         with pytest.raises(rmsg.RmsgError):
             # revoked: TCP refuses with EACCES, RDMA fails the connection
             await conn.write(b"zz", desc, 0)
+
+
+@async_test
+async def test_export_is_per_connection():
+    async with Pair() as p:
+        mem = bytearray(4096)
+        mr = p.sctx.mr_reg(mem)
+        descs = asyncio.Queue()
+
+        async def per_conn(conn):
+            # the first client gets a write-only export of [1024, 2048)
+            d = mr.export(conn, 1024, 1024, rmsg.ACCESS_REMOTE_WRITE)
+            await descs.put(d)
+            await conn.send(d)
+            async for _ in conn.imms():
+                pass
+        p.serve(per_conn)
+        a = await p.connect()
+        da = await a.recv()
+        b = await p.connect()
+        await b.recv()
+        await a.write(b"A" * 8, da, 0)
+        assert mem[1024:1032] == b"A" * 8
+        # rights and range of the export are checked by the sender ...
+        with pytest.raises(rmsg.RmsgError) as ei:
+            await a.read(bytearray(1), da, 0)
+        assert ei.value.errno == errno.EACCES
+        with pytest.raises(rmsg.RmsgError) as ei:
+            await a.write(b"x", da, 1024)
+        assert ei.value.errno == errno.EINVAL
+        # ... and A's descriptor on B's connection by the server: TCP
+        # answers EACCES, RDMA's device fails B's connection
+        with pytest.raises(rmsg.RmsgError) as ei:
+            await b.write(b"B" * 8, da, 0)
+        if TRANSPORT == "tcp":
+            assert ei.value.errno == errno.EACCES
+        assert mem[1024:1032] == b"A" * 8
+        # revoked: A is refused too (TCP: EACCES)
+        mr.revoke(await descs.get())
+        with pytest.raises(rmsg.RmsgError):
+            await a.write(b"a", da, 0)
+        with pytest.raises(ValueError):
+            mr.export(None)
