@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "../integration/common.h"
-#include "proto.h"
+#include "raw_tcp.h"
 
 #define KA_MS 200
 #define KA_MISSES 3
@@ -46,21 +46,9 @@ static long rss_start;
 /* ------------------------------------------------------------------ */
 /* the raw peer (child process)                                        */
 
-static int raw_connect(uint16_t port)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET,
-				 .sin_port = htons(port)};
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
-		_exit(10);
-	return fd;
-}
-
 static void put(int fd, const void *buf, size_t len)
 {
-	if (write(fd, buf, len) != (ssize_t)len)
+	if (!raw_put(fd, buf, len))
 		_exit(11);
 }
 

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "../integration/common.h"
-#include "proto.h"
+#include "raw_tcp.h"
 
 #define MAX_MSG (1 << 20)
 
@@ -33,59 +33,10 @@ static int accepted, msgs, closes, n_reset, n_msgsize, n_proto, child_done;
 static int refused;
 static struct rmsg_listener *lis;
 
-static int raw_connect(uint16_t port)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET,
-				 .sin_port = htons(port)};
-	struct timeval tv = {.tv_sec = 10};
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
-		_exit(10);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	return fd;
-}
-
 static void put(int fd, const void *buf, size_t len)
 {
-	if (write(fd, buf, len) != (ssize_t)len)
+	if (!raw_put(fd, buf, len))
 		_exit(11);
-}
-
-static void put_hdr(int fd, uint8_t type, uint16_t credits, uint64_t len)
-{
-	struct rmsgi_hdr h = {.type = type, .credits = credits, .len = len};
-	uint8_t buf[RMSGI_HDR_SIZE];
-
-	rmsgi_hdr_encode(&h, buf);
-	if (type >= RMSGI_T_MAX_)
-		buf[2] = type; /* encode keeps it; say so explicitly */
-	put(fd, buf, sizeof(buf));
-}
-
-/* HELLO, then wait for HELLO_ACK */
-static int handshake(uint16_t port)
-{
-	struct rmsgi_hello hello = {.credits = 32, .eager_size = 8192};
-	uint8_t buf[RMSGI_HDR_SIZE + 64];
-	struct rmsgi_hdr h;
-	size_t n = rmsgi_hello_encode(&hello, buf + RMSGI_HDR_SIZE), got = 0;
-	int fd = raw_connect(port);
-
-	put_hdr(fd, RMSGI_T_HELLO, 0, n);
-	put(fd, buf + RMSGI_HDR_SIZE, n);
-	while (got < RMSGI_HDR_SIZE) {
-		ssize_t r = read(fd, buf + got, RMSGI_HDR_SIZE - got);
-
-		if (r <= 0)
-			_exit(12);
-		got += (size_t)r;
-	}
-	if (rmsgi_hdr_decode(buf, got, 1 << 20, &h) ||
-	    h.type != RMSGI_T_HELLO_ACK)
-		_exit(13);
-	return fd;
 }
 
 /* waits until the server closes the socket */
@@ -109,26 +60,26 @@ static void child(uint16_t port)
 	put(fd, junk, sizeof(junk));
 	expect_eof(fd);
 
-	fd = handshake(port);
-	put_hdr(fd, RMSGI_T_DATA, 0, 1000);
+	fd = raw_handshake(port);
+	raw_put_hdr(fd, RMSGI_T_DATA, 0, 1000);
 	put(fd, junk, 10);
 	close(fd); /* mid-message */
 	usleep(100000);
 
-	fd = handshake(port);
-	put_hdr(fd, RMSGI_T_DATA, 0, (uint64_t)MAX_MSG + 1);
+	fd = raw_handshake(port);
+	raw_put_hdr(fd, RMSGI_T_DATA, 0, (uint64_t)MAX_MSG + 1);
 	expect_eof(fd);
 
-	fd = handshake(port);
-	put_hdr(fd, 99, 0, 0);
+	fd = raw_handshake(port);
+	raw_put_hdr(fd, 99, 0, 0);
 	expect_eof(fd);
 
-	fd = handshake(port);
-	put_hdr(fd, RMSGI_T_CREDIT, 60000, 0);
+	fd = raw_handshake(port);
+	raw_put_hdr(fd, RMSGI_T_CREDIT, 60000, 0);
 	expect_eof(fd);
 
-	fd = handshake(port);
-	put_hdr(fd, RMSGI_T_DATA, 0, 5);
+	fd = raw_handshake(port);
+	raw_put_hdr(fd, RMSGI_T_DATA, 0, 5);
 	put(fd, "hello", 5);
 	usleep(200000);
 	close(fd);
