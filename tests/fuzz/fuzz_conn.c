@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "rmsg_int.h"
+#include "../unit/stub_tr.h"
 
 #define CHECK(cond)                                                          \
 	do {                                                                 \
@@ -101,38 +102,14 @@ static void f_release(struct rmsg_conn *c, struct rmsgi_op *op)
 	(void)op;
 }
 
-static void f_ctx_fini(struct rmsg_ctx *ctx)
-{
-	(void)ctx;
-}
-
-static int f_listen(struct rmsg_listener *l, const struct rmsgi_uri *u)
-{
-	(void)l;
-	(void)u;
-	return -ENOTSUP;
-}
-
-static void f_listen_close(struct rmsg_listener *l)
-{
-	(void)l;
-}
-
-static int f_connect(struct rmsg_conn *c, const struct rmsgi_uri *u)
-{
-	(void)c;
-	(void)u;
-	return -ENOTSUP;
-}
-
 const struct rmsgi_tr_ops rmsgi_tr_rdma = {
 	.name = "fake-rdma",
 	.id = RMSGI_TR_RDMA,
 	.caps = RMSGI_TR_CAP_RNDV,
-	.ctx_fini = f_ctx_fini,
-	.listen = f_listen,
-	.listen_close = f_listen_close,
-	.connect = f_connect,
+	.ctx_fini = stub_ctx_fini,
+	.listen = stub_listen,
+	.listen_close = stub_listen_close,
+	.connect = stub_connect,
 	.disconnect = f_disconnect,
 	.post = f_post,
 	.kick = f_nop,
@@ -142,10 +119,10 @@ const struct rmsgi_tr_ops rmsgi_tr_rdma = {
 const struct rmsgi_tr_ops rmsgi_tr_tcp = {
 	.name = "fake-tcp",
 	.id = RMSGI_TR_TCP,
-	.ctx_fini = f_ctx_fini,
-	.listen = f_listen,
-	.listen_close = f_listen_close,
-	.connect = f_connect,
+	.ctx_fini = stub_ctx_fini,
+	.listen = stub_listen,
+	.listen_close = stub_listen_close,
+	.connect = stub_connect,
 	.disconnect = f_disconnect,
 	.post = f_post,
 	.kick = f_nop,
