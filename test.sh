@@ -2,7 +2,8 @@
 # test.sh - quick start 2: install what is missing, build, then run the
 # whole suite: unit tests, man page checks and integration tests over TCP
 # on this machine ('make check'), the Python binding's tests, the wire
-# decoder fuzzed for a minute, the suite under ASan/UBSan and the TCP
+# decoders and a whole connection fuzzed for a minute each (tests/fuzz/
+# run.sh: fuzz_proto, fuzz_conn), the suite under ASan/UBSan and the TCP
 # tests under valgrind, then the integration tests over RDMA on Soft-RoCE
 # inside a qemu VM ('make check-rxe') and the binding's tests there. The
 # benchmark comparisons run once each in their quick mode (TCP here, RDMA
