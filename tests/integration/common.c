@@ -165,3 +165,18 @@ double t_scale(void)
 
 	return v > 0 ? v : 1.0;
 }
+
+static void run_for_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	ev_break(loop, EVBREAK_ONE);
+}
+
+void t_run_for(struct ev_loop *loop, double secs)
+{
+	ev_timer w;
+
+	ev_timer_init(&w, run_for_cb, secs, 0);
+	ev_timer_start(loop, &w);
+	ev_run(loop, 0);
+	ev_timer_stop(loop, &w);
+}
