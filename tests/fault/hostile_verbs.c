@@ -299,14 +299,6 @@ static void good_close(struct rmsg_conn *c, int reason, void *arg)
 	lis = NULL;
 }
 
-static void child_cb(struct ev_loop *l, ev_child *w, int revents)
-{
-	ev_child_stop(l, w);
-	T_ASSERT(WIFEXITED(w->rstatus) && WEXITSTATUS(w->rstatus) == 0,
-		 "raw peer failed with status %d", w->rstatus);
-	child_done = 1;
-}
-
 int main(void)
 {
 	struct rmsg_conn_ops sops = {.on_msg = srv_msg, .on_close = srv_close};
@@ -318,7 +310,7 @@ int main(void)
 	char uri[128];
 	uint16_t port;
 	int fds[2], i, bad = 0;
-	ev_child cw;
+	struct t_child cw;
 	pid_t pid;
 
 	if (strcmp(t_transport(), "rdma")) {
@@ -350,8 +342,7 @@ int main(void)
 	ev_timer_start(loop, &ping_timer);
 	T_ASSERT(write(fds[1], &port, sizeof(port)) == sizeof(port), "pipe");
 	close(fds[1]);
-	ev_child_init(&cw, child_cb, pid, 0);
-	ev_child_start(loop, &cw);
+	t_child_watch(loop, &cw, pid, &child_done, NULL);
 	t_deadline(loop, 300);
 	ev_run(loop, 0);
 

@@ -2,6 +2,7 @@
 /* common.c - integration test helpers (see common.h) */
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "common.h"
 
@@ -179,4 +180,26 @@ void t_run_for(struct ev_loop *loop, double secs)
 	ev_timer_start(loop, &w);
 	ev_run(loop, 0);
 	ev_timer_stop(loop, &w);
+}
+
+static void t_child_cb(struct ev_loop *loop, ev_child *w, int revents)
+{
+	struct t_child *c = w->data;
+
+	ev_child_stop(loop, w);
+	T_ASSERT(WIFEXITED(w->rstatus) && WEXITSTATUS(w->rstatus) == 0,
+		 "raw peer failed with status %d", w->rstatus);
+	*c->done = 1;
+	if (c->then)
+		c->then();
+}
+
+void t_child_watch(struct ev_loop *loop, struct t_child *c, pid_t pid,
+		   int *done, void (*then)(void))
+{
+	c->done = done;
+	c->then = then;
+	ev_child_init(&c->w, t_child_cb, pid, 0);
+	c->w.data = c;
+	ev_child_start(loop, &c->w);
 }
