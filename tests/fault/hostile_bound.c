@@ -39,18 +39,16 @@
  * RDMA only: exits 77 over TCP.
  */
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <rdma/rdma_cma.h>
-#include <infiniband/verbs.h>
 
 #include "../integration/common.h"
 #include "proto.h"
+#include "raw_verbs.h"
 #include "rmsg_int.h" /* the server context's registered bytes */
 
 #define MIB ((size_t)1 << 20)
@@ -62,8 +60,6 @@
 #define NRNDV 6
 #define SRC_LEN MIB
 #define EAGER_SEND ((size_t)32 << 10)
-#define RXN 16
-#define RXSZ 65536
 #define SQN 256
 #define NFLOOD 4000
 #define PING_MS 20
@@ -108,136 +104,47 @@ static int raw_fail; /* the first failed check of the raw peer */
 			raw_fail = (code);            \
 	} while (0)
 
-struct raw {
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *id;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr, *src_mr;
-	uint8_t *buf; /* RXN receive buffers, then the send area */
-	uint8_t *src; /* what rendezvous requests point at */
-	int sq_out;
-};
+/* what rendezvous requests point at, and the sends out; one connection
+ * at a time */
+static uint8_t *src;
+static struct ibv_mr *src_mr;
+static int sq_out;
 
-static int wait_ev(struct raw *r, enum rdma_cm_event_type want, int ms)
+static void raw_connect_bound(struct raw *r, const char *host, uint16_t port,
+			      uint32_t eager)
 {
-	struct pollfd p = {.fd = r->ch->fd, .events = POLLIN};
-	struct rdma_cm_event *ev;
-	int type;
+	struct raw_opts o = {.cqe = 1024,
+			     .sqn = SQN,
+			     .credits = RAW_RXN,
+			     .eager = eager,
+			     .responder_resources = 16, /* the server's reads */
+			     /* RNR retried for good: holds the SRQ */
+			     .secs = 15};
 
-	if (poll(&p, 1, ms) != 1)
-		return -ETIMEDOUT;
-	if (rdma_get_cm_event(r->ch, &ev))
-		_exit(20);
-	type = ev->event;
-	rdma_ack_cm_event(ev);
-	if ((int)type != (int)want) {
-		fprintf(stderr, "raw: cm event %s, wanted %s\n",
-			rdma_event_str(type), rdma_event_str(want));
-		return -EPROTO;
-	}
-	return 0;
-}
-
-static void raw_post_recv(struct raw *r, int i)
-{
-	struct ibv_sge sge = {(uintptr_t)(r->buf + (size_t)i * RXSZ), RXSZ,
-			      r->mr->lkey};
-	struct ibv_recv_wr wr = {.wr_id = (uint64_t)i,
-				 .sg_list = &sge,
-				 .num_sge = 1},
-			   *bad;
-
-	if (ibv_post_recv(r->id->qp, &wr, &bad))
-		_exit(25);
-}
-
-static void raw_connect(struct raw *r, const char *host, uint16_t port,
-			uint32_t eager)
-{
-	struct ibv_qp_init_attr qa = {0};
-	struct rdma_conn_param cp = {0};
-	struct rmsgi_hello h = {.credits = RXN, .eager_size = eager};
-	struct addrinfo *ai;
-	uint8_t pd_buf[64];
-	char ps[8];
-	int i;
-
-	snprintf(ps, sizeof(ps), "%u", port);
-	if (getaddrinfo(host, ps, NULL, &ai))
-		_exit(21);
-	r->ch = rdma_create_event_channel();
-	if (!r->ch || rdma_create_id(r->ch, &r->id, NULL, RDMA_PS_TCP) ||
-	    rdma_resolve_addr(r->id, NULL, ai->ai_addr, 5000) ||
-	    wait_ev(r, RDMA_CM_EVENT_ADDR_RESOLVED, 10000) ||
-	    rdma_resolve_route(r->id, 5000) ||
-	    wait_ev(r, RDMA_CM_EVENT_ROUTE_RESOLVED, 10000))
-		_exit(22);
-	freeaddrinfo(ai);
-	r->pd = ibv_alloc_pd(r->id->verbs);
-	r->cq = ibv_create_cq(r->id->verbs, 1024, NULL, NULL, 0);
-	r->buf = calloc(RXN + 1, RXSZ);
-	r->src = calloc(1, SRC_LEN);
-	if (!r->pd || !r->cq || !r->buf || !r->src)
+	raw_connect(r, host, port, &o);
+	src = calloc(1, SRC_LEN);
+	if (!src)
 		_exit(23);
-	r->mr = ibv_reg_mr(r->pd, r->buf, (size_t)(RXN + 1) * RXSZ,
-			   IBV_ACCESS_LOCAL_WRITE);
-	r->src_mr = ibv_reg_mr(r->pd, r->src, SRC_LEN,
-			       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
-	qa.send_cq = qa.recv_cq = r->cq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = SQN;
-	qa.cap.max_recv_wr = RXN;
-	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-	if (!r->mr || !r->src_mr || rdma_create_qp(r->id, r->pd, &qa))
+	src_mr = ibv_reg_mr(r->pd, src, SRC_LEN,
+			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!src_mr)
 		_exit(24);
-	for (i = 0; i < RXN; i++)
-		raw_post_recv(r, i);
-	cp.private_data = pd_buf;
-	cp.private_data_len = (uint8_t)rmsgi_hello_encode(&h, pd_buf);
-	cp.responder_resources = 16; /* the server's reads */
-	cp.initiator_depth = 1;
-	cp.retry_count = 6;
-	cp.rnr_retry_count = 7; /* retries RNR for good: holds the SRQ */
-	if (rdma_connect(r->id, &cp) ||
-	    wait_ev(r, RDMA_CM_EVENT_ESTABLISHED, 15000))
-		_exit(26);
+	sq_out = 0;
 }
 
-/* a SEND of @len bytes at @off of the send area */
-static int raw_send(struct raw *r, size_t off, size_t len, bool sig)
+static void raw_close_bound(struct raw *r)
 {
-	struct ibv_sge sge = {(uintptr_t)(r->buf + (size_t)RXN * RXSZ + off),
-			      (uint32_t)len, r->mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = 1000,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_SEND,
-				 .send_flags = sig ? IBV_SEND_SIGNALED : 0},
-			   *bad;
-
-	return ibv_post_send(r->id->qp, &wr, &bad);
-}
-
-static void raw_close(struct raw *r)
-{
-	rdma_disconnect(r->id);
-	rdma_destroy_qp(r->id);
-	ibv_dereg_mr(r->mr);
-	ibv_dereg_mr(r->src_mr);
-	ibv_destroy_cq(r->cq);
-	ibv_dealloc_pd(r->pd);
-	rdma_destroy_id(r->id);
-	rdma_destroy_event_channel(r->ch);
-	free(r->buf);
-	free(r->src);
+	raw_disconnect(r);
+	ibv_dereg_mr(src_mr);
+	raw_free(r);
+	free(src);
 }
 
 static uint8_t *hdr_at(struct raw *r, size_t off, uint8_t type, uint64_t len,
 		       uint64_t id)
 {
 	struct rmsgi_hdr h = {.type = type, .len = len, .id = id};
-	uint8_t *b = r->buf + (size_t)RXN * RXSZ + off;
+	uint8_t *b = raw_sbuf(r, off);
 
 	rmsgi_hdr_encode(&h, b);
 	return b;
@@ -261,17 +168,12 @@ static long raw_recv(struct raw *r, struct rmsgi_hdr *h, double secs)
 			continue;
 		}
 		if (wc.status != IBV_WC_SUCCESS) {
-			fprintf(stderr, "raw: wc %s (wr_id %llu)\n",
-				ibv_wc_status_str(wc.status),
-				(unsigned long long)wc.wr_id);
+			raw_wc_error(&wc);
 			return -1;
 		}
 		if (wc.opcode != IBV_WC_RECV)
 			continue;
-		if (rmsgi_hdr_decode(r->buf + wc.wr_id * RXSZ, wc.byte_len,
-				     (uint64_t)1 << 40, h))
-			_exit(31);
-		raw_post_recv(r, (int)wc.wr_id);
+		raw_take_recv(r, &wc, h);
 		return (long)wc.byte_len;
 	}
 	return -1;
@@ -285,7 +187,7 @@ static int raw_flood(struct raw *r)
 
 	hdr_at(r, 0, RMSGI_T_CREDIT, 0, 0);
 	for (i = 0; i < NFLOOD && !err; i++) {
-		while (r->sq_out >= SQN - 64) {
+		while (sq_out >= SQN - 64) {
 			struct pollfd p = {.fd = r->ch->fd, .events = POLLIN};
 
 			/* the server closed: its QP answers no more */
@@ -299,7 +201,7 @@ static int raw_flood(struct raw *r)
 					continue;
 				if (wcs[n].status != IBV_WC_SUCCESS)
 					err = 1;
-				r->sq_out -= 64;
+				sq_out -= 64;
 			}
 			if (err)
 				break;
@@ -312,7 +214,7 @@ static int raw_flood(struct raw *r)
 			break;
 		}
 		if ((i % 64) == 63)
-			r->sq_out += 64;
+			sq_out += 64;
 		sent++;
 	}
 	return sent;
@@ -332,8 +234,8 @@ static void raw_rndv(struct raw *r)
 				    (uint64_t)i + 1);
 
 		for (k = 0; k < (int)nseg; k++) {
-			struct rmsgi_seg seg = {(uintptr_t)r->src, SRC_LEN,
-						r->src_mr->rkey};
+			struct rmsgi_seg seg = {(uintptr_t)src, SRC_LEN,
+						src_mr->rkey};
 
 			rmsgi_seg_encode(&seg, b + RMSGI_HDR_SIZE +
 						       k * RMSGI_SEG_SIZE);
@@ -383,7 +285,7 @@ static void raw_case(const char *host, uint16_t port, enum kind k)
 	long n;
 	int ret;
 
-	raw_connect(&r, host, port, k == K_EAGER ? 1u << 20 : 8192);
+	raw_connect_bound(&r, host, port, k == K_EAGER ? 1u << 20 : 8192);
 	switch (k) {
 	case K_FLOOD:
 		b = hdr_at(&r, 4096, RMSGI_T_DATA, 4, 0);
@@ -401,7 +303,7 @@ static void raw_case(const char *host, uint16_t port, enum kind k)
 		       k == K_IMM_LIE	 ? REGION + 1
 		       : k == K_IMM_HUGE ? (uint64_t)1 << 40
 					 : REGION);
-		b = r.buf + (size_t)RXN * RXSZ;
+		b = raw_sbuf(&r, 0);
 		rmsgi_put32(b + 8, 77); /* the immediate */
 		if (raw_send(&r, 0, RMSGI_HDR_SIZE, true))
 			_exit(27);
@@ -448,7 +350,7 @@ static void raw_case(const char *host, uint16_t port, enum kind k)
 		break;
 	}
 	if (cases[k].expect != 1) {
-		ret = wait_ev(&r, RDMA_CM_EVENT_DISCONNECTED, 15000);
+		ret = raw_wait_ev(&r, RDMA_CM_EVENT_DISCONNECTED, 15);
 		printf("raw: case %d (%s): %s %.3f s after the start\n", k,
 		       cases[k].what,
 		       ret ? "no disconnect from the server"
@@ -456,7 +358,7 @@ static void raw_case(const char *host, uint16_t port, enum kind k)
 		       ev_time() - t0);
 	}
 	fflush(stdout);
-	raw_close(&r);
+	raw_close_bound(&r);
 }
 
 static void raw_peer(const char *host, int fd)

@@ -31,26 +31,21 @@
  * and must be served. RDMA only: exits 77 over TCP.
  */
 #include <arpa/inet.h>
-#include <netdb.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <rdma/rdma_cma.h>
-#include <infiniband/verbs.h>
 
 #include "../integration/common.h"
 #include "proto.h"
+#include "raw_verbs.h"
 
 #define KA_MS 200
 #define KA_MISSES 3
 #define KA_BOUND (KA_MS * KA_MISSES / 1000.0)
 #define BIG ((size_t)1 << 20)
 #define KA_RATE (1024.0 * 1024.0) /* RMSGI_KA_MIN_RATE */
-#define RXN 16
-#define RXSZ 65536
 #define SQN 256
 #define PING_MS 20
 #define RAW_GRANT 4 /* credits the raw peer grants the server */
@@ -114,139 +109,28 @@ static int raw_fail;
 			raw_fail = (code);            \
 	} while (0)
 
-struct raw {
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *id;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr;
-	uint8_t *buf;		/* RXN receive buffers, then the send area */
-	struct rmsgi_hello srv; /* the server's hello */
-};
-
-/* waits for a cm event of type @want; the server's hello of an
- * ESTABLISHED or CONNECT_RESPONSE goes to r->srv */
-static int wait_ev(struct raw *r, enum rdma_cm_event_type want, double secs)
+static void raw_connect_live(struct raw *r, const char *host, uint16_t port,
+			     uint16_t grant)
 {
-	struct pollfd p = {.fd = r->ch->fd, .events = POLLIN};
-	struct rdma_cm_event *ev;
-	int type;
+	struct raw_opts o = {.cqe = 1024,
+			     .sqn = SQN,
+			     .credits = grant,
+			     .eager = 8192,
+			     .responder_resources = 1,
+			     .secs = 15 * t_scale()};
 
-	if (poll(&p, 1, (int)(secs * 1000)) != 1)
-		return -ETIMEDOUT;
-	if (rdma_get_cm_event(r->ch, &ev))
-		_exit(20);
-	type = ev->event;
-	if (type == RDMA_CM_EVENT_ESTABLISHED ||
-	    type == RDMA_CM_EVENT_CONNECT_RESPONSE)
-		rmsgi_hello_decode(ev->param.conn.private_data,
-				   ev->param.conn.private_data_len, &r->srv);
-	rdma_ack_cm_event(ev);
-	if ((int)type != (int)want) {
-		fprintf(stderr, "raw: cm event %s, wanted %s\n",
-			rdma_event_str(type), rdma_event_str(want));
-		return -EPROTO;
-	}
-	return 0;
-}
-
-static void raw_post_recv(struct raw *r, int i)
-{
-	struct ibv_sge sge = {(uintptr_t)(r->buf + (size_t)i * RXSZ), RXSZ,
-			      r->mr->lkey};
-	struct ibv_recv_wr wr = {.wr_id = (uint64_t)i,
-				 .sg_list = &sge,
-				 .num_sge = 1},
-			   *bad;
-
-	if (ibv_post_recv(r->id->qp, &wr, &bad))
-		_exit(25);
-}
-
-static void raw_resolve(struct raw *r, const char *host, uint16_t port)
-{
-	struct addrinfo *ai;
-	char ps[8];
-
-	snprintf(ps, sizeof(ps), "%u", port);
-	if (getaddrinfo(host, ps, NULL, &ai))
-		_exit(21);
-	r->ch = rdma_create_event_channel();
-	if (!r->ch || rdma_create_id(r->ch, &r->id, NULL, RDMA_PS_TCP) ||
-	    rdma_resolve_addr(r->id, NULL, ai->ai_addr, 5000) ||
-	    wait_ev(r, RDMA_CM_EVENT_ADDR_RESOLVED, 10) ||
-	    rdma_resolve_route(r->id, 5000) ||
-	    wait_ev(r, RDMA_CM_EVENT_ROUTE_RESOLVED, 10))
-		_exit(22);
-	freeaddrinfo(ai);
-}
-
-static void raw_connect(struct raw *r, const char *host, uint16_t port,
-			uint16_t grant)
-{
-	struct ibv_qp_init_attr qa = {0};
-	struct rdma_conn_param cp = {0};
-	struct rmsgi_hello h = {.credits = grant, .eager_size = 8192};
-	uint8_t pd_buf[64];
-	int i;
-
-	raw_resolve(r, host, port);
-	r->pd = ibv_alloc_pd(r->id->verbs);
-	r->cq = ibv_create_cq(r->id->verbs, 1024, NULL, NULL, 0);
-	r->buf = calloc(RXN + 1, RXSZ);
-	if (!r->pd || !r->cq || !r->buf)
-		_exit(23);
-	r->mr = ibv_reg_mr(r->pd, r->buf, (size_t)(RXN + 1) * RXSZ,
-			   IBV_ACCESS_LOCAL_WRITE);
-	qa.send_cq = qa.recv_cq = r->cq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = SQN;
-	qa.cap.max_recv_wr = RXN;
-	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-	if (!r->mr || rdma_create_qp(r->id, r->pd, &qa))
-		_exit(24);
-	for (i = 0; i < RXN; i++)
-		raw_post_recv(r, i);
-	cp.private_data = pd_buf;
-	cp.private_data_len = (uint8_t)rmsgi_hello_encode(&h, pd_buf);
-	cp.responder_resources = 1;
-	cp.initiator_depth = 1;
-	cp.retry_count = 6;
-	cp.rnr_retry_count = 7;
-	if (rdma_connect(r->id, &cp) ||
-	    wait_ev(r, RDMA_CM_EVENT_ESTABLISHED, 15 * t_scale()))
-		_exit(26);
-}
-
-static void raw_close(struct raw *r)
-{
-	rdma_disconnect(r->id);
-	rdma_destroy_qp(r->id);
-	ibv_dereg_mr(r->mr);
-	ibv_destroy_cq(r->cq);
-	ibv_dealloc_pd(r->pd);
-	rdma_destroy_id(r->id);
-	rdma_destroy_event_channel(r->ch);
-	free(r->buf);
+	raw_connect(r, host, port, &o);
 }
 
 /* a DATA frame of @len bytes of @s, signalled */
 static int raw_data(struct raw *r, const char *s, size_t len)
 {
-	uint8_t *b = r->buf + (size_t)RXN * RXSZ;
+	uint8_t *b = raw_sbuf(r, 0);
 	struct rmsgi_hdr h = {.type = RMSGI_T_DATA, .len = len};
-	struct ibv_sge sge = {(uintptr_t)b, (uint32_t)(RMSGI_HDR_SIZE + len),
-			      r->mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = 1000,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_SEND,
-				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad;
 
 	rmsgi_hdr_encode(&h, b);
 	memcpy(b + RMSGI_HDR_SIZE, s, len);
-	return ibv_post_send(r->id->qp, &wr, &bad);
+	return raw_send(r, 0, RMSGI_HDR_SIZE + len, true);
 }
 
 /*
@@ -269,17 +153,12 @@ static int raw_poll(struct raw *r, struct rmsgi_hdr *h, double secs)
 			continue;
 		}
 		if (wc.status != IBV_WC_SUCCESS) {
-			fprintf(stderr, "raw: wc %s (wr_id %llu)\n",
-				ibv_wc_status_str(wc.status),
-				(unsigned long long)wc.wr_id);
+			raw_wc_error(&wc);
 			return -1;
 		}
 		if (!(wc.opcode & IBV_WC_RECV))
 			return 2;
-		if (rmsgi_hdr_decode(r->buf + wc.wr_id * RXSZ, wc.byte_len,
-				     (uint64_t)1 << 40, h))
-			_exit(31);
-		raw_post_recv(r, (int)wc.wr_id);
+		raw_take_recv(r, &wc, h);
 		return 1;
 	}
 }
@@ -330,7 +209,7 @@ static void raw_case(const char *host, uint16_t port, enum kind k)
 	ev_tstamp t0, tq;
 	int ret, frames = 0;
 
-	raw_connect(&r, host, port, k == K_RNDV ? RXN : RAW_GRANT);
+	raw_connect_live(&r, host, port, k == K_RNDV ? RAW_RXN : RAW_GRANT);
 	switch (k) {
 	case K_HOARD1:
 	case K_HOARD0:
@@ -355,8 +234,8 @@ static void raw_case(const char *host, uint16_t port, enum kind k)
 	}
 	/* silent from here on */
 	tq = ev_time();
-	ret = wait_ev(&r, RDMA_CM_EVENT_DISCONNECTED,
-		      (KA_BOUND + BIG / KA_RATE) * 4 + 15 * t_scale());
+	ret = raw_wait_ev(&r, RDMA_CM_EVENT_DISCONNECTED,
+			  (KA_BOUND + BIG / KA_RATE) * 4 + 15 * t_scale());
 	t0 = ev_time();
 	printf("raw: case %s: %s %.3f s after the peer fell silent\n",
 	       kind_name[k],
@@ -376,20 +255,15 @@ static void raw_pending(const char *host, uint16_t port, int in, int out)
 {
 	struct raw r = {0};
 	struct rdma_conn_param cp = {0};
-	struct rmsgi_hello h = {.credits = RXN, .eager_size = 8192};
+	struct rmsgi_hello h = {.credits = RAW_RXN, .eager_size = 8192};
 	uint8_t pd_buf[64];
 	char ch = 'p';
 
 	raw_resolve(&r, host, port);
-	cp.private_data = pd_buf;
-	cp.private_data_len = (uint8_t)rmsgi_hello_encode(&h, pd_buf);
-	cp.responder_resources = 1;
-	cp.initiator_depth = 1;
-	cp.retry_count = 6;
-	cp.rnr_retry_count = 7;
+	raw_conn_param(&cp, pd_buf, &h, 1);
 	cp.qp_num = 0x123; /* no QP behind it */
 	if (rdma_connect(r.id, &cp) ||
-	    wait_ev(&r, RDMA_CM_EVENT_CONNECT_RESPONSE, 15 * t_scale())) {
+	    raw_wait_ev(&r, RDMA_CM_EVENT_CONNECT_RESPONSE, 15 * t_scale())) {
 		RAW_FAIL(41, "pending: no CONNECT_RESPONSE");
 		ch = 'x';
 	} else {

@@ -369,14 +369,6 @@ static void cli_close(struct rmsg_conn *c, int reason, void *arg)
 	rmsg_listener_close(lis);
 }
 
-static void child_cb(struct ev_loop *l, ev_child *w, int revents)
-{
-	ev_child_stop(l, w);
-	T_ASSERT(WIFEXITED(w->rstatus) && WEXITSTATUS(w->rstatus) == 0,
-		 "raw peer failed with status %d", w->rstatus);
-	child_done = 1;
-}
-
 int main(void)
 {
 	struct rmsg_conn_ops sops = {.on_established = srv_established,
@@ -387,7 +379,7 @@ int main(void)
 				     .on_close = cli_close};
 	struct rmsg_ctx *ctx;
 	struct rmsg_cfg *cfg, *ccfg;
-	ev_child cw;
+	struct t_child cw;
 	char uri[64];
 	uint16_t port;
 	long rss_end;
@@ -417,8 +409,7 @@ int main(void)
 	pid = fork();
 	if (pid == 0)
 		child(port);
-	ev_child_init(&cw, child_cb, pid, 0);
-	ev_child_start(loop, &cw);
+	t_child_watch(loop, &cw, pid, &child_done, NULL);
 	t_deadline(loop, 120);
 	ev_run(loop, 0);
 

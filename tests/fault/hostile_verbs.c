@@ -26,22 +26,17 @@
  * TCP (tests/fault/tcp_hostile.c is the TCP twin).
  */
 #include <arpa/inet.h>
-#include <netdb.h>
-#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <rdma/rdma_cma.h>
-#include <infiniband/verbs.h>
 
 #include "../integration/common.h"
 #include "proto.h"
+#include "raw_verbs.h"
 
 #define MAX_MSG (1 << 20)
 #define NRANDOM 16
-#define RXN 16
-#define RXSZ 65536
 
 enum kind {
 	K_RANDOM,
@@ -84,106 +79,17 @@ static const struct {
 /* ------------------------------------------------------------------ */
 /* the raw peer (child process)                                         */
 
-struct raw {
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *id;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr;
-	uint8_t *buf; /* RXN receive buffers, then one send buffer */
-};
+static const struct raw_opts opts = {.cqe = 64,
+				     .sqn = 16,
+				     .credits = RAW_RXN,
+				     .eager = 8192,
+				     .responder_resources = 1,
+				     .secs = 15};
 
-static int wait_ev(struct raw *r, enum rdma_cm_event_type want, int ms)
+static void raw_post_op(struct raw *r, enum ibv_wr_opcode op, size_t len,
+			uint64_t raddr, uint32_t rkey)
 {
-	struct pollfd p = {.fd = r->ch->fd, .events = POLLIN};
-	struct rdma_cm_event *ev;
-	int type;
-
-	if (poll(&p, 1, ms) != 1)
-		return -ETIMEDOUT;
-	if (rdma_get_cm_event(r->ch, &ev))
-		_exit(20);
-	type = ev->event;
-	rdma_ack_cm_event(ev);
-	if ((int)type != (int)want) {
-		fprintf(stderr, "raw: cm event %s, wanted %s\n",
-			rdma_event_str(type), rdma_event_str(want));
-		return -EPROTO;
-	}
-	return 0;
-}
-
-static void raw_connect(struct raw *r, const char *host, uint16_t port)
-{
-	struct ibv_qp_init_attr qa = {0};
-	struct rdma_conn_param cp = {0};
-	struct rmsgi_hello h = {.credits = RXN, .eager_size = 8192};
-	struct addrinfo *ai;
-	uint8_t pd_buf[64];
-	char ps[8];
-	int i;
-
-	snprintf(ps, sizeof(ps), "%u", port);
-	if (getaddrinfo(host, ps, NULL, &ai))
-		_exit(21);
-	r->ch = rdma_create_event_channel();
-	if (!r->ch || rdma_create_id(r->ch, &r->id, NULL, RDMA_PS_TCP) ||
-	    rdma_resolve_addr(r->id, NULL, ai->ai_addr, 5000) ||
-	    wait_ev(r, RDMA_CM_EVENT_ADDR_RESOLVED, 10000) ||
-	    rdma_resolve_route(r->id, 5000) ||
-	    wait_ev(r, RDMA_CM_EVENT_ROUTE_RESOLVED, 10000))
-		_exit(22);
-	freeaddrinfo(ai);
-	r->pd = ibv_alloc_pd(r->id->verbs);
-	r->cq = ibv_create_cq(r->id->verbs, 64, NULL, NULL, 0);
-	r->buf = calloc(RXN + 1, RXSZ);
-	if (!r->pd || !r->cq || !r->buf)
-		_exit(23);
-	r->mr = ibv_reg_mr(r->pd, r->buf, (size_t)(RXN + 1) * RXSZ,
-			   IBV_ACCESS_LOCAL_WRITE);
-	qa.send_cq = qa.recv_cq = r->cq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = 16;
-	qa.cap.max_recv_wr = RXN;
-	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-	if (!r->mr || rdma_create_qp(r->id, r->pd, &qa))
-		_exit(24);
-	for (i = 0; i < RXN; i++) {
-		struct ibv_sge sge = {(uintptr_t)(r->buf + (size_t)i * RXSZ),
-				      RXSZ, r->mr->lkey};
-		struct ibv_recv_wr wr = {.wr_id = (uint64_t)i,
-					 .sg_list = &sge,
-					 .num_sge = 1},
-				   *bad;
-
-		if (ibv_post_recv(r->id->qp, &wr, &bad))
-			_exit(25);
-	}
-	cp.private_data = pd_buf;
-	cp.private_data_len = (uint8_t)rmsgi_hello_encode(&h, pd_buf);
-	cp.responder_resources = cp.initiator_depth = 1;
-	cp.retry_count = 6;
-	cp.rnr_retry_count = 7;
-	if (rdma_connect(r->id, &cp) ||
-	    wait_ev(r, RDMA_CM_EVENT_ESTABLISHED, 15000))
-		_exit(26);
-}
-
-static void raw_post(struct raw *r, enum ibv_wr_opcode op, size_t len,
-		     uint64_t raddr, uint32_t rkey)
-{
-	struct ibv_sge sge = {(uintptr_t)(r->buf + (size_t)RXN * RXSZ),
-			      (uint32_t)len, r->mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = 1000,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = op,
-				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad;
-
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	if (ibv_post_send(r->id->qp, &wr, &bad))
+	if (raw_post(r, op, 0, len, true, raddr, rkey))
 		_exit(27);
 }
 
@@ -199,7 +105,7 @@ static void raw_expect_echo(struct raw *r)
 		if (n == 1 && wc.status == IBV_WC_SUCCESS &&
 		    wc.opcode == IBV_WC_RECV) {
 			struct rmsgi_hdr h;
-			uint8_t *b = r->buf + wc.wr_id * RXSZ;
+			uint8_t *b = r->buf + wc.wr_id * RAW_RXSZ;
 
 			if (rmsgi_hdr_decode(b, wc.byte_len, MAX_MSG, &h) ==
 				    0 &&
@@ -215,18 +121,6 @@ static void raw_expect_echo(struct raw *r)
 		}
 	}
 	_exit(29);
-}
-
-static void raw_close(struct raw *r)
-{
-	rdma_disconnect(r->id);
-	rdma_destroy_qp(r->id);
-	ibv_dereg_mr(r->mr);
-	ibv_destroy_cq(r->cq);
-	ibv_dealloc_pd(r->pd);
-	rdma_destroy_id(r->id);
-	rdma_destroy_event_channel(r->ch);
-	free(r->buf);
 }
 
 static void hdr_at(uint8_t *b, uint8_t type, uint16_t credits, uint64_t len)
@@ -247,8 +141,8 @@ static void raw_case(const char *host, uint16_t port, enum kind k, int n)
 	ev_tstamp t0;
 	int i, ret;
 
-	raw_connect(&r, host, port);
-	s = r.buf + (size_t)RXN * RXSZ;
+	raw_connect(&r, host, port, &opts);
+	s = raw_sbuf(&r, 0);
 	switch (k) {
 	case K_RANDOM:
 		len = 1 + t_rand() % 4096;
@@ -296,12 +190,13 @@ static void raw_case(const char *host, uint16_t port, enum kind k, int n)
 		hdr_at(s, RMSGI_T_CREDIT, 60000, 0);
 		break;
 	case K_OVERSIZE:
-		hdr_at(s, RMSGI_T_DATA, 0, RXSZ - RMSGI_HDR_SIZE);
-		len = RXSZ;
+		hdr_at(s, RMSGI_T_DATA, 0, RAW_RXSZ - RMSGI_HDR_SIZE);
+		len = RAW_RXSZ;
 		break;
 	case K_WRITE_FORGED:
 		memset(s, 0x5a, 4096);
-		raw_post(&r, IBV_WR_RDMA_WRITE, 4096, 0xdead0000ull, 0x1234567);
+		raw_post_op(&r, IBV_WR_RDMA_WRITE, 4096, 0xdead0000ull,
+			    0x1234567);
 		break;
 	case K_GOOD:
 		hdr_at(s, RMSGI_T_DATA, 0, 5);
@@ -311,14 +206,14 @@ static void raw_case(const char *host, uint16_t port, enum kind k, int n)
 	}
 	t0 = ev_time();
 	if (k != K_WRITE_FORGED)
-		raw_post(&r, IBV_WR_SEND, len, 0, 0);
+		raw_post_op(&r, IBV_WR_SEND, len, 0, 0);
 	if (k == K_GOOD) {
 		raw_expect_echo(&r);
 		printf("raw: good peer: echo received\n");
 		raw_close(&r);
 		return;
 	}
-	ret = wait_ev(&r, RDMA_CM_EVENT_DISCONNECTED, 10000);
+	ret = raw_wait_ev(&r, RDMA_CM_EVENT_DISCONNECTED, 10);
 	printf("raw: case %d (%d B): %s %.3f s after the send\n", n, (int)len,
 	       ret ? "no disconnect from the server" : "server disconnected",
 	       ev_time() - t0);
@@ -404,14 +299,6 @@ static void good_close(struct rmsg_conn *c, int reason, void *arg)
 	lis = NULL;
 }
 
-static void child_cb(struct ev_loop *l, ev_child *w, int revents)
-{
-	ev_child_stop(l, w);
-	T_ASSERT(WIFEXITED(w->rstatus) && WEXITSTATUS(w->rstatus) == 0,
-		 "raw peer failed with status %d", w->rstatus);
-	child_done = 1;
-}
-
 int main(void)
 {
 	struct rmsg_conn_ops sops = {.on_msg = srv_msg, .on_close = srv_close};
@@ -423,7 +310,7 @@ int main(void)
 	char uri[128];
 	uint16_t port;
 	int fds[2], i, bad = 0;
-	ev_child cw;
+	struct t_child cw;
 	pid_t pid;
 
 	if (strcmp(t_transport(), "rdma")) {
@@ -455,8 +342,7 @@ int main(void)
 	ev_timer_start(loop, &ping_timer);
 	T_ASSERT(write(fds[1], &port, sizeof(port)) == sizeof(port), "pipe");
 	close(fds[1]);
-	ev_child_init(&cw, child_cb, pid, 0);
-	ev_child_start(loop, &cw);
+	t_child_watch(loop, &cw, pid, &child_done, NULL);
 	t_deadline(loop, 300);
 	ev_run(loop, 0);
 

@@ -80,29 +80,6 @@ static void cli_close(struct rmsg_conn *c, int reason, void *arg)
 	k->reason = reason;
 }
 
-static void stop_cb(struct ev_loop *l, ev_timer *w, int revents)
-{
-	ev_break(l, EVBREAK_ONE);
-}
-
-static void run_for(double s)
-{
-	ev_timer w;
-
-	ev_timer_init(&w, stop_cb, s, 0);
-	ev_timer_start(loop, &w);
-	ev_run(loop, 0);
-	ev_timer_stop(loop, &w);
-}
-
-#define RUN_UNTIL(cond, max_s)                                             \
-	do {                                                               \
-		double t0_ = ev_time();                                    \
-		while (!(cond) && ev_time() - t0_ < (max_s)*t_scale())     \
-			run_for(0.01);                                     \
-		T_ASSERT(cond, "timed out after %.1f s", (double)(max_s)); \
-	} while (0)
-
 static bool readable(int fd)
 {
 	struct timeval tv = {0};
@@ -152,38 +129,38 @@ static void limits(struct rmsg_ctx *sctx, uint16_t *port_p)
 	/* 1. three in, the fourth refused, one out, the fifth in */
 	for (i = 0; i < 3; i++) {
 		cli_connect(i);
-		RUN_UNTIL(clis[i].up, 5);
+		T_RUN_UNTIL(loop, clis[i].up, 5);
 	}
-	RUN_UNTIL(srv_est == 3, 5);
+	T_RUN_UNTIL(loop, srv_est == 3, 5);
 	cli_connect(3);
-	RUN_UNTIL(clis[3].closed, 5);
+	T_RUN_UNTIL(loop, clis[3].closed, 5);
 	T_ASSERT(!clis[3].up && clis[3].reason == -ECONNREFUSED,
 		 "4th client: up %d reason %d", clis[3].up, clis[3].reason);
 	T_ASSERT(warn_refused >= 1, "the refusal's reason was not logged");
 	printf("max_conns 3: the 4th client refused (%s)\n",
 	       rmsg_strerror(clis[3].reason));
 	T_OK(rmsg_conn_close(clis[0].c));
-	RUN_UNTIL(clis[0].closed && srv_closed == 1, 5);
+	T_RUN_UNTIL(loop, clis[0].closed && srv_closed == 1, 5);
 	cli_connect(4);
-	RUN_UNTIL(clis[4].up || clis[4].closed, 5);
+	T_RUN_UNTIL(loop, clis[4].up || clis[4].closed, 5);
 	T_ASSERT(clis[4].up, "served again after a close: %d", clis[4].reason);
 	printf("max_conns 3: after one closed, a new client is served\n");
 	T_OK(rmsg_conn_close(clis[1].c));
 	T_OK(rmsg_conn_close(clis[2].c));
 	T_OK(rmsg_conn_close(clis[4].c));
-	RUN_UNTIL(srv_closed == 4, 5);
+	T_RUN_UNTIL(loop, srv_closed == 4, 5);
 
 	/* 2. silent sockets hold the 2 handshake slots for 1 s */
 	for (i = 0; i < 2; i++)
 		raw[i] = raw_connect(*port_p);
-	run_for(0.1); /* accepted, counted as pending */
+	t_run_for(loop, 0.1); /* accepted, counted as pending */
 	cli_connect(5);
-	RUN_UNTIL(clis[5].closed, 5);
+	T_RUN_UNTIL(loop, clis[5].closed, 5);
 	T_ASSERT(!clis[5].up && clis[5].reason == -ECONNREFUSED,
 		 "client while the handshakes are full: %d", clis[5].reason);
 	printf("max_pending 2: 2 silent sockets, a client refused\n");
 	/* their handshake timeout (1 s) closes them */
-	RUN_UNTIL(readable(raw[0]) && readable(raw[1]), 5);
+	T_RUN_UNTIL(loop, readable(raw[0]) && readable(raw[1]), 5);
 	for (i = 0; i < 2; i++) {
 		char b[64];
 		ssize_t r = read(raw[i], b, sizeof(b));
@@ -192,12 +169,12 @@ static void limits(struct rmsg_ctx *sctx, uint16_t *port_p)
 		close(raw[i]);
 	}
 	cli_connect(5);
-	RUN_UNTIL(clis[5].up || clis[5].closed, 5);
+	T_RUN_UNTIL(loop, clis[5].up || clis[5].closed, 5);
 	T_ASSERT(clis[5].up, "served after the timeout: %d", clis[5].reason);
 	printf("max_pending 2: after the handshake timeout, a client is "
 	       "served\n");
 	T_OK(rmsg_conn_close(clis[5].c));
-	RUN_UNTIL(clis[5].closed, 5);
+	T_RUN_UNTIL(loop, clis[5].closed, 5);
 }
 
 /* a raw peer: waits for the go, connects, HELLO, expects HELLO_ACK */
@@ -250,13 +227,13 @@ static void emfile(uint16_t port)
 	warn_emfile = warn_again = 0;
 	T_ASSERT(write(go, "g", 1) == 1, "go");
 	/* the shortage lasts 1.5 s: pauses of 10, 20, ... 640 ms */
-	run_for(1.5);
+	t_run_for(loop, 1.5);
 	T_ASSERT(warn_emfile == 1, "the shortage logged %d times", warn_emfile);
 	T_ASSERT(srv_est == est0, "served without a descriptor?");
 	for (i = 0; i < 16; i++)
 		close(fill[--nfill]);
-	RUN_UNTIL(srv_est == est0 + 1, 5);
-	RUN_UNTIL(warn_again == 1, 1);
+	T_RUN_UNTIL(loop, srv_est == est0 + 1, 5);
+	T_RUN_UNTIL(loop, warn_again == 1, 1);
 	printf("EMFILE: logged once; then: %s\n", last_again);
 	T_ASSERT(strstr(last_again, "pauses"), "no pause count");
 	{

@@ -126,15 +126,6 @@ static void refused_close(struct rmsg_conn *c, int reason, void *arg)
 	maybe_done();
 }
 
-static void child_cb(struct ev_loop *l, ev_child *w, int revents)
-{
-	ev_child_stop(l, w);
-	T_ASSERT(WIFEXITED(w->rstatus) && WEXITSTATUS(w->rstatus) == 0,
-		 "raw peer failed with status %d", w->rstatus);
-	child_done = 1;
-	maybe_done();
-}
-
 int main(void)
 {
 	struct rmsg_conn_ops ops = {.on_msg = on_msg, .on_close = on_close};
@@ -142,7 +133,7 @@ int main(void)
 	struct rmsg_ctx *ctx;
 	struct rmsg_cfg *cfg;
 	struct rmsg_conn *c;
-	ev_child cw;
+	struct t_child cw;
 	char uri[64];
 	uint16_t port, dead;
 	pid_t pid;
@@ -175,8 +166,7 @@ int main(void)
 	pid = fork();
 	if (pid == 0)
 		child(port);
-	ev_child_init(&cw, child_cb, pid, 0);
-	ev_child_start(loop, &cw);
+	t_child_watch(loop, &cw, pid, &child_done, maybe_done);
 	t_deadline(loop, 60);
 	ev_run(loop, 0);
 	T_ASSERT(accepted == 5, "accepted %d (garbage must not be)", accepted);

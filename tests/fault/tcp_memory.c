@@ -164,32 +164,6 @@ static void cli_close(struct rmsg_conn *c, int reason, void *arg)
 }
 
 /* ------------------------------------------------------------------ */
-/* the loop, for a while or until a condition                           */
-
-static void stop_cb(struct ev_loop *l, ev_timer *w, int revents)
-{
-	ev_break(l, EVBREAK_ONE);
-}
-
-static void run_for(double s)
-{
-	ev_timer w;
-
-	ev_timer_init(&w, stop_cb, s, 0);
-	ev_timer_start(loop, &w);
-	ev_run(loop, 0);
-	ev_timer_stop(loop, &w);
-}
-
-#define RUN_UNTIL(cond, max_s)                                             \
-	do {                                                               \
-		double t0_ = ev_time();                                    \
-		while (!(cond) && ev_time() - t0_ < (max_s)*t_scale())     \
-			run_for(0.01);                                     \
-		T_ASSERT(cond, "timed out after %.1f s", (double)(max_s)); \
-	} while (0)
-
-/* ------------------------------------------------------------------ */
 /* raw peers                                                            */
 
 static pid_t spawn(void (*fn)(uint16_t port, int note), uint16_t port,
@@ -326,17 +300,17 @@ int main(void)
 	T_OK(rmsg_ctx_create(loop, NULL, &cctx));
 	T_OK(rmsg_connect(cctx, uri, NULL, &cops, NULL, &cli));
 	t_deadline(loop, 120);
-	RUN_UNTIL(cli_up && round_trips > 100, 10);
+	T_RUN_UNTIL(loop, cli_up && round_trips > 100, 10);
 	/* warm: the first large frames, on a client's connection, mapped
 	 * and freed; malloc's own state settled */
-	run_for(0.2);
+	t_run_for(loop, 0.2);
 
 	/* 1. announcements cost what arrived */
 	mem_read(&m0);
 	rt0 = round_trips;
 	pid = spawn(announcers, port, &note);
-	RUN_UNTIL(readable(note), 20);
-	run_for(0.5); /* the server reads what they sent */
+	T_RUN_UNTIL(loop, readable(note), 20);
+	t_run_for(loop, 0.5); /* the server reads what they sent */
 	mem_read(&m1);
 	mem_print("8 x 512 MiB announced, 4 KiB sent", &m0, &m1);
 	T_ASSERT(!judge_mem || (m1.peak - m0.peak < ANNOUNCE_BOUND &&
@@ -347,16 +321,16 @@ int main(void)
 	T_ASSERT(round_trips - rt0 > 100, "the good client starved");
 	reap(pid, true);
 	close(note);
-	RUN_UNTIL(closes == RAW_PEERS, 10);
+	T_RUN_UNTIL(loop, closes == RAW_PEERS, 10);
 	T_ASSERT(n_reset == RAW_PEERS, "announcers closed: %d resets", n_reset);
 
 	/* 2. a peer that really sends is held at the cap, then closed */
-	run_for(0.2);
+	t_run_for(loop, 0.2);
 	mem_read(&m0);
 	rt0 = round_trips;
 	pid = spawn(filler, bport, &note);
-	RUN_UNTIL(b_nheld == 1, 10);
-	RUN_UNTIL(n_nobufs == 1, 5 + TIMEOUT_MS / 1000.0);
+	T_RUN_UNTIL(loop, b_nheld == 1, 10);
+	T_RUN_UNTIL(loop, n_nobufs == 1, 5 + TIMEOUT_MS / 1000.0);
 	mem_read(&m1);
 	mem_print("2 x 48 MiB sent into a 64 MiB cap", &m0, &m1);
 	T_ASSERT(!judge_mem || m1.hwm - m0.hwm < CAP + RX_SLACK,
@@ -371,7 +345,7 @@ int main(void)
 
 	/* 3. more than the cap can ever hold */
 	pid = spawn(over_cap, bport, &note);
-	RUN_UNTIL(n_msgsize == 1, 5);
+	T_RUN_UNTIL(loop, n_msgsize == 1, 5);
 	T_ASSERT(b_nheld == 1, "server B got %d messages", b_nheld);
 	rmsg_msg_release(b_held[0]);
 	st = reap(pid, false);
@@ -386,12 +360,12 @@ int main(void)
 		iov.iov_base = calloc(1, BIG);
 		T_ASSERT(iov.iov_base, "calloc");
 		pp_pause = true;
-		run_for(0.1);
+		t_run_for(loop, 0.1);
 		u0 = malloc_in_use();
 		T_OK(rmsg_send(cli, &iov, 1, NULL, NULL));
-		RUN_UNTIL(big_back, 10);
+		T_RUN_UNTIL(loop, big_back, 10);
 		u1 = malloc_in_use();
-		run_for(2.5);
+		t_run_for(loop, 2.5);
 		u2 = malloc_in_use();
 		printf("8 MiB echo: malloc in use %zu KiB before, %zu KiB "
 		       "after, %zu KiB 2.5 s later\n",

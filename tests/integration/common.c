@@ -2,6 +2,7 @@
 /* common.c - integration test helpers (see common.h) */
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "common.h"
 
@@ -164,4 +165,41 @@ double t_scale(void)
 	double v = s ? atof(s) : 1.0;
 
 	return v > 0 ? v : 1.0;
+}
+
+static void run_for_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	ev_break(loop, EVBREAK_ONE);
+}
+
+void t_run_for(struct ev_loop *loop, double secs)
+{
+	ev_timer w;
+
+	ev_timer_init(&w, run_for_cb, secs, 0);
+	ev_timer_start(loop, &w);
+	ev_run(loop, 0);
+	ev_timer_stop(loop, &w);
+}
+
+static void t_child_cb(struct ev_loop *loop, ev_child *w, int revents)
+{
+	struct t_child *c = w->data;
+
+	ev_child_stop(loop, w);
+	T_ASSERT(WIFEXITED(w->rstatus) && WEXITSTATUS(w->rstatus) == 0,
+		 "raw peer failed with status %d", w->rstatus);
+	*c->done = 1;
+	if (c->then)
+		c->then();
+}
+
+void t_child_watch(struct ev_loop *loop, struct t_child *c, pid_t pid,
+		   int *done, void (*then)(void))
+{
+	c->done = done;
+	c->then = then;
+	ev_child_init(&c->w, t_child_cb, pid, 0);
+	c->w.data = c;
+	ev_child_start(loop, &c->w);
 }

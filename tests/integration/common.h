@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <ev.h>
 #include <rmsg.h>
 
@@ -64,5 +65,25 @@ int t_check(const void *buf, size_t len, uint64_t seed);
 int t_split(void *buf, size_t len, struct iovec *iov, int max);
 /* scale for slow environments: RMSG_TEST_SCALE (default 1.0) */
 double t_scale(void);
+/* a forked raw peer watched on the loop: once it exits, the test fails
+ * unless it exited 0; then *@done is set and @then (if any) runs */
+struct t_child {
+	ev_child w;
+	int *done;
+	void (*then)(void);
+};
+void t_child_watch(struct ev_loop *loop, struct t_child *c, pid_t pid,
+		   int *done, void (*then)(void));
+/* runs @loop for @secs seconds */
+void t_run_for(struct ev_loop *loop, double secs);
+
+/* runs @loop until @cond holds; fails after @max_s seconds (scaled) */
+#define T_RUN_UNTIL(loop, cond, max_s)                                     \
+	do {                                                               \
+		double t0_ = ev_time();                                    \
+		while (!(cond) && ev_time() - t0_ < (max_s)*t_scale())     \
+			t_run_for((loop), 0.01);                           \
+		T_ASSERT(cond, "timed out after %.1f s", (double)(max_s)); \
+	} while (0)
 
 #endif
