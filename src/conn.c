@@ -142,15 +142,22 @@ void rmsgi_conn_get(struct rmsg_conn *c)
 	c->refs++;
 }
 
-void rmsgi_conn_put(struct rmsg_conn *c)
+/* the last reference went: the object goes (kept out of the inline
+ * fast path of rmsgi_conn_put) */
+static void __attribute__((noinline)) conn_free(struct rmsg_conn *c)
 {
-	if (--c->refs > 0)
-		return;
 	if (c->dirty)
 		rmsgi_list_del(&c->dirty_link);
 	rmsgi_mr_conn_gone(c); /* finalize() did, unless it never ran */
 	rmsgi_rpc_conn_free(c);
 	free(c);
+}
+
+void rmsgi_conn_put(struct rmsg_conn *c)
+{
+	if (--c->refs > 0)
+		return;
+	conn_free(c);
 }
 
 void rmsgi_conn_hello(const struct rmsg_conn *c, struct rmsgi_hello *h)
@@ -493,11 +500,18 @@ void rmsgi_conn_tr_room(struct rmsg_conn *c)
 		rmsgi_ctx_mark_dirty(c->ctx, c);
 }
 
-void rmsgi_conn_credit_freed(struct rmsg_conn *c)
+/* inline for conn.c's own per-message use (msg_after_cb) */
+static inline __attribute__((always_inline)) void
+conn_credit_freed(struct rmsg_conn *c)
 {
 	rmsgi_credit_freed(&c->cr);
 	if (c->state == RMSGI_CS_ESTABLISHED && credit_due(c))
 		rmsgi_ctx_mark_dirty(c->ctx, c);
+}
+
+void rmsgi_conn_credit_freed(struct rmsg_conn *c)
+{
+	conn_credit_freed(c);
 }
 
 void rmsgi_conn_rx_progress(struct rmsg_conn *c, size_t got)
@@ -518,7 +532,7 @@ static inline void msg_after_cb(struct rmsg_conn *c, struct rmsg_msg *m)
 		return;
 	if (m->lent) {
 		m->lent = 0;
-		rmsgi_conn_credit_freed(c);
+		conn_credit_freed(c);
 		return;
 	}
 	m->free_fn(m);

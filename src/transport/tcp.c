@@ -1235,18 +1235,11 @@ static void tcp_big_done(struct tcp_conn *tc)
  * unparsed tail move to the front, or to a fresh buffer when held
  * messages pin this one (appending never touches what they point to).
  */
-static void tcp_rbuf_compact(struct tcp_conn *tc)
+static void __attribute__((noinline)) tcp_rbuf_move(struct tcp_conn *tc)
 {
 	size_t rest = tc->rtail - tc->rhead;
-	size_t room = TCP_RBUF_SIZE - tc->rtail;
 	struct tcp_rbuf *nb;
 
-	if (!rest && tc->rb->refs == 1) {
-		tc->rhead = tc->rtail = 0;
-		return;
-	}
-	if (!tc->rhead || (room >= tc->rneed && room >= TCP_RBUF_MIN_ROOM))
-		return;
 	if (tc->rb->refs > 1) {
 		nb = tcp_rbuf_get(tc->t);
 		if (!nb) {
@@ -1263,8 +1256,23 @@ static void tcp_rbuf_compact(struct tcp_conn *tc)
 	tc->rtail = rest;
 }
 
+/* per read: the common cases (all parsed, or room enough) stay inline */
+static inline __attribute__((always_inline)) void
+tcp_rbuf_compact(struct tcp_conn *tc)
+{
+	size_t room = TCP_RBUF_SIZE - tc->rtail;
+
+	if (tc->rtail == tc->rhead && tc->rb->refs == 1) {
+		tc->rhead = tc->rtail = 0;
+		return;
+	}
+	if (!tc->rhead || (room >= tc->rneed && room >= TCP_RBUF_MIN_ROOM))
+		return;
+	tcp_rbuf_move(tc);
+}
+
 /* delivers every complete frame in tc->rb, in order */
-static void tcp_parse(struct tcp_conn *tc)
+static inline __attribute__((always_inline)) void tcp_parse(struct tcp_conn *tc)
 {
 	uint64_t max = tc->c->cfg.max_msg_size;
 	struct rmsgi_hdr h;
@@ -1325,6 +1333,13 @@ static void tcp_parse(struct tcp_conn *tc)
 		tcp_rbuf_compact(tc);
 }
 
+/* the rare second caller, kept out of line so the read loop's stays
+ * inline */
+static void __attribute__((noinline)) tcp_parse_resume(struct tcp_conn *tc)
+{
+	tcp_parse(tc);
+}
+
 static void tcp_read(struct tcp_conn *tc)
 {
 	int round;
@@ -1339,7 +1354,7 @@ static void tcp_read(struct tcp_conn *tc)
 	if (tc->wait_start) {
 		/* memory came back: start the frame that waited */
 		tc->wait_start = false;
-		tcp_parse(tc);
+		tcp_parse_resume(tc);
 	}
 	for (round = 0; round < TCP_READ_ROUNDS && !tc->ended && !tc->stalled;
 	     round++) {
