@@ -56,28 +56,24 @@ static void set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
 }
 
 /*
- * Credits we may return to the peer now: all we owe, unless our answers
- * to it are at their bound (RMSGI_ANS_MAX); then only as many as leave
- * it the one credit its CREDIT frame needs, so it can still return ours
- * (and let the answers go) but cannot ask for more.
+ * Credits go back to the peer as buffers free up. Withholding them while
+ * our answers to it wait (tried: keep the peer at its last credit once
+ * answers reach a bound) deadlocked two honest peers that both asked
+ * more of each other than their credits, each waiting for credits the
+ * other held back. What bounds the answers a peer can make us queue is
+ * that it can only send what we returned, in frames we could post (see
+ * "What a peer may make us hold" in rmsg_int.h).
  */
 static inline uint32_t credit_returnable(const struct rmsg_conn *c)
 {
-	if (RMSGI_LIKELY(c->ans_n < RMSGI_ANS_MAX(c)))
-		return c->cr.to_return;
-	if (c->peer_avail >= 1)
-		return 0;
-	return RMSGI_MIN(c->cr.to_return, (uint32_t)(1 - c->peer_avail));
+	return c->cr.to_return;
 }
 
 /* takes a credit for a frame and what it returns to the peer, which we
  * count at once: the peer can never have more than we think */
 static inline uint16_t credit_take(struct rmsg_conn *c)
 {
-	uint16_t n =
-		RMSGI_LIKELY(c->ans_n < RMSGI_ANS_MAX(c))
-			? rmsgi_credit_take(&c->cr)
-			: rmsgi_credit_take_max(&c->cr, credit_returnable(c));
+	uint16_t n = rmsgi_credit_take(&c->cr);
 
 	c->peer_avail += n;
 	return n;
@@ -240,8 +236,8 @@ static void op_recycle(struct rmsg_conn *c, struct rmsgi_op *op)
 	if (op->kind == RMSGI_OP_SEND || op->kind == RMSGI_OP_WRITE ||
 	    op->kind == RMSGI_OP_READ)
 		c->sendq_len--;
-	if (op->answer && c->ans_n-- == RMSGI_ANS_MAX(c))
-		rmsgi_ctx_mark_dirty(c->ctx, c);
+	if (op->answer)
+		c->ans_n--;
 	rmsgi_op_put(c->ctx, op);
 }
 

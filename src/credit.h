@@ -45,19 +45,6 @@ static inline uint16_t rmsgi_credit_take(struct rmsgi_credit *cr)
 	return (uint16_t)n;
 }
 
-/* takes one credit and returns at most @max of those owed to piggyback */
-static inline uint16_t rmsgi_credit_take_max(struct rmsgi_credit *cr,
-					     uint32_t max)
-{
-	uint32_t n = cr->to_return > max ? max : cr->to_return;
-
-	if (n > 0xffff)
-		n = 0xffff;
-	cr->avail--;
-	cr->to_return -= n;
-	return (uint16_t)n;
-}
-
 /* a receive buffer was reposted */
 static inline void rmsgi_credit_freed(struct rmsgi_credit *cr)
 {

@@ -42,6 +42,7 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct rmsg_conn *c = w->data;
 	ev_tstamp now = ev_now(loop);
 	ev_tstamp iv = c->cfg.keepalive_ms / 1000.0;
+	bool reading = false;
 
 	if (c->state != RMSGI_CS_ESTABLISHED)
 		return;
@@ -54,10 +55,8 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	c->ka_tick = now;
 	if (!rmsgi_list_empty(&c->rndvq)) {
-		/* the peer is reading our rendezvous data (or answering an
-		 * emulated one-sided op): its other answers may queue behind
-		 * those reads, so silence is not held against it; but the
-		 * oldest must be answered within the bound plus its size at
+		/* the oldest rendezvous (or emulated one-sided op) must be
+		 * answered within the bound plus its size at
 		 * RMSGI_KA_MIN_RATE */
 		struct rmsgi_op *op =
 			rmsgi_list_entry(c->rndvq.next, struct rmsgi_op, rlink);
@@ -77,7 +76,13 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			rmsgi_ctx_flush(c->ctx);
 			return;
 		}
-		c->last_rx = now;
+		/* a peer reading our rendezvous data over RDMA may have its
+		 * answers queued behind those reads: its silence alone does
+		 * not end the connection then, but probes still go, and a
+		 * dead reader fails them (the QP's retries). Over TCP an
+		 * answer in progress shows as bytes (rmsgi_conn_rx_progress)
+		 * and a silent peer is silent */
+		reading = op->kind == RMSGI_OP_SEND;
 	}
 	/* a peer cannot talk while our app holds every message it sent
 	 * (nothing to return): do not count that. A peer that keeps us
@@ -85,7 +90,7 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	 * its own doing: that counts */
 	if (c->peer_avail <= 0 && c->cr.to_return == 0)
 		c->last_rx = now;
-	if (now - c->last_rx > iv * c->cfg.keepalive_misses) {
+	if (!reading && now - c->last_rx > iv * c->cfg.keepalive_misses) {
 		rmsgi_warn(c->ctx,
 			   "conn %u: nothing heard for %.1f s "
 			   "(keepalive %u ms x %u): peer dead",

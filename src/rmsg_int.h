@@ -435,7 +435,7 @@ struct rmsg_conn {
 	 * finds it at 0 is beyond the grant: -EPROTO */
 	int32_t peer_avail;
 	/* answers generated for the peer (READ_RESP, RNDV_ACK, RPC replies)
-	 * queued or posted; at RMSGI_ANS_MAX(c) credits are withheld */
+	 * queued or posted (see "What a peer may make us hold" below) */
 	unsigned ans_n;
 	ev_tstamp rndv_mark; /* rndvq last moved (an answer, or first op) */
 	size_t ka_mark;	     /* payload bytes of a large frame at last life */
@@ -516,12 +516,13 @@ void rmsgi_conn_rx_progress(struct rmsg_conn *c, size_t got);
 
 /*
  * What a peer may make us hold. Answers the library generates for a peer
- * (READ_RESP, RNDV_ACK, RPC replies and -ENOSYS answers) are bounded per
- * connection: at this many, credits the peer used are no longer returned
- * beyond the one its CREDIT frame needs, so it cannot ask for more until
- * it takes our answers (it must return our credits for that).
+ * (READ_RESP, RNDV_ACK, RPC replies and -ENOSYS answers) are counted per
+ * connection (ans_n). A peer can only send as many frames as we returned
+ * credits for, and we return them only in frames we post; the transport
+ * takes a bounded number of posted frames (TCP: 4096 frames or 4 MiB
+ * queued; RDMA: its send ring), and an answer holds an op, not a copy:
+ * ans_n stays below the credits x (1 + frames the transport queues).
  */
-#define RMSGI_ANS_MAX(c) ((c)->cfg.credits)
 /* a frame in progress counts as life only while it advances this much
  * per keepalive interval */
 #define RMSGI_KA_PROGRESS ((size_t)64 << 10)

@@ -370,7 +370,8 @@ static void tcp_rx_give(struct tcp_ctx *t, size_t n)
 			rmsgi_list_entry(l, struct tcp_conn, stall_link);
 
 		tc->stalled = false;
-		if (tc->stall_tmo) {
+		/* (a lingering close owns the timer: its bound stays) */
+		if (tc->stall_tmo && !tc->lingering) {
 			tc->stall_tmo = false;
 			tcp_timer_stop(loop, &tc->tmo);
 		}
@@ -1620,6 +1621,11 @@ static void tcp_disconnect(struct rmsg_conn *c)
 	if (tc->fd >= 0 && !tc->ended && tc->phase == TCP_PH_OPEN &&
 	    !tc->lingering && c->close_reason == 0) {
 		tc->lingering = true;
+		/* a receive stall's timer gives way to the linger bound */
+		if (tc->stall_tmo) {
+			tc->stall_tmo = false;
+			tcp_timer_stop(tc->t->ctx->loop, &tc->tmo);
+		}
 		tcp_timer_start(tc->t->ctx->loop, &tc->tmo, TCP_LINGER_S);
 		tcp_linger_step(tc);
 		tcp_conn_unbusy(tc);
