@@ -11,8 +11,9 @@
  * (the device takes its frames before the library sees them): conn.c
  * counts every frame against the credits granted and returned
  * (rmsgi_conn_rx), and the first frame beyond them closes the connection
- * with -EPROTO; until then the others' sends wait out RNR (rnr_retry 7,
- * RNR timer MIN_RNR_TIMER) instead of failing.
+ * with -EPROTO; until then the others' sends wait out RNR (rnr_retry 6
+ * with the RNR timer MIN_RNR_TIMER we advertise: ~1.5 s) instead of
+ * failing.
  *
  * Per connection: an RC QP on the shared CQ/SRQ and a ring of send slots.
  * post() fills a slot; kick() posts the new slots as one chain with only
@@ -78,9 +79,16 @@
 #define RESOLVE_SLICE_MS 500
 /* receive buffers the SRQ holds beyond the credits granted */
 #define RX_SPARE 32
-/* the peer's RNR NAKs wait 0.64 ms (IB encoding 12) before a retry; the
- * rdma_cm default (0) means 655 ms */
-#define MIN_RNR_TIMER 12
+/* the peer's RNR NAKs wait 245.76 ms (IB encoding 29) before a retry;
+ * with RNR_RETRY 6 a sender meeting our empty SRQ gives up after ~1.5 s,
+ * long enough to outlast a flooding peer (closed at its first frame
+ * beyond its credits) draining it. The rdma_cm default (0) means 655 ms */
+#define MIN_RNR_TIMER 29
+/* finite: 7 would retry forever, and a raw peer that grants credits but
+ * never posts receives would stall our sends while its CREDIT frames
+ * keep keepalive happy. A hostile receiver's own timer (at most 655 ms)
+ * bounds the wait to ~4 s. */
+#define RNR_RETRY 6
 /* largest segment of a rendezvous request (the wire's length is u32) */
 #define SEG_MAX ((uint64_t)1 << 31)
 #define QPN_BUCKETS 256
@@ -922,10 +930,11 @@ static void rc_conn_param(struct rdma_conn *rc, struct rdma_conn_param *p,
 	p->retry_count = RETRY_COUNT;
 	/* credits make RNR a peer's fault: one over its credits can drain
 	 * the shared SRQ before it is closed, and the others then wait for
-	 * reposted buffers rather than fail (7: retry as long as the
-	 * receiver NAKs; a dead one stops answering and retry_count ends
-	 * it, a live one that never reposts is ended by keepalive) */
-	p->rnr_retry_count = 7;
+	 * reposted buffers rather than fail, for RNR_RETRY retries of the
+	 * receiver's RNR timer (ours: MIN_RNR_TIMER, ~1.5 s in all); not 7,
+	 * which retries forever: a live receiver that never reposts would
+	 * stall our sends for good */
+	p->rnr_retry_count = RNR_RETRY;
 }
 
 static int rdma_resolve(const struct rmsgi_uri *u, bool passive,
