@@ -2300,8 +2300,19 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 			if (s->op)
 				rmsgi_conn_op_done(c, s->op, -ECANCELED);
 			if (s->kind == SLOT_READ) {
-				s->rx->reads_out--;
+				struct rndv_rx *rx = s->rx;
+
 				rc->reads_out--;
+				/* all its reads issued, none posted: no
+				 * completion will finish it; back on
+				 * pending_reads, which ends it below */
+				if (--rx->reads_out == 0 &&
+				    rx->seg_idx == rx->nseg) {
+					rx->next_pending = rc->pending_reads;
+					rc->pending_reads = rx;
+					if (!rc->pending_tail)
+						rc->pending_tail = rx;
+				}
 			}
 			if (s->is_read)
 				rc->reads_out--;

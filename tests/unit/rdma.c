@@ -2152,6 +2152,31 @@ static void bound__imm_length(void **state)
 	*state = rt_new();
 }
 
+/* the device refuses the whole chain holding a rendezvous receive's only
+ * read: the read was issued (the receive left the pending list) but never
+ * posted, so no completion ends it; the teardown must (it leaked, with its
+ * pool buffer: seen by check-valgrind and check-sanitize) */
+static void send__post_send_failure_rndv_read(void **state)
+{
+	struct rt *t = *state;
+	const size_t len = 64 << 10;
+	uint8_t *a = pattern(len, 31);
+	struct rmsgi_seg seg = {(uintptr_t)a, (uint32_t)len, 1};
+	uint8_t p[RMSGI_SEG_SIZE];
+
+	connect_peer(t, 32, 8192);
+	rmsgi_seg_encode(&seg, p);
+	mock.post_send_ret = ENOMEM;
+	peer_frame(t, RMSGI_T_RNDV_REQ, 0, 0, 1, len, p, RMSGI_SEG_SIZE);
+	pump(t);
+	assert_int_equal(mock.n_sent, 0);
+	assert_int_equal(t->msgs, 0);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -ENOMEM);
+	assert_int_equal(mock.live_qp, 0);
+	free(a);
+}
+
 /* a connection reads at most its share of the budget at a time: the
  * second request waits for the first one's reads, in order; one larger
  * than the whole share fails alone with -ENOMEM */
@@ -2371,6 +2396,7 @@ int main(void)
 		T(send__direct_first_of_iteration),
 		T(send__direct_post_failure),
 		T(send__post_send_failure),
+		T(send__post_send_failure_rndv_read),
 		T(send__post_send_partial_failure),
 		T(send__wc_error_statuses),
 		T(send__wc_error_documented),
