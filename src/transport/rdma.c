@@ -488,8 +488,10 @@ static int export_bind(void *priv, struct rmsg_conn *c, void *h, void *addr,
 	}
 	if (!rc || rc->state != RC_UP)
 		return -ENOTCONN;
-	if (ring_used(rc) >= SQ_DEPTH - 2)
+	if (ring_used(rc) >= SQ_DEPTH - 2) {
+		rc->room_wanted = true; /* on_writable follows */
 		return -EAGAIN;
+	}
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
