@@ -31,8 +31,11 @@
  * What a connection reads at a time is bounded by its share of the
  * context's registered-memory budget (rndv_share): a request that does
  * not fit waits, in order, holding its receive buffer (and so the peer's
- * credit) until the reads before it are done; one larger than the whole
- * share fails alone with -ENOMEM, as when the pool has no memory.
+ * credit) until the reads before it are done; with nothing else being
+ * read, one message up to the share of a single connection (reg_limit /
+ * 2, rndv_alone) may start however many connections are open, so idle
+ * connections do not lower the largest message accepted. One larger
+ * than that fails alone with -ENOMEM, as when the pool has no memory.
  *
  * Exports (mr.c): a per-connection export is a type-2 window bound on
  * the connection's QP by a work request in its ring, so everything the
@@ -1853,6 +1856,19 @@ static uint64_t rndv_share(const struct rdma_conn *rc)
 	return RMSGI_MAX(share, floor);
 }
 
+/*
+ * The largest message a connection may ever read: with nothing else being
+ * read on it, one message up to the share of a single connection
+ * (reg_limit / 2), however many others (idle ones included) are open.
+ */
+static uint64_t rndv_alone(const struct rdma_conn *rc)
+{
+	uint64_t alone = rc->r->ctx->cfg.reg_limit / 2;
+	uint64_t floor = (uint64_t)rc->r->stride * rc->granted;
+
+	return RMSGI_MAX(alone, floor);
+}
+
 /* a rendezvous receive's reads are done (or will never be): its bytes
  * leave the connection's share, and the connection hears of it */
 static void rndv_rx_done(struct rdma_conn *rc, struct rndv_rx *rx, int status)
@@ -1867,23 +1883,26 @@ static void rndv_rx_done(struct rdma_conn *rc, struct rndv_rx *rx, int status)
 /*
  * Gives the next pending receive its buffer: 0 when it has one, 1 when
  * it must wait for the reads before it (the share is taken), or -ENOMEM
- * when it can have none (larger than the share, or no memory).
+ * when it can have none (larger than rndv_alone(), or no memory).
  */
 static int rndv_rx_alloc(struct rdma_conn *rc, struct rndv_rx *rx)
 {
 	struct rmsg_ctx *ctx = rc->r->ctx;
-	uint64_t share = rndv_share(rc), len = rx->m.len;
+	uint64_t share = rndv_share(rc), alone = rndv_alone(rc);
+	uint64_t len = rx->m.len;
 	int ret;
 
-	if (len > share) {
+	if (len > alone) {
 		rmsgi_warn(ctx,
 			   "conn %u: the peer's rendezvous of %llu bytes is "
-			   "larger than the connection's share of the "
+			   "larger than one connection may read of the "
 			   "registered-memory budget (%llu bytes): refused",
 			   rc->c->id, (unsigned long long)len,
-			   (unsigned long long)share);
+			   (unsigned long long)alone);
 		return -ENOMEM;
 	}
+	/* with nothing being read, one message up to alone may start;
+	 * beside others, the reads stay within the share */
 	if (rc->rndv_bytes && rc->rndv_bytes + len > share)
 		return 1;
 	ret = rmsgi_pool_alloc(ctx->pool, len, (void **)&rx->buf);
