@@ -11,8 +11,9 @@
  * (the device takes its frames before the library sees them): conn.c
  * counts every frame against the credits granted and returned
  * (rmsgi_conn_rx), and the first frame beyond them closes the connection
- * with -EPROTO; until then the others' sends wait out RNR (rnr_retry 7,
- * RNR timer MIN_RNR_TIMER) instead of failing.
+ * with -EPROTO; until then the others' sends wait out RNR (rnr_retry 6
+ * with the RNR timer MIN_RNR_TIMER we advertise: ~1.5 s) instead of
+ * failing.
  *
  * Per connection: an RC QP on the shared CQ/SRQ and a ring of send slots.
  * post() fills a slot; kick() posts the new slots as one chain with only
@@ -30,8 +31,11 @@
  * What a connection reads at a time is bounded by its share of the
  * context's registered-memory budget (rndv_share): a request that does
  * not fit waits, in order, holding its receive buffer (and so the peer's
- * credit) until the reads before it are done; one larger than the whole
- * share fails alone with -ENOMEM, as when the pool has no memory.
+ * credit) until the reads before it are done; with nothing else being
+ * read, one message up to the share of a single connection (reg_limit /
+ * 2, rndv_alone) may start however many connections are open, so idle
+ * connections do not lower the largest message accepted. One larger
+ * than that fails alone with -ENOMEM, as when the pool has no memory.
  *
  * Exports (mr.c): a per-connection export is a type-2 window bound on
  * the connection's QP by a work request in its ring, so everything the
@@ -78,9 +82,16 @@
 #define RESOLVE_SLICE_MS 500
 /* receive buffers the SRQ holds beyond the credits granted */
 #define RX_SPARE 32
-/* the peer's RNR NAKs wait 0.64 ms (IB encoding 12) before a retry; the
- * rdma_cm default (0) means 655 ms */
-#define MIN_RNR_TIMER 12
+/* the peer's RNR NAKs wait 245.76 ms (IB encoding 29) before a retry;
+ * with RNR_RETRY 6 a sender meeting our empty SRQ gives up after ~1.5 s,
+ * long enough to outlast a flooding peer (closed at its first frame
+ * beyond its credits) draining it. The rdma_cm default (0) means 655 ms */
+#define MIN_RNR_TIMER 29
+/* finite: 7 would retry forever, and a raw peer that grants credits but
+ * never posts receives would stall our sends while its CREDIT frames
+ * keep keepalive happy. A hostile receiver's own timer (at most 655 ms)
+ * bounds the wait to ~4 s. */
+#define RNR_RETRY 6
 /* largest segment of a rendezvous request (the wire's length is u32) */
 #define SEG_MAX ((uint64_t)1 << 31)
 #define QPN_BUCKETS 256
@@ -480,8 +491,10 @@ static int export_bind(void *priv, struct rmsg_conn *c, void *h, void *addr,
 	}
 	if (!rc || rc->state != RC_UP)
 		return -ENOTCONN;
-	if (ring_used(rc) >= SQ_DEPTH - 2)
+	if (ring_used(rc) >= SQ_DEPTH - 2) {
+		rc->room_wanted = true; /* on_writable follows */
 		return -EAGAIN;
+	}
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
@@ -922,10 +935,11 @@ static void rc_conn_param(struct rdma_conn *rc, struct rdma_conn_param *p,
 	p->retry_count = RETRY_COUNT;
 	/* credits make RNR a peer's fault: one over its credits can drain
 	 * the shared SRQ before it is closed, and the others then wait for
-	 * reposted buffers rather than fail (7: retry as long as the
-	 * receiver NAKs; a dead one stops answering and retry_count ends
-	 * it, a live one that never reposts is ended by keepalive) */
-	p->rnr_retry_count = 7;
+	 * reposted buffers rather than fail, for RNR_RETRY retries of the
+	 * receiver's RNR timer (ours: MIN_RNR_TIMER, ~1.5 s in all); not 7,
+	 * which retries forever: a live receiver that never reposts would
+	 * stall our sends for good */
+	p->rnr_retry_count = RNR_RETRY;
 }
 
 static int rdma_resolve(const struct rmsgi_uri *u, bool passive,
@@ -1842,6 +1856,19 @@ static uint64_t rndv_share(const struct rdma_conn *rc)
 	return RMSGI_MAX(share, floor);
 }
 
+/*
+ * The largest message a connection may ever read: with nothing else being
+ * read on it, one message up to the share of a single connection
+ * (reg_limit / 2), however many others (idle ones included) are open.
+ */
+static uint64_t rndv_alone(const struct rdma_conn *rc)
+{
+	uint64_t alone = rc->r->ctx->cfg.reg_limit / 2;
+	uint64_t floor = (uint64_t)rc->r->stride * rc->granted;
+
+	return RMSGI_MAX(alone, floor);
+}
+
 /* a rendezvous receive's reads are done (or will never be): its bytes
  * leave the connection's share, and the connection hears of it */
 static void rndv_rx_done(struct rdma_conn *rc, struct rndv_rx *rx, int status)
@@ -1856,23 +1883,26 @@ static void rndv_rx_done(struct rdma_conn *rc, struct rndv_rx *rx, int status)
 /*
  * Gives the next pending receive its buffer: 0 when it has one, 1 when
  * it must wait for the reads before it (the share is taken), or -ENOMEM
- * when it can have none (larger than the share, or no memory).
+ * when it can have none (larger than rndv_alone(), or no memory).
  */
 static int rndv_rx_alloc(struct rdma_conn *rc, struct rndv_rx *rx)
 {
 	struct rmsg_ctx *ctx = rc->r->ctx;
-	uint64_t share = rndv_share(rc), len = rx->m.len;
+	uint64_t share = rndv_share(rc), alone = rndv_alone(rc);
+	uint64_t len = rx->m.len;
 	int ret;
 
-	if (len > share) {
+	if (len > alone) {
 		rmsgi_warn(ctx,
 			   "conn %u: the peer's rendezvous of %llu bytes is "
-			   "larger than the connection's share of the "
+			   "larger than one connection may read of the "
 			   "registered-memory budget (%llu bytes): refused",
 			   rc->c->id, (unsigned long long)len,
-			   (unsigned long long)share);
+			   (unsigned long long)alone);
 		return -ENOMEM;
 	}
+	/* with nothing being read, one message up to alone may start;
+	 * beside others, the reads stay within the share */
 	if (rc->rndv_bytes && rc->rndv_bytes + len > share)
 		return 1;
 	ret = rmsgi_pool_alloc(ctx->pool, len, (void **)&rx->buf);
@@ -2291,8 +2321,19 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 			if (s->op)
 				rmsgi_conn_op_done(c, s->op, -ECANCELED);
 			if (s->kind == SLOT_READ) {
-				s->rx->reads_out--;
+				struct rndv_rx *rx = s->rx;
+
 				rc->reads_out--;
+				/* all its reads issued, none posted: no
+				 * completion will finish it; back on
+				 * pending_reads, which ends it below */
+				if (--rx->reads_out == 0 &&
+				    rx->seg_idx == rx->nseg) {
+					rx->next_pending = rc->pending_reads;
+					rc->pending_reads = rx;
+					if (!rc->pending_tail)
+						rc->pending_tail = rx;
+				}
 			}
 			if (s->is_read)
 				rc->reads_out--;

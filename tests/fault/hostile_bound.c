@@ -24,8 +24,11 @@
  *     BUDGET / (connections + 1) = BUDGET / 4 (the good client's, the
  *     pinger's and its own; BUDGET / 5 if the previous case's connection
  *     is still being torn down), so the server reads one RNDV_LEN
- *     message at a time (all acknowledged with 0, in order) and refuses
- *     OVER_LEN with -ENOMEM; the connection stays up
+ *     message at a time (all acknowledged with 0, in order); OVER_LEN
+ *     is over what one connection may ever read (BUDGET / 2, the share
+ *     of a single connection, which a connection with nothing being
+ *     read may take for one message however many are open), so it is
+ *     refused with -ENOMEM; the connection stays up
  * and last a well-behaved DATA "hello", which must come back echoed.
  * Throughout, a librmsg client of the same server pings it every PING_MS
  * and must be served; while the rendezvous requests are being read it
@@ -56,7 +59,9 @@
 #define MAX_MSG (32 * MIB)
 #define REGION ((size_t)64 << 10)
 #define RNDV_LEN (8 * MIB)
-#define OVER_LEN (20 * MIB)
+/* over BUDGET / 2 (20 MiB, over the share BUDGET / 4 but under
+ * BUDGET / 2, is now read once the reads before it are done) */
+#define OVER_LEN (28 * MIB)
 #define NRNDV 6
 #define SRC_LEN MIB
 #define EAGER_SEND ((size_t)32 << 10)
@@ -272,7 +277,7 @@ static void raw_rndv(struct raw *r)
 				 i + 1, RNDV_LEN / MIB,
 				 rmsg_strerror(status[i]));
 	if (status[NRNDV] != -ENOMEM)
-		RAW_FAIL(36, "rendezvous of %zu MiB over the share: %s",
+		RAW_FAIL(36, "rendezvous of %zu MiB over BUDGET / 2: %s",
 			 OVER_LEN / MIB, rmsg_strerror(status[NRNDV]));
 }
 

@@ -3,8 +3,9 @@
  * hold.c - a receiver that holds every message and releases them slowly.
  * The sender must see backpressure (-EAGAIN, then on_writable), and no
  * message may be lost, reordered or corrupted. On RDMA a receiver-not-
- * ready condition would surface as a failed connection (the library sets
- * rnr_retry to 0), so a clean run also shows there was none.
+ * ready condition lasting beyond the library's RNR retries (6, ~1.5 s)
+ * would surface as a failed connection, so a clean run also shows there
+ * was no lasting one.
  */
 #include <string.h>
 
