@@ -64,10 +64,6 @@ static void set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
  * that it can only send what we returned, in frames we could post (see
  * "What a peer may make us hold" in rmsg_int.h).
  */
-static inline uint32_t credit_returnable(const struct rmsg_conn *c)
-{
-	return c->cr.to_return;
-}
 
 /* takes a credit for a frame and what it returns to the peer, which we
  * count at once: the peer can never have more than we think */
@@ -83,7 +79,7 @@ static inline uint16_t credit_take(struct rmsg_conn *c)
  * peer is down to its last credit and we owe it some */
 static inline bool credit_due(const struct rmsg_conn *c)
 {
-	uint32_t n = credit_returnable(c);
+	uint32_t n = c->cr.to_return;
 
 	return n >= c->cr.threshold || (n && c->peer_avail <= 1);
 }
@@ -508,6 +504,11 @@ conn_credit_freed(struct rmsg_conn *c)
 void rmsgi_conn_credit_freed(struct rmsg_conn *c)
 {
 	conn_credit_freed(c);
+}
+
+void rmsgi_conn_heard(struct rmsg_conn *c)
+{
+	c->last_rx = ev_now(c->ctx->loop);
 }
 
 void rmsgi_conn_rx_progress(struct rmsg_conn *c, size_t got)

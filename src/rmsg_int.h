@@ -510,6 +510,9 @@ void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status);
 void rmsgi_conn_tr_room(struct rmsg_conn *c);
 /* a receive buffer whose credit belongs to @c went back to the peer */
 void rmsgi_conn_credit_freed(struct rmsg_conn *c);
+/* the peer counts as heard from now (e.g. the transport stopped reading
+ * it: its silence from here on is our doing) */
+void rmsgi_conn_heard(struct rmsg_conn *c);
 /* part of a large frame arrived (@got of its payload so far): the peer
  * is alive if it advanced by RMSGI_KA_PROGRESS since the last call */
 void rmsgi_conn_rx_progress(struct rmsg_conn *c, size_t got);

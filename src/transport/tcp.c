@@ -405,7 +405,7 @@ static void tcp_rx_stall(struct tcp_conn *tc)
 	tcp_io_stop(loop, &tc->rw);
 	if (ka > 0 && ka / 2 < bound)
 		bound = ka / 2;
-	tc->c->last_rx = ev_now(loop);
+	rmsgi_conn_heard(tc->c);
 	if (!ev_is_active(&tc->tmo)) {
 		tc->stall_tmo = true;
 		tcp_timer_start(loop, &tc->tmo, bound);
