@@ -4,7 +4,9 @@
 # run-examples.sh - runs every example of examples/ as a server and a
 # client in separate processes, over the transport of RMSG_TEST_TRANSPORT
 # (tcp or rdma; default tcp) at RMSG_TEST_ADDR (default 127.0.0.1), and
-# checks their output and exit codes.
+# checks their output and exit codes. echo_rmsg also runs with auto://,
+# which must pick RDMA in the VM (RMSG_VM=1) or over rdma, and fall back
+# to TCP where there is no RDMA stack (both sides print the transport).
 #
 # Run by 'make check' (TCP on the host) and by 'make check-rxe' through
 # tests/integration/run-all.sh (RDMA in the Soft-RoCE VM). Automake test:
@@ -227,12 +229,39 @@ if start_server echo_socket tcp "$ex/echo_socket" server; then
 			"$n messages echoed"
 	wait_server echo_socket
 fi
+# which transport auto:// must pick: RDMA where RDMA is in use (the test
+# VM, or RMSG_TEST_TRANSPORT=rdma), TCP without an RDMA stack (the CI
+# host); on a host with an RDMA stack that the test was not told to use,
+# either, as long as both sides agree
+if [ "${RMSG_VM:-}" = 1 ] || [ "$transport" = rdma ]; then
+	auto_want=rdma
+elif [ ! -e /dev/infiniband/rdma_cm ]; then
+	auto_want=tcp
+else
+	auto_want=
+fi
 for scheme in "$transport" auto; do
 	if start_server "echo_rmsg-$scheme" "$scheme" "$ex/echo_rmsg" server; then
 		client "echo_rmsg-$scheme" 0 "$ex/echo_rmsg" client "$uri" $n &&
 			expect "echo_rmsg-$scheme" "$tmp/echo_rmsg-$scheme.client" \
 				"$n messages echoed"
 		wait_server "echo_rmsg-$scheme"
+		want=$scheme
+		[ "$scheme" = auto ] && want=$auto_want
+		if [ -z "$want" ]; then
+			want=$(sed -n 's/^client: connected over \([a-z]*\)$/\1/p' \
+				"$tmp/echo_rmsg-$scheme.client")
+			echo "NOTE: auto:// chose '$want' (RDMA stack here, not" \
+				"asked for: either is right)"
+			case $want in
+			tcp | rdma) ;;
+			*) fail "echo_rmsg-auto: no transport in the output" ;;
+			esac
+		fi
+		expect "echo_rmsg-$scheme" "$tmp/echo_rmsg-$scheme.client" \
+			"^client: connected over $want\$"
+		expect "echo_rmsg-$scheme" "$tmp/echo_rmsg-$scheme.server" \
+			"^server: client connected over $want\$"
 	fi
 done
 # the port moved the same bytes
@@ -240,7 +269,7 @@ a=$(sed -n 's/.*echoed, \([0-9]*\) bytes/\1/p' "$tmp/echo_socket.client")
 b=$(sed -n 's/.*echoed, \([0-9]*\) bytes/\1/p' "$tmp/echo_rmsg-$transport.client")
 [ -n "$a" ] && [ "$a" = "$b" ] ||
 	fail "echo_socket echoed '$a' bytes, echo_rmsg '$b'"
-echo "echo: done ($(($(date +%s) - t0)) s)"
+echo "echo: done, auto:// on ${auto_want:-$want} ($(($(date +%s) - t0)) s)"
 
 if [ "$failures" -gt 0 ]; then
 	echo "$failures failures"
