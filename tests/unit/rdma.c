@@ -826,7 +826,9 @@ static void send__selective_signaling(void **state)
 	assert_int_equal(mock.n_cq_overflow, 0);
 }
 
-/* small sends go inline, header and payload gathered from two SGEs */
+/* small sends go inline where the device allows (DESIGN.md): header and
+ * payload in one WR, the bytes right (today gathered from two SGEs, the
+ * header's and the caller's) */
 static void send__inline_small(void **state)
 {
 	struct rt *t = *state;
@@ -841,9 +843,7 @@ static void send__inline_small(void **state)
 	w = &mock.sent[0];
 	assert_int_equal(w->opcode, IBV_WR_SEND);
 	assert_true(w->send_flags & IBV_SEND_INLINE);
-	assert_int_equal(w->num_sge, 2);
-	assert_int_equal(w->sge[0].length, RMSGI_HDR_SIZE);
-	assert_int_equal(w->sge[1].addr, (uintptr_t)msg);
+	assert_true(w->num_sge <= (int)mock.last_qp->attr.cap.max_send_sge);
 	assert_int_equal(w->total, RMSGI_HDR_SIZE + sizeof(msg));
 	sent_hdr(w, &h);
 	assert_int_equal(h.type, RMSGI_T_DATA);
@@ -852,12 +852,14 @@ static void send__inline_small(void **state)
 	assert_int_equal(mock.n_bad_inline, 0);
 }
 
-/* registered memory from the pool is sent in place */
+/* registered memory from the pool is sent in place (rmsg_send.3: without
+ * a copy): an SGE covers the caller's buffer itself */
 static void send__zero_copy_pool_memory(void **state)
 {
 	struct rt *t = *state;
 	const struct mock_send_wr *w;
 	uint8_t *buf;
+	int i;
 
 	connect_peer(t, 32, 8192);
 	assert_int_equal(rmsg_buf_alloc(t->ctx, 1000, (void **)&buf), 0);
@@ -866,10 +868,13 @@ static void send__zero_copy_pool_memory(void **state)
 	rmsgi_ctx_flush(t->ctx);
 	w = &mock.sent[0];
 	assert_int_equal(w->send_flags & IBV_SEND_INLINE, 0);
-	assert_int_equal(w->num_sge, 2);
-	assert_int_equal(w->sge[1].addr, (uintptr_t)buf);
-	assert_int_equal(w->sge[1].length, 1000);
-	/* the key of the slab the buffer lies in */
+	for (i = 0; i < w->num_sge; i++)
+		if (w->sge[i].addr == (uintptr_t)buf)
+			break;
+	assert_true(i < w->num_sge);
+	assert_int_equal(w->sge[i].length, 1000);
+	assert_int_equal(w->total, RMSGI_HDR_SIZE + 1000);
+	/* with the key of the slab the buffer lies in */
 	assert_int_equal(mock.n_bad_sge, 0);
 	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
 	pump(t);
@@ -877,7 +882,9 @@ static void send__zero_copy_pool_memory(void **state)
 	rmsg_buf_free(t->ctx, buf);
 }
 
-/* other memory: one copy into a registered buffer */
+/* other memory: copied into registered memory (rmsg_send.3 allows it;
+ * today one copy, header and payload in one SGE), at post time, so the
+ * caller's buffer is not in the WR and the bytes sent are right */
 static void send__copy_foreign_memory(void **state)
 {
 	struct rt *t = *state;
@@ -896,9 +903,11 @@ static void send__copy_foreign_memory(void **state)
 	memset(buf, 0, 1000);
 	w = &mock.sent[0];
 	assert_int_equal(w->send_flags & IBV_SEND_INLINE, 0);
-	assert_int_equal(w->num_sge, 1);
-	assert_int_equal(w->sge[0].length, RMSGI_HDR_SIZE + 1000);
-	assert_true(w->sge[0].addr != (uintptr_t)buf);
+	assert_int_equal(w->total, RMSGI_HDR_SIZE + 1000);
+	for (i = 0; i < (size_t)w->num_sge; i++)
+		assert_true(w->sge[i].addr + w->sge[i].length <=
+				    (uintptr_t)buf ||
+			    w->sge[i].addr >= (uintptr_t)buf + 1000);
 	assert_int_equal(mock.n_bad_sge, 0);
 	sent_hdr(w, &h);
 	assert_int_equal(h.len, 1000);
@@ -910,7 +919,8 @@ static void send__copy_foreign_memory(void **state)
 	assert_int_equal(done_count(t, 1, NULL), 1);
 }
 
-/* more pieces than the QP has SGEs for: one copy too */
+/* more pieces than the QP has SGEs for: still one message, within the
+ * QP's SGE limit (today: one copy), the bytes in order */
 static void send__many_iov_copies(void **state)
 {
 	struct rt *t = *state;
@@ -928,9 +938,10 @@ static void send__many_iov_copies(void **state)
 	}
 	assert_int_equal(rmsg_send(t->c, iov, 20, done_cb, (void *)1), 0);
 	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(mock.n_sent, 1);
 	w = &mock.sent[0];
-	assert_int_equal(w->num_sge, 1);
-	assert_int_equal(w->sge[0].length, RMSGI_HDR_SIZE + 20 * 64);
+	assert_true(w->num_sge <= (int)mock.last_qp->attr.cap.max_send_sge);
+	assert_int_equal(w->total, RMSGI_HDR_SIZE + 20 * 64);
 	assert_int_equal(w->data[RMSGI_HDR_SIZE], 'a');
 	assert_int_equal(w->data[RMSGI_HDR_SIZE + 64 * 7], 'h');
 	assert_int_equal(mock.n_bad_sge, 0);
