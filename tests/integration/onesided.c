@@ -466,6 +466,7 @@ static void next_phase(struct rmsg_conn *c)
 	case 4: /* refused before anything is posted */
 		iov[0].iov_base = src;
 		iov[0].iov_len = 100;
+		/* covers: rmsg_write_imm.3 EINVAL */
 		T_ASSERT(rmsg_write(c, iov, 1, SM_DESC, SM_LEN - 10, NULL,
 				    NULL) == -EINVAL,
 			 "write past the end");
@@ -475,6 +476,7 @@ static void next_phase(struct rmsg_conn *c)
 		T_ASSERT(rmsg_read(c, iov, 1, SM_DESC, SM_LEN, NULL, NULL) ==
 				 -EINVAL,
 			 "read at the end");
+		/* covers: rmsg_write_imm.3 EACCES */
 		T_ASSERT(rmsg_read(c, iov, 1, descs.desc[0], 0, NULL, NULL) ==
 				 -EACCES,
 			 "read from a write-only region");
@@ -666,6 +668,7 @@ int main(void)
 	T_OK(rmsg_mr_reg(sctx, G2 + PAGE, ST_LEN, RMSG_ACCESS_REMOTE_WRITE,
 			 &mST));
 	/* the budget: nothing more fits */
+	/* covers: rmsg_mr_reg.3 ENOMEM */
 	T_ASSERT(rmsg_mr_reg(sctx, src, 128 * MIB, 0, &msrc) == -ENOMEM,
 		 "budget");
 	msrc = NULL;
