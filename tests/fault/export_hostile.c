@@ -330,6 +330,7 @@ static void step(struct ev_loop *loop, ev_timer *w, int revents)
 		}
 		if (attack == A_REPEAT) {
 			i = REFUSALS - 1;
+			/* checked once B closed (case 24) */
 			T_ASSERT(op_status[i] < 0, "repeated: last: %d",
 				 op_status[i]);
 		} else if (rdma) {
@@ -366,6 +367,18 @@ static void step(struct ev_loop *loop, ev_timer *w, int revents)
 			T_ASSERT(sc[s].close_reason == -EACCES,
 				 "repeated: server closed with %d",
 				 sc[s].close_reason);
+			/* the owner ended it without a close on purpose: B
+			 * reads a reset (rmsg_connect.3), and its last
+			 * write, refused by that end, fails with it
+			 * (rmsg_send.3) */
+			T_ASSERT(B.close_reason == -ECONNRESET,
+				 "repeated: B closed with %s",
+				 rmsg_strerror(B.close_reason));
+			T_ASSERT(op_status[REFUSALS - 1] == -EACCES ||
+					 op_status[REFUSALS - 1] ==
+						 B.close_reason,
+				 "repeated: the last write: %s",
+				 rmsg_strerror(op_status[REFUSALS - 1]));
 			printf("export_hostile: tcp: %d refusals ended the "
 			       "connection: %s\n",
 			       REFUSALS, rmsg_strerror(sc[s].close_reason));

@@ -17,8 +17,13 @@
  *   a SEND larger than the receive buffers (64 KiB) -> -EPROTO
  *   a forged RNDV_REQ: bogus address and rkey       -> the server's READ
  *     fails: -EACCES (remote access error)
- *   an RDMA WRITE to a bogus address and rkey       -> any error, or none
- *     (the server's NIC refuses it; only the peer may notice)
+ *   an RDMA WRITE into a region of the server exported to another
+ *     connection (the good client's), with that export's real address
+ *     and rkey                                      -> the device refuses
+ *     it: the raw peer's write completes with a remote access error, the
+ *     region is unchanged, and the server's connection fails with an
+ *     error (rmsg_mr_reg.3, rmsg_write_imm.3: the queue pair fails on
+ *     both sides)
  * and last a well-behaved DATA "hello", which must come back echoed.
  * The server must not deliver any hostile frame to the app, must close
  * each hostile connection with the reason above, and must keep serving
@@ -37,6 +42,9 @@
 
 #define MAX_MSG (1 << 20)
 #define NRANDOM 16
+#define PAGE 4096
+#define VICTIM_LEN (4 * PAGE)
+#define VICTIM_BYTE 0x3c
 
 enum kind {
 	K_RANDOM,
@@ -58,7 +66,7 @@ enum kind {
 static const struct {
 	enum kind k;
 	const char *what;
-	int expect; /* 1: any error or none */
+	int expect; /* 1: any error but a close on purpose (-ESHUTDOWN) */
 } cases[] = {
 	{K_TRUNC, "header cut to 20 bytes", -EPROTO},
 	{K_VERSION, "version 2", -EPROTO},
@@ -71,10 +79,17 @@ static const struct {
 	{K_CREDIT, "credits beyond the grant", -EPROTO},
 	{K_OVERSIZE, "SEND of 64 KiB", -EPROTO},
 	{K_RNDV_FORGED, "forged RNDV_REQ, bogus rkey", -EACCES},
-	{K_WRITE_FORGED, "RDMA WRITE, bogus rkey", 1},
+	{K_WRITE_FORGED, "RDMA WRITE, another conn's rkey", 1},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 #define NHOSTILE (NRANDOM + NCASES)
+
+/* a region of the server, with a page of canary on each side, exported
+ * to the good client's connection only; allocated before the fork, so
+ * the raw peer knows its address */
+static uint8_t victim[PAGE + VICTIM_LEN + PAGE] __attribute__((aligned(4096)));
+/* the export's descriptor, passed to the raw peer through the pipe */
+static uint8_t victim_desc[RMSG_MR_DESC_SIZE];
 
 /* ------------------------------------------------------------------ */
 /* the raw peer (child process)                                         */
@@ -129,6 +144,33 @@ static void hdr_at(uint8_t *b, uint8_t type, uint16_t credits, uint64_t len)
 
 	rmsgi_hdr_encode(&h, b);
 	b[2] = type; /* even a type encode would refuse */
+}
+
+/* the forged write's completion must be a remote access error: the
+ * server's device refused the key of another connection's export */
+static void raw_expect_rem_access(struct raw *r)
+{
+	ev_tstamp end = ev_time() + 20 * t_scale();
+	struct ibv_wc wc;
+
+	while (ev_time() < end) {
+		int n = ibv_poll_cq(r->cq, 1, &wc);
+
+		if (n == 0) {
+			usleep(1000);
+			continue;
+		}
+		if (n < 0)
+			_exit(41);
+		if (wc.wr_id != 1000)
+			continue; /* a receive flushed with the queue pair */
+		printf("raw: forged write: %s\n", ibv_wc_status_str(wc.status));
+		if (wc.status != IBV_WC_REM_ACCESS_ERR)
+			_exit(42);
+		return;
+	}
+	fprintf(stderr, "raw: forged write: no completion\n");
+	_exit(43);
 }
 
 /* builds and sends one case; returns after the server disconnected */
@@ -194,9 +236,15 @@ static void raw_case(const char *host, uint16_t port, enum kind k, int n)
 		len = RAW_RXSZ;
 		break;
 	case K_WRITE_FORGED:
-		memset(s, 0x5a, 4096);
-		raw_post_op(&r, IBV_WR_RDMA_WRITE, 4096, 0xdead0000ull,
-			    0x1234567);
+		/* the export's address and rkey (descriptor bytes 16 and
+		 * 4, src/mr.c), valid on the good client's queue pair */
+		memset(s, 0x5a, PAGE);
+		if (rmsgi_get64(victim_desc + 16) != (uintptr_t)(victim + PAGE))
+			_exit(44); /* not the region's address */
+		raw_post_op(&r, IBV_WR_RDMA_WRITE, PAGE,
+			    rmsgi_get64(victim_desc + 16),
+			    rmsgi_get32(victim_desc + 4));
+		raw_expect_rem_access(&r);
 		break;
 	case K_GOOD:
 		hdr_at(s, RMSGI_T_DATA, 0, 5);
@@ -213,11 +261,16 @@ static void raw_case(const char *host, uint16_t port, enum kind k, int n)
 		raw_close(&r);
 		return;
 	}
-	ret = raw_wait_ev(&r, RDMA_CM_EVENT_DISCONNECTED, 10);
+	/* the forged write's connection fails on the server's side too
+	 * (rmsg_write_imm.3), found by its keepalive if not sooner */
+	ret = raw_wait_ev(&r, RDMA_CM_EVENT_DISCONNECTED,
+			  k == K_WRITE_FORGED ? 30 * t_scale() : 10);
 	printf("raw: case %d (%d B): %s %.3f s after the send\n", n, (int)len,
 	       ret ? "no disconnect from the server" : "server disconnected",
 	       ev_time() - t0);
 	fflush(stdout);
+	if (ret && k == K_WRITE_FORGED)
+		_exit(45);
 	raw_close(&r);
 }
 
@@ -226,7 +279,8 @@ static void raw_peer(const char *host, int fd)
 	uint16_t port;
 	int i;
 
-	if (read(fd, &port, sizeof(port)) != sizeof(port))
+	if (read(fd, &port, sizeof(port)) != sizeof(port) ||
+	    read(fd, victim_desc, sizeof(victim_desc)) != sizeof(victim_desc))
 		_exit(30);
 	t_seed(8);
 	for (i = 0; i < NRANDOM; i++)
@@ -243,7 +297,8 @@ static void raw_peer(const char *host, int fd)
 static struct ev_loop *loop;
 static struct rmsg_listener *lis;
 static struct rmsg_conn *good;
-static int closes, hellos, pongs, pings, child_done;
+static int closes, hellos, pongs, pings, child_done, pipe_fd = -1;
+static struct rmsg_mr *victim_mr;
 static int reasons[NHOSTILE + 2];
 static ev_tstamp t_close[NHOSTILE + 2];
 static ev_timer ping_timer;
@@ -262,6 +317,25 @@ static void srv_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 	iov.iov_base = n == 4 ? "ping" : "hello";
 	iov.iov_len = n;
 	T_OK(rmsg_send(c, &iov, 1, NULL, NULL));
+}
+
+/* the first connection the server sees is the good client's (the raw
+ * peer learns the port only now): the victim region goes to it only */
+static void srv_est(struct rmsg_conn *c, void *arg)
+{
+	uint16_t port;
+
+	if (pipe_fd < 0)
+		return;
+	T_OK(rmsg_mr_export(victim_mr, c, 0, 0, RMSG_ACCESS_REMOTE_WRITE,
+			    victim_desc));
+	T_OK(rmsg_listener_port(lis, &port));
+	T_ASSERT(write(pipe_fd, &port, sizeof(port)) == sizeof(port) &&
+			 write(pipe_fd, victim_desc, sizeof(victim_desc)) ==
+				 sizeof(victim_desc),
+		 "pipe");
+	close(pipe_fd);
+	pipe_fd = -1;
 }
 
 static void srv_close(struct rmsg_conn *c, int reason, void *arg)
@@ -301,14 +375,15 @@ static void good_close(struct rmsg_conn *c, int reason, void *arg)
 
 int main(void)
 {
-	struct rmsg_conn_ops sops = {.on_msg = srv_msg, .on_close = srv_close};
+	struct rmsg_conn_ops sops = {.on_established = srv_est,
+				     .on_msg = srv_msg,
+				     .on_close = srv_close};
 	struct rmsg_conn_ops gops = {.on_msg = good_msg,
 				     .on_close = good_close};
 	const char *host = getenv("RMSG_TEST_ADDR");
 	struct rmsg_ctx *ctx, *cctx;
 	struct rmsg_cfg *cfg;
 	char uri[128];
-	uint16_t port;
 	int fds[2], i, bad = 0;
 	struct t_child cw;
 	pid_t pid;
@@ -321,6 +396,7 @@ int main(void)
 	t_require_transport();
 	if (!host || !*host)
 		host = "127.0.0.1";
+	memset(victim, VICTIM_BYTE, sizeof(victim));
 	signal(SIGPIPE, SIG_IGN);
 	loop = ev_default_loop(0);
 	/* fork before any verbs state exists in this process */
@@ -335,13 +411,13 @@ int main(void)
 	T_OK(rmsg_cfg_set_max_msg_size(cfg, MAX_MSG));
 	T_OK(rmsg_ctx_create(loop, cfg, &ctx));
 	T_OK(rmsg_ctx_create(loop, NULL, &cctx));
+	T_OK(rmsg_mr_reg(ctx, victim + PAGE, VICTIM_LEN,
+			 RMSG_ACCESS_REMOTE_WRITE, &victim_mr));
 	t_listen(ctx, cfg, &sops, NULL, NULL, &lis, uri, sizeof(uri));
-	T_OK(rmsg_listener_port(lis, &port));
 	T_OK(rmsg_connect(cctx, uri, NULL, &gops, NULL, &good));
 	ev_timer_init(&ping_timer, ping_cb, 0.05, 0.05);
 	ev_timer_start(loop, &ping_timer);
-	T_ASSERT(write(fds[1], &port, sizeof(port)) == sizeof(port), "pipe");
-	close(fds[1]);
+	pipe_fd = fds[1]; /* srv_est tells the raw peer */
 	t_child_watch(loop, &cw, pid, &child_done, NULL);
 	t_deadline(loop, 300);
 	ev_run(loop, 0);
@@ -350,11 +426,13 @@ int main(void)
 	for (i = 0; i < NHOSTILE; i++) {
 		int want = i < NRANDOM ? -EPROTO : cases[i - NRANDOM].expect;
 
-		if (want != 1 && reasons[i] != want) {
+		if (want == 1 ? reasons[i] >= 0 || reasons[i] == -ESHUTDOWN
+			      : reasons[i] != want) {
 			fprintf(stderr, "case %d (%s): %s, wanted %s\n", i,
 				i < NRANDOM ? "random bytes"
 					    : cases[i - NRANDOM].what,
-				rmsg_strerror(reasons[i]), rmsg_strerror(want));
+				rmsg_strerror(reasons[i]),
+				want == 1 ? "an error" : rmsg_strerror(want));
 			bad++;
 		}
 		if (i >= NRANDOM)
@@ -366,6 +444,11 @@ int main(void)
 	T_ASSERT(!bad, "%d cases closed with the wrong reason", bad);
 	T_ASSERT(pongs == pings && pings > 0, "good client: %d/%d pongs", pongs,
 		 pings);
+	/* the forged write changed nothing */
+	for (i = 0; i < (int)sizeof(victim); i++)
+		T_ASSERT(victim[i] == VICTIM_BYTE,
+			 "the server's memory changed at %d of its region",
+			 i - PAGE);
 	printf("hostile_verbs: %d hostile connections (%d random, %d crafted) "
 	       "closed, none reached the app; the good raw peer and a "
 	       "librmsg client (%d pings) were served\n",

@@ -29,6 +29,9 @@ static int call_cbs, call_errs, send_cbs, closed, other_ok, round_no;
 static int os_cbs;
 static uint8_t *rbuf;
 static int close_reason;
+/* failed callbacks by status: each must be the connection's reason */
+#define NSTAT 8
+static int fail_status[NSTAT], fail_count[NSTAT];
 static ev_tstamp t_kill, t_closed;
 static pid_t child;
 static uint8_t *big;
@@ -97,21 +100,41 @@ static void serve(int fd)
 
 /* ---- the client ---- */
 
+/* a failed operation of the victim connection: sends, calls and
+ * one-sided operations fail with the reason the connection failed
+ * (rmsg_send.3, rmsg_call.3), compared in victim_close */
+static void failed(int status)
+{
+	int i;
+
+	for (i = 0; i < NSTAT && fail_count[i]; i++)
+		if (fail_status[i] == status)
+			break;
+	T_ASSERT(i < NSTAT, "more than %d different failures", NSTAT);
+	fail_status[i] = status;
+	fail_count[i]++;
+}
+
 static void call_cb(struct rmsg_conn *c, int status, struct rmsg_msg *r,
 		    void *arg)
 {
 	T_ASSERT(status < 0, "a call to a dead server succeeded");
+	failed(status);
 	call_cbs++;
 	call_errs++;
 }
 
 static void send_cb(struct rmsg_conn *c, int status, void *arg)
 {
+	if (status)
+		failed(status);
 	send_cbs++;
 }
 
 static void os_cb(struct rmsg_conn *c, int status, void *arg)
 {
+	if (status)
+		failed(status);
 	os_cbs++;
 }
 
@@ -169,6 +192,25 @@ static void victim_close(struct rmsg_conn *c, int reason, void *arg)
 		 "before on_close: %d/%d call, %d/%d send, %d/%d one-sided "
 		 "callbacks",
 		 call_cbs, NCALLS, send_cbs, NSENDS, os_cbs, NONESIDED);
+	/* killed: its kernel resets the connection, or nothing comes and
+	 * keepalive declares it dead; hung: its kernel still acknowledges,
+	 * only keepalive notices (rmsg_cfg_set_keepalive_ms.3) */
+	if (round_no == 0)
+		T_ASSERT(reason == -ECONNRESET || reason == -ETIMEDOUT,
+			 "killed peer: %s", rmsg_strerror(reason));
+	else
+		T_ASSERT(reason == -ETIMEDOUT, "hung peer: %s",
+			 rmsg_strerror(reason));
+	{
+		int i;
+
+		for (i = 0; i < NSTAT && fail_count[i]; i++)
+			T_ASSERT(fail_status[i] == reason,
+				 "%d operations failed with %s, the connection "
+				 "with %s",
+				 fail_count[i], rmsg_strerror(fail_status[i]),
+				 rmsg_strerror(reason));
+	}
 	/* the other connection still works */
 	{
 		struct iovec iov = {"still here", 10};
@@ -209,6 +251,7 @@ static void one_round(struct rmsg_ctx *ctx, const char *other_uri)
 	int fds[2], st;
 
 	call_cbs = call_errs = send_cbs = closed = other_ok = os_cbs = 0;
+	memset(fail_count, 0, sizeof(fail_count));
 	T_ASSERT(pipe(fds) == 0, "pipe");
 	child = fork();
 	if (child == 0) {

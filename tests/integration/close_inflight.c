@@ -5,8 +5,10 @@
  * runs inside rmsg_conn_close(), on_close runs once and last, and sends
  * after the close fail at once with -ENOTCONN (their callbacks never run).
  * Then the same from the other side: the server closes while the client
- * sends, and the client's callbacks get an error. Either way the side
- * that did not close reads -ESHUTDOWN (a close on purpose, not a reset),
+ * sends, and the client's sends that were not done fail with the reason
+ * the connection failed, the -ESHUTDOWN its on_close reads (some must:
+ * the server reads 50 of 400). Either way the side that did not close
+ * reads -ESHUTDOWN (a close on purpose, not a reset),
  * and, after the client's close, every send that completed with 0 was
  * received. Round 2 closes 2 ms after the burst, with frames part
  * written: they still arrive whole, before the close; and the other way
@@ -23,6 +25,8 @@ static struct ev_loop *loop;
 static struct rmsg_listener *lis;
 static struct rmsg_conn *client;
 static int cbs[NSEND], cb_ok, cb_err, closes, round_no, srv_msgs;
+/* round 1: failed sends whose status is not the client's close reason */
+static int cb_err_other, cb_err_other_status;
 static int in_close, client_closed, after_close_cbs, srv_reason;
 static uint8_t *buf;
 
@@ -34,11 +38,22 @@ static void send_done(struct rmsg_conn *c, int status, void *arg)
 	T_ASSERT(!client_closed, "callback %d after on_close", i);
 	T_ASSERT(i >= 0 && i < NSEND, "bad arg");
 	cbs[i]++;
-	if (status == 0)
+	if (status == 0) {
 		cb_ok++;
-	else
-		cb_err++;
-	T_ASSERT(status == 0 || status < 0, "status %d", status);
+		return;
+	}
+	cb_err++;
+	if (round_no != 1) {
+		/* this side closed: rmsg_conn_close.3 */
+		T_ASSERT(status == -ECANCELED, "round %d: send %d: %s",
+			 round_no, i, rmsg_strerror(status));
+	} else if (status != -ESHUTDOWN) {
+		/* the peer closed: a send that was not done fails with the
+		 * reason the connection failed (rmsg_send.3), which on_close
+		 * reports; compared there */
+		cb_err_other++;
+		cb_err_other_status = status;
+	}
 }
 
 static void never(struct rmsg_conn *c, int status, void *arg)
@@ -77,6 +92,7 @@ static void cli_est(struct rmsg_conn *c, void *arg)
 		in_close = 1;
 		T_OK(rmsg_conn_close(c));
 		in_close = 0;
+		/* covers: rmsg_send.3 ENOTCONN */
 		T_ASSERT(rmsg_send(c, &iov, 1, never, NULL) == -ENOTCONN,
 			 "send after close");
 		T_OK(rmsg_conn_close(c)); /* harmless again */
@@ -100,12 +116,19 @@ static void on_close(struct rmsg_conn *c, int reason, void *arg)
 		for (i = 0; i < NSEND; i++)
 			T_ASSERT(cbs[i] == 1, "round %d: send %d: %d callbacks",
 				 round_no, i, cbs[i]);
-		if (round_no != 1)
+		if (round_no != 1) {
 			T_ASSERT(reason == 0, "local close reason %d", reason);
-		else
+		} else {
 			T_ASSERT(reason == -ESHUTDOWN,
 				 "server closed, client read %s",
 				 rmsg_strerror(reason));
+			/* sends that were not done failed with that reason */
+			T_ASSERT(cb_err_other == 0,
+				 "%d sends failed with %s, not the close "
+				 "reason",
+				 cb_err_other,
+				 rmsg_strerror(cb_err_other_status));
+		}
 		client_closed = 1;
 	} else {
 		srv_reason = reason;
@@ -126,6 +149,10 @@ static void on_close(struct rmsg_conn *c, int reason, void *arg)
 		} else {
 			T_ASSERT(srv_reason == 0, "server close reason %d",
 				 srv_reason);
+			/* the server read 50 of 400 and closed: the client's
+			 * credits cannot cover the other 350 */
+			T_ASSERT(cb_err > 0,
+				 "the server's close failed no send");
 		}
 		if (++round_no == 3)
 			rmsg_listener_close(lis);
@@ -143,7 +170,7 @@ static void start_round(void)
 				     .on_close = on_close};
 
 	memset(cbs, 0, sizeof(cbs));
-	cb_ok = cb_err = srv_msgs = 0;
+	cb_ok = cb_err = srv_msgs = cb_err_other = 0;
 	client_closed = 0;
 	T_OK(rmsg_connect(cctx, uri, NULL, &cops, NULL, &client));
 }

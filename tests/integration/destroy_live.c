@@ -16,7 +16,8 @@
 
 static struct rmsg_ctx *sctx, *cctx;
 static struct rmsg_conn *client;
-static int cbs[EARLY + LATE], srv_recvd, closes, reasons_ok, busy_seen;
+static int cbs[EARLY + LATE], srv_recvd, closes, busy_seen;
+static int cli_reason = 1, srv_reason = 1, cli_closes, srv_closes;
 static uint8_t buf[20000];
 
 static void send_done(struct rmsg_conn *c, int status, void *arg)
@@ -24,6 +25,7 @@ static void send_done(struct rmsg_conn *c, int status, void *arg)
 	int i = (int)(intptr_t)arg;
 
 	T_ASSERT(status == 0 || status == -ECANCELED, "status %d", status);
+	T_ASSERT(cli_closes == 0, "send %d: callback after on_close", i);
 	cbs[i]++;
 }
 
@@ -34,6 +36,7 @@ static void srv_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 			 "early message %d out of order", srv_recvd);
 	}
 	if (++srv_recvd == EARLY + 20) {
+		/* covers: rmsg_ctx_destroy.3 EBUSY */
 		T_ASSERT(rmsg_ctx_destroy(sctx) == -EBUSY,
 			 "destroy inside a callback");
 		busy_seen = 1;
@@ -56,8 +59,13 @@ static void cli_est(struct rmsg_conn *c, void *arg)
 static void on_close(struct rmsg_conn *c, int reason, void *arg)
 {
 	closes++;
-	if (reason == -ECANCELED)
-		reasons_ok++;
+	if (c == client) {
+		cli_closes++;
+		cli_reason = reason;
+	} else {
+		srv_closes++;
+		srv_reason = reason;
+	}
 }
 
 int main(void)
@@ -91,9 +99,17 @@ int main(void)
 	T_OK(rmsg_ctx_destroy(cctx));
 	for (i = 0; i < EARLY + LATE; i++)
 		T_ASSERT(cbs[i] == 1, "send %d: %d callbacks", i, cbs[i]);
-	T_ASSERT(closes == 1 && reasons_ok == 1, "client closes %d", closes);
+	T_ASSERT(closes == 1 && cli_closes == 1, "closes %d, client's %d",
+		 closes, cli_closes);
+	T_ASSERT(cli_reason == -ECANCELED, "client on_close: %s",
+		 rmsg_strerror(cli_reason));
 	T_OK(rmsg_ctx_destroy(sctx));
-	T_ASSERT(closes == 2, "server conn closes %d", closes - 1);
+	/* the server's loop did not run since: its connection was still
+	 * open when its context was destroyed (rmsg_ctx_destroy.3) */
+	T_ASSERT(closes == 2 && srv_closes == 1, "server conn closes %d",
+		 srv_closes);
+	T_ASSERT(srv_reason == -ECANCELED, "server on_close: %s",
+		 rmsg_strerror(srv_reason));
 	rmsg_cfg_destroy(cfg);
 	printf("destroy_live over %s: %d callbacks once each, both contexts "
 	       "destroyed with live connections\n",

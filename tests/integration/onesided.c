@@ -12,10 +12,15 @@
  *  4. refused locally: out of bounds, offset overflow, wrong rights, a
  *     malformed descriptor (-EINVAL/-EACCES, connection stays up);
  *  5. deregistration while writes from the region are in flight (-EBUSY
- *     on RDMA, where they hold its keys), then after they completed;
- *  6. the registration cache: malloc/free/malloc buffers at the same
- *     address with new contents, sent (rendezvous) and written; the peer
- *     must see the new contents;
+ *     on RDMA, where they hold its keys), then after they completed: the
+ *     first attempt runs right after the flush that posted 8 MiB of
+ *     writes, before the loop could wait for any completion (a prepare
+ *     watcher of lower priority than the context's), so over RDMA it must
+ *     see -EBUSY;
+ *  6. the registration cache: a buffer sent (rendezvous) or written,
+ *     then freed and allocated again at the same address with new pages
+ *     and contents (mmap MAP_FIXED over it: the address is certain), sent
+ *     or written again; the peer must see the new contents;
  *  7. a stale descriptor (region deregistered by its owner) and a forged
  *     one (token and rkey changed): over TCP the op fails with -EACCES and the
  *     connection stays up; over RDMA the device refuses it, the op fails
@@ -74,6 +79,7 @@ static unsigned nchunks;
 static uint8_t *S, *RD, *G, *G2;
 static struct rmsg_mr *mS, *mRD, *mSM, *mST;
 static unsigned imm_seen, zero_imm_seen;
+static uint8_t *imm_got; /* per chunk: on_imm calls */
 static ev_tstamp t_stream0, t_stream1;
 
 /* client */
@@ -83,8 +89,9 @@ static unsigned next_chunk, chunks_done, wr_pending;
 static int phase, closes, c1_closed_reason = 1, c2_closed_reason = 1;
 static int async_fail_status = 1, forged_status = 1, stale_status = 1;
 static struct rmsg_mr *msrc;
-static int dereg_busy_seen, dereg_writes, reuse_wait;
+static int dereg_busy_seen, dereg_writes, dereg_tries, reuse_wait;
 static ev_timer dereg_timer;
+static ev_prepare dereg_prep;
 
 #define SM_DESC descs.desc[2]
 #define ST_DESC descs.desc[3]
@@ -159,6 +166,7 @@ static void srv_imm(struct rmsg_conn *c, uint32_t imm, size_t len, void *arg)
 	}
 	T_ASSERT(len == CHUNK, "imm %u len %zu", imm, len);
 	T_ASSERT(imm < nchunks, "imm %u", imm);
+	T_ASSERT(!imm_got[imm]++, "chunk %u: on_imm twice", imm);
 	if (imm_seen == 0)
 		t_stream0 = ev_time();
 	T_ASSERT(t_check(S + (size_t)imm * CHUNK, CHUNK, 1000 + imm) == 0,
@@ -225,6 +233,8 @@ static void stream_done(struct rmsg_conn *c, int status, void *arg)
 {
 	T_ASSERT(status == 0, "write_imm %lu: %s", (unsigned long)arg,
 		 rmsg_strerror(status));
+	T_ASSERT(chunks_done < next_chunk, "%u callbacks for %u writes",
+		 chunks_done + 1, next_chunk);
 	chunks_done++;
 	wr_pending--;
 	stream_pump(c);
@@ -264,12 +274,12 @@ static void write_done(struct rmsg_conn *c, int status, void *arg)
 	T_ASSERT(status == 0, "write: %s", rmsg_strerror(status));
 }
 
-static void try_dereg(void)
+static int try_dereg(void)
 {
 	int ret;
 
 	if (!msrc)
-		return;
+		return 0;
 	ret = rmsg_mr_dereg(msrc);
 	if (ret == -EBUSY) {
 		/* RDMA: posted writes hold the region's keys */
@@ -279,12 +289,43 @@ static void try_dereg(void)
 		T_OK(ret);
 		msrc = NULL;
 	}
+	return ret;
 }
 
-/* runs after the flush posted the writes, usually before they finish */
+/* phase 5 from a timer: the writes are queued after this iteration's
+ * prepare watchers ran, so the next ones see them */
 static void dereg_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	try_dereg();
+	next_phase(c1);
+}
+
+static void zero_imm_done(struct rmsg_conn *c, int status, void *arg)
+{
+	T_ASSERT(status == 0, "zero-length write_imm: %s",
+		 rmsg_strerror(status));
+	ev_timer_init(&dereg_timer, dereg_timer_cb, 0, 0);
+	ev_timer_start(rmsg_ctx_loop(cctx), &dereg_timer);
+}
+
+/*
+ * Runs after the context's prepare watcher (lower priority) in the same
+ * iteration: the context's flush has just posted the first of the writes,
+ * and the loop has not waited for anything since. 8 MiB cannot have been
+ * written and acknowledged in the microseconds between, so over RDMA the
+ * region's keys are held: rmsg_mr_reg.3 promises -EBUSY.
+ */
+static void dereg_prep_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	int ret;
+
+	ev_prepare_stop(loop, w);
+	dereg_tries++;
+	ret = try_dereg();
+	if (rdma)
+		/* covers: rmsg_mr_reg.3 EBUSY */
+		T_ASSERT(ret == -EBUSY,
+			 "dereg with 8 MiB of writes just posted: %s",
+			 rmsg_strerror(ret));
 }
 
 static void dereg_write_done(struct rmsg_conn *c, int status, void *arg)
@@ -297,12 +338,19 @@ static void dereg_write_done(struct rmsg_conn *c, int status, void *arg)
 	}
 }
 
+/* the first round of a pair frees the buffer's pages and puts new ones
+ * at the same address (what the registration cache must not mistake for
+ * the same memory); the second unmaps it */
 static void reuse_free(void *p)
 {
-	if (phase < 8)
-		munmap(p, REUSE_LEN);
-	else
-		free(p);
+	if (phase % 2 == 0) {
+		void *q = mmap(p, REUSE_LEN, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+
+		T_ASSERT(q == p, "mmap MAP_FIXED at %p: %p", p, q);
+	} else {
+		T_ASSERT(munmap(p, REUSE_LEN) == 0, "munmap");
+	}
 }
 
 static void reuse_write_done(struct rmsg_conn *c, int status, void *arg)
@@ -343,36 +391,29 @@ static void forged_desc(uint8_t *d)
 	d[9] ^= 0x19;
 }
 
-/* rounds 6, 7: mmap'd, sent (rendezvous over RDMA) then unmapped: the
- * next mmap gets the same address and new pages; rounds 8, 9: malloc'd,
- * written, freed */
+/* rounds 6, 7: sent (rendezvous over RDMA); rounds 8, 9: written. The
+ * first of each pair maps a buffer; after its callback reuse_free() puts
+ * new pages at the same address, which the second round fills with new
+ * contents and sends or writes again */
 static void reuse_round(struct rmsg_conn *c, int round)
 {
 	static struct m_hdr h;
 	struct iovec iov[2];
+	static uint8_t *last;
 	uint8_t *p;
+	size_t i;
 
-	static void *last;
-
-	if (round < 8) {
-		/* the hint asks for the address just unmapped */
-		p = MAP_FAILED;
-		if (last)
-			p = mmap(last, REUSE_LEN, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS |
-					 MAP_FIXED_NOREPLACE,
-				 -1, 0);
-		if (p == MAP_FAILED)
-			p = mmap(NULL, REUSE_LEN, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (round % 2 == 0) {
+		p = mmap(NULL, REUSE_LEN, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		T_ASSERT(p != MAP_FAILED, "mmap");
-		if (last)
-			printf("reuse: same address %s\n",
-			       p == last ? "yes" : "no");
 		last = p;
 	} else {
-		p = malloc(REUSE_LEN);
-		T_ASSERT(p, "malloc");
+		/* the same address; the old contents are gone */
+		p = last;
+		for (i = 0; i < REUSE_LEN; i += PAGE)
+			T_ASSERT(p[i] == 0, "round %d: old page at %zu", round,
+				 i);
 	}
 	t_fill(p, REUSE_LEN, (uint64_t)round);
 	if (round < 8) {
@@ -391,7 +432,6 @@ static void reuse_round(struct rmsg_conn *c, int round)
 		T_OK(rmsg_write(c, iov, 1, descs.desc[0], 0, reuse_write_done,
 				p));
 	}
-	printf("reuse round %d: buffer at %p\n", round, (void *)p);
 }
 
 static void next_phase(struct rmsg_conn *c)
@@ -426,6 +466,7 @@ static void next_phase(struct rmsg_conn *c)
 	case 4: /* refused before anything is posted */
 		iov[0].iov_base = src;
 		iov[0].iov_len = 100;
+		/* covers: rmsg_write_imm.3 EINVAL */
 		T_ASSERT(rmsg_write(c, iov, 1, SM_DESC, SM_LEN - 10, NULL,
 				    NULL) == -EINVAL,
 			 "write past the end");
@@ -435,6 +476,7 @@ static void next_phase(struct rmsg_conn *c)
 		T_ASSERT(rmsg_read(c, iov, 1, SM_DESC, SM_LEN, NULL, NULL) ==
 				 -EINVAL,
 			 "read at the end");
+		/* covers: rmsg_write_imm.3 EACCES */
 		T_ASSERT(rmsg_read(c, iov, 1, descs.desc[0], 0, NULL, NULL) ==
 				 -EACCES,
 			 "read from a write-only region");
@@ -458,10 +500,10 @@ static void next_phase(struct rmsg_conn *c)
 			 "old version");
 		T_ASSERT(rmsg_write(c, iov, 1, NULL, 0, NULL, NULL) == -EINVAL,
 			 "NULL descriptor");
-		/* a zero-length write-with-immediate is fine */
-		T_OK(rmsg_write_imm(c, NULL, 0, SM_DESC, SM_LEN, 7, write_done,
-				    NULL));
-		next_phase(c);
+		/* a zero-length write-with-immediate is fine; phase 5
+		 * follows its callback */
+		T_OK(rmsg_write_imm(c, NULL, 0, SM_DESC, SM_LEN, 7,
+				    zero_imm_done, NULL));
 		break;
 	case 5: /* deregistration with writes in flight */
 		T_OK(rmsg_mr_reg(cctx, src, 8 * MIB, 0, &msrc));
@@ -473,8 +515,9 @@ static void next_phase(struct rmsg_conn *c)
 					(uint64_t)i * MIB, dereg_write_done,
 					NULL));
 		}
-		ev_timer_init(&dereg_timer, dereg_timer_cb, 0, 0);
-		ev_timer_start(rmsg_ctx_loop(cctx), &dereg_timer);
+		ev_prepare_init(&dereg_prep, dereg_prep_cb);
+		ev_set_priority(&dereg_prep, EV_MINPRI);
+		ev_prepare_start(rmsg_ctx_loop(cctx), &dereg_prep);
 		break;
 	case 6:
 	case 7:
@@ -526,7 +569,11 @@ static void cli_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 		next_phase(c);
 		break;
 	case M_STREAM_OK:
-		T_ASSERT(chunks_done == nchunks || phase == 1, "stream");
+		/* the server saw every chunk: all were written; their
+		 * callbacks may still be on their way (checked at the end) */
+		T_ASSERT(phase == 1 && next_chunk == nchunks,
+			 "stream done in phase %d after %u of %u chunks", phase,
+			 next_chunk, nchunks);
 		next_phase(c);
 		break;
 	case M_REUSE_OK:
@@ -597,7 +644,8 @@ int main(void)
 	rdbuf = malloc(RD_LEN);
 	G = calloc(1, 3 * PAGE);
 	G2 = malloc(2 * PAGE + ST_LEN);
-	T_ASSERT(S && src && RD && rdbuf && G && G2, "malloc");
+	imm_got = calloc(nchunks, 1);
+	T_ASSERT(S && src && RD && rdbuf && G && G2 && imm_got, "malloc");
 	for (i = 0; i < nchunks; i++)
 		t_fill(src + i * CHUNK, CHUNK, 1000 + i);
 	t_fill(RD, RD_LEN, 77);
@@ -620,6 +668,7 @@ int main(void)
 	T_OK(rmsg_mr_reg(sctx, G2 + PAGE, ST_LEN, RMSG_ACCESS_REMOTE_WRITE,
 			 &mST));
 	/* the budget: nothing more fits */
+	/* covers: rmsg_mr_reg.3 ENOMEM */
 	T_ASSERT(rmsg_mr_reg(sctx, src, 128 * MIB, 0, &msrc) == -ENOMEM,
 		 "budget");
 	msrc = NULL;
@@ -653,6 +702,9 @@ int main(void)
 	}
 	printf("dereg with writes in flight: -EBUSY seen %d times\n",
 	       dereg_busy_seen);
+	T_ASSERT(chunks_done == nchunks, "%u stream callbacks for %u chunks",
+		 chunks_done, nchunks);
+	T_ASSERT(msrc == NULL && dereg_tries == 1, "dereg phase did not run");
 	check_canaries();
 	T_OK(rmsg_mr_dereg(mS));
 	T_OK(rmsg_mr_dereg(mRD));
@@ -666,5 +718,6 @@ int main(void)
 	free(rdbuf);
 	free(G);
 	free(G2);
+	free(imm_got);
 	return 0;
 }

@@ -39,12 +39,6 @@ static const struct {
 	{IBV_WC_TM_RNDV_INCOMPLETE, "TM_RNDV_INCOMPLETE", -EIO},
 };
 
-/* rows whose mapping src/err.c gets wrong today (see err_wc__loc_access) */
-static bool known_wrong(int status)
-{
-	return status == IBV_WC_LOC_ACCESS_ERR;
-}
-
 static void err_wc__table(void **state)
 {
 	size_t i;
@@ -53,8 +47,6 @@ static void err_wc__table(void **state)
 	for (i = 0; i < UNIT_ARRAY_SIZE(wc_table); i++) {
 		int got = rmsgi_err_wc(wc_table[i].status);
 
-		if (known_wrong(wc_table[i].status))
-			continue;
 		if (got != wc_table[i].err)
 			fail_msg("IBV_WC_%s: %d, expected %d", wc_table[i].name,
 				 got, wc_table[i].err);

@@ -16,9 +16,33 @@ import rmsg  # noqa: E402
 
 TRANSPORT = os.environ.get("RMSG_TEST_TRANSPORT", "tcp")
 ADDR = os.environ.get("RMSG_TEST_ADDR", "127.0.0.1")
+# stretches every bound on time, as t_scale() does for the C tests
+# (RMSG_TEST_SCALE; sanitizer and valgrind runs raise it)
+try:
+    SCALE = float(os.environ.get("RMSG_TEST_SCALE", "1"))
+except ValueError:
+    SCALE = 1.0
+if SCALE <= 0:
+    SCALE = 1.0
 # the Soft-RoCE VM emulates its CPU: allow for it
-TIMEOUT = float(os.environ.get("RMSG_PY_TEST_TIMEOUT",
-                               "120" if os.environ.get("RMSG_VM") else "30"))
+TIMEOUT = SCALE * float(os.environ.get(
+    "RMSG_PY_TEST_TIMEOUT", "120" if os.environ.get("RMSG_VM") else "30"))
+
+
+def scaled(secs):
+    """A bound of secs seconds on this machine: times RMSG_TEST_SCALE,
+    and 4 times more in the emulated VM (as TIMEOUT is)."""
+    return secs * SCALE * (4 if os.environ.get("RMSG_VM") else 1)
+
+
+async def wait_until(cond, secs, what="the condition"):
+    """Waits until cond() holds; fails after scaled(secs) seconds."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + scaled(secs)
+    while not cond():
+        if loop.time() > end:
+            pytest.fail("%s: not after %.1f s" % (what, scaled(secs)))
+        await asyncio.sleep(0.01)
 
 
 def listen_uri(port=0):

@@ -112,9 +112,11 @@ async def test_on_imm_callback_and_mr_lifetime():
             mem.extend(b"x")
         mr.dereg()
         mem.extend(b"x")                      # unpinned
-        with pytest.raises(rmsg.RmsgError):
+        with pytest.raises(rmsg.RmsgError) as ei:
             # revoked: TCP refuses with EACCES, RDMA fails the connection
             await conn.write(b"zz", desc, 0)
+        if TRANSPORT == "tcp":
+            assert ei.value.errno == errno.EACCES
 
 
 @async_test
@@ -154,7 +156,9 @@ async def test_export_is_per_connection():
         assert mem[1024:1032] == b"A" * 8
         # revoked: A is refused too (TCP: EACCES)
         mr.revoke(await descs.get())
-        with pytest.raises(rmsg.RmsgError):
+        with pytest.raises(rmsg.RmsgError) as ei:
             await a.write(b"a", da, 0)
+        if TRANSPORT == "tcp":
+            assert ei.value.errno == errno.EACCES
         with pytest.raises(ValueError):
             mr.export(None)

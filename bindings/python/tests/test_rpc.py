@@ -5,9 +5,9 @@ import errno
 import pytest
 
 import rmsg
-from conftest import Pair, async_test
+from conftest import Pair, async_test, wait_until
 
-ECHO, REV, SLOW, FAIL, BOOM, LIST, NONE, SLOWCOUNT = range(1, 9)
+ECHO, REV, SLOW, FAIL, BOOM, LIST, NONE, SLOWCOUNT, GATED = range(1, 10)
 
 
 def install(ctx, state):
@@ -17,13 +17,6 @@ def install(ctx, state):
     async def rev(conn, req):
         return req[::-1]
 
-    @ctx.handle(SLOW)
-    async def slow(conn, req):
-        state["slow_started"] += 1
-        await asyncio.sleep(float(req or b"1"))
-        state["slow_done"] += 1
-        return b"late"
-
     @ctx.handle(FAIL)
     def fail(conn, req):
         raise rmsg.RmsgError(errno.EPERM)
@@ -32,12 +25,21 @@ def install(ctx, state):
     def boom(conn, req):
         raise KeyError("a bug in the handler")
 
+    # answers only once the test opens the gate: no reply can beat a
+    # deadline or a cancel, however slow the machine
+    @ctx.handle(GATED)
+    async def gated(conn, req):
+        state["gated_started"] += 1
+        await state["gate"].wait()
+        state["gated_done"] += 1
+        return b"late"
+
     ctx.handle(LIST, lambda conn, req: [b"a", bytearray(b"b"), req])
     ctx.handle(NONE, lambda conn, req: None)
 
 
 def new_state():
-    return {"slow_started": 0, "slow_done": 0}
+    return {"gated_started": 0, "gated_done": 0, "gate": asyncio.Event()}
 
 
 @async_test
@@ -93,23 +95,32 @@ async def test_rpc_errors():
 
 @async_test
 async def test_rpc_deadline():
+    deadline = 0.3
     state = new_state()
     async with Pair() as p:
         install(p.sctx, state)
         conn = await p.connect()
         loop = asyncio.get_running_loop()
         t0 = loop.time()
+        # the handler does not answer before the gate opens: the call can
+        # only end by its deadline (the test's own bound is TIMEOUT)
         with pytest.raises(rmsg.RmsgTimeoutError) as ei:
-            await conn.call(SLOW, b"1.5", timeout=0.2)
+            await conn.call(GATED, b"", timeout=deadline)
         took = loop.time() - t0
+        # covers: rmsg_call.3 ETIMEDOUT
         assert ei.value.errno == errno.ETIMEDOUT
         assert isinstance(ei.value, asyncio.TimeoutError)
         assert isinstance(ei.value, rmsg.RmsgError)
-        assert 0.15 < took < 1.4, took
+        # a promise: not before the deadline (rmsg_call.3). The library's
+        # timer counts from its loop's time of the iteration that made the
+        # call, which may lag the call by a little: 10% slack
+        assert took >= deadline * 0.9, took
+        assert state["gated_started"] == 1
         # the late reply is dropped; the connection goes on
         assert await conn.call(ECHO, b"after") == b"after"
-        await asyncio.sleep(1.5)
-        assert state["slow_done"] == 1
+        state["gate"].set()
+        await wait_until(lambda: state["gated_done"] == 1, 10,
+                         "the handler's late reply")
         assert await conn.call(ECHO, b"later") == b"later"
 
 
@@ -119,18 +130,23 @@ async def test_rpc_cancel():
     async with Pair() as p:
         install(p.sctx, state)
         conn = await p.connect()
-        task = asyncio.ensure_future(conn.call(SLOW, b"1"))
-        while state["slow_started"] == 0:
-            await asyncio.sleep(0.01)
+        task = asyncio.ensure_future(conn.call(GATED))
+        await wait_until(lambda: state["gated_started"] == 1, 10,
+                         "the handler")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        # asyncio.wait_for cancels the call on its deadline
+        # asyncio.wait_for cancels the call on its deadline (the handler
+        # cannot answer before the gate opens)
         with pytest.raises(asyncio.TimeoutError):
-            await asyncio.wait_for(conn.call(SLOW, b"1"), 0.1)
+            await asyncio.wait_for(conn.call(GATED), 0.1)
         assert await conn.call(ECHO, b"ok") == b"ok"
-        await asyncio.sleep(1.2)      # the handlers finish; replies dropped
-        assert state["slow_done"] == 2
+        # the handlers finish; their replies find no call and are dropped
+        await wait_until(lambda: state["gated_started"] == 2, 10,
+                         "the second handler")
+        state["gate"].set()
+        await wait_until(lambda: state["gated_done"] == 2, 10,
+                         "the handlers' late replies")
         assert await conn.call(ECHO, b"ok2") == b"ok2"
 
 
