@@ -272,6 +272,16 @@ static void connect_later_errors(void)
 	T_RUN_UNTIL(loop, closed, 30);
 	T_ASSERT(close_reason == -EADDRNOTAVAIL, "bad src: reason %d (%s)",
 		 close_reason, rmsg_strerror(close_reason));
+	/* a source of the other family: no route to an IPv4 host */
+	snprintf(uri, sizeof(uri), "%s?src=::1", luri);
+	closed = 0;
+	close_reason = 0;
+	c = NULL;
+	T_OK(rmsg_connect(ctx, uri, NULL, &cli_ops, NULL, &c));
+	T_ASSERT(c != NULL, "no connection");
+	T_RUN_UNTIL(loop, closed, 30);
+	T_ASSERT(close_reason == -EHOSTUNREACH, "src family: reason %d (%s)",
+		 close_reason, rmsg_strerror(close_reason));
 	T_OK(rmsg_listener_close(l));
 
 	if (!getenv("RMSG_VM"))
