@@ -21,7 +21,8 @@
 # another branch.
 #
 # Prints a per-page table and "documented errors triggered by tests: N of
-# M". Fails (exit 1) when a tag or an untested line names no documented
+# M". Also fails when the table of RDMA completion statuses in
+# rmsg_strerror.3 differs from the one src/err.c applies. Fails (exit 1) when a tag or an untested line names no documented
 # entry (stale: the page changed, or a typo), when an untested line has no
 # reason, when an entry listed as untested is covered by a tag (drop the
 # line; "pending" lines excepted), or when an entry is neither covered nor
@@ -153,6 +154,39 @@ awk 'FILENAME == ARGV[1] { cov[$1 " " $2] = 1; next }
      }' "$tmp/tags" "$tmp/untested" "$tmp/documented" >"$tmp/table"
 cat "$tmp/table"
 grep -q '^MISSING: ' "$tmp/table" && fail=1
+
+# The table of RDMA completion statuses in rmsg_strerror.3 is the one
+# src/err.c (rmsgi_err_wc) applies; unit/rdma.c checks that operations and
+# on_close get what rmsgi_err_wc() says, this that the page says the same.
+awk '/^int rmsgi_err_wc/ { p = 1 } p && /^}/ { p = 0 } p' \
+	"$top_srcdir/src/err.c" |
+	awk '/case IBV_WC_/ { gsub(/[:\t ]|case/, ""); c[++n] = $0 }
+	     /return/ { v = $2; gsub(/;/, "", v)
+			for (i = 1; i <= n; i++) if (v != "0") print c[i], v
+			n = 0 }' | sort >"$tmp/wc_code"
+awk '/^\.SH/ { ok = ($0 ~ /^\.SH DESCRIPTION/) }
+     ok && prev == ".TP" && /IBV_WC_/ {
+	n = 0
+	for (i = 2; i <= NF; i++) {
+		w = $i; gsub(/[",]/, "", w)
+		if (w ~ /^IBV_WC_/) c[++n] = w
+	}
+	want = 1; prev = $0; next
+     }
+     want && /^\.B / { v = $2; sub(/^\\/, "", v)
+		      for (i = 1; i <= n; i++) print c[i], v
+		      want = 0 }
+     { prev = $0 }' "$man3/rmsg_strerror.3" | sort >"$tmp/wc_page"
+if [ ! -s "$tmp/wc_code" ] || [ ! -s "$tmp/wc_page" ]; then
+	echo "FAIL: no completion status table found in src/err.c or rmsg_strerror.3"
+	fail=1
+elif ! cmp -s "$tmp/wc_code" "$tmp/wc_page"; then
+	echo "FAIL: rmsg_strerror.3's completion status table differs from src/err.c (< code, > page):"
+	diff "$tmp/wc_code" "$tmp/wc_page" | grep '^[<>]'
+	fail=1
+else
+	echo "completion statuses: rmsg_strerror.3 matches src/err.c ($(wc -l <"$tmp/wc_code") statuses)"
+fi
 
 if [ "$fail" != 0 ]; then
 	echo "FAIL: see above (tags: 'covers: PAGE.3 EXXX' in tests; reasons: tests/errors-untested/*.txt)"
