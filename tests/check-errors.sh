@@ -9,7 +9,8 @@
 # several errnos). A page that is a ".so" link has its target's entries.
 #
 # Tests claim an entry with a tag on (or right above) the assertion that
-# checks the errno, in tests/ and bindings/python/tests/:
+# checks the errno, in the *.c, *.h, *.py and *.sh files of tests/ and
+# bindings/python/tests/:
 #     /* covers: rmsg_listen.3 EADDRINUSE */      (C)
 #     # covers: rmsg_call.3 ETIMEDOUT              (Python, shell)
 # A tag may name a link page (rmsg_listener_close.3): it counts for the
@@ -81,8 +82,11 @@ resolve() {
 	cd "$top_srcdir" || exit 1
 	for d in tests bindings/python/tests; do
 		[ -d "$d" ] || continue
+		# sources only: tests/vm/cache holds a whole guest tree
 		grep -rnoE 'covers: *[A-Za-z0-9_]+\.[0-9] +E[A-Z0-9]+' \
-			--exclude=check-errors.sh --exclude-dir=errors-untested \
+			--include='*.c' --include='*.h' --include='*.py' \
+			--include='*.sh' --exclude=check-errors.sh \
+			--exclude-dir=cache --exclude-dir=errors-untested \
 			"$d" 2>/dev/null
 	done
 ) | sed -E 's|^([^:]*):([0-9]+):covers: *([^ ]+) +([^ ]+)$|\3 \4 \1:\2|' |
