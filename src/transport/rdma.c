@@ -972,6 +972,16 @@ static int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_uri *u)
 	if (ret)
 		return ret;
 	ret = rdma_resolve(u, false, &res);
+	if (ret == -EHOSTUNREACH && !c->auto_fallback) {
+		/* the network's answer, not a misuse: like every later
+		 * failure (and like TCP) it reaches on_close, which runs
+		 * from the loop; auto:// falls back to TCP at once */
+		ret = rc_new(r, c, &rc);
+		if (ret)
+			return ret;
+		rc_teardown(rc, -EHOSTUNREACH);
+		return 0;
+	}
 	if (ret)
 		return ret;
 	ret = rc_new(r, c, &rc);
@@ -987,6 +997,14 @@ static int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_uri *u)
 		u->src_len ? (struct sockaddr *)&u->src : res->ai_src_addr,
 		res->ai_dst_addr,
 		(int)RMSGI_MIN(c->cfg.timeout_ms, RESOLVE_SLICE_MS)));
+	if (ret && ret != -ENODEV && ret != -ENOENT && ret != -ENOMEM &&
+	    !c->auto_fallback) {
+		/* e.g. a ?src= that is no address of this host, or no
+		 * route: on_close, as for TCP */
+		rdma_freeaddrinfo(res);
+		rc_teardown(rc, ret);
+		return 0;
+	}
 	if (ret)
 		goto undo_id;
 	rdma_freeaddrinfo(res);

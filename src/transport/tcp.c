@@ -1496,6 +1496,10 @@ static int tcp_connect_next(struct tcp_conn *tc)
 		tc->conn_err = tcp_errno(errno);
 		tcp_conn_close_fd(tc);
 	}
+	/* no address of the ?src= family: no route, which the network
+	 * (the name's addresses) decides; on_close, as over RDMA */
+	if (!tc->conn_err && tc->src_len && tc->sock_err == -EAFNOSUPPORT)
+		tc->conn_err = -EHOSTUNREACH;
 	if (!tc->conn_err)
 		return tc->sock_err ? tc->sock_err : -EHOSTUNREACH;
 	tcp_conn_end(tc, tc->conn_err, NULL);
