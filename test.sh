@@ -4,8 +4,10 @@
 # on this machine ('make check'), the Python binding's tests, the wire
 # decoders and a whole connection fuzzed for a minute each (tests/fuzz/
 # run.sh: fuzz_proto, fuzz_conn), the suite under ASan/UBSan and the TCP
-# tests under valgrind, then the integration tests over RDMA on Soft-RoCE
-# inside a qemu VM ('make check-rxe') and the binding's tests there. The
+# tests under valgrind, then the VM harness's own check (tests/vm/
+# selftest.sh), the integration tests over RDMA on Soft-RoCE inside a
+# qemu VM ('make check-rxe'), the same again built with ASan/UBSan
+# (scripts/sanitize-rxe.sh) and the binding's tests there. The
 # benchmark comparisons run once each in their quick mode (TCP here, RDMA
 # in the VM): they must work and parse; no figure is asserted.
 set -e
@@ -15,7 +17,7 @@ start=$(date +%s)
 make -s format-check
 make -s -j"$(nproc)" check || {
 	for f in tests/*.log tests/*/*.log; do
-		[ -f "$f" ] && grep -q '^FAIL\|^ERROR' "${f%.log}.trs" 2>/dev/null &&
+		[ -f "$f" ] && grep -q '^:test-result: \(FAIL\|ERROR\)' "${f%.log}.trs" 2>/dev/null &&
 			{ echo "==> $f"; tail -n 40 "$f"; }
 	done
 	exit 1
@@ -30,7 +32,9 @@ tests/fuzz/run.sh "${FUZZ_SECONDS:-60}"
 scripts/sanitize.sh
 VG_NO_BUILD=1 scripts/valgrind.sh
 mid=$(date +%s)
+tests/vm/selftest.sh
 make -s check-rxe
+scripts/sanitize-rxe.sh
 RMSG_TEST_TRANSPORT=rdma tests/vm/run-in-vm.sh -q -t 900 -- \
 	bindings/python/run-tests.sh
 tests/vm/run-in-vm.sh -q -t 600 -- bench/check-quick.sh rdma

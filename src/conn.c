@@ -334,14 +334,18 @@ static int peer_reason(const struct rmsg_conn *c, int reason)
 /*
  * The last frame of a local close, behind the work already posted (what
  * was only queued is cancelled): a CREDIT frame marked BYE, so that the
- * peer reports -ESHUTDOWN, not -ECONNRESET. Skipped without a credit for
- * it; the peer then sees a reset.
+ * peer reports -ESHUTDOWN, not -ECONNRESET. It goes even when our last
+ * credit was just spent on a CREDIT frame whose answer is still on its
+ * way (two sides that returned credits to each other a moment before
+ * the close): the peer takes this one frame beyond the grant
+ * (rmsgi_conn_rx; the receive buffer is one of its spares). Without it
+ * an honest close read as a reset whenever the timing was unlucky.
  */
 static void send_bye(struct rmsg_conn *c)
 {
 	struct rmsgi_op *op;
 
-	if (!c->tr || c->tr_down || !rmsgi_credit_can_send(&c->cr, false))
+	if (!c->tr || c->tr_down)
 		return;
 	op = rmsgi_op_get(c->ctx);
 	if (!op)
@@ -349,6 +353,8 @@ static void send_bye(struct rmsg_conn *c)
 	op->kind = RMSGI_OP_CTRL;
 	op->type = RMSGI_T_CREDIT;
 	op->aux = RMSGI_CREDIT_BYE;
+	if (!rmsgi_credit_can_send(&c->cr, false))
+		c->cr.avail = 1; /* the one beyond the grant; ours are gone */
 	op->credits = credit_take(c);
 	op->posted = 1;
 	if (c->tr->post(c, op)) {
@@ -838,6 +844,15 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	}
 }
 
+/* a peer's BYE may come one frame beyond its credits (send_bye), once:
+ * it is its last frame, and any frame after it is beyond them again */
+static bool bye_beyond_grant(const struct rmsg_conn *c,
+			     const struct rmsgi_hdr *h)
+{
+	return c->peer_avail == -1 && !c->peer_bye &&
+	       h->type == RMSGI_T_CREDIT && h->aux == RMSGI_CREDIT_BYE;
+}
+
 int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		  struct rmsg_msg *m)
 {
@@ -846,7 +861,7 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	/* any frame shows the peer alive and used one of its credits; one
 	 * beyond them (held messages count until released) is refused */
 	c->last_rx = ev_now(c->ctx->loop);
-	if (RMSGI_UNLIKELY(--c->peer_avail < 0)) {
+	if (RMSGI_UNLIKELY(--c->peer_avail < 0) && !bye_beyond_grant(c, h)) {
 		m->free_fn(m);
 		rmsgi_warn(c->ctx,
 			   "conn %u: the peer sent a frame beyond the %u "

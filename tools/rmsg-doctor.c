@@ -36,7 +36,8 @@
 #define RESOLVE_MS 2000
 
 static int problems, warnings, usable_ports;
-static const char *first_problem;
+/* a copy: @what is often built in the caller's buffer */
+static char first_problem[256];
 
 static void ok(const char *fmt, ...)
 {
@@ -68,8 +69,9 @@ static void problem(int fatal, const char *what, const char *cause,
 
 	if (fatal) {
 		problems++;
-		if (!first_problem)
-			first_problem = what;
+		if (!first_problem[0])
+			snprintf(first_problem, sizeof(first_problem), "%s",
+				 what);
 	} else {
 		warnings++;
 	}

@@ -431,15 +431,22 @@ static void pinger(int fd)
 	/* a loop of its own: the default one's epoll is the parent's */
 	struct ev_loop *l = pg_loop = ev_loop_new(EVFLAG_AUTO);
 	struct rmsg_ctx *ctx;
+	struct rmsg_cfg *cfg;
 	char uri[128];
 	uint16_t port;
 
 	if (!l || read(fd, &port, sizeof(port)) != sizeof(port))
 		_exit(50);
 	t_uri(uri, sizeof(uri), port);
-	if (rmsg_ctx_create(l, NULL, &ctx) ||
-	    rmsg_connect(ctx, uri, NULL, &ops, NULL, &pg_conn))
+	/* the default keepalive (1 s x 3), stretched like every bound of
+	 * the tests where the machine is slow (TCG and ASan: the server
+	 * is busy reading the attack's rendezvous for seconds) */
+	if (rmsg_cfg_create(&cfg) ||
+	    rmsg_cfg_set_keepalive_ms(cfg, (unsigned)(1000 * t_scale())) ||
+	    rmsg_ctx_create(l, cfg, &ctx) ||
+	    rmsg_connect(ctx, uri, cfg, &ops, NULL, &pg_conn))
 		_exit(51);
+	rmsg_cfg_destroy(cfg);
 	ev_timer_init(&pg_timer, pg_tick, 0.2, PINGER_MS / 1000.0);
 	ev_timer_start(l, &pg_timer);
 	ev_io_init(&pg_io, pg_eof, fd, EV_READ);

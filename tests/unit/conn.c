@@ -913,6 +913,94 @@ static void conn_credit__rx_beyond_grant(void **state)
 	assert_int_equal(t->closed, 1);
 }
 
+/* a close that finds our last credit spent (on a CREDIT frame whose
+ * answer is on its way) still says BYE, so that the peer reports a close,
+ * not a reset */
+static void conn_close__bye_without_credit(void **state)
+{
+	struct t *t = *state;
+
+	int i;
+
+	establish(t, 4, 8192);
+	for (i = 1; i <= 3; i++)
+		assert_int_equal(send_str(t, "x", i), 0);
+	flush(t);
+	/* a message never takes the last credit */
+	assert_int_equal(ft.nposted, 3);
+	/* the peer's frames make us owe it credits: the CREDIT frame that
+	 * returns them takes our last one */
+	while (t->c->cr.avail)
+		assert_int_equal(rx_data(t->c, "y", 0), 0), flush(t);
+	assert_int_equal(ft.posted[ft.nposted - 1].type, RMSGI_T_CREDIT);
+	assert_int_equal(rmsg_conn_close(t->c), 0);
+	flush(t);
+	assert_int_equal(ft.posted[ft.nposted - 1].type, RMSGI_T_CREDIT);
+	assert_int_equal(ft.posted[ft.nposted - 1].aux, RMSGI_CREDIT_BYE);
+	tr_complete_all(t->c, 0);
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, 0);
+}
+
+/* the peer's BYE may be the one frame beyond its credits, once: the close
+ * reads as the peer's (-ESHUTDOWN); any frame after it is refused */
+static void conn_credit__bye_beyond_grant(void **state)
+{
+	struct t *t = *state;
+	int i;
+
+	establish(t, 32, 8192);
+	for (i = 0; i < 32; i++)
+		assert_int_equal(rx_data(t->c, "x", 0), 0);
+	assert_int_equal(rx(t->c, RMSGI_T_CREDIT, 0, RMSGI_CREDIT_BYE, 0,
+			    tmsg_new(t->c, NULL)),
+			 0);
+	assert_int_equal(t->c->state, RMSGI_CS_ESTABLISHED);
+	tr_complete_all(t->c, 0);
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -ESHUTDOWN);
+}
+
+static void conn_credit__bye_beyond_grant_once(void **state)
+{
+	struct t *t = *state;
+	int i;
+
+	establish(t, 32, 8192);
+	for (i = 0; i < 32; i++)
+		assert_int_equal(rx_data(t->c, "x", 0), 0);
+	/* a plain CREDIT frame is no exception */
+	assert_int_equal(rx_credit(t->c, 0), -EPROTO);
+	tr_complete_all(t->c, 0);
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(t->close_reason, -EPROTO);
+}
+
+static void conn_credit__nothing_after_bye(void **state)
+{
+	struct t *t = *state;
+	int i;
+
+	establish(t, 32, 8192);
+	for (i = 0; i < 32; i++)
+		assert_int_equal(rx_data(t->c, "x", 0), 0);
+	assert_int_equal(rx(t->c, RMSGI_T_CREDIT, 0, RMSGI_CREDIT_BYE, 0,
+			    tmsg_new(t->c, NULL)),
+			 0);
+	assert_int_equal(rx(t->c, RMSGI_T_CREDIT, 0, RMSGI_CREDIT_BYE, 0,
+			    tmsg_new(t->c, NULL)),
+			 -EPROTO);
+	tr_complete_all(t->c, 0);
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(t->close_reason, -EPROTO);
+}
+
 /* frames that make us answer (here rendezvous requests, each acked) from
  * a peer that grants us 4 credits and never returns one: it can send
  * only what our 4 frames returned, so the answers stop at 32 + 4 x 32;
@@ -1477,6 +1565,10 @@ int main(void)
 		T(conn_credit__returned_beyond_grant),
 		T(conn_credit__ack_keeps_reserve),
 		T(conn_credit__rx_beyond_grant),
+		T(conn_close__bye_without_credit),
+		T(conn_credit__bye_beyond_grant),
+		T(conn_credit__bye_beyond_grant_once),
+		T(conn_credit__nothing_after_bye),
 		T(conn_ans__bounded_by_credits),
 		T(conn_close__request_during_linger),
 		T(conn_send__eagain_then_writable),
