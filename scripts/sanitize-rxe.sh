@@ -13,8 +13,8 @@
 # directory): a report from a forked server or a helper process fails
 # the run too, not only one that makes its test exit non-zero.
 #
-# Exit: 0 the RDMA suite passed and no sanitizer report anywhere; 77 qemu
-# cannot run here (only with RMSG_ALLOW_NO_VM=1, else that is a failure);
+# Exit: 0 the RDMA suite passed and no sanitizer report anywhere (a host
+# without qemu fails, as in check-rxe, unless RMSG_ALLOW_NO_VM=1);
 # non-zero otherwise, with the reports printed.
 #
 # Environment: SAN_BUILD_DIR (default build/asan, as sanitize.sh),
