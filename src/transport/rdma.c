@@ -156,6 +156,7 @@ struct rdma_mw {
 /* a rendezvous send: what the peer may read, until it acknowledges */
 struct rndv_tx {
 	int n;
+	void *copy; /* the pieces gathered, when they were too many */
 	struct rdma_mw *w[];
 };
 
@@ -1349,23 +1350,52 @@ static int rndv_prepare(struct rdma_conn *rc, struct rmsgi_op *op,
 			uint8_t *frame, size_t *flen_p)
 {
 	struct rmsg_ctx *ctx = rc->r->ctx;
-	struct rndv_tx *tx;
+	const struct iovec *iov = op->iov;
+	int i, pieces = 0, iovcnt = op->iovcnt;
 	size_t off = RMSGI_HDR_SIZE;
-	int i, pieces = 0;
-	bool mw;
+	struct rndv_tx *tx;
+	struct iovec one;
+	void *copy = NULL;
+	bool mw, gather;
 
+	/* the request lists a segment per piece and goes into one of the
+	 * peer's eager buffers: pieces too many for it (5 for an eager
+	 * size of 64) are gathered into one copy, as rmsg_send(3) takes
+	 * any number of pieces up to RMSG_IOV_MAX */
+	gather = rndv_nseg(op) * RMSGI_SEG_SIZE > rc->c->peer_eager;
 	for (i = 0; i < op->iovcnt; i++)
 		pieces += op->iov[i].iov_len != 0;
+	if (gather)
+		pieces = 1;
 	mw = rc->r->mw_ok && pieces <= RNDV_MW_MAX;
 	if (mw && ring_used(rc) + (uint32_t)pieces + 1 > SQ_DEPTH - 8)
 		return -EAGAIN;
+	if (gather) {
+		copy = malloc(op->len);
+		if (!copy)
+			return -ENOMEM;
+		for (i = 0; i < op->iovcnt; i++) {
+			if (op->iov[i].iov_len)
+				memcpy((uint8_t *)copy + off - RMSGI_HDR_SIZE,
+				       op->iov[i].iov_base, op->iov[i].iov_len);
+			off += op->iov[i].iov_len;
+		}
+		off = RMSGI_HDR_SIZE;
+		one.iov_base = copy;
+		one.iov_len = op->len;
+		iov = &one;
+		iovcnt = 1;
+	}
 	tx = calloc(1, sizeof(*tx) + sizeof(tx->w[0]) * (size_t)pieces);
-	if (!tx)
+	if (!tx) {
+		free(copy);
 		return -ENOMEM;
+	}
+	tx->copy = copy;
 	op->tr_priv = tx;
-	for (i = 0; i < op->iovcnt; i++) {
-		void *base = op->iov[i].iov_base;
-		size_t len = op->iov[i].iov_len;
+	for (i = 0; i < iovcnt; i++) {
+		void *base = iov[i].iov_base;
+		size_t len = iov[i].iov_len;
 		struct rmsgi_seg seg;
 		struct rdma_mw *w;
 		uint32_t lkey, rkey;
@@ -1417,6 +1447,7 @@ static void rdma_rndv_release(struct rmsg_conn *c, struct rmsgi_op *op)
 		return;
 	for (i = 0; i < tx->n; i++)
 		mw_release(tx->w[i]);
+	free(tx->copy);
 	free(tx);
 	op->tr_priv = NULL;
 }

@@ -57,6 +57,21 @@ static void burst(struct xfer_end *from, struct xfer_end *to, int rounds,
 	xfer_drain(loop, from, to, 60);
 }
 
+static void many_pieces(struct xfer_end *from, struct xfer_end *to,
+			size_t eager)
+{
+	int counts[] = {(int)(eager / 16), (int)(eager / 16) + 1, RMSG_IOV_MAX};
+	size_t i;
+
+	for (i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		if (counts[i] > RMSG_IOV_MAX)
+			continue;
+		xfer_send_wait(loop, from, to, 4 * eager + 3, seed++,
+			       -counts[i], i % 2 ? XFER_POOL : XFER_MALLOC);
+		xfer_drain(loop, from, to, 30);
+	}
+}
+
 static struct rmsg_cfg *side_cfg(size_t eager, unsigned credits, unsigned queue,
 				 size_t max)
 {
@@ -102,6 +117,12 @@ int main(void)
 	/* both at once */
 	burst(&cli, &srv, 3, XFER_POOL);
 	burst(&srv, &cli, 3, XFER_MALLOC);
+
+	/* a rendezvous request lists one segment (16 bytes) per piece and
+	 * must fit the receiver's eager buffer: as many pieces as fit, one
+	 * more, and RMSG_IOV_MAX (rmsg_send.3 takes any number up to it) */
+	many_pieces(&cli, &srv, S_EAGER);
+	many_pieces(&srv, &cli, C_EAGER);
 
 	/* S_MAX, the server's limit, went both ways above; one more byte
 	 * is refused by the server's rmsg_send(), as is one more than the

@@ -115,7 +115,8 @@ static int xfer_accept(struct rmsg_listener *l, struct rmsg_conn *c,
 }
 
 /*
- * Sends @len bytes from @from to @to in up to @maxiov pieces: 0, or
+ * Sends @len bytes from @from to @to in up to @maxiov pieces (exactly
+ * -@maxiov if negative): 0, or
  * -EAGAIN when the send queue is full (nothing was sent then).
  */
 static int xfer_send(struct xfer_end *from, struct xfer_end *to, size_t len,
@@ -137,7 +138,20 @@ static int xfer_send(struct xfer_end *from, struct xfer_end *to, size_t len,
 		T_ASSERT(tx->buf, "out of memory");
 	}
 	t_fill(tx->buf, len, seed);
-	n = t_split(tx->buf, len, iov, maxiov);
+	if (maxiov < 0) {
+		/* exactly -@maxiov pieces, as even as they come */
+		size_t off = 0;
+
+		for (n = 0; n < -maxiov; n++) {
+			size_t end = len * (size_t)(n + 1) / (size_t)-maxiov;
+
+			iov[n].iov_base = (uint8_t *)tx->buf + off;
+			iov[n].iov_len = end - off;
+			off = end;
+		}
+	} else {
+		n = t_split(tx->buf, len, iov, maxiov);
+	}
 	to->want_len[k] = len;
 	to->want_seed[k] = seed;
 	to->want_tail++;
