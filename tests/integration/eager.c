@@ -25,9 +25,14 @@
 static struct ev_loop *loop;
 static struct xfer_end srv = {.name = "server"}, cli = {.name = "client"};
 
-static const size_t sizes[] = {0,	1,	     S_EAGER - 1,
-			       S_EAGER, S_EAGER + 1, C_EAGER - 1,
-			       C_EAGER, C_EAGER + 1, S_MAX};
+/* eager + 64: past any rounding of the receive buffers, so an eager
+ * frame of that size could not fit (rmsg.7: refused by the device) */
+static const size_t sizes[] = {0,	    1,
+			       S_EAGER - 1, S_EAGER,
+			       S_EAGER + 1, S_EAGER + 64,
+			       C_EAGER - 1, C_EAGER,
+			       C_EAGER + 1, C_EAGER + 64,
+			       S_MAX};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 static uint64_t seed = 1;
