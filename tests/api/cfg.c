@@ -10,7 +10,10 @@
  *      -EINVAL, leaving the value it had; NULL cfg and NULL output
  *      pointers give -EINVAL and a failed getter writes nothing;
  *   3. rmsg_cfg_set_private_data() and rmsg_cfg_set_log() bounds;
- *   4. over a TCP loopback: a NULL cfg to rmsg_ctx_create() means the
+ *   4. RMSG_LOG (any case) replaces the level of rmsg_cfg_set_log() (in
+ *      forked children: it is read once per process); with no function,
+ *      lines go to standard error as "librmsg warn: LINE";
+ *   5. over a TCP loopback: a NULL cfg to rmsg_ctx_create() means the
  *      defaults and to rmsg_listen()/rmsg_connect() the context's; the
  *      values are copied when the object is made (changing or destroying
  *      the cfg afterwards changes nothing): the message size limit, the
@@ -22,6 +25,8 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../integration/common.h"
 
@@ -640,6 +645,113 @@ static void check_log_and_listener(void)
 	       lines_a, lines_quiet);
 }
 
+/*
+ * One client of a context made with (@level, @fn) is refused by a
+ * listener with max_conns 1; its library logs a warning for it
+ * (rmsg_cfg_set_max_conns.3).
+ */
+static void refused_client(int level, rmsg_log_cb fn)
+{
+	struct rmsg_cfg *lcfg, *ccfg;
+	struct rmsg_ctx *sctx, *cctx;
+	struct rmsg_listener *l;
+	struct end srv, cli, cli2;
+	uint16_t port;
+	char uri[128];
+
+	T_OK(rmsg_cfg_create(&lcfg));
+	T_OK(rmsg_cfg_set_max_conns(lcfg, 1));
+	T_OK(rmsg_cfg_set_log(lcfg, RMSG_LOG_ERROR, no_log, NULL));
+	T_OK(rmsg_ctx_create(loop, lcfg, &sctx));
+	T_OK(rmsg_cfg_create(&ccfg));
+	T_OK(rmsg_cfg_set_log(ccfg, level, fn, NULL));
+	T_OK(rmsg_ctx_create(loop, ccfg, &cctx));
+	pair(sctx, lcfg, sctx, NULL, &l, &srv, &cli, NULL);
+	T_OK(rmsg_listener_port(l, &port));
+	t_uri(uri, sizeof(uri), port);
+	memset(&cli2, 0, sizeof(cli2));
+	T_OK(rmsg_connect(cctx, uri, NULL, &ops, &cli2, &cli2.c));
+	T_RUN_UNTIL(loop, cli2.closed, 10);
+	T_ASSERT(cli2.reason == -ECONNREFUSED, "refused client: %s",
+		 rmsg_strerror(cli2.reason));
+	unpair(l, &srv, &cli);
+	T_OK(rmsg_ctx_destroy(cctx));
+	T_OK(rmsg_ctx_destroy(sctx));
+	rmsg_cfg_destroy(ccfg);
+	rmsg_cfg_destroy(lcfg);
+}
+
+static int env_warn_lines;
+
+static void env_hook(int level, const char *line, void *arg)
+{
+	if (level == RMSG_LOG_WARN)
+		env_warn_lines++;
+}
+
+/* in a child, as RMSG_LOG is read once per process: the warning lines
+ * a context made with @level passes on under RMSG_LOG=@env */
+static int warn_lines_under(const char *env, int level)
+{
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	pid = fork();
+	T_ASSERT(pid >= 0, "fork failed");
+	if (pid == 0) {
+		setenv("RMSG_LOG", env, 1);
+		loop = ev_default_loop(0);
+		refused_client(level, env_hook);
+		_exit(env_warn_lines > 100 ? 100 : env_warn_lines);
+	}
+	T_ASSERT(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+			 WEXITSTATUS(st) <= 100,
+		 "child under RMSG_LOG=%s failed (status %d)", env, st);
+	return WEXITSTATUS(st);
+}
+
+/* rmsg_cfg_set_log.3: RMSG_LOG (any case) replaces the level */
+static void check_log_env(void)
+{
+	int n;
+
+	n = warn_lines_under("warn", RMSG_LOG_WARN);
+	T_ASSERT(n > 0, "RMSG_LOG=warn, level warn: no warning passed on");
+	n = warn_lines_under("error", RMSG_LOG_WARN);
+	T_ASSERT(n == 0, "RMSG_LOG=error, level warn: %d warnings", n);
+	n = warn_lines_under("DeBuG", RMSG_LOG_ERROR);
+	T_ASSERT(n > 0, "RMSG_LOG=DeBuG, level error: no warning passed on");
+}
+
+/* rmsg_cfg_set_log.3: with no function, "librmsg warn: LINE" on stderr */
+static void check_log_stderr(void)
+{
+	char path[] = "/tmp/rmsg-cfg-stderr.XXXXXX", text[4096];
+	int fd = mkstemp(path), saved;
+	ssize_t n;
+
+	T_ASSERT(fd >= 0, "mkstemp failed");
+	unlink(path);
+	fflush(stderr);
+	saved = dup(2);
+	T_ASSERT(saved >= 0 && dup2(fd, 2) == 2, "dup2 failed");
+	refused_client(RMSG_LOG_WARN, NULL);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	n = pread(fd, text, sizeof(text) - 1, 0);
+	close(fd);
+	T_ASSERT(n > 0, "no line on standard error");
+	text[n] = 0;
+	fprintf(stderr, "%s", text);
+	T_ASSERT(!strncmp(text, "librmsg warn: ", 14) ||
+			 strstr(text, "\nlibrmsg warn: "),
+		 "no 'librmsg warn: ' line on standard error");
+	T_ASSERT(text[n - 1] == '\n' && !strstr(text, "\n\n"),
+		 "standard error lines are not one per line");
+}
+
 int main(void)
 {
 	size_t i;
@@ -661,7 +773,10 @@ int main(void)
 		printf("the loopback part runs over TCP only\n");
 		return 0;
 	}
+	/* before this process makes a context: RMSG_LOG is read once */
+	check_log_env();
 	loop = ev_default_loop(0);
+	check_log_stderr();
 	check_ctx_defaults();
 	check_copies();
 	check_log_and_listener();
