@@ -10,6 +10,7 @@
  * callback once with 0. The limit + 1 is refused by rmsg_send() with
  * -EMSGSIZE; a peer that sends more than the receiver's limit (within
  * its own) is disconnected, the receiver's on_close getting -EMSGSIZE.
+ * The client's context busy-polls for 200 us.
  * Each context is made with its side's cfg (over RDMA the eager size is
  * a setting of the context: its receive buffers are shared) and the
  * same cfg goes to rmsg_listen() / rmsg_connect().
@@ -106,6 +107,8 @@ int main(void)
 	t_deadline(loop, 300);
 	scfg = side_cfg(S_EAGER, 4, 64, S_MAX);
 	ccfg = side_cfg(C_EAGER, 16, 8, C_MAX);
+	/* and the client's context polls (rmsg_cfg_set_busy_poll_us) */
+	T_OK(rmsg_cfg_set_busy_poll_us(ccfg, 200));
 	T_OK(rmsg_ctx_create(loop, scfg, &srv.ctx));
 	T_OK(rmsg_ctx_create(loop, ccfg, &cli.ctx));
 	xfer_pair(loop, &srv, scfg, &cli, ccfg, &l);
