@@ -551,6 +551,95 @@ static void check_copies(void)
 	T_OK(rmsg_ctx_destroy(ctx));
 }
 
+static int writable_calls;
+
+static void on_writable(struct rmsg_conn *c, void *arg)
+{
+	writable_calls++;
+}
+
+/*
+ * The bounds are usable, not only accepted: connections made with every
+ * setting at its maximum (busy polling and the context's limits aside)
+ * and with credits 4, send queue 1 and eager size 64 exchange messages.
+ * Send queue 1: a second send while the first has not completed fails
+ * with -EAGAIN, on_writable follows (rmsg_cfg_set_send_queue(3)).
+ */
+static void check_extremes(void)
+{
+	struct rmsg_conn_ops wops = ops;
+	struct rmsg_cfg *hi, *lo;
+	struct rmsg_listener *l;
+	struct rmsg_ctx *ctx;
+	struct end srv, cli;
+	struct iovec iov;
+	uint8_t *big;
+	int ret, sent;
+
+	T_OK(rmsg_cfg_create(&hi));
+	T_OK(rmsg_cfg_set_eager_size(hi, MIB));
+	T_OK(rmsg_cfg_set_credits(hi, 4096));
+	T_OK(rmsg_cfg_set_send_queue(hi, 1048576));
+	T_OK(rmsg_cfg_set_max_msg_size(hi, SIZE_MAX));
+	T_OK(rmsg_cfg_set_timeout_ms(hi, 3600000));
+	T_OK(rmsg_cfg_set_keepalive_ms(hi, 3600000));
+	T_OK(rmsg_cfg_set_keepalive_misses(hi, 1000));
+	T_OK(rmsg_cfg_set_max_conns(hi, 16777216));
+	T_OK(rmsg_cfg_set_max_pending(hi, 16777216));
+	T_OK(rmsg_cfg_set_reg_limit(hi, SIZE_MAX));
+	T_OK(rmsg_cfg_set_tcp_rx_limit(hi, SIZE_MAX));
+	T_OK(rmsg_cfg_create(&lo));
+	T_OK(rmsg_cfg_set_eager_size(lo, 64));
+	T_OK(rmsg_cfg_set_credits(lo, 4));
+	T_OK(rmsg_cfg_set_send_queue(lo, 1));
+	T_OK(rmsg_cfg_set_max_conns(lo, 1));
+	T_OK(rmsg_cfg_set_max_pending(lo, 1));
+	T_OK(rmsg_ctx_create(loop, hi, &ctx));
+	big = malloc(MIB + 1);
+	T_ASSERT(big, "out of memory");
+	memset(big, 0x5a, MIB + 1);
+
+	/* all at their maximum on both sides */
+	pair(ctx, hi, ctx, hi, &l, &srv, &cli, NULL);
+	send_one(&cli, &srv, 1);
+	send_one(&srv, &cli, 1);
+	iov.iov_base = big;
+	iov.iov_len = MIB + 1;
+	sent = cli.sent;
+	T_OK(rmsg_send(cli.c, &iov, 1, sent_cb, &cli));
+	T_RUN_UNTIL(loop, srv.msgs == 2 && cli.sent == sent + 1, 10);
+	unpair(l, &srv, &cli);
+
+	/* the client at the minimums, the listener's at max_conns 1 */
+	memset(&srv, 0, sizeof(srv));
+	memset(&cli, 0, sizeof(cli));
+	wops.on_writable = on_writable;
+	{
+		char uri[128];
+
+		t_listen(ctx, lo, &ops, on_accept, &srv, &l, uri, sizeof(uri));
+		T_OK(rmsg_connect(ctx, uri, lo, &wops, &cli, &cli.c));
+		T_RUN_UNTIL(loop, srv.up && cli.up, 10);
+	}
+	send_one(&srv, &cli, 64);
+	send_one(&srv, &cli, 65);
+	iov.iov_len = 100;
+	T_OK(rmsg_send(cli.c, &iov, 1, sent_cb, &cli));
+	ret = rmsg_send(cli.c, &iov, 1, sent_cb, &cli);
+	/* covers: rmsg_send.3 EAGAIN */
+	T_ASSERT(ret == -EAGAIN, "second send on a queue of 1: %d", ret);
+	T_RUN_UNTIL(loop, writable_calls == 1 && cli.sent == 1, 10);
+	T_ASSERT(srv.msgs == 1, "server got %d messages", srv.msgs);
+	T_OK(rmsg_send(cli.c, &iov, 1, sent_cb, &cli));
+	T_RUN_UNTIL(loop, srv.msgs == 2 && cli.sent == 2, 10);
+	unpair(l, &srv, &cli);
+
+	free(big);
+	rmsg_cfg_destroy(lo);
+	rmsg_cfg_destroy(hi);
+	T_OK(rmsg_ctx_destroy(ctx));
+}
+
 /* log lines: where the context's cfg said when it was made */
 static int lines_a, lines_b, lines_quiet, bad_level;
 
@@ -779,6 +868,7 @@ int main(void)
 	check_log_stderr();
 	check_ctx_defaults();
 	check_copies();
+	check_extremes();
 	check_log_and_listener();
 	printf("cfg: copies and NULL configurations checked over tcp\n");
 	return 0;
