@@ -147,6 +147,7 @@ struct rdma_mw {
 	bool pinned;
 	bool pending; /* bind slot not retired */
 	bool dead;    /* released while pending */
+	void *copy;   /* gathered pieces (rndv_prepare), freed once unpinned */
 };
 
 /* rendezvous pieces with more windows than this at once are registered
@@ -156,7 +157,6 @@ struct rdma_mw {
 /* a rendezvous send: what the peer may read, until it acknowledges */
 struct rndv_tx {
 	int n;
-	void *copy; /* the pieces gathered, when they were too many */
 	struct rdma_mw *w[];
 };
 
@@ -408,6 +408,8 @@ static void mw_free(struct rdma_mw *w)
 	}
 	if (w->pinned)
 		rmsgi_mr_unpin(w->ctx, &w->pin);
+	/* only now: a registration of freed memory could be shared */
+	free(w->copy);
 	free(w);
 }
 
@@ -1391,7 +1393,6 @@ static int rndv_prepare(struct rdma_conn *rc, struct rmsgi_op *op,
 		free(copy);
 		return -ENOMEM;
 	}
-	tx->copy = copy;
 	op->tr_priv = tx;
 	for (i = 0; i < iovcnt; i++) {
 		void *base = iov[i].iov_base;
@@ -1405,9 +1406,14 @@ static int rndv_prepare(struct rdma_conn *rc, struct rmsgi_op *op,
 		if (!len)
 			continue;
 		w = calloc(1, sizeof(*w));
-		if (!w)
+		if (!w) {
+			free(copy);
 			return -ENOMEM;
+		}
 		w->ctx = ctx;
+		/* the copy goes with the window over it (mw_free) */
+		w->copy = copy;
+		copy = NULL;
 		tx->w[tx->n++] = w;
 		ret = rmsgi_mr_pin(ctx, base, len,
 				   mw ? RMSGI_ACCESS_MW_BIND
@@ -1447,7 +1453,6 @@ static void rdma_rndv_release(struct rmsg_conn *c, struct rmsgi_op *op)
 		return;
 	for (i = 0; i < tx->n; i++)
 		mw_release(tx->w[i]);
-	free(tx->copy);
 	free(tx);
 	op->tr_priv = NULL;
 }
