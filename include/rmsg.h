@@ -66,7 +66,9 @@ void rmsg_cfg_destroy(struct rmsg_cfg *cfg);
 /**
  * rmsg_cfg_set_eager_size() - largest message sent eagerly (default 8 KiB)
  * @cfg: the configuration
- * @size: bytes, 64 to 1 MiB; larger messages use rendezvous on RDMA
+ * @size: bytes, 64 to 1 MiB; larger messages use rendezvous on RDMA;
+ *        a setting of the context (rmsg_ctx_create()): its connections
+ *        share the receive buffers
  *
  * Return: 0, or -EINVAL.
  */
@@ -233,7 +235,7 @@ int rmsg_cfg_set_private_data(struct rmsg_cfg *cfg, const void *data,
 /**
  * rmsg_cfg_set_timeout_ms() - bound on connection setup (default 10000)
  * @cfg: the configuration
- * @ms: milliseconds, 1 or more
+ * @ms: milliseconds, 1 to 3600000
  *
  * Return: 0, or -EINVAL.
  */

@@ -53,7 +53,7 @@ if [ $# -gt 0 ]; then
 	tests=("$@")
 else
 	tests=()
-	for f in "$bd"/tests/integration/* "$bd"/tests/fault/*; do
+	for f in "$bd"/tests/api/* "$bd"/tests/integration/* "$bd"/tests/fault/*; do
 		if [ ! -f "$f" ] || [ ! -x "$f" ]; then continue; fi
 		case $f in *.sh) continue ;; esac
 		tests+=("${f#"$bd"/}")

@@ -147,6 +147,7 @@ struct rdma_mw {
 	bool pinned;
 	bool pending; /* bind slot not retired */
 	bool dead;    /* released while pending */
+	void *copy;   /* gathered pieces (rndv_prepare), freed once unpinned */
 };
 
 /* rendezvous pieces with more windows than this at once are registered
@@ -407,6 +408,8 @@ static void mw_free(struct rdma_mw *w)
 	}
 	if (w->pinned)
 		rmsgi_mr_unpin(w->ctx, &w->pin);
+	/* only now: a registration of freed memory could be shared */
+	free(w->copy);
 	free(w);
 }
 
@@ -1349,23 +1352,51 @@ static int rndv_prepare(struct rdma_conn *rc, struct rmsgi_op *op,
 			uint8_t *frame, size_t *flen_p)
 {
 	struct rmsg_ctx *ctx = rc->r->ctx;
-	struct rndv_tx *tx;
+	const struct iovec *iov = op->iov;
+	int i, pieces = 0, iovcnt = op->iovcnt;
 	size_t off = RMSGI_HDR_SIZE;
-	int i, pieces = 0;
-	bool mw;
+	struct rndv_tx *tx;
+	struct iovec one;
+	void *copy = NULL;
+	bool mw, gather;
 
+	/* the request lists a segment per piece and goes into one of the
+	 * peer's eager buffers: pieces too many for it (5 for an eager
+	 * size of 64) are gathered into one copy, as rmsg_send(3) takes
+	 * any number of pieces up to RMSG_IOV_MAX */
+	gather = rndv_nseg(op) * RMSGI_SEG_SIZE > rc->c->peer_eager;
 	for (i = 0; i < op->iovcnt; i++)
 		pieces += op->iov[i].iov_len != 0;
+	if (gather)
+		pieces = 1;
 	mw = rc->r->mw_ok && pieces <= RNDV_MW_MAX;
 	if (mw && ring_used(rc) + (uint32_t)pieces + 1 > SQ_DEPTH - 8)
 		return -EAGAIN;
+	if (gather) {
+		copy = malloc(op->len);
+		if (!copy)
+			return -ENOMEM;
+		for (i = 0; i < op->iovcnt; i++) {
+			if (op->iov[i].iov_len)
+				memcpy((uint8_t *)copy + off - RMSGI_HDR_SIZE,
+				       op->iov[i].iov_base, op->iov[i].iov_len);
+			off += op->iov[i].iov_len;
+		}
+		off = RMSGI_HDR_SIZE;
+		one.iov_base = copy;
+		one.iov_len = op->len;
+		iov = &one;
+		iovcnt = 1;
+	}
 	tx = calloc(1, sizeof(*tx) + sizeof(tx->w[0]) * (size_t)pieces);
-	if (!tx)
+	if (!tx) {
+		free(copy);
 		return -ENOMEM;
+	}
 	op->tr_priv = tx;
-	for (i = 0; i < op->iovcnt; i++) {
-		void *base = op->iov[i].iov_base;
-		size_t len = op->iov[i].iov_len;
+	for (i = 0; i < iovcnt; i++) {
+		void *base = iov[i].iov_base;
+		size_t len = iov[i].iov_len;
 		struct rmsgi_seg seg;
 		struct rdma_mw *w;
 		uint32_t lkey, rkey;
@@ -1375,9 +1406,14 @@ static int rndv_prepare(struct rdma_conn *rc, struct rmsgi_op *op,
 		if (!len)
 			continue;
 		w = calloc(1, sizeof(*w));
-		if (!w)
+		if (!w) {
+			free(copy);
 			return -ENOMEM;
+		}
 		w->ctx = ctx;
+		/* the copy goes with the window over it (mw_free) */
+		w->copy = copy;
+		copy = NULL;
 		tx->w[tx->n++] = w;
 		ret = rmsgi_mr_pin(ctx, base, len,
 				   mw ? RMSGI_ACCESS_MW_BIND
