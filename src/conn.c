@@ -494,7 +494,9 @@ void rmsgi_conn_op_done(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 
 void rmsgi_conn_tr_room(struct rmsg_conn *c)
 {
-	if (!rmsgi_list_empty(&c->sendq))
+	/* also for an export refused for want of room (rmsg_mr_export):
+	 * nothing is queued, but its on_writable is due */
+	if (!rmsgi_list_empty(&c->sendq) || c->want_writable)
 		rmsgi_ctx_mark_dirty(c->ctx, c);
 }
 

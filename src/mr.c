@@ -606,6 +606,8 @@ int rmsg_mr_export(struct rmsg_mr *mr, struct rmsg_conn *c, uint64_t off,
 	e->len = len;
 	e->access = rights;
 	ret = export_transport(mr, c, e);
+	if (ret == -EAGAIN && c)
+		c->want_writable = true; /* the page promises on_writable */
 	if (ret)
 		goto undo_e;
 	slot = hash_slot(t, e->token);
