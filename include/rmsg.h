@@ -596,9 +596,10 @@ int rmsg_mr_reg(struct rmsg_ctx *ctx, void *addr, size_t len, int access,
  * @mr: the region
  *
  * Revokes every export of the region.
- * Return: 0, or -EINVAL, -EBUSY while local operations still use its
- * memory or a memory window of an export is still being bound (nothing
- * is changed then; retry after the loop ran).
+ * Return: 0, or -EINVAL, -EBUSY (RDMA: local operations still use its
+ * memory, or a memory window of an export is still being bound; TCP: an
+ * answer to a peer's read of it is being written; nothing is changed
+ * then: retry after the callbacks ran or the loop turned).
  */
 int rmsg_mr_dereg(struct rmsg_mr *mr);
 
@@ -658,7 +659,7 @@ int rmsg_mr_revoke(struct rmsg_mr *mr, const void *desc);
  *
  * Costs one of the peer's credits, like a message.
  * Return: 0, or -EINVAL (bad descriptor, out of bounds), -EACCES (the
- * region does not allow writes), -EMSGSIZE, -EAGAIN, -ENOTCONN, -ENOMEM.
+ * export does not allow writes), -EMSGSIZE, -EAGAIN, -ENOTCONN, -ENOMEM.
  */
 int rmsg_write_imm(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 		   const void *remote_desc, uint64_t remote_off, uint32_t imm,
@@ -690,7 +691,7 @@ int rmsg_write(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
  * @cb: runs once the bytes are in @iov (0) or the read failed, or NULL
  * @arg: passed to @cb
  *
- * Return: 0, or -EINVAL, -EACCES (the region does not allow reads),
+ * Return: 0, or -EINVAL, -EACCES (the export does not allow reads),
  * -EMSGSIZE, -EAGAIN, -ENOTCONN, -ENOMEM.
  */
 int rmsg_read(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
