@@ -40,6 +40,11 @@
  *  7. RDMA: exports in one loop iteration fill the send queue: -EAGAIN,
  *     then on_writable, then exports work again.
  *  8. Closing c1: the operations fail with -ENOTCONN.
+ *  9. c4, to a listener whose maximum message size is 16 KiB, reads and
+ *     writes 16 KiB + 1: over TCP (frames) the read completes with
+ *     -EMSGSIZE and the connection stays up, the write ends the
+ *     connection (the owner's on_close gets -EMSGSIZE); over RDMA both
+ *     work. (Run before 8.)
  */
 #include <stdbool.h>
 #include <string.h>
@@ -92,8 +97,9 @@ static struct rmsg_ctx *sctx, *cctx;
 /* server */
 static uint8_t *rw, *wo, *ro, *big, *scratch;
 static struct rmsg_mr *mRW, *mWO, *mRO, *mBIG, *mSCR, *mANY;
-static struct rmsg_conn *sconn[4];
-static int sclosed[4], sreason[4] = {1, 1, 1, 1};
+#define NC 5 /* connections 1..4 */
+static struct rmsg_conn *sconn[NC];
+static int sclosed[NC], sreason[NC] = {1, 1, 1, 1, 1};
 static int dereg_big = 1, dereg_big2 = 1, revoke_again = 1, srv_writable;
 static int imm_n;
 static uint32_t imm_last;
@@ -101,10 +107,10 @@ static size_t imm_len;
 static uint8_t c3_desc[RMSG_MR_DESC_SIZE];
 
 /* client */
-static struct rmsg_conn *cc[4];
-static int cest[4], cclosed[4], creason[4] = {1, 1, 1, 1}, cwritable[4];
-static struct m got[4];
-static int ngot[4], pongs[4];
+static struct rmsg_conn *cc[NC];
+static int cest[NC], cclosed[NC], creason[NC] = {1, 1, 1, 1, 1}, cwritable[NC];
+static struct m got[NC];
+static int ngot[NC], pongs[NC];
 
 struct done {
 	int n;
@@ -115,7 +121,7 @@ static int conn_idx(struct rmsg_conn *c, struct rmsg_conn **tab)
 {
 	int i;
 
-	for (i = 1; i < 4; i++)
+	for (i = 1; i < NC; i++)
 		if (tab[i] == c)
 			return i;
 	T_FAIL("unknown connection");
@@ -249,7 +255,7 @@ static void srv_close(struct rmsg_conn *c, int reason, void *arg)
 {
 	int i;
 
-	for (i = 1; i < 4; i++)
+	for (i = 1; i < NC; i++)
 		if (sconn[i] == c) {
 			sclosed[i]++;
 			sreason[i] = reason;
@@ -698,6 +704,50 @@ static void refused_by_owner(int i, const uint8_t *desc, uint8_t *target,
 	free(before);
 }
 
+/* 9. over TCP one-sided operations travel as frames, which the owner's
+ * maximum message size bounds too; over RDMA the device moves them */
+static void owner_max(const char *uri)
+{
+	static uint8_t buf[MAX_MSG + 1];
+	struct rmsg_conn_ops cops = {.on_established = cli_est,
+				     .on_msg = cli_msg,
+				     .on_close = cli_close};
+	struct iovec iov = {buf, sizeof(buf)};
+	struct done r = {0, 1}, w = {0, 1};
+
+	T_OK(rmsg_connect(cctx, uri, NULL, &cops, NULL, &cc[4]));
+	T_RUN_UNTIL(loop, cest[4], 60);
+	get_descs(4, K_DESC);
+	t_fill(rw, sizeof(buf), 77);
+	T_OK(rmsg_read(cc[4], &iov, 1, got[4].desc[D_RW], 0, done_cb, &r));
+	T_RUN_UNTIL(loop, r.n, 60);
+	if (rdma) {
+		T_ASSERT(r.status == 0 && !t_check(buf, sizeof(buf), 77),
+			 "read above the owner's maximum: %d", r.status);
+	} else {
+		/* covers: rmsg_write_imm.3 EMSGSIZE */
+		T_ASSERT(r.status == -EMSGSIZE,
+			 "read above the owner's maximum: %d", r.status);
+		ping(4);
+	}
+	t_fill(buf, sizeof(buf), 78);
+	T_OK(rmsg_write(cc[4], &iov, 1, got[4].desc[D_RW], 0, done_cb, &w));
+	T_RUN_UNTIL(loop, w.n && (rdma || (cclosed[4] && sclosed[4])), 60);
+	if (rdma) {
+		T_ASSERT(w.status == 0 && !t_check(rw, sizeof(buf), 78),
+			 "write above the owner's maximum: %d", w.status);
+		T_OK(rmsg_conn_close(cc[4]));
+		T_RUN_UNTIL(loop, cclosed[4] && sclosed[4], 60);
+	} else {
+		/* the frame is on its way: the owner ends the connection */
+		T_ASSERT(sreason[4] == -EMSGSIZE, "owner closed with %d",
+			 sreason[4]);
+		T_ASSERT(w.status < 0 && creason[4] < 0,
+			 "the writer: write %d, on_close %d", w.status,
+			 creason[4]);
+	}
+}
+
 int main(void)
 {
 	struct rmsg_conn_ops sops = {.on_msg = srv_msg,
@@ -711,11 +761,11 @@ int main(void)
 	uint8_t any_desc[RMSG_MR_DESC_SIZE], d[RMSG_MR_DESC_SIZE];
 	static uint8_t src[64];
 	struct iovec iov = {src, sizeof(src)};
-	struct rmsg_cfg *ccfg, *scfg, *cctxcfg;
-	struct rmsg_listener *lis;
+	struct rmsg_cfg *ccfg, *scfg, *cctxcfg, *omax;
+	struct rmsg_listener *lis, *lis2;
 	struct rmsg_mr *cmr;
 	struct done a = {0, 1}, q[3];
-	char uri[128];
+	char uri[128], uri2[128];
 	int i, k, ret;
 
 	t_require_transport();
@@ -761,6 +811,9 @@ int main(void)
 	T_OK(rmsg_cfg_set_max_msg_size(ccfg, MAX_MSG));
 	T_OK(rmsg_cfg_set_send_queue(ccfg, SQ));
 	t_listen(sctx, NULL, &sops, NULL, NULL, &lis, uri, sizeof(uri));
+	T_OK(rmsg_cfg_create(&omax));
+	T_OK(rmsg_cfg_set_max_msg_size(omax, MAX_MSG));
+	t_listen(sctx, omax, &sops, NULL, NULL, &lis2, uri2, sizeof(uri2));
 	T_OK(rmsg_connect(cctx, uri, ccfg, &cops, NULL, &cc[1]));
 	T_OK(rmsg_mr_reg(cctx, src, sizeof(src), RMSG_ACCESS_REMOTE_WRITE,
 			 &cmr));
@@ -836,6 +889,9 @@ int main(void)
 	}
 	round_trip(4);
 
+	/* 9: the owner's maximum message size (16 KiB on its listener) */
+	owner_max(uri2);
+
 	/* 8: closing */
 	memset(q, 0, sizeof(q));
 	T_OK(rmsg_write(cc[1], &iov, 1, got[1].desc[D_RW], 0, done_cb, &q[0]));
@@ -853,11 +909,12 @@ int main(void)
 		T_OK(rmsg_conn_close(cc[2]));
 		T_RUN_UNTIL(loop, cclosed[2] && sclosed[2], 60);
 	}
-	for (i = 1; i < 4; i++)
+	for (i = 1; i < NC; i++)
 		T_ASSERT(cclosed[i] == 1 && sclosed[i] == 1,
 			 "on_close %d: %d %d", i, cclosed[i], sclosed[i]);
 
 	T_OK(rmsg_listener_close(lis));
+	T_OK(rmsg_listener_close(lis2));
 	T_OK(rmsg_mr_dereg(cmr));
 	T_OK(rmsg_mr_dereg(mRW));
 	T_OK(rmsg_mr_dereg(mWO));
@@ -869,6 +926,7 @@ int main(void)
 	rmsg_cfg_destroy(ccfg);
 	rmsg_cfg_destroy(scfg);
 	rmsg_cfg_destroy(cctxcfg);
+	rmsg_cfg_destroy(omax);
 	free(rw);
 	free(wo);
 	free(ro);
