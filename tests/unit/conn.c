@@ -919,7 +919,6 @@ static void conn_credit__rx_beyond_grant(void **state)
 static void conn_close__bye_without_credit(void **state)
 {
 	struct t *t = *state;
-
 	int i;
 
 	establish(t, 4, 8192);
