@@ -37,6 +37,8 @@ struct rmsg_req;
 #define RMSG_VERSION_MAJOR 0
 /** RMSG_VERSION_MINOR - minor version of the API described here */
 #define RMSG_VERSION_MINOR 1
+/** RMSG_VERSION_PATCH - patch level of the release this header came with */
+#define RMSG_VERSION_PATCH 0
 
 /** RMSG_PRIVATE_DATA_MAX - most bytes of user private data in a handshake */
 #define RMSG_PRIVATE_DATA_MAX 32
@@ -848,6 +850,17 @@ int rmsg_ctx_submit(struct rmsg_ctx *ctx, rmsg_work_cb fn, void *arg);
 
 /* ------------------------------------------------------------------ */
 /* errors                                                               */
+
+/**
+ * rmsg_version() - the version of the library running, which may be newer
+ * than the header a program was compiled with (RMSG_VERSION_MAJOR, ...)
+ * @major: where to store the major version, or NULL
+ * @minor: where to store the minor version, or NULL
+ * @patch: where to store the patch level, or NULL
+ *
+ * Return: the version as a string, "MAJOR.MINOR.PATCH"; never NULL.
+ */
+const char *rmsg_version(unsigned *major, unsigned *minor, unsigned *patch);
 
 /**
  * rmsg_strerror() - explain an error code

@@ -162,3 +162,21 @@ const char *rmsg_strerror(int err)
 			return texts[i].text;
 	return "unknown error";
 }
+
+#define RMSGI_STR_(x) #x
+#define RMSGI_STR(x) RMSGI_STR_(x)
+
+/* the version of the library, not of the header the caller was built
+ * with: the macros of the header this library was built from, which
+ * configure checks against the package's version */
+const char *rmsg_version(unsigned *major, unsigned *minor, unsigned *patch)
+{
+	if (major)
+		*major = RMSG_VERSION_MAJOR;
+	if (minor)
+		*minor = RMSG_VERSION_MINOR;
+	if (patch)
+		*patch = RMSG_VERSION_PATCH;
+	return RMSGI_STR(RMSG_VERSION_MAJOR) "." RMSGI_STR(
+		RMSG_VERSION_MINOR) "." RMSGI_STR(RMSG_VERSION_PATCH);
+}
