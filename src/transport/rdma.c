@@ -2536,6 +2536,19 @@ static void rdma_ctx_fini(struct rmsg_ctx *ctx)
 			rc_teardown(rc, 0);
 		}
 	}
+	/* buffers released since the last batch hold their connections
+	 * until reposted, and the shared receive queue goes now: let the
+	 * connections go (the last drain above may have left some) */
+	while (r->repost) {
+		struct rxbuf *rb = r->repost;
+
+		r->repost = rb->next;
+		r->repost_n--;
+		if (rb->m.conn) {
+			rmsgi_conn_put(rb->m.conn);
+			rb->m.conn = NULL;
+		}
+	}
 	if (r->verbs) {
 		ev_ref(ctx->loop);
 		ev_io_stop(ctx->loop, &r->cq_io);
