@@ -2,20 +2,20 @@
 # SPDX-License-Identifier: MIT
 #
 # check-tutorial.sh - the programs of docs/tutorial.md compile, and run
-# as the page says.
+# as the page says; those of README.md compile.
 #
-#  a. every ```c block of the page is a whole program, marked by a line
+#  a. every ```c block of both pages is a whole program, marked by a line
 #     <!-- compile: NAME.c --> just before it (an unmarked C block fails,
-#     so that no code on the page goes unchecked);
+#     so that no code on the pages goes unchecked);
 #  b. each compiles and links against the build tree's header and
 #     library: ${RMSG_CHECK_CC:-${CC:-cc}} -Wall -Wextra
 #     -Wno-unused-parameter -Werror -I$top_srcdir/include ...
 #     -L$top_builddir/.libs -lrmsg -lev (make check passes the configured
 #     compiler and flags as RMSG_CHECK_CC, RMSG_CHECK_CFLAGS and
 #     RMSG_CHECK_LDFLAGS, so that a sanitizer build links the same way);
-#  c. server.c and client.c run: the server on tcp://127.0.0.1:0, which
-#     prints the port it got ("listening on port N"), the client against
-#     that port; the client must exit 0 and print exactly the ```text
+#  c. the tutorial's server.c and client.c run: the server on
+#     tcp://127.0.0.1:0, which prints the port it got ("listening on
+#     port N"), the client against that port; the client must exit 0 and print exactly the ```text
 #     block marked <!-- output: client -->; the server, sent SIGTERM,
 #     must exit 0.
 #
@@ -41,6 +41,7 @@ esac
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/check-tutorial.XXXXXX") || exit 1
 spid=
+# shellcheck disable=SC2317 # called by the trap
 cleanup() {
 	[ -n "$spid" ] && kill "$spid" 2> /dev/null
 	if [ "${CHECK_TUTORIAL_KEEP:-}" = 1 ]; then
@@ -59,15 +60,13 @@ fail() {
 }
 
 # ------------------------------------------------------------------
-# a. the blocks: prints "compile NAME" or "output NAME" per marked block
-# (into $tmp/NAME or $tmp/NAME.expected), "unmarked LINE" per C block
-# without a marker, "unterminated LINE" for a block without its end
+# a. the blocks of PAGE (relative to top_srcdir) into DIR: prints
+# "compile NAME" or "output NAME" per marked block (into DIR/NAME or
+# DIR/NAME.expected), "unmarked LINE" per C block without a marker,
+# "unterminated LINE" for a block without its end
 
-[ -f "$page" ] || {
-	echo "FAIL: $page not found"
-	exit 1
-}
-awk -v DIR="$tmp" '
+extract() {
+	awk -v DIR="$2" '
 /^<!-- compile: [A-Za-z0-9_-]+\.c -->$/ {
 	mark = "compile"; name = $3; next
 }
@@ -95,57 +94,76 @@ inblock { if (file != "") print > file; next }
 }
 /[^ \t]/ { mark = "" }
 END { if (inblock) print "unterminated " start }
-' "$page" > "$tmp/blocks" || {
-	echo "FAIL: awk could not read $page"
-	exit 1
+' "$top_srcdir/$1" > "$2/blocks" || {
+		fail "awk could not read $1"
+		return
+	}
+	while read -r kind what; do
+		case $kind in
+		unmarked)
+			fail "$1:$what: a C block without a" \
+				"<!-- compile: NAME.c --> line before it"
+			;;
+		unterminated)
+			fail "$1:$what: a block that does not end"
+			;;
+		esac
+	done < "$2/blocks"
+	dups=$(awk '{ print $2 }' "$2/blocks" | sort | uniq -d)
+	[ -z "$dups" ] || fail "$1: blocks named twice: $dups"
 }
-while read -r kind what; do
-	case $kind in
-	unmarked)
-		fail "docs/tutorial.md:$what: a C block without a" \
-			"<!-- compile: NAME.c --> line before it"
-		;;
-	unterminated)
-		fail "docs/tutorial.md:$what: a block that does not end"
-		;;
-	esac
-done < "$tmp/blocks"
-programs=$(awk '$1 == "compile" { print $2 }' "$tmp/blocks")
-[ -n "$programs" ] || fail "docs/tutorial.md has no <!-- compile: --> block"
-dups=$(awk '{ print $2 }' "$tmp/blocks" | sort | uniq -d)
-[ -z "$dups" ] || fail "docs/tutorial.md: blocks named twice: $dups"
 
 # ------------------------------------------------------------------
 # b. compile and link
 
 CC=${RMSG_CHECK_CC:-${CC:-cc}}
 lib=$top_builddir/.libs
+cancc=1
 printf '#include <ev.h>\nint main(void)\n{\n\treturn 0;\n}\n' > "$tmp/probe.c"
 if ! $CC -fsyntax-only "$tmp/probe.c" > "$tmp/probe.out" 2>&1; then
 	fail "$CC cannot compile a program using <ev.h>" \
 		"(Debian packages gcc, libev-dev)"
 	sed 's/^/  /' "$tmp/probe.out" | head -n 5
-	programs=
+	cancc=
 elif [ ! -f "$lib/librmsg.so" ]; then
 	fail "$lib/librmsg.so not found: build the library first (make)"
-	programs=
+	cancc=
 fi
-built=
-for src in $programs; do
-	exe=$tmp/bin/${src%.c}
-	mkdir -p "$tmp/bin"
-	cp "$tmp/$src" "$tmp/bin/$src"
-	# shellcheck disable=SC2086 # the flags are several words
-	if $CC ${RMSG_CHECK_CFLAGS:-} -Wall -Wextra -Wno-unused-parameter \
-		-Werror -I"$top_srcdir/include" -o "$exe" "$tmp/bin/$src" \
-		${RMSG_CHECK_LDFLAGS:-} -L"$lib" -lrmsg -lev \
-		> "$tmp/cc.out" 2>&1; then
-		built="$built ${src%.c}"
-	else
-		fail "docs/tutorial.md: $src does not compile"
-		sed "s|$tmp/bin/||; s/^/  /" "$tmp/cc.out" | head -n 20
-	fi
-done
+
+# build PAGE DIR: compiles the programs extracted into DIR; sets $built
+build() {
+	built=
+	programs=$(awk '$1 == "compile" { print $2 }' "$2/blocks")
+	[ -n "$programs" ] || fail "$1 has no <!-- compile: --> block"
+	[ -n "$cancc" ] || return
+	mkdir -p "$2/bin"
+	for src in $programs; do
+		cp "$2/$src" "$2/bin/$src"
+		# shellcheck disable=SC2086 # the flags are several words
+		if $CC ${RMSG_CHECK_CFLAGS:-} -Wall -Wextra \
+			-Wno-unused-parameter -Werror -I"$top_srcdir/include" \
+			-o "$2/bin/${src%.c}" "$2/bin/$src" \
+			${RMSG_CHECK_LDFLAGS:-} -L"$lib" -lrmsg -lev \
+			> "$tmp/cc.out" 2>&1; then
+			built="$built ${src%.c}"
+			nprog=$((nprog + 1))
+		else
+			fail "$1: $src does not compile"
+			sed "s|$2/bin/||; s/^/  /" "$tmp/cc.out" | head -n 20
+		fi
+	done
+}
+
+nprog=0
+mkdir "$tmp/readme"
+extract README.md "$tmp/readme"
+build README.md "$tmp/readme"
+[ -f "$page" ] || {
+	echo "FAIL: $page not found"
+	exit 1
+}
+extract docs/tutorial.md "$tmp"
+build docs/tutorial.md "$tmp"
 
 # ------------------------------------------------------------------
 # c. run the server and the client
@@ -210,7 +228,7 @@ if [ -n "$run" ]; then
 	fi
 fi
 
-echo "checked docs/tutorial.md: programs:${built:- none}${run:+, ran server and client}"
+echo "checked README.md and docs/tutorial.md: $nprog programs built${run:+, ran the server and client of the tutorial}"
 if [ "$nfail" -gt 0 ]; then
 	echo "$nfail failures"
 	exit 1

@@ -76,8 +76,9 @@ if [ -z "$prefix" ]; then
 	stage=$tmp/stage
 	step install make -C "$bd" -s install DESTDIR="$stage"
 	pcs=$(find "$stage" -name librmsg.pc)
-	[ -n "$pcs" ] && [ "$(echo "$pcs" | wc -l)" -eq 1 ] ||
+	if [ -z "$pcs" ] || [ "$(echo "$pcs" | wc -l)" -ne 1 ]; then
 		die "make install staged ${pcs:-no} librmsg.pc"
+	fi
 	pcdir=$(dirname "$pcs")
 	PKG_CONFIG_PATH=$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 	PKG_CONFIG_SYSROOT_DIR=$stage
@@ -86,8 +87,9 @@ if [ -z "$prefix" ]; then
 	# the staged librmsg.so through LD_LIBRARY_PATH (an install into
 	# the real prefix would not need it)
 	so=$(find "$stage" -name librmsg.so)
-	[ -n "$so" ] && [ "$(echo "$so" | wc -l)" -eq 1 ] ||
+	if [ -z "$so" ] || [ "$(echo "$so" | wc -l)" -ne 1 ]; then
 		die "make install staged ${so:-no} librmsg.so"
+	fi
 	LD_LIBRARY_PATH=$(dirname "$so")
 	export LD_LIBRARY_PATH
 	where=$stage
