@@ -130,7 +130,6 @@ check() {
 }
 
 # a. plain cc: the flags pkg-config gives are all it has
-# shellcheck disable=SC2086 # $flags: several words
 warn="-Wall -Wextra -Wno-unused-parameter -Werror"
 # shellcheck disable=SC2086 # $warn, $flags: several words
 step cc-build "$CC" $warn -o "$tmp/cc/app" "$tmp/src/app.c" $flags
