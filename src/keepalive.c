@@ -2,9 +2,9 @@
 /*
  * keepalive.c - heartbeats and peer-death detection with a time bound.
  *
- * RDMA alone does not bound it (VM-TESTBED.md): a side with only receives
- * posted never notices a dead peer, and DISCONNECTED can come a minute
- * late. So a side that has heard nothing for one interval probes: it
+ * RDMA alone does not bound it (tests/vm/README.md, Background): a side
+ * with only receives posted never notices a dead peer, and DISCONNECTED
+ * can come a minute late. So a side that has heard nothing for one interval probes: it
  * sends a CREDIT frame marked RMSGI_CREDIT_PROBE, which the peer answers
  * at once with a CREDIT frame of its own. A connection that heard nothing
  * for interval x misses closes with -ETIMEDOUT, failing everything
