@@ -7,8 +7,9 @@
 # bindings/python offline (--no-build-isolation --no-index), then runs
 # the binding's tests with the installed package, from a copy of the
 # tests that has no rmsg package next to it (RMSG_PY_TEST_INSTALLED=1),
-# and type-checks a small program against the installed package with
-# mypy --strict (which reads its annotations only through py.typed).
+# type-checks a small program against the installed package with mypy
+# --strict (which reads its annotations only through py.typed), and the
+# package itself with mypy.
 #
 #   RMSG_LIB=$PWD/.libs/librmsg.so bindings/python/check-install.sh
 #   bindings/python/check-install.sh       # the installed librmsg.so.0
@@ -105,6 +106,11 @@ grep -q 'Incompatible return value type (got "bytes", expected "str")' \
 	exit 1
 }
 "$vpy" "$tmp/typed/ok.py" > /dev/null
+# and the annotations agree with the package's own code
+MYPY_CACHE_DIR=$tmp/mypy-cache "$vpy" "$mypy" --no-error-summary -p rmsg || {
+	echo "FAIL: mypy finds the installed package inconsistent"
+	exit 1
+}
 
 # registering memory over RDMA needs locked memory
 ulimit -l unlimited 2> /dev/null || true

@@ -27,8 +27,8 @@ import mmap
 import os
 import threading
 import weakref
-from typing import (Any, AsyncIterator, Callable, Optional, Sequence, Tuple,
-                    TypeVar, Union, overload)
+from typing import (Any, AsyncIterator, Callable, Deque, Dict, List,
+                    Optional, Sequence, Set, Tuple, TypeVar, Union, overload)
 
 from . import _ffi
 from ._ffi import lib, ev
@@ -360,7 +360,7 @@ def _on_request(c, req, m, h):
 _CONN_OPS = _ffi.conn_ops(_on_established, _on_msg, _on_imm, _on_writable,
                           _on_close)
 
-_live_contexts = weakref.WeakSet()
+_live_contexts: weakref.WeakSet[Context] = weakref.WeakSet()
 
 
 @atexit.register
@@ -391,28 +391,29 @@ class Context:
         self._aloop = loop or asyncio.get_running_loop()
         self._submit_lock = threading.Lock()
         self._closing = False
-        self._ctx = None
-        self._evloop = None
-        self._tid = None
+        self._ctx: Optional[int] = None
+        self._evloop: Optional[int] = None
+        self._tid: Optional[int] = None
         # loop-thread state
-        self._conns = {}        # rmsg_conn * -> Connection
-        self._reqs = {}         # rmsg_req * of unanswered requests
-        self._listeners = set()
-        self._mr_zombies = []   # (mr *, pin) whose dereg said EBUSY
-        self._handler_handles = {}  # method -> handle of its function
+        self._conns: Dict[int, Connection] = {}  # rmsg_conn * -> Connection
+        self._reqs: Dict[int, Any] = {}  # rmsg_req * of unanswered requests
+        self._listeners: Set[Listener] = set()
+        # (mr *, pin) whose dereg said EBUSY
+        self._mr_zombies: List[Tuple[int, Any]] = []
+        self._handler_handles: Dict[int, int] = {}  # method -> handle
         # work for the loop thread
         self._work_lock = threading.Lock()
-        self._work = collections.deque()
+        self._work: Deque[Any] = collections.deque()
         self._work_scheduled = False
         self._drain_handle = _register((self._lt_drain, ()))
         # posting to asyncio
         self._post_lock = threading.Lock()
-        self._posts = collections.deque()
+        self._posts: Deque[Any] = collections.deque()
         self._post_scheduled = False
-        self._buffers = weakref.WeakSet()
-        self._mrs = weakref.WeakSet()
+        self._buffers: weakref.WeakSet[Buffer] = weakref.WeakSet()
+        self._mrs: weakref.WeakSet[MR] = weakref.WeakSet()
         self._closed_fut = self._aloop.create_future()
-        self._init_err = None
+        self._init_err: Optional[BaseException] = None
         ready = threading.Event()
         self._thread = threading.Thread(target=self._lt_main,
                                         args=(options, ready),
@@ -841,14 +842,15 @@ class Listener:
         self._handle = _register(self)
         self._lp = None
         self.port = None
-        self._queue = collections.deque()
-        self._waiter = None
+        self._queue: Deque[Connection] = collections.deque()
+        self._waiter: Optional[asyncio.Future[None]] = None
         self._closed = False
 
     @property
     def uri(self) -> str:
         """The URI with the bound port, for clients to connect to."""
         head, _, _ = self.uri_requested.rpartition(":")
+        assert self.port is not None  # set before listen() returns
         return "%s:%d" % (head, self.port)
 
     def _lt_accept(self, c, pdata):
@@ -962,7 +964,7 @@ class Connection:
         self.listener = listener
         self._handle = _register(self)
         self._cptr = None            # loop thread: NULL once closed
-        self._blocked = collections.deque()  # loop thread: ops after EAGAIN
+        self._blocked: Deque[_Op] = collections.deque()  # after EAGAIN
         aloop = ctx._aloop
         self._established = aloop.create_future()
         self._closed = aloop.create_future()
@@ -970,10 +972,10 @@ class Connection:
         self.fallback_reason = None
         self.peer_data = b""
         self.close_reason = None
-        self._msgs = collections.deque()
-        self._msg_waiter = None
-        self._imms = collections.deque()
-        self._imm_waiter = None
+        self._msgs: Deque[bytes] = collections.deque()
+        self._msg_waiter: Optional[asyncio.Future[None]] = None
+        self._imms: Deque[Tuple[int, int]] = collections.deque()
+        self._imm_waiter: Optional[asyncio.Future[None]] = None
         self.on_imm = None
 
     def __repr__(self):
@@ -1278,7 +1280,7 @@ class Buffer:
 
     def __init__(self, ctx: Context, ptr: int, size: int) -> None:
         self._ctx = ctx
-        self._ptr = ptr
+        self._ptr: Optional[int] = ptr
         self.nbytes = size
         self._inflight = 0       # loop thread
         self._free_pending = False
@@ -1408,6 +1410,8 @@ class MR:
         return self._ctx._run_sync(work)
 
     def __len__(self) -> int:
+        if isinstance(self.buffer, Buffer):
+            return self.buffer.nbytes
         return memoryview(self.buffer).nbytes
 
     def dereg(self) -> None:
