@@ -36,7 +36,7 @@ find "$tmp/src" -name __pycache__ -prune -exec rm -rf {} +
 "$PY" -m venv --system-site-packages "$tmp/venv"
 vpy=$tmp/venv/bin/python
 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 "$vpy" -m pip install -q \
-	--no-build-isolation --no-index --no-deps "$tmp/src"
+	--no-build-isolation --no-index --no-deps --ignore-installed "$tmp/src"
 # from here on only the installed package can be imported
 rm -rf "$tmp/src/rmsg"
 cd "$tmp/src"
