@@ -3,18 +3,21 @@
  * rmsg-doctor - checks whether this machine can run librmsg over RDMA, and
  * says what to fix when it cannot. See rmsg-doctor(1).
  *
- *   rmsg-doctor [-c CONNS] [ADDRESS]
+ *   rmsg-doctor [-c CONNS] [--json] [ADDRESS]
+ *   rmsg-doctor -h | --help | --version
  *
  * Checks, in order: the kernel's RDMA stack (/dev/infiniband, modules),
  * the devices libibverbs sees and their ports (state, MTU, link layer),
  * the GIDs of each port and their RoCE versions, the software devices
  * (rxe, siw), the memlock limit against what a context registers, and,
  * given ADDRESS, whether rdma_cm resolves an address and a route to it.
+ * --json prints one JSON object instead of the text (see rmsg-doctor(1)).
  * Exit status: 0 if RDMA is usable, 1 if not, 2 on a usage error.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <netdb.h>
 #include <poll.h>
@@ -39,32 +42,111 @@ static int problems, warnings, usable_ports;
 /* a copy: @what is often built in the caller's buffer */
 static char first_problem[256];
 
-static void ok(const char *fmt, ...)
-{
-	va_list ap;
+/*
+ * Output: text lines on stdout, or with --json the checks and the info
+ * lines gathered here and printed as one object at the end.
+ */
+static int json;
+static FILE *jchecks, *jinfo;
+static char *jchecks_buf, *jinfo_buf;
+static size_t jchecks_len, jinfo_len;
+static int nchecks, ninfo;
 
-	printf("ok:   ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
+/* @s as a JSON string: quotes, backslashes and control characters
+ * escaped; other bytes (UTF-8) as they are */
+static void json_str(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+
+	putc('"', f);
+	for (; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p == '\n')
+			fputs("\\n", f);
+		else if (*p == '\t')
+			fputs("\\t", f);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\u%04x", *p);
+		else
+			putc(*p, f);
+	}
+	putc('"', f);
 }
 
+static char *vformat(const char *fmt, va_list ap)
+{
+	char *s;
+
+	if (vasprintf(&s, fmt, ap) < 0) {
+		fprintf(stderr, "rmsg-doctor: out of memory\n");
+		exit(1);
+	}
+	return s;
+}
+
+/* one check for --json: name, status, detail, and a cause and a fix for
+ * a warning or a problem */
+static void json_check(const char *name, const char *status, const char *detail,
+		       const char *cause, const char *fix)
+{
+	fprintf(jchecks, "%s\n    {\"name\": ", nchecks++ ? "," : "");
+	json_str(jchecks, name);
+	fputs(", \"status\": ", jchecks);
+	json_str(jchecks, status);
+	fputs(", \"detail\": ", jchecks);
+	json_str(jchecks, detail);
+	if (cause) {
+		fputs(", \"cause\": ", jchecks);
+		json_str(jchecks, cause);
+	}
+	if (fix) {
+		fputs(", \"fix\": ", jchecks);
+		json_str(jchecks, fix);
+	}
+	putc('}', jchecks);
+}
+
+/* a check that passed; @name says which (kernel, devices, memlock, ...) */
+static void ok(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	s = vformat(fmt, ap);
+	va_end(ap);
+	if (json)
+		json_check(name, "ok", s, NULL, NULL);
+	else
+		printf("ok:   %s\n", s);
+	free(s);
+}
+
+/* a fact shown under the checks: a device, a port, a GID, ... */
 static void info(const char *fmt, ...)
 {
 	va_list ap;
+	char *s;
 
-	printf("      ");
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	s = vformat(fmt, ap);
 	va_end(ap);
-	putchar('\n');
+	if (json) {
+		fprintf(jinfo, "%s\n    ", ninfo++ ? "," : "");
+		json_str(jinfo, s);
+	} else {
+		printf("      %s\n", s);
+	}
+	free(s);
 }
 
-/* a problem: what, its cause and its fix; @what is kept for the verdict */
-static void problem(int fatal, const char *what, const char *cause,
-		    const char *fix, ...)
+/* a problem (@fatal) or a warning: what, its cause and its fix; @what is
+ * kept for the verdict */
+static void problem(const char *name, int fatal, const char *what,
+		    const char *cause, const char *fix, ...)
 {
+	char *f = NULL;
 	va_list ap;
 
 	if (fatal) {
@@ -75,16 +157,21 @@ static void problem(int fatal, const char *what, const char *cause,
 	} else {
 		warnings++;
 	}
-	printf("%s %s\n", fatal ? "FAIL:" : "warn:", what);
-	if (cause)
-		printf("      cause: %s\n", cause);
 	if (fix) {
-		printf("      fix:   ");
 		va_start(ap, fix);
-		vprintf(fix, ap);
+		f = vformat(fix, ap);
 		va_end(ap);
-		putchar('\n');
 	}
+	if (json) {
+		json_check(name, fatal ? "fail" : "warn", what, cause, f);
+	} else {
+		printf("%s %s\n", fatal ? "FAIL:" : "warn:", what);
+		if (cause)
+			printf("      cause: %s\n", cause);
+		if (f)
+			printf("      fix:   %s\n", f);
+	}
+	free(f);
 }
 
 /* reads the first line of a file into @buf; -1 if it cannot */
@@ -158,7 +245,8 @@ static int check_kernel(void)
 	int ucm = exists("/dev/infiniband/rdma_cm");
 
 	if (!exists("/dev/infiniband")) {
-		problem(1, "no RDMA device: /dev/infiniband does not exist",
+		problem("kernel", 1,
+			"no RDMA device: /dev/infiniband does not exist",
 			"the kernel's RDMA stack is not loaded: no RDMA "
 			"hardware driver, and no Soft-RoCE (rdma_rxe) or "
 			"Soft-iWARP (siw) device",
@@ -177,17 +265,18 @@ static int check_kernel(void)
 		return -1;
 	}
 	if (!ucm)
-		problem(1, "/dev/infiniband/rdma_cm is missing",
+		problem("kernel", 1, "/dev/infiniband/rdma_cm is missing",
 			"the rdma_ucm module is not loaded, so librdmacm "
 			"cannot set connections up",
 			"modprobe rdma_ucm");
 	else if (access("/dev/infiniband/rdma_cm", R_OK | W_OK))
-		problem(1, "no access to /dev/infiniband/rdma_cm",
+		problem("kernel", 1, "no access to /dev/infiniband/rdma_cm",
 			"its permissions do not let this user open it",
 			"run as a user the rdma udev rules allow (often the "
 			"'rdma' group), or check /dev/infiniband permissions");
 	else
-		ok("kernel RDMA stack: /dev/infiniband/rdma_cm present");
+		ok("kernel",
+		   "kernel RDMA stack: /dev/infiniband/rdma_cm present");
 	return 0;
 }
 
@@ -277,7 +366,7 @@ static int list_gids(const char *dev, int port, int eth)
 	if (!shown)
 		info("no GIDs in %s/%s/ports/%d/gids", SYS_IB, dev, port);
 	if (eth && !v2_ip)
-		problem(0, "no RoCE v2 GID with an IP address",
+		problem("gids", 0, "no RoCE v2 GID with an IP address",
 			"the port's network interface has no IP address (or "
 			"only RoCE v1 GIDs): rdma_cm resolves IP addresses "
 			"to GIDs, so connections to or from this port fail",
@@ -294,22 +383,23 @@ static void check_port(struct ibv_context *vc, const char *dev, int port)
 
 	ret = ibv_query_port(vc, (uint8_t)port, &pa);
 	if (ret) {
-		problem(1, "ibv_query_port failed", strerror(ret), NULL);
+		problem("ports", 1, "ibv_query_port failed", strerror(ret),
+			NULL);
 		return;
 	}
 	eth = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
-	printf("      port %d: %s, MTU %s (max %s), link layer %s\n", port,
-	       ibv_port_state_str(pa.state), mtu_str(pa.active_mtu),
-	       mtu_str(pa.max_mtu),
-	       eth					    ? "Ethernet (RoCE)"
-	       : pa.link_layer == IBV_LINK_LAYER_INFINIBAND ? "InfiniBand"
-							    : "unspecified");
+	info("port %d: %s, MTU %s (max %s), link layer %s", port,
+	     ibv_port_state_str(pa.state), mtu_str(pa.active_mtu),
+	     mtu_str(pa.max_mtu),
+	     eth					  ? "Ethernet (RoCE)"
+	     : pa.link_layer == IBV_LINK_LAYER_INFINIBAND ? "InfiniBand"
+							  : "unspecified");
 	if (pa.state != IBV_PORT_ACTIVE) {
 		char what[128];
 
 		snprintf(what, sizeof(what), "%s port %d is %s", dev, port,
 			 ibv_port_state_str(pa.state));
-		problem(0, what,
+		problem("ports", 0, what,
 			eth ? "its network interface is down or has no "
 			      "carrier"
 			    : "no link, or no subnet manager has brought the "
@@ -342,7 +432,7 @@ static void check_devices(void)
 			       "library for it"
 			     : "libibverbs found no RDMA support in the kernel";
 
-		problem(1, "no RDMA device", why,
+		problem("devices", 1, "no RDMA device", why,
 			"load the hardware driver, or create a Soft-RoCE "
 			"device: 'modprobe rdma_rxe; rdma link add rxe0 type "
 			"rxe netdev IFACE'; install ibverbs-providers for "
@@ -351,7 +441,7 @@ static void check_devices(void)
 			ibv_free_device_list(list);
 		return;
 	}
-	ok("%d RDMA device%s", n, n > 1 ? "s" : "");
+	ok("devices", "%d RDMA device%s", n, n > 1 ? "s" : "");
 	for (i = 0; i < n; i++) {
 		const char *dev = ibv_get_device_name(list[i]);
 		struct ibv_device_attr da;
@@ -360,15 +450,15 @@ static void check_devices(void)
 		int p;
 
 		driver_of(dev, drv, sizeof(drv));
-		printf("      %s: driver %s, node type %s, transport %s\n", dev,
-		       drv, ibv_node_type_str(list[i]->node_type),
-		       list[i]->transport_type == IBV_TRANSPORT_IWARP ? "iWARP"
-		       : list[i]->transport_type == IBV_TRANSPORT_IB ? "IB/RoCE"
-								     : "other");
+		info("%s: driver %s, node type %s, transport %s", dev, drv,
+		     ibv_node_type_str(list[i]->node_type),
+		     list[i]->transport_type == IBV_TRANSPORT_IWARP ? "iWARP"
+		     : list[i]->transport_type == IBV_TRANSPORT_IB  ? "IB/RoCE"
+								    : "other");
 		if (strstr(drv, "rxe") || strstr(drv, "siw"))
 			soft++;
 		if (list[i]->transport_type == IBV_TRANSPORT_IWARP)
-			problem(0, "iWARP device",
+			problem("devices", 0, "iWARP device",
 				"librmsg is tested on RoCE and InfiniBand; "
 				"iWARP lacks RDMA WRITE with immediate, which "
 				"rmsg_write_imm() uses",
@@ -376,7 +466,8 @@ static void check_devices(void)
 				"Soft-RoCE (rdma_rxe) for tests");
 		vc = ibv_open_device(list[i]);
 		if (!vc) {
-			problem(1, "cannot open the device", strerror(errno),
+			problem("devices", 1, "cannot open the device",
+				strerror(errno),
 				"check the permissions of /dev/infiniband/"
 				"uverbs*");
 			continue;
@@ -388,7 +479,7 @@ static void check_devices(void)
 			     (unsigned long long)da.max_mr_size,
 			     da.phys_port_cnt);
 			if (da.max_srq == 0)
-				problem(1,
+				problem("devices", 1,
 					"the device has no shared receive "
 					"queues",
 					"librmsg posts receives to one SRQ per "
@@ -397,14 +488,14 @@ static void check_devices(void)
 			for (p = 1; p <= da.phys_port_cnt; p++)
 				check_port(vc, dev, p);
 		} else {
-			problem(1, "ibv_query_device failed", strerror(errno),
-				NULL);
+			problem("devices", 1, "ibv_query_device failed",
+				strerror(errno), NULL);
 		}
 		ibv_close_device(vc);
 	}
 	ibv_free_device_list(list);
 	if (!usable_ports)
-		problem(1, "no RDMA port is ACTIVE",
+		problem("ports", 1, "no RDMA port is ACTIVE",
 			"see the port problems above", "as above");
 	info("software devices: %s; Soft-RoCE module rdma_rxe %s, "
 	     "Soft-iWARP module siw %s",
@@ -502,15 +593,15 @@ static void check_memlock(unsigned conns)
 	size_str(need, a, sizeof(a));
 	size_str(need + rdv, c, sizeof(c));
 	if (getrlimit(RLIMIT_MEMLOCK, &rl)) {
-		problem(0, "cannot read the memlock limit", strerror(errno),
-			NULL);
+		problem("memlock", 0, "cannot read the memlock limit",
+			strerror(errno), NULL);
 		return;
 	}
 	lim = rl.rlim_cur;
 	if (lim == RLIM_INFINITY || has_ipc_lock()) {
-		ok("memlock: %s", lim == RLIM_INFINITY
-					  ? "unlimited"
-					  : "limit lifted by CAP_IPC_LOCK");
+		ok("memlock", "memlock: %s",
+		   lim == RLIM_INFINITY ? "unlimited"
+					: "limit lifted by CAP_IPC_LOCK");
 		info("a context with %u connections registers about %s "
 		     "(%u credits x (%zu-byte eager size + 32), 64 at a "
 		     "time; send headers)",
@@ -519,7 +610,7 @@ static void check_memlock(unsigned conns)
 	}
 	size_str(lim, b, sizeof(b));
 	if (lim < need) {
-		problem(1, "memlock limit too low",
+		problem("memlock", 1, "memlock limit too low",
 			"librmsg registers (pins) its receive buffers: a "
 			"context with the default configuration and this "
 			"many connections needs about this much; "
@@ -531,7 +622,7 @@ static void check_memlock(unsigned conns)
 			"(rmsg_cfg_set_credits) or a smaller eager size");
 		info("limit %s, need about %s for %u connections", b, a, conns);
 	} else if (lim < need + rdv) {
-		problem(0, "memlock limit leaves little room",
+		problem("memlock", 0, "memlock limit leaves little room",
 			"receiving messages longer than the eager size, and "
 			"rmsg_mr_reg() regions, register more memory on top",
 			"'ulimit -l unlimited', or memlock in "
@@ -540,7 +631,8 @@ static void check_memlock(unsigned conns)
 		     "1 MiB message in flight",
 		     b, a, conns, c);
 	} else {
-		ok("memlock: limit %s, need about %s for %u connections "
+		ok("memlock",
+		   "memlock: limit %s, need about %s for %u connections "
 		   "(%u credits x (%zu-byte eager size + 32) each)",
 		   b, a, conns, credits, eager);
 	}
@@ -604,27 +696,28 @@ static void check_route(const char *arg)
 			 "%s: not an address or a known "
 			 "host name",
 			 arg);
-		problem(1, what, NULL,
+		problem("address", 1, what, NULL,
 			"give an IP address or a resolvable "
 			"name");
 		return;
 	}
 	ch = rdma_create_event_channel();
 	if (!ch) {
-		problem(1, "rdma_cm is not available",
+		problem("address", 1, "rdma_cm is not available",
 			"rdma_create_event_channel failed: no "
 			"/dev/infiniband/rdma_cm",
 			"see the problems above");
 		return;
 	}
 	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP)) {
-		problem(1, "rdma_create_id failed", strerror(errno), NULL);
+		problem("address", 1, "rdma_create_id failed", strerror(errno),
+			NULL);
 		rdma_destroy_event_channel(ch);
 		return;
 	}
 	snprintf(what, sizeof(what), "no RDMA address resolution to %s", arg);
 	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, RESOLVE_MS)) {
-		problem(1, what, strerror(errno),
+		problem("address", 1, what, strerror(errno),
 			"the address must be reached through a network "
 			"interface that has an RDMA device (a RoCE netdev or "
 			"IPoIB); check 'ip route get ADDR' and 'rdma link'");
@@ -632,7 +725,7 @@ static void check_route(const char *arg)
 	}
 	if (cm_wait(ch, RESOLVE_MS + 1000, &type, &status) ||
 	    type != RDMA_CM_EVENT_ADDR_RESOLVED) {
-		problem(1, what,
+		problem("address", 1, what,
 			"rdma_cm could not map the address to a local RDMA "
 			"device and port (no route through an RDMA-capable "
 			"interface, or the neighbour did not answer)",
@@ -642,12 +735,12 @@ static void check_route(const char *arg)
 			"or neighbour discovery");
 		goto out;
 	}
-	ok("address %s resolved: device %s, port %u", arg,
+	ok("address", "address %s resolved: device %s, port %u", arg,
 	   id->verbs ? ibv_get_device_name(id->verbs->device) : "?",
 	   id->port_num);
 	snprintf(what, sizeof(what), "no RDMA route to %s", arg);
 	if (rdma_resolve_route(id, RESOLVE_MS)) {
-		problem(1, what,
+		problem("route", 1, what,
 			errno == ENODEV
 				? "the address maps to no RDMA port that can "
 				  "reach it (a loopback or local-only address, "
@@ -660,7 +753,7 @@ static void check_route(const char *arg)
 	}
 	if (cm_wait(ch, RESOLVE_MS + 1000, &type, &status) ||
 	    type != RDMA_CM_EVENT_ROUTE_RESOLVED) {
-		problem(1, what,
+		problem("route", 1, what,
 			"rdma_cm resolved the address but no path to it "
 			"(InfiniBand: no subnet manager answered the path "
 			"query; RoCE: no usable GID for the route)",
@@ -668,47 +761,137 @@ static void check_route(const char *arg)
 			"an IP address, and (InfiniBand) that opensm runs");
 		goto out;
 	}
-	ok("route to %s resolved", arg);
+	ok("route", "route to %s resolved", arg);
 out:
 	rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);
 }
 
-static int usage(const char *prog)
+#define USAGE                                                \
+	"usage: rmsg-doctor [-c CONNS] [--json] [ADDRESS]\n" \
+	"       rmsg-doctor -h | --help | --version\n"
+
+static void help(void)
 {
-	fprintf(stderr, "usage: %s [-c CONNS] [ADDRESS]\n", prog);
+	fputs(USAGE
+	      "Checks whether librmsg can use RDMA on this machine, and what "
+	      "to fix if not.\n"
+	      "  -c, --conns CONNS  estimate the registered memory of CONNS "
+	      "connections (8)\n"
+	      "      --json         print one JSON object instead of text\n"
+	      "  -h, --help         print this help and exit\n"
+	      "      --version      print the tool's and librmsg's version "
+	      "and exit\n"
+	      "ADDRESS: an IP address or host name (or host:port, a librmsg "
+	      "URI): check that\n"
+	      "rdma_cm resolves an address and a route to it.\n"
+	      "Exit status: 0 RDMA is usable, 1 it is not, 2 usage error.\n",
+	      stdout);
+}
+
+static int usage_error(void)
+{
+	fputs(USAGE "Try 'rmsg-doctor --help' for more.\n", stderr);
 	return 2;
+}
+
+/* --json: the object; the exit status does not depend on it */
+static void print_json(const char *address, const char *version)
+{
+	fclose(jchecks);
+	fclose(jinfo);
+	fputs("{\n  \"tool\": \"rmsg-doctor\",\n  \"librmsg_version\": ",
+	      stdout);
+	json_str(stdout, version);
+	fputs(",\n  \"address\": ", stdout);
+	if (address)
+		json_str(stdout, address);
+	else
+		fputs("null", stdout);
+	printf(",\n  \"checks\": [%s\n  ],\n  \"info\": [%s\n  ],\n",
+	       jchecks_buf, jinfo_buf);
+	printf("  \"usable\": %s,\n  \"verdict\": ",
+	       problems ? "false" : "true");
+	if (problems) {
+		char *v;
+
+		if (asprintf(&v, "RDMA is not usable: %s", first_problem) < 0)
+			exit(1);
+		json_str(stdout, v);
+		free(v);
+	} else {
+		json_str(stdout, "RDMA is usable");
+	}
+	printf(",\n  \"problems\": %d,\n  \"warnings\": %d\n}\n", problems,
+	       warnings);
+	free(jchecks_buf);
+	free(jinfo_buf);
 }
 
 int main(int argc, char **argv)
 {
+	enum {
+		OPT_JSON = 256,
+		OPT_VERSION
+	};
+	static const struct option longopts[] = {
+		{"conns", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"version", no_argument, NULL, OPT_VERSION},
+		{NULL, 0, NULL, 0},
+	};
+	const char *version, *address;
 	unsigned conns = 8;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "c:h")) != -1) {
+	version = rmsg_version(NULL, NULL, NULL);
+	while ((opt = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			conns = (unsigned)atoi(optarg);
 			if (conns < 1 || conns > 1000000)
-				return usage(argv[0]);
+				return usage_error();
 			break;
+		case 'h':
+			help();
+			return 0;
+		case OPT_JSON:
+			json = 1;
+			break;
+		case OPT_VERSION:
+			printf("rmsg-doctor (librmsg) %s\n", version);
+			return 0;
 		default:
-			return usage(argv[0]);
+			return usage_error();
 		}
 	}
 	if (argc - optind > 1)
-		return usage(argv[0]);
+		return usage_error();
+	address = optind < argc ? argv[optind] : NULL;
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (json) {
+		jchecks = open_memstream(&jchecks_buf, &jchecks_len);
+		jinfo = open_memstream(&jinfo_buf, &jinfo_len);
+		if (!jchecks || !jinfo) {
+			fprintf(stderr, "rmsg-doctor: out of memory\n");
+			return 1;
+		}
+	}
 
 	if (check_kernel() == 0)
 		check_devices();
 	check_memlock(conns);
-	if (optind < argc) {
+	if (address) {
 		if (!problems)
-			check_route(argv[optind]);
+			check_route(address);
 		else
 			info("route to %s: not checked (RDMA is not usable)",
-			     argv[optind]);
+			     address);
+	}
+	if (json) {
+		print_json(address, version);
+		return problems ? 1 : 0;
 	}
 	if (problems) {
 		printf("RDMA is not usable: %s (%d problem%s, %d warning%s)\n",

@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -623,6 +624,7 @@ static int run_client(const char *uri)
 
 /* ------------------------------------------------------------------ */
 
+/* usage(0): the help on stdout; otherwise the synopsis on stderr */
 static void usage(int status)
 {
 	fprintf(status ? stderr : stdout,
@@ -631,9 +633,37 @@ static void usage(int status)
 		"                 [-s SIZE,... | -a] [-n ITERS] [-w WARMUP] "
 		"[-W WINDOW]\n"
 		"                 [-b US] [-c CREDITS] [-P] client URI\n"
+		"       %s -h | --help | --version\n"
 		"URI: rdma://HOST:PORT, tcp://HOST:PORT or auto://HOST:PORT\n",
-		prog, prog);
-	exit(status);
+		prog, prog, prog);
+	if (status) {
+		fprintf(stderr, "Try '%s --help' for more.\n", prog);
+		exit(status);
+	}
+	fputs("Measures librmsg latency, bandwidth and message rate between\n"
+	      "a server and a client (rmsg-perf(1)).\n"
+	      "  -o OP       send (default), write_imm or rpc\n"
+	      "  -m MODE     lat (default: half round trips), bw (stream) "
+	      "or rate\n"
+	      "  -s SIZES    message sizes, e.g. 64,4k,1m (default 64; 64k "
+	      "in bw mode)\n"
+	      "  -a          every power of two from 2 B to 8 MiB\n"
+	      "  -n ITERS    round trips or messages per size (1000; 10000 "
+	      "in rate mode)\n"
+	      "  -w WARMUP   untimed round trips in lat mode (100)\n"
+	      "  -W WINDOW   operations outstanding in bw and rate mode (16; "
+	      "64 in rate mode)\n"
+	      "  -b US       busy-poll for US microseconds (0: event mode)\n"
+	      "  -c CREDITS  receive buffers granted to the peer\n"
+	      "  -P          print only the result lines, no table\n"
+	      "  -k          server: keep serving after a client leaves\n"
+	      "  -h, --help  print this help and exit\n"
+	      "  --version   print the tool's and librmsg's version and "
+	      "exit\n"
+	      "Exit status: 0 every size measured, 1 a failure, 2 usage "
+	      "error.\n",
+	      stdout);
+	exit(0);
 }
 
 static int lookup(const char *s, const char *const *names, int n)
@@ -680,11 +710,20 @@ int main(int argc, char **argv)
 	int opt, ret, all = 0, keep = 0, i;
 	struct rmsg_cfg *cfg;
 	const char *sizes = NULL;
+	enum {
+		OPT_VERSION = 256
+	};
+	static const struct option longopts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, OPT_VERSION},
+		{NULL, 0, NULL, 0},
+	};
 
 	ret = rmsg_cfg_create(&cfg);
 	if (ret)
 		die("rmsg_cfg_create", ret);
-	while ((opt = getopt(argc, argv, "+ab:c:hkm:n:o:Ps:w:W:")) != -1) {
+	while ((opt = getopt_long(argc, argv, "+ab:c:hkm:n:o:Ps:w:W:", longopts,
+				  NULL)) != -1) {
 		switch (opt) {
 		case 'a':
 			all = 1;
@@ -703,6 +742,11 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(0);
 			break;
+		case OPT_VERSION:
+			printf("%s (librmsg) %s\n", prog,
+			       rmsg_version(NULL, NULL, NULL));
+			rmsg_cfg_destroy(cfg);
+			return 0;
 		case 'k':
 			keep = 1;
 			break;

@@ -9,14 +9,28 @@
 #       bindings/python/run-tests.sh                   # RDMA in the VM
 #
 # librmsg: $RMSG_LIB, else $top_builddir/.libs/librmsg.so (make check),
-# else the build tree's .libs next to this directory, else the system's.
+# else the .libs of the build tree this script is in; never an installed
+# library: these tests are for the tree (check-install.sh tests an
+# installed package). The package is the one next to the tests.
 PY=${PYTHON:-/usr/bin/python3}
-if [ -z "$RMSG_LIB" ] && [ -n "$top_builddir" ] &&
-	[ -e "$top_builddir/.libs/librmsg.so" ]; then
-	RMSG_LIB=$(cd "$top_builddir" && pwd)/.libs/librmsg.so
-	export RMSG_LIB
+here=$(cd "$(dirname "$0")" && pwd) || exit 99
+if [ -z "$RMSG_LIB" ]; then
+	for d in ${top_builddir:+"$top_builddir"} "$here/../.."; do
+		if [ -e "$d/.libs/librmsg.so" ]; then
+			RMSG_LIB=$(cd "$d" && pwd)/.libs/librmsg.so
+			break
+		fi
+	done
+	if [ -z "$RMSG_LIB" ]; then
+		echo "run-tests.sh: no librmsg.so in the build tree" \
+			"(${top_builddir:-$here/../..}/.libs): build it (make)," \
+			"or set RMSG_LIB or top_builddir" >&2
+		exit 1
+	fi
 fi
-cd "$(dirname "$0")" || exit 99
+export RMSG_LIB
+unset RMSG_PY_TEST_INSTALLED
+cd "$here" || exit 99
 if ! "$PY" -c 'import pytest' 2>/dev/null; then
 	echo "SKIP: $PY has no pytest (apt-get install python3-pytest)" >&2
 	exit 77

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 #
 # perf.sh - rmsg-perf works and its output parses: a tiny sweep of every
-# operation in every mode against one server, then busy-poll, then a
-# usage error. Not a benchmark: no timing is asserted.
+# operation in every mode against one server, then busy-poll; usage
+# errors exit 2 with the usage on stderr, -h and --help print it on
+# stdout and exit 0, --version names the tool and the library's version
+# (librmsg.pc's). Not a benchmark: no timing is asserted.
 # Transport: tcp://127.0.0.1 here; rdma://$RMSG_TEST_ADDR with
 # RMSG_TEST_TRANSPORT=rdma (make check-rxe). Environment: top_builddir.
 
@@ -33,6 +35,29 @@ fail() {
 [ $? = 2 ] || fail "usage error: exit status not 2"
 "$perf" -o nonsense client tcp://127.0.0.1:1 > "$tmp/out" 2>&1
 [ $? = 2 ] || fail "unknown operation: exit status not 2"
+for bad in --bogus "--version=1" "client" "-n 0 client tcp://127.0.0.1:1"; do
+	# shellcheck disable=SC2086 # split on purpose
+	"$perf" $bad > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	[ $rc = 2 ] || fail "'$bad': exit $rc, expected 2"
+	[ -s "$tmp/out" ] && fail "'$bad': the usage error printed on stdout"
+	grep -q '^usage: rmsg-perf ' "$tmp/err" ||
+		{ cp "$tmp/err" "$tmp/out"; fail "'$bad': no usage on stderr"; }
+done
+for help in -h --help; do
+	"$perf" $help > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	[ $rc = 0 ] || fail "$help: exit $rc, expected 0"
+	grep -q '^usage: rmsg-perf ' "$tmp/out" || fail "$help: no usage"
+	[ -s "$tmp/err" ] && { cp "$tmp/err" "$tmp/out"; fail "$help: stderr"; }
+done
+version=$(sed -n 's/^Version: *//p' "$builddir/librmsg.pc")
+[ -n "$version" ] || echo "no Version in $builddir/librmsg.pc" > "$tmp/out"
+"$perf" --version > "$tmp/out" 2>&1
+rc=$?
+[ $rc = 0 ] || fail "--version: exit $rc, expected 0"
+[ -n "$version" ] && [ "$(cat "$tmp/out")" = "rmsg-perf (librmsg) $version" ] ||
+	fail "--version: not 'rmsg-perf (librmsg) $version'"
 
 # one server (-k) for every run; it prints its port once it listens
 "$perf" -k server "$transport://$addr:0" > "$tmp/srv" 2>&1 &

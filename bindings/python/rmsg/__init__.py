@@ -7,14 +7,31 @@
 
 See bindings/python/README.md.
 """
+import ctypes
+from typing import Tuple
+
 from ._core import (ACCESS_REMOTE_READ, ACCESS_REMOTE_WRITE, IOV_MAX,
                     MR_DESC_SIZE, PRIVATE_DATA_MAX, MR, Buffer,
                     Connection, ConnectionClosed, Context, Listener,
                     RmsgError, RmsgTimeoutError, strerror)
-from ._ffi import LIBRMSG_PATH
+from ._ffi import LIBRMSG_PATH, lib as _lib
 
 __all__ = ["Context", "Listener", "Connection", "Buffer", "MR", "RmsgError",
            "RmsgTimeoutError", "ConnectionClosed", "strerror",
            "ACCESS_REMOTE_READ", "ACCESS_REMOTE_WRITE", "MR_DESC_SIZE",
-           "PRIVATE_DATA_MAX", "IOV_MAX", "LIBRMSG_PATH"]
-__version__ = "0.1.0"
+           "PRIVATE_DATA_MAX", "IOV_MAX", "LIBRMSG_PATH", "version_info"]
+
+
+def _library_version():
+    major, minor, patch = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
+    text = _lib.rmsg_version(ctypes.byref(major), ctypes.byref(minor),
+                             ctypes.byref(patch))
+    return text.decode("ascii"), (major.value, minor.value, patch.value)
+
+
+#: the version of the librmsg library loaded (rmsg_version()), e.g.
+#: "0.1.0", which may be newer than the release this package came with
+__version__: str
+#: the same as a tuple of ints: (major, minor, patch)
+version_info: Tuple[int, int, int]
+__version__, version_info = _library_version()

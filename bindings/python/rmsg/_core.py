@@ -11,6 +11,7 @@ the result to the asyncio loop with call_soon_threadsafe (batched).
 Names: methods prefixed with _lt_ run on the loop thread only; _py_
 methods run on the asyncio thread only.
 """
+from __future__ import annotations
 
 import asyncio
 import atexit
@@ -22,9 +23,12 @@ import inspect
 import itertools
 import logging
 import math
+import mmap
 import os
 import threading
 import weakref
+from typing import (Any, AsyncIterator, Callable, Deque, Dict, List,
+                    Optional, Sequence, Set, Tuple, TypeVar, Union, overload)
 
 from . import _ffi
 from ._ffi import lib, ev
@@ -38,11 +42,26 @@ MR_DESC_SIZE = _ffi.RMSG_MR_DESC_SIZE
 PRIVATE_DATA_MAX = _ffi.RMSG_PRIVATE_DATA_MAX
 IOV_MAX = _ffi.RMSG_IOV_MAX
 
+# types of the API (annotations only)
+#: a bytes-like object
+BytesLike = Union[bytes, bytearray, memoryview]
+#: what send(), call() and the one-sided operations take: a bytes-like
+#: object, a Buffer, or a list of up to IOV_MAX of them
+Data = Union[BytesLike, "Buffer", Sequence[Union[BytesLike, "Buffer"]]]
+#: memory that a region registers or read() fills: writable
+WritableBuffer = Union[bytearray, memoryview, mmap.mmap, "Buffer"]
+#: an RPC handler: func(conn, request) returns the reply (bytes-like, a
+#: list of them, or None), or an awaitable of it
+Handler = Callable[["Connection", bytes], Any]
+HandlerT = TypeVar("HandlerT", bound=Handler)
+#: listen()'s accept(peer_private_data): None/True, bytes, or False
+AcceptFunc = Callable[[bytes], Union[None, bool, BytesLike]]
+
 
 # ---------------------------------------------------------------------
 # errors
 
-def strerror(err):
+def strerror(err: int) -> str:
     """rmsg_strerror() of an errno (sign does not matter)."""
     e = abs(int(err))
     s = lib.rmsg_strerror(-e)
@@ -56,7 +75,7 @@ class RmsgError(OSError):
     """An error from librmsg: .errno is the positive errno, .strerror the
     text of rmsg_strerror(). Handlers may raise it to reply with an error."""
 
-    def __init__(self, err, text=None):
+    def __init__(self, err: int, text: Optional[str] = None) -> None:
         e = abs(int(err))
         super().__init__(e, text if text is not None else strerror(e))
 
@@ -341,7 +360,7 @@ def _on_request(c, req, m, h):
 _CONN_OPS = _ffi.conn_ops(_on_established, _on_msg, _on_imm, _on_writable,
                           _on_close)
 
-_live_contexts = weakref.WeakSet()
+_live_contexts: weakref.WeakSet[Context] = weakref.WeakSet()
 
 
 @atexit.register
@@ -367,32 +386,34 @@ class Context:
     Use ``async with Context() as ctx`` or ``await ctx.close()``.
     """
 
-    def __init__(self, *, loop=None, **options):
+    def __init__(self, *, loop: Optional[asyncio.AbstractEventLoop] = None,
+                 **options: Any) -> None:
         self._aloop = loop or asyncio.get_running_loop()
         self._submit_lock = threading.Lock()
         self._closing = False
-        self._ctx = None
-        self._evloop = None
-        self._tid = None
+        self._ctx: Optional[int] = None
+        self._evloop: Optional[int] = None
+        self._tid: Optional[int] = None
         # loop-thread state
-        self._conns = {}        # rmsg_conn * -> Connection
-        self._reqs = {}         # rmsg_req * of unanswered requests
-        self._listeners = set()
-        self._mr_zombies = []   # (mr *, pin) whose dereg said EBUSY
-        self._handler_handles = {}  # method -> handle of its function
+        self._conns: Dict[int, Connection] = {}  # rmsg_conn * -> Connection
+        self._reqs: Dict[int, Any] = {}  # rmsg_req * of unanswered requests
+        self._listeners: Set[Listener] = set()
+        # (mr *, pin) whose dereg said EBUSY
+        self._mr_zombies: List[Tuple[int, Any]] = []
+        self._handler_handles: Dict[int, int] = {}  # method -> handle
         # work for the loop thread
         self._work_lock = threading.Lock()
-        self._work = collections.deque()
+        self._work: Deque[Any] = collections.deque()
         self._work_scheduled = False
         self._drain_handle = _register((self._lt_drain, ()))
         # posting to asyncio
         self._post_lock = threading.Lock()
-        self._posts = collections.deque()
+        self._posts: Deque[Any] = collections.deque()
         self._post_scheduled = False
-        self._buffers = weakref.WeakSet()
-        self._mrs = weakref.WeakSet()
+        self._buffers: weakref.WeakSet[Buffer] = weakref.WeakSet()
+        self._mrs: weakref.WeakSet[MR] = weakref.WeakSet()
         self._closed_fut = self._aloop.create_future()
-        self._init_err = None
+        self._init_err: Optional[BaseException] = None
         ready = threading.Event()
         self._thread = threading.Thread(target=self._lt_main,
                                         args=(options, ready),
@@ -559,7 +580,7 @@ class Context:
     # -- public ----------------------------------------------------------
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._closing
 
     def _begin_close(self):
@@ -571,27 +592,28 @@ class Context:
         _live_contexts.discard(self)
         return True
 
-    async def close(self):
+    async def close(self) -> None:
         """Destroy the context: listeners close, connections are aborted
         (pending operations fail with ECANCELED, on_close reason
         ECANCELED), buffers and regions become invalid."""
         self._begin_close()
         await asyncio.shield(self._closed_fut)
 
-    def close_sync(self):
+    def close_sync(self) -> None:
         """close() for non-async code (and atexit); the posted completions
         run when the asyncio loop next runs."""
         self._begin_close()
         if not self._on_loop_thread():
             self._thread.join()
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> Context:
         return self
 
-    async def __aexit__(self, *exc):
+    async def __aexit__(self, *exc: Any) -> None:
         await self.close()
 
-    def listen(self, uri, *, accept=None, **options):
+    def listen(self, uri: str, *, accept: Optional[AcceptFunc] = None,
+               **options: Any) -> Listener:
         """Listen at "tcp://host:port", "rdma://host:port" or
         "auto://host:port" (port 0 picks one). Returns a Listener.
 
@@ -625,7 +647,9 @@ class Context:
             raise
         return listener
 
-    async def connect(self, uri, *, private_data=None, **options):
+    async def connect(self, uri: str, *,
+                      private_data: Optional[BytesLike] = None,
+                      **options: Any) -> Connection:
         """Open a connection and wait until it is established. Raises
         RmsgError with the close reason (e.g. ECONNREFUSED) on failure.
         options: a cfg for this connection (see Context)."""
@@ -667,7 +691,13 @@ class Context:
         self._submit(work)
         return await asyncio.wrap_future(cf, loop=self._aloop)
 
-    def handle(self, method, func=None):
+    @overload
+    def handle(self, method: int) -> Callable[[HandlerT], HandlerT]: ...
+
+    @overload
+    def handle(self, method: int, func: HandlerT) -> HandlerT: ...
+
+    def handle(self, method: int, func: Optional[Handler] = None) -> Any:
         """Serve RPC method number `method` on every connection with
         func(conn, request: bytes). func (sync or async) runs on the
         asyncio loop and returns the reply (bytes-like, a list of them, or
@@ -698,7 +728,7 @@ class Context:
         install(func)
         return func
 
-    def unhandle(self, method):
+    def unhandle(self, method: int) -> None:
         """Remove the handler of a method."""
         def work():
             return lib.rmsg_handle(self._ctx, int(method), _ffi.HANDLER_CB(),
@@ -761,7 +791,7 @@ class Context:
         except RmsgError:
             pass  # context closing: the destroy answered it
 
-    def buf_alloc(self, size):
+    def buf_alloc(self, size: int) -> Buffer:
         """Registered memory from the context's pools (sent without a
         copy). Returns a Buffer; free() it or let it be collected."""
         if size < 1:
@@ -775,7 +805,8 @@ class Context:
         self._buffers.add(b)
         return b
 
-    def mr_reg(self, buffer, access=ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ):
+    def mr_reg(self, buffer: WritableBuffer,
+               access: int = ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ) -> MR:
         """Register a writable buffer (bytearray, mmap, Buffer, ...) that
         peers may access; the buffer stays pinned until dereg()."""
         addr, n, pin = _addr_of(buffer, True)
@@ -799,21 +830,27 @@ class Listener:
     """Accepts connections; ``await l.accept()`` or ``async for conn in
     l``. Connections are delivered once established."""
 
-    def __init__(self, ctx, uri, accept):
+    uri_requested: str
+    #: the bound port (once listening)
+    port: Optional[int]
+
+    def __init__(self, ctx: Context, uri: str,
+                 accept: Optional[AcceptFunc]) -> None:
         self._ctx = ctx
         self.uri_requested = uri
         self._accept_fn = accept
         self._handle = _register(self)
         self._lp = None
         self.port = None
-        self._queue = collections.deque()
-        self._waiter = None
+        self._queue: Deque[Connection] = collections.deque()
+        self._waiter: Optional[asyncio.Future[None]] = None
         self._closed = False
 
     @property
-    def uri(self):
+    def uri(self) -> str:
         """The URI with the bound port, for clients to connect to."""
         head, _, _ = self.uri_requested.rpartition(":")
+        assert self.port is not None  # set before listen() returns
         return "%s:%d" % (head, self.port)
 
     def _lt_accept(self, c, pdata):
@@ -851,7 +888,7 @@ class Listener:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
-    async def accept(self):
+    async def accept(self) -> Connection:
         """The next established connection; RmsgError(ESHUTDOWN) once the
         listener is closed."""
         while not self._queue:
@@ -861,16 +898,16 @@ class Listener:
             await self._waiter
         return self._queue.popleft()
 
-    def __aiter__(self):
+    def __aiter__(self) -> Listener:
         return self
 
-    async def __anext__(self):
+    async def __anext__(self) -> Connection:
         try:
             return await self.accept()
         except RmsgError:
             raise StopAsyncIteration
 
-    def close(self):
+    def close(self) -> None:
         """Stop accepting; accepted connections stay open."""
         def work():
             if self._lp is None:
@@ -915,12 +952,19 @@ class Connection:
     """One librmsg connection. Messages arrive as bytes (copied out of
     the receive buffer inside the callback)."""
 
-    def __init__(self, ctx, listener):
+    listener: Optional[Listener]
+    transport: str
+    fallback_reason: Optional[str]
+    peer_data: bytes
+    close_reason: Optional[int]
+    on_imm: Optional[Callable[[int, int], Any]]
+
+    def __init__(self, ctx: Context, listener: Optional[Listener]) -> None:
         self._ctx = ctx
         self.listener = listener
         self._handle = _register(self)
         self._cptr = None            # loop thread: NULL once closed
-        self._blocked = collections.deque()  # loop thread: ops after EAGAIN
+        self._blocked: Deque[_Op] = collections.deque()  # after EAGAIN
         aloop = ctx._aloop
         self._established = aloop.create_future()
         self._closed = aloop.create_future()
@@ -928,10 +972,10 @@ class Connection:
         self.fallback_reason = None
         self.peer_data = b""
         self.close_reason = None
-        self._msgs = collections.deque()
-        self._msg_waiter = None
-        self._imms = collections.deque()
-        self._imm_waiter = None
+        self._msgs: Deque[bytes] = collections.deque()
+        self._msg_waiter: Optional[asyncio.Future[None]] = None
+        self._imms: Deque[Tuple[int, int]] = collections.deque()
+        self._imm_waiter: Optional[asyncio.Future[None]] = None
         self.on_imm = None
 
     def __repr__(self):
@@ -1077,10 +1121,10 @@ class Connection:
     # -- public --------------------------------------------------------------
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._closed.done()
 
-    def send(self, data):
+    def send(self, data: Data) -> asyncio.Future[None]:
         """Send one message gathered from a bytes-like object, a Buffer or
         a list of them (at most 256). Starts at once; returns an awaitable
         future that completes when the memory may be reused. Mutable
@@ -1090,7 +1134,8 @@ class Connection:
         return self._op(iov, lambda op: lib.rmsg_send(
             self._cptr, op.iov.arr, op.iov.n, _on_done, op.handle)).fut
 
-    def call(self, method, data=b"", timeout=None):
+    def call(self, method: int, data: Data = b"",
+             timeout: Optional[float] = None) -> asyncio.Future[bytes]:
         """Call RPC method `method` on the peer; an awaitable future of the
         reply bytes. timeout (seconds) is the library's deadline:
         RmsgTimeoutError (errno ETIMEDOUT, also a TimeoutError) when it
@@ -1131,23 +1176,28 @@ class Connection:
             self._cptr, op.iov.arr, op.iov.n, desc, int(offset), *more,
             _on_done, op.handle), desc).fut
 
-    def write_imm(self, data, remote_desc, offset=0, imm=0):
+    def write_imm(self, data: Data, remote_desc: BytesLike, offset: int = 0,
+                  imm: int = 0) -> asyncio.Future[None]:
         """Write data at offset into the peer's region (descriptor from
         MR.export()) and notify it with imm (32 bits). Awaitable."""
         return self._onesided(lib.rmsg_write_imm, data, remote_desc, offset,
                               False, int(imm) & 0xFFFFFFFF)
 
-    def write(self, data, remote_desc, offset=0):
+    def write(self, data: Data, remote_desc: BytesLike,
+              offset: int = 0) -> asyncio.Future[None]:
         """Write data at offset into the peer's region. Awaitable."""
         return self._onesided(lib.rmsg_write, data, remote_desc, offset,
                               False)
 
-    def read(self, into, remote_desc, offset=0):
+    def read(self, into: Union[WritableBuffer, MR,
+                               Sequence[WritableBuffer]],
+             remote_desc: BytesLike,
+             offset: int = 0) -> asyncio.Future[None]:
         """Read len(into) bytes at offset of the peer's region into the
         writable buffer(s) `into`. Awaitable."""
         return self._onesided(lib.rmsg_read, into, remote_desc, offset, True)
 
-    async def recv(self):
+    async def recv(self) -> bytes:
         """The next message as bytes; ConnectionClosed (errno = close
         reason, ECANCELED for a local close) after the last one."""
         while not self._msgs:
@@ -1158,10 +1208,10 @@ class Connection:
             await self._msg_waiter
         return self._msgs.popleft()
 
-    def __aiter__(self):
+    def __aiter__(self) -> Connection:
         return self
 
-    async def __anext__(self):
+    async def __anext__(self) -> bytes:
         """``async for msg in conn`` ends when the connection closes; see
         close_reason."""
         try:
@@ -1169,7 +1219,7 @@ class Connection:
         except ConnectionClosed:
             raise StopAsyncIteration
 
-    async def recv_imm(self):
+    async def recv_imm(self) -> Tuple[int, int]:
         """The next (imm, length) of a peer's write_imm into our regions,
         unless on_imm is set (then on_imm(imm, length) is called)."""
         while not self._imms:
@@ -1180,7 +1230,7 @@ class Connection:
             await self._imm_waiter
         return self._imms.popleft()
 
-    async def imms(self):
+    async def imms(self) -> AsyncIterator[Tuple[int, int]]:
         """Async iterator of (imm, length); ends at close."""
         while True:
             try:
@@ -1197,21 +1247,21 @@ class Connection:
         except RmsgError:
             pass
 
-    async def close(self):
+    async def close(self) -> int:
         """Close and wait for on_close. Pending operations fail with
         ECANCELED. Returns the close reason (0 for this local close unless
         the connection had already failed)."""
         self._close_nowait()
         return await asyncio.shield(self._closed)
 
-    async def wait_closed(self):
+    async def wait_closed(self) -> int:
         """Wait until the connection is closed; returns the reason."""
         return await asyncio.shield(self._closed)
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> Connection:
         return self
 
-    async def __aexit__(self, *exc):
+    async def __aexit__(self, *exc: Any) -> None:
         await self.close()
 
 
@@ -1225,9 +1275,12 @@ class Buffer:
     copy. Invalid after free() or the context's close: do not keep views
     beyond that."""
 
-    def __init__(self, ctx, ptr, size):
+    nbytes: int
+    view: memoryview
+
+    def __init__(self, ctx: Context, ptr: int, size: int) -> None:
         self._ctx = ctx
-        self._ptr = ptr
+        self._ptr: Optional[int] = ptr
         self.nbytes = size
         self._inflight = 0       # loop thread
         self._free_pending = False
@@ -1239,7 +1292,7 @@ class Buffer:
             raise ValueError("buffer freed")
         return self._ptr
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.nbytes
 
     def __getitem__(self, i):
@@ -1252,7 +1305,7 @@ class Buffer:
             raise ValueError("buffer freed")
         self.view[i] = v
 
-    def __bytes__(self):
+    def __bytes__(self) -> bytes:
         if self._ptr is None:
             raise ValueError("buffer freed")
         return self.view.tobytes()
@@ -1262,7 +1315,7 @@ class Buffer:
             lib.rmsg_buf_free(self._ctx._ctx, self._ptr)
         self._ptr = None
 
-    def free(self):
+    def free(self) -> None:
         """Return the memory to the pool, once operations using it are
         done."""
         if self._ptr is None or self._free_pending:
@@ -1282,10 +1335,10 @@ class Buffer:
         except BufferError:
             pass
 
-    def __enter__(self):
+    def __enter__(self) -> Buffer:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.free()
 
     def __del__(self):
@@ -1303,15 +1356,20 @@ class MR:
     descriptor to send to a peer. The registered buffer is pinned until
     dereg() (or collection, or the context's close)."""
 
-    def __init__(self, ctx, mr, buffer, pin, access):
+    buffer: WritableBuffer
+    access: int
+
+    def __init__(self, ctx: Context, mr: int, buffer: WritableBuffer,
+                 pin: Any, access: int) -> None:
         self._ctx = ctx
         self._mr = mr
         self.buffer = buffer
         self._pin = pin
         self.access = access
 
-    def export(self, conn=None, off=0, length=0, access=None,
-               any_peer=False):
+    def export(self, conn: Optional[Connection] = None, off: int = 0,
+               length: int = 0, access: Optional[int] = None,
+               any_peer: bool = False) -> bytes:
         """The descriptor (bytes) for the peer of `conn` only (over RDMA a
         memory window bound to its queue pair): `length` bytes from `off`
         (0: to the end), `access` a subset of the region's rights (default:
@@ -1338,7 +1396,7 @@ class MR:
             return desc.raw
         return self._ctx._run_sync(work)
 
-    def revoke(self, desc):
+    def revoke(self, desc: BytesLike) -> None:
         """End the export `desc` (rmsg_mr_revoke); RmsgError(ENOENT) if it
         already ended."""
         desc = bytes(desc)
@@ -1351,10 +1409,12 @@ class MR:
             _check(lib.rmsg_mr_revoke(self._mr, desc))
         return self._ctx._run_sync(work)
 
-    def __len__(self):
+    def __len__(self) -> int:
+        if isinstance(self.buffer, Buffer):
+            return self.buffer.nbytes
         return memoryview(self.buffer).nbytes
 
-    def dereg(self):
+    def dereg(self) -> None:
         """Revoke the region; RmsgError(EBUSY) while local operations use
         its memory."""
         if self._mr is None:

@@ -20,23 +20,80 @@ EVFLAG_AUTO = 0
 EVBREAK_ALL = 2
 
 
+# the library's soname: the ABI these declarations are written for
+SONAME = "librmsg.so.0"
+
+
+def _build_tree():
+    """The top of the source tree when this package is the one in it
+    (bindings/python/rmsg), else None (an installed package)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    python = os.path.dirname(here)
+    bindings = os.path.dirname(python)
+    if (os.path.basename(here), os.path.basename(python),
+            os.path.basename(bindings)) != ("rmsg", "python", "bindings"):
+        return None
+    top = os.path.dirname(bindings)
+    if not os.path.exists(os.path.join(top, "include", "rmsg.h")):
+        return None
+    return top
+
+
 def _find_librmsg():
-    """RMSG_LIB, else the build tree's .libs/librmsg.so (this file is
-    bindings/python/rmsg/_ffi.py), else the system's librmsg."""
+    """Where librmsg comes from, in this order: $RMSG_LIB (a path, or a
+    name for dlopen); the build tree's .libs when this package is the one
+    in the source tree; else the installed library: the soname through
+    the dynamic loader's search (ld.so.cache, the default directories),
+    then ctypes.util.find_library("rmsg")."""
     path = os.environ.get("RMSG_LIB")
     if path:
-        return path
-    top = os.path.normpath(os.path.join(os.path.dirname(
-        os.path.abspath(__file__)), "..", "..", ".."))
-    for cand in (os.path.join(top, ".libs", "librmsg.so"),
-                 os.path.join(top, ".libs", "librmsg.so.0")):
-        if os.path.exists(cand):
-            return cand
-    name = ctypes.util.find_library("rmsg")
-    if name:
+        return [path]
+    top = _build_tree()
+    if top is not None:
+        for name in ("librmsg.so", SONAME):
+            cand = os.path.join(top, ".libs", name)
+            if os.path.exists(cand):
+                return [cand]
+    names = [SONAME]
+    found = ctypes.util.find_library("rmsg")
+    if found and found != SONAME:
+        names.append(found)
+    return names
+
+
+def _loaded_path(name):
+    """The file the dynamic loader opened for @name (a name without a
+    directory is searched for): from /proc/self/maps, else @name."""
+    if "/" in name:
         return name
-    raise ImportError("librmsg not found: set RMSG_LIB to the path of "
-                      "librmsg.so, build the tree (make), or install it")
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.rstrip("\n").split(None, 5)[-1]
+                if os.path.basename(path).startswith("librmsg.so"):
+                    return path
+    except OSError:
+        pass
+    return name
+
+
+def _load_librmsg():
+    errors = []
+    for name in _find_librmsg():
+        try:
+            # CDLL (not PyDLL): every call releases the GIL, so the loop
+            # thread's ev_run() never blocks the asyncio thread.
+            lib = ctypes.CDLL(name)
+        except OSError as e:
+            errors.append(str(e))
+            continue
+        return _loaded_path(name), lib
+    how = ("RMSG_LIB=%s" % os.environ["RMSG_LIB"]
+           if os.environ.get("RMSG_LIB") else "no RMSG_LIB")
+    raise ImportError("librmsg not found (%s: %s): install it (librmsg0, "
+                      "or 'make install' and ldconfig), set RMSG_LIB to "
+                      "the path of librmsg.so, or build the source tree"
+                      % (how, "; ".join(errors)))
 
 
 def _find_libev():
@@ -50,10 +107,7 @@ def _find_libev():
     raise ImportError("libev not found (Debian: libev4)")
 
 
-LIBRMSG_PATH = _find_librmsg()
-# CDLL (not PyDLL): every call releases the GIL, so the loop thread's
-# ev_run() never blocks the asyncio thread.
-lib = ctypes.CDLL(LIBRMSG_PATH)
+LIBRMSG_PATH, lib = _load_librmsg()
 ev = _find_libev()
 
 
@@ -143,6 +197,8 @@ _decl("rmsg_call_cancel", c_int, P, c_uint64)
 _decl("rmsg_reply", c_int, P, IOV_P, c_int)
 _decl("rmsg_reply_error", c_int, P, c_int)
 _decl("rmsg_strerror", c_char_p, c_int)
+_decl("rmsg_version", c_char_p, POINTER(c_uint), POINTER(c_uint),
+      POINTER(c_uint))
 
 ev.ev_loop_new.restype = c_void_p
 ev.ev_loop_new.argtypes = [c_uint]

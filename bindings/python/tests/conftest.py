@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: MIT
 """Shared helpers. The transport comes from RMSG_TEST_TRANSPORT (tcp or
 rdma, default tcp) and RMSG_TEST_ADDR (default 127.0.0.1), as for the C
-integration tests; tests/vm/run-in-vm.sh sets RMSG_TEST_ADDR=198.18.0.1."""
+integration tests; tests/vm/run-in-vm.sh sets RMSG_TEST_ADDR=198.18.0.1.
+
+The package under test is the one next to these tests (run-tests.sh),
+or with RMSG_PY_TEST_INSTALLED=1 the installed one (check-install.sh)."""
 import asyncio
 import functools
 import os
@@ -10,7 +13,9 @@ import sys
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+INSTALLED = os.environ.get("RMSG_PY_TEST_INSTALLED") == "1"
+if not INSTALLED:
+    sys.path.insert(0, os.path.dirname(HERE))
 
 import rmsg  # noqa: E402
 

@@ -162,3 +162,19 @@ async def test_export_is_per_connection():
             assert ei.value.errno == errno.EACCES
         with pytest.raises(ValueError):
             mr.export(None)
+
+
+@async_test
+async def test_mr_len():
+    """len(mr) is the registered length, for a bytearray and for a
+    registered Buffer alike."""
+    async with rmsg.Context() as ctx:
+        mem = bytearray(4096)
+        mr = ctx.mr_reg(mem)
+        assert len(mr) == 4096
+        mr.dereg()
+        buf = ctx.buf_alloc(1000)
+        mr = ctx.mr_reg(buf)
+        assert len(mr) == 1000
+        mr.dereg()
+        buf.free()
