@@ -25,6 +25,7 @@ make -s -j"$(nproc)" check || {
 # the figures the fault tests reported (docs/reliability.md quotes them)
 grep -h -E '^(tcp|rdma|figure): |^[a-z_]+: (tcp|rdma|[0-9])' tests/fault/*.log || true
 make -s check-python
+scripts/abi-check.sh
 # the benchmark comparison once, quick: it works and parses (issue 7)
 BUILDDIR=$PWD bench/check-quick.sh tcp
 rel=$(date +%s)
