@@ -48,7 +48,11 @@ for tool in abidw abidiff; do
 		die "$tool not found (Debian package abigail-tools)"
 done
 if [ ! -f "$lib" ]; then
-	make -s -C "$builddir" librmsg.la || die "cannot build librmsg"
+	if [ -f "$builddir/Makefile" ]; then
+		make -s -C "$builddir" librmsg.la || die "cannot build librmsg"
+	elif [ "$builddir" = "$top" ]; then
+		scripts/setup.sh build || die "cannot build librmsg"
+	fi
 fi
 [ -f "$lib" ] || die "$lib not found after the build"
 lib=$(readlink -f "$lib")
