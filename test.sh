@@ -27,6 +27,7 @@ grep -h -E '^(tcp|rdma|figure): |^[a-z_]+: (tcp|rdma|[0-9])' tests/fault/*.log |
 make -s check-python
 tests/consumer/run.sh # a program outside the tree: pkg-config, CMake
 RMSG_LIB=$PWD/.libs/librmsg.so bindings/python/check-install.sh
+scripts/abi-check.sh
 # the benchmark comparison once, quick: it works and parses (issue 7)
 BUILDDIR=$PWD bench/check-quick.sh tcp
 rel=$(date +%s)

@@ -13,7 +13,9 @@
 #  c. every EXAMPLE block (.EX to .EE) compiles with
 #     ${CC:-cc} -Wall -Werror -fsyntax-only -I$top_srcdir/include;
 #  d. every page lints clean: mandoc -Tlint -Wwarning, or groff -ww -z;
-#  e. man/man3/Makefile.inc lists exactly the pages in man/man3.
+#  e. man/man3/Makefile.inc lists exactly the pages in man/man3;
+#  f. src/librmsg.map lists exactly the functions of include/rmsg.h, and
+#     the built library exports exactly those, each at its map node.
 #
 # Automake test: exit 0 pass, 1 fail. A tool a check needs (a C compiler
 # that finds <ev.h>, mandoc or groff, nm) being missing is a failure that
@@ -298,6 +300,39 @@ else
 		fail "$name: declared in include/rmsg.h but not exported by librmsg.so"
 	done < "$tmp/x"
 	sort -u "$tmp/header.names" "$tmp/nm.names" > "$tmp/needed.names"
+fi
+
+# the version script lists exactly the functions of include/rmsg.h, and
+# the library exports exactly the map's symbols, each under its node
+# (docs/versioning.md): a new function without a map entry is not
+# exported, a map entry without a declaration is a stale one
+map=$top_srcdir/src/librmsg.map
+awk '{ sub(/#.*/, "") } /\/\*/ { c = 1 } c { if (/\*\//) c = 0; next }
+	/^[A-Za-z_][A-Za-z0-9_.]*[ \t]*\{/ { node = $1; sub(/\{.*/, "", node) }
+	/^[ \t]*[A-Za-z_][A-Za-z0-9_]*;/ { s = $1; sub(/;.*/, "", s)
+		print s "@" node }' "$map" | sort -u > "$tmp/map.syms"
+sed 's/@.*//' "$tmp/map.syms" | sort -u > "$tmp/map.names"
+[ -s "$tmp/map.names" ] || fail "no symbols found in src/librmsg.map"
+comm -13 "$tmp/map.names" "$tmp/header.names" > "$tmp/x"
+while read -r name; do
+	fail "$name: declared in include/rmsg.h but not listed in src/librmsg.map"
+done < "$tmp/x"
+comm -23 "$tmp/map.names" "$tmp/header.names" > "$tmp/x"
+while read -r name; do
+	fail "$name: listed in src/librmsg.map but not declared in include/rmsg.h"
+done < "$tmp/x"
+if [ -f "$lib" ] && command -v nm > /dev/null 2>&1; then
+	# every defined dynamic symbol but the version nodes themselves
+	nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }' |
+		sed 's/@@*/@/' | sort -u > "$tmp/nm.syms"
+	comm -13 "$tmp/map.syms" "$tmp/nm.syms" > "$tmp/x"
+	while read -r sym; do
+		fail "$sym: exported by librmsg.so but not so in src/librmsg.map"
+	done < "$tmp/x"
+	comm -23 "$tmp/map.syms" "$tmp/nm.syms" > "$tmp/x"
+	while read -r sym; do
+		fail "$sym: in src/librmsg.map but not exported so by librmsg.so"
+	done < "$tmp/x"
 fi
 
 while read -r name; do

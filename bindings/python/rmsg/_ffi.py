@@ -165,12 +165,31 @@ _decl("rmsg_cfg_set_log", c_int, P, c_int, LOG_CB, P)
 _decl("rmsg_ctx_create", c_int, P, P, POINTER(c_void_p))
 _decl("rmsg_ctx_destroy", c_int, P)
 _decl("rmsg_ctx_submit", c_int, P, WORK_CB, P)
-_decl("rmsg_listen", c_int, P, c_char_p, P, POINTER(conn_ops), ACCEPT_CB, P,
-      POINTER(c_void_p))
+# conn_ops above has the layout of LIBRMSG_0.1. dlsym (ctypes' getattr)
+# gives a function's newest version; a later release that grows struct
+# rmsg_conn_ops keeps the 0.1 layout served at version LIBRMSG_0.1 only
+# (rmsg(7), ABI), so the functions that take it are taken at the version
+# of this struct, with dlvsym.
+CONN_OPS_VERSION = b"LIBRMSG_0.1"
+_libc = ctypes.CDLL(None)
+_libc.dlvsym.restype = c_void_p
+_libc.dlvsym.argtypes = [c_void_p, c_char_p, c_char_p]
+
+
+def _decl_versioned(name, version, restype, *argtypes):
+    addr = _libc.dlvsym(lib._handle, name.encode(), version)
+    if not addr:
+        raise ImportError("%s: no %s@%s" % (LIBRMSG_PATH, name,
+                                           version.decode()))
+    setattr(lib, name, CFUNCTYPE(restype, *argtypes)(addr))
+
+
+_decl_versioned("rmsg_listen", CONN_OPS_VERSION, c_int, P, c_char_p, P,
+                POINTER(conn_ops), ACCEPT_CB, P, POINTER(c_void_p))
 _decl("rmsg_listener_port", c_int, P, POINTER(c_uint16))
 _decl("rmsg_listener_close", c_int, P)
-_decl("rmsg_connect", c_int, P, c_char_p, P, POINTER(conn_ops), P,
-      POINTER(c_void_p))
+_decl_versioned("rmsg_connect", CONN_OPS_VERSION, c_int, P, c_char_p, P,
+                POINTER(conn_ops), P, POINTER(c_void_p))
 _decl("rmsg_conn_close", c_int, P)
 _decl("rmsg_conn_transport", c_char_p, P)
 _decl("rmsg_conn_fallback_reason", c_char_p, P)

@@ -1,0 +1,881 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rmsg.h - librmsg: RDMA messaging with libev callbacks, the same API over TCP
+ *
+ * This is the only public header. Every function returns 0 or a negative
+ * errno unless documented otherwise; output parameters come last and are
+ * written only on success. Every callback receives the user's argument last.
+ * See rmsg(7) for the concepts and the completion rule.
+ */
+#ifndef RMSG_H
+#define RMSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* the library builds with -fvisibility=hidden; its API stays visible */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility push(default)
+#endif
+
+struct ev_loop;
+
+struct rmsg_ctx;
+struct rmsg_cfg;
+struct rmsg_listener;
+struct rmsg_conn;
+struct rmsg_msg;
+struct rmsg_mr;
+struct rmsg_req;
+
+/** RMSG_VERSION_MAJOR - major version of the API described here */
+#define RMSG_VERSION_MAJOR 0
+/** RMSG_VERSION_MINOR - minor version of the API described here */
+#define RMSG_VERSION_MINOR 1
+/** RMSG_VERSION_PATCH - patch level of the release this header came with */
+#define RMSG_VERSION_PATCH 0
+
+/** RMSG_PRIVATE_DATA_MAX - most bytes of user private data in a handshake */
+#define RMSG_PRIVATE_DATA_MAX 32
+
+/** RMSG_IOV_MAX - most iovec entries one rmsg_send() takes */
+#define RMSG_IOV_MAX 256
+
+/* ------------------------------------------------------------------ */
+/* configuration                                                        */
+
+/**
+ * rmsg_cfg_create() - create a configuration with default values
+ * @cfg_p: where the new configuration is stored
+ *
+ * Return: 0, or -EINVAL if @cfg_p is NULL, -ENOMEM.
+ */
+int rmsg_cfg_create(struct rmsg_cfg **cfg_p);
+
+/**
+ * rmsg_cfg_destroy() - free a configuration; NULL is ignored
+ * @cfg: the configuration
+ *
+ * Objects created with @cfg keep their own copy of the values.
+ */
+void rmsg_cfg_destroy(struct rmsg_cfg *cfg);
+
+/**
+ * rmsg_cfg_set_eager_size() - largest message sent eagerly (default 8 KiB)
+ * @cfg: the configuration
+ * @size: bytes, 64 to 1 MiB; larger messages use rendezvous on RDMA;
+ *        a setting of the context (rmsg_ctx_create()): its connections
+ *        share the receive buffers
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_eager_size(struct rmsg_cfg *cfg, size_t size);
+/**
+ * rmsg_cfg_get_eager_size() - read the eager size
+ * @cfg: the configuration
+ * @size_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_eager_size(const struct rmsg_cfg *cfg, size_t *size_p);
+
+/**
+ * rmsg_cfg_set_credits() - receive buffers granted to each peer (default 32)
+ * @cfg: the configuration
+ * @credits: 4 to 4096
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_credits(struct rmsg_cfg *cfg, unsigned credits);
+/**
+ * rmsg_cfg_get_credits() - read the credits per connection
+ * @cfg: the configuration
+ * @credits_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_credits(const struct rmsg_cfg *cfg, unsigned *credits_p);
+
+/**
+ * rmsg_cfg_set_send_queue() - operations queued per connection before
+ * calls return -EAGAIN (default 1024)
+ * @cfg: the configuration
+ * @ops: 1 to 1048576
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_send_queue(struct rmsg_cfg *cfg, unsigned ops);
+/**
+ * rmsg_cfg_get_send_queue() - read the send queue bound
+ * @cfg: the configuration
+ * @ops_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_send_queue(const struct rmsg_cfg *cfg, unsigned *ops_p);
+
+/**
+ * rmsg_cfg_set_busy_poll_us() - spin for completions before sleeping
+ * @cfg: the configuration
+ * @us: microseconds to poll before the loop blocks; 0 (default) is event mode
+ *
+ * Return: 0, or -EINVAL if @us exceeds 1000000.
+ */
+int rmsg_cfg_set_busy_poll_us(struct rmsg_cfg *cfg, unsigned us);
+/**
+ * rmsg_cfg_get_busy_poll_us() - read the busy-poll time
+ * @cfg: the configuration
+ * @us_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_busy_poll_us(const struct rmsg_cfg *cfg, unsigned *us_p);
+
+/**
+ * rmsg_cfg_set_max_msg_size() - largest message accepted (default 1 GiB)
+ * @cfg: the configuration
+ * @size: bytes, at least 1; a peer that announces a larger message is
+ *        disconnected with -EMSGSIZE, a local send of one fails with -EMSGSIZE
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_max_msg_size(struct rmsg_cfg *cfg, size_t size);
+/**
+ * rmsg_cfg_get_max_msg_size() - read the message size limit
+ * @cfg: the configuration
+ * @size_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_max_msg_size(const struct rmsg_cfg *cfg, size_t *size_p);
+
+/**
+ * rmsg_cfg_set_tcp_rx_limit() - most memory a context spends on large
+ * TCP frames being received or held (default 1 GiB)
+ * @cfg: the configuration of the context (rmsg_ctx_create())
+ * @bytes: at least 1 MiB
+ *
+ * Frames over 64 KiB are read into memory of their own that grows with
+ * the bytes that arrived (never with the length the peer announced). All
+ * of it counts: frames being read, frames held by the app
+ * (rmsg_msg_hold()), and a spare buffer per connection. A connection
+ * whose frame would go over the limit stops being read until memory is
+ * freed; if none is freed within its timeout (rmsg_cfg_set_timeout_ms(),
+ * or half the keepalive bound if shorter) it closes with -ENOBUFS. A frame announced larger than the limit can
+ * never fit: its connection closes with -EMSGSIZE at once.
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_tcp_rx_limit(struct rmsg_cfg *cfg, size_t bytes);
+/**
+ * rmsg_cfg_get_tcp_rx_limit() - read the TCP receive memory limit
+ * @cfg: the configuration
+ * @bytes_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_tcp_rx_limit(const struct rmsg_cfg *cfg, size_t *bytes_p);
+
+/**
+ * rmsg_cfg_set_max_conns() - most connections a listener keeps
+ * (default 4096)
+ * @cfg: the configuration given to rmsg_listen()
+ * @n: 1 to 16777216; connections open or in their handshake count
+ *
+ * One more is refused (TCP: answered with a refusal and closed; RDMA:
+ * rdma_reject()): its peer's on_close gets -ECONNREFUSED and it logs
+ * the reason (-EUSERS). A connection stops counting once its on_close
+ * ran. Refusals are counted and logged, the first and every 1024th.
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_max_conns(struct rmsg_cfg *cfg, unsigned n);
+/**
+ * rmsg_cfg_get_max_conns() - read the listener's connection limit
+ * @cfg: the configuration
+ * @n_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_max_conns(const struct rmsg_cfg *cfg, unsigned *n_p);
+/**
+ * rmsg_cfg_set_max_pending() - most connections a listener keeps in
+ * their handshake (default 256)
+ * @cfg: the configuration given to rmsg_listen()
+ * @n: 1 to 16777216
+ *
+ * A handshake lasts from the peer's connect until the connection is
+ * established (or fails); one that does not finish within the listener's
+ * timeout (rmsg_cfg_set_timeout_ms()) ends and frees its slot. While the
+ * slots are full, new peers are refused as with rmsg_cfg_set_max_conns().
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_max_pending(struct rmsg_cfg *cfg, unsigned n);
+/**
+ * rmsg_cfg_get_max_pending() - read the listener's handshake limit
+ * @cfg: the configuration
+ * @n_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_max_pending(const struct rmsg_cfg *cfg, unsigned *n_p);
+
+/**
+ * rmsg_cfg_set_private_data() - bytes sent to the peer in the handshake
+ * @cfg: the configuration
+ * @data: the bytes (copied), or NULL to clear
+ * @len: at most RMSG_PRIVATE_DATA_MAX
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_private_data(struct rmsg_cfg *cfg, const void *data,
+			      size_t len);
+
+/**
+ * rmsg_cfg_set_timeout_ms() - bound on connection setup (default 10000)
+ * @cfg: the configuration
+ * @ms: milliseconds, 1 to 3600000
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_timeout_ms(struct rmsg_cfg *cfg, unsigned ms);
+/**
+ * rmsg_cfg_get_timeout_ms() - read the connection setup bound
+ * @cfg: the configuration
+ * @ms_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_timeout_ms(const struct rmsg_cfg *cfg, unsigned *ms_p);
+
+/** enum rmsg_log_level - severity of a log line */
+enum rmsg_log_level {
+	RMSG_LOG_ERROR = 0,
+	RMSG_LOG_WARN = 1,
+	RMSG_LOG_INFO = 2,
+	RMSG_LOG_DEBUG = 3,
+};
+
+/** rmsg_log_cb - receives one log line (no trailing newline) */
+typedef void (*rmsg_log_cb)(int level, const char *line, void *arg);
+
+/**
+ * rmsg_cfg_set_log() - route a context's log lines to a function
+ * @cfg: the configuration
+ * @level: most verbose level passed on
+ * @fn: the function, or NULL for standard error
+ * @arg: passed to @fn
+ *
+ * The environment variable RMSG_LOG (error, warn, info, debug) overrides
+ * @level. Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_log(struct rmsg_cfg *cfg, int level, rmsg_log_cb fn,
+		     void *arg);
+
+/* ------------------------------------------------------------------ */
+/* context                                                              */
+
+/**
+ * rmsg_ctx_create() - create a context on a libev loop
+ * @loop: the loop every callback runs on; NULL means EV_DEFAULT
+ * @cfg: configuration, or NULL for defaults
+ * @ctx_p: where the new context is stored
+ *
+ * RDMA resources are opened on first use of an RDMA device.
+ * Return: 0, or -EINVAL, -ENOMEM.
+ */
+int rmsg_ctx_create(struct ev_loop *loop, const struct rmsg_cfg *cfg,
+		    struct rmsg_ctx **ctx_p);
+
+/**
+ * rmsg_ctx_destroy() - close everything the context owns and free it
+ * @ctx: the context
+ *
+ * Listeners are closed; live connections are aborted: their pending
+ * operations complete with -ECANCELED and on_close runs with -ECANCELED,
+ * before this function returns. Held messages and buffers from
+ * rmsg_buf_alloc() become invalid. Must not be called from a callback.
+ * Return: 0, or -EINVAL, -EBUSY if called from one of the context's callbacks.
+ */
+int rmsg_ctx_destroy(struct rmsg_ctx *ctx);
+
+/**
+ * rmsg_ctx_loop() - the libev loop of a context
+ * @ctx: the context
+ *
+ * Return: the loop, or NULL if @ctx is NULL.
+ */
+struct ev_loop *rmsg_ctx_loop(const struct rmsg_ctx *ctx);
+
+/* ------------------------------------------------------------------ */
+/* connections                                                          */
+
+/**
+ * struct rmsg_conn_ops - callbacks of a connection
+ * @on_established: the connection can carry messages (both sides)
+ * @on_msg: a message arrived; valid during the call unless held
+ * @on_imm: a peer's write-with-immediate of @len bytes completed
+ * @on_writable: room returned after a call failed with -EAGAIN
+ * @on_close: the connection ended with @reason (0 for a local close);
+ *            the last callback, exactly once; @c is freed after it returns
+ *
+ * Any member may be NULL.
+ */
+struct rmsg_conn_ops {
+	void (*on_established)(struct rmsg_conn *c, void *arg);
+	void (*on_msg)(struct rmsg_conn *c, struct rmsg_msg *m, void *arg);
+	void (*on_imm)(struct rmsg_conn *c, uint32_t imm, size_t len,
+		       void *arg);
+	void (*on_writable)(struct rmsg_conn *c, void *arg);
+	void (*on_close)(struct rmsg_conn *c, int reason, void *arg);
+};
+
+/**
+ * rmsg_accept_cb - decides on an incoming connection
+ *
+ * Return 0 to accept, a negative errno to reject. rmsg_conn_set_arg() and
+ * rmsg_conn_set_private_data() may be called on @c from here. A rejected
+ * connection never reaches the connection callbacks.
+ */
+typedef int (*rmsg_accept_cb)(struct rmsg_listener *l, struct rmsg_conn *c,
+			      const void *pdata, size_t pdata_len, void *arg);
+
+/**
+ * rmsg_listen() - accept connections at a URI
+ * @ctx: the context
+ * @uri: "rdma://host:port", "tcp://host:port" or "auto://host:port";
+ *       port 0 picks a free port (see rmsg_listener_port())
+ * @cfg: configuration of accepted connections, or NULL for the context's
+ * @ops: callbacks of accepted connections
+ * @accept: decides on each connection, or NULL to accept all
+ * @arg: passed to @accept and, unless changed, to @ops
+ * @l_p: where the new listener is stored
+ *
+ * Return: 0, or -EINVAL, -ENOMEM, -EADDRINUSE, -EADDRNOTAVAIL, -ENODEV,
+ * -EAFNOSUPPORT, -EPROTONOSUPPORT.
+ */
+int rmsg_listen(struct rmsg_ctx *ctx, const char *uri,
+		const struct rmsg_cfg *cfg, const struct rmsg_conn_ops *ops,
+		rmsg_accept_cb accept, void *arg, struct rmsg_listener **l_p);
+
+/**
+ * rmsg_listener_port() - the local port a listener is bound to
+ * @l: the listener
+ * @port_p: where the port is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_listener_port(const struct rmsg_listener *l, uint16_t *port_p);
+
+/**
+ * rmsg_listener_close() - stop accepting and free the listener
+ * @l: the listener
+ *
+ * Connections already accepted are not affected.
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_listener_close(struct rmsg_listener *l);
+
+/**
+ * rmsg_connect() - open a connection to a URI
+ * @ctx: the context
+ * @uri: "rdma://host:port", "tcp://host:port" or "auto://host:port"
+ * @cfg: configuration, or NULL for the context's
+ * @ops: callbacks of the connection
+ * @arg: passed to @ops
+ * @c_p: where the new connection is stored
+ *
+ * The connection is set up in the background: on_established or on_close
+ * follows. Sends made before on_established are queued.
+ * Return: 0, or -EINVAL, -ENOMEM, -EPROTONOSUPPORT, -ENODEV.
+ */
+int rmsg_connect(struct rmsg_ctx *ctx, const char *uri,
+		 const struct rmsg_cfg *cfg, const struct rmsg_conn_ops *ops,
+		 void *arg, struct rmsg_conn **c_p);
+
+/**
+ * rmsg_conn_close() - close a connection
+ * @c: the connection
+ *
+ * Asynchronous: pending operations complete with -ECANCELED, then on_close
+ * runs with reason 0. Calling it again, or after the peer closed, is
+ * harmless until on_close has returned.
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_conn_close(struct rmsg_conn *c);
+
+/**
+ * rmsg_conn_transport() - the transport a connection runs on
+ * @c: the connection
+ *
+ * Return: "rdma" or "tcp", or "none" before the transport is known.
+ */
+const char *rmsg_conn_transport(const struct rmsg_conn *c);
+
+/**
+ * rmsg_conn_fallback_reason() - why an auto:// connection uses TCP
+ * @c: the connection
+ *
+ * Return: NULL when the connection did not fall back (it uses RDMA, was
+ * not opened with auto://, is the accepting side, or is still trying
+ * RDMA), else a static text such as "no RDMA device", "route to host not
+ * resolved over RDMA" or "peer has no RDMA listener".
+ */
+const char *rmsg_conn_fallback_reason(const struct rmsg_conn *c);
+
+/**
+ * rmsg_conn_ctx() - the context a connection belongs to
+ * @c: the connection
+ *
+ * Return: the context, or NULL if @c is NULL.
+ */
+struct rmsg_ctx *rmsg_conn_ctx(const struct rmsg_conn *c);
+
+/**
+ * rmsg_conn_set_arg() - change the argument passed to the callbacks
+ * @c: the connection
+ * @arg: the new argument
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_conn_set_arg(struct rmsg_conn *c, void *arg);
+
+/**
+ * rmsg_conn_set_private_data() - bytes returned with an accept or reject
+ * @c: a connection inside its listener's accept callback
+ * @data: the bytes (copied)
+ * @len: at most RMSG_PRIVATE_DATA_MAX
+ *
+ * Return: 0, or -EINVAL, -EALREADY outside the accept callback.
+ */
+int rmsg_conn_set_private_data(struct rmsg_conn *c, const void *data,
+			       size_t len);
+
+/**
+ * rmsg_conn_peer_data() - private data the peer sent in the handshake
+ * @c: the connection
+ * @data_p: where a pointer to the bytes is stored (valid while @c lives)
+ * @len_p: where the length is stored
+ *
+ * On the connecting side this is what the listener set with
+ * rmsg_conn_set_private_data(), for an accept and for a reject (readable
+ * in on_close). Return: 0, or -EINVAL.
+ */
+int rmsg_conn_peer_data(const struct rmsg_conn *c, const void **data_p,
+			size_t *len_p);
+
+/* ------------------------------------------------------------------ */
+/* messages                                                             */
+
+/** rmsg_done_cb - completion of an operation; @status is 0 or -errno */
+typedef void (*rmsg_done_cb)(struct rmsg_conn *c, int status, void *arg);
+
+/**
+ * rmsg_send() - send one message gathered from an iovec
+ * @c: the connection
+ * @iov: the pieces, at most RMSG_IOV_MAX; zero total length is allowed
+ * @iovcnt: number of pieces
+ * @cb: runs once the memory may be reused, or NULL
+ * @arg: passed to @cb
+ *
+ * The memory stays untouched until @cb runs. Memory from rmsg_buf_alloc()
+ * is sent without a copy.
+ * Return: 0, or -EINVAL, -EMSGSIZE, -EAGAIN (queue full; on_writable
+ * follows), -ENOTCONN (closing or closed), -ENOMEM.
+ */
+int rmsg_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+	      rmsg_done_cb cb, void *arg);
+
+/**
+ * rmsg_msg_data() - the bytes of a received message
+ * @m: the message
+ *
+ * Return: a pointer valid during on_msg, or until rmsg_msg_release().
+ */
+const void *rmsg_msg_data(const struct rmsg_msg *m);
+
+/**
+ * rmsg_msg_len() - the length of a received message
+ * @m: the message
+ *
+ * Return: the length in bytes.
+ */
+size_t rmsg_msg_len(const struct rmsg_msg *m);
+
+/**
+ * rmsg_msg_hold() - keep a message past its callback
+ * @m: the message, inside on_msg
+ *
+ * A held message keeps its receive buffer, and the credit that goes with
+ * it, until rmsg_msg_release().
+ * Return: 0, or -EINVAL, -EALREADY if already held.
+ */
+int rmsg_msg_hold(struct rmsg_msg *m);
+
+/**
+ * rmsg_msg_release() - give back a held message
+ * @m: the message
+ *
+ * Releasing a message that is not held (one released already) does
+ * nothing. A released message object serves a new message only after
+ * many others (TCP: 255 more held messages of the context released;
+ * RDMA: its receive buffer went through the shared receive queue), so a
+ * second release soon after the first never releases another message;
+ * a stale pointer kept longer than that must not be used.
+ */
+void rmsg_msg_release(struct rmsg_msg *m);
+
+/**
+ * rmsg_buf_alloc() - allocate registered memory from the context's pools
+ * @ctx: the context
+ * @len: bytes, at least 1
+ * @buf_p: where the 64-byte aligned buffer is stored
+ *
+ * Return: 0, or -EINVAL, -ENOMEM.
+ */
+int rmsg_buf_alloc(struct rmsg_ctx *ctx, size_t len, void **buf_p);
+
+/**
+ * rmsg_buf_free() - return a buffer from rmsg_buf_alloc(); NULL is ignored
+ * @ctx: the context
+ * @buf: the buffer
+ */
+void rmsg_buf_free(struct rmsg_ctx *ctx, void *buf);
+
+/* ------------------------------------------------------------------ */
+/* memory regions and one-sided operations                              */
+
+/** RMSG_MR_DESC_SIZE - bytes of an exported region descriptor */
+#define RMSG_MR_DESC_SIZE 32
+
+/** RMSG_ACCESS_REMOTE_WRITE, RMSG_ACCESS_REMOTE_READ - what a peer may do */
+enum {
+	RMSG_ACCESS_REMOTE_WRITE = 1,
+	RMSG_ACCESS_REMOTE_READ = 2,
+};
+
+/**
+ * rmsg_cfg_set_reg_limit() - most bytes a context keeps registered
+ * (default 1 GiB)
+ * @cfg: the configuration
+ * @bytes: at least 4096; regions from rmsg_mr_reg() and the short-lived
+ *         registrations of user memory count, page-rounded
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_reg_limit(struct rmsg_cfg *cfg, size_t bytes);
+/**
+ * rmsg_cfg_get_reg_limit() - read the registered-memory budget
+ * @cfg: the configuration
+ * @bytes_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_reg_limit(const struct rmsg_cfg *cfg, size_t *bytes_p);
+
+/**
+ * rmsg_mr_reg() - register memory that peers may access
+ * @ctx: the context
+ * @addr: start of the memory
+ * @len: bytes, at least 1
+ * @access: RMSG_ACCESS_REMOTE_WRITE and/or RMSG_ACCESS_REMOTE_READ, or 0
+ *          for memory only used locally (sent or read into without a
+ *          per-operation registration)
+ * @mr_p: where the new region is stored
+ *
+ * The memory must stay mapped until rmsg_mr_dereg().
+ * Return: 0, or -EINVAL, -ENOMEM (out of memory, over the context's
+ * registration budget or over the memlock limit).
+ */
+int rmsg_mr_reg(struct rmsg_ctx *ctx, void *addr, size_t len, int access,
+		struct rmsg_mr **mr_p);
+
+/**
+ * rmsg_mr_dereg() - revoke a region and free it
+ * @mr: the region
+ *
+ * Revokes every export of the region.
+ * Return: 0, or -EINVAL, -EBUSY (RDMA: local operations still use its
+ * memory, or a memory window of an export is still being bound; TCP: an
+ * answer to a peer's read of it is being written; nothing is changed
+ * then: retry after the callbacks ran or the loop turned).
+ */
+int rmsg_mr_dereg(struct rmsg_mr *mr);
+
+/**
+ * RMSG_EXPORT_ANY_PEER - in rmsg_mr_export()'s @access: any connected
+ * peer of the context may use the descriptor, not just one connection
+ */
+#define RMSG_EXPORT_ANY_PEER 0x100
+
+/**
+ * rmsg_mr_export() - let one connection's peer access part of a region
+ * @mr: the region
+ * @c: the only connection whose peer may use the descriptor; NULL with
+ *     RMSG_EXPORT_ANY_PEER in @access
+ * @off: start of the exported range in the region
+ * @len: bytes from @off, or 0 for the rest of the region
+ * @access: RMSG_ACCESS_REMOTE_WRITE and/or RMSG_ACCESS_REMOTE_READ, a
+ *          subset of the region's; plus RMSG_EXPORT_ANY_PEER for a
+ *          context-wide export
+ * @desc: RMSG_MR_DESC_SIZE bytes written here; send them to the peer
+ *        on @c (the peer's offsets then count from @off)
+ *
+ * Over RDMA the device enforces it: a memory window bound to @c's queue
+ * pair (the descriptor is valid once the app sent it on @c, which is
+ * ordered after the bind); over TCP the library does, by an unguessable
+ * token. Ends with rmsg_mr_revoke(), rmsg_mr_dereg() or the end of @c.
+ * Return: 0, or -EINVAL, -EACCES (rights beyond the region's),
+ * -ENOTCONN (@c not established), -EOPNOTSUPP (the RDMA device has no
+ * type-2 memory windows: only RMSG_EXPORT_ANY_PEER works there), -EAGAIN
+ * (@c's send queue is full, or no random token yet), -ENOMEM.
+ */
+int rmsg_mr_export(struct rmsg_mr *mr, struct rmsg_conn *c, uint64_t off,
+		   uint64_t len, int access, void *desc);
+
+/**
+ * rmsg_mr_revoke() - end one export of a region
+ * @mr: the region
+ * @desc: a descriptor rmsg_mr_export() wrote for @mr
+ *
+ * The peer's later accesses through @desc fail (-EACCES over TCP; over
+ * RDMA a remote access error, which ends that connection).
+ * Return: 0, -EINVAL, or -ENOENT (already revoked, or its connection
+ * ended).
+ */
+int rmsg_mr_revoke(struct rmsg_mr *mr, const void *desc);
+
+/**
+ * rmsg_write_imm() - write into a peer's region and notify it
+ * @c: the connection
+ * @iov: the local pieces, at most RMSG_IOV_MAX
+ * @iovcnt: number of pieces
+ * @remote_desc: a descriptor from the peer's rmsg_mr_export()
+ * @remote_off: byte offset in the remote export
+ * @imm: 32 bits passed to the peer's on_imm with the length
+ * @cb: runs once the write is done (0) or failed, or NULL
+ * @arg: passed to @cb
+ *
+ * Costs one of the peer's credits, like a message.
+ * Return: 0, or -EINVAL (bad descriptor, out of bounds), -EACCES (the
+ * export does not allow writes), -EMSGSIZE, -EAGAIN, -ENOTCONN, -ENOMEM.
+ */
+int rmsg_write_imm(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+		   const void *remote_desc, uint64_t remote_off, uint32_t imm,
+		   rmsg_done_cb cb, void *arg);
+
+/**
+ * rmsg_write() - write into a peer's region
+ * @c: the connection
+ * @iov: the local pieces, at most RMSG_IOV_MAX
+ * @iovcnt: number of pieces
+ * @remote_desc: a descriptor from the peer's rmsg_mr_export()
+ * @remote_off: byte offset in the remote export
+ * @cb: runs once the write is done (0) or failed, or NULL
+ * @arg: passed to @cb
+ *
+ * Return: as rmsg_write_imm().
+ */
+int rmsg_write(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+	       const void *remote_desc, uint64_t remote_off, rmsg_done_cb cb,
+	       void *arg);
+
+/**
+ * rmsg_read() - read from a peer's region into local memory
+ * @c: the connection
+ * @iov: the local pieces the bytes go to, at most RMSG_IOV_MAX
+ * @iovcnt: number of pieces
+ * @remote_desc: a descriptor from the peer's rmsg_mr_export()
+ * @remote_off: byte offset in the remote export
+ * @cb: runs once the bytes are in @iov (0) or the read failed, or NULL
+ * @arg: passed to @cb
+ *
+ * Return: 0, or -EINVAL, -EACCES (the export does not allow reads),
+ * -EMSGSIZE, -EAGAIN, -ENOTCONN, -ENOMEM.
+ */
+int rmsg_read(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+	      const void *remote_desc, uint64_t remote_off, rmsg_done_cb cb,
+	      void *arg);
+
+/* ------------------------------------------------------------------ */
+/* RPC                                                                  */
+
+/**
+ * rmsg_reply_cb - the end of a call
+ *
+ * @status is 0 with @reply, or a negative errno with @reply NULL:
+ * -ETIMEDOUT (deadline), -ECANCELED (rmsg_call_cancel() or a local
+ * close), -ENOSYS (no handler for the method at the peer), the error the
+ * handler gave rmsg_reply_error(), or the connection's close reason.
+ * @reply is valid during the call unless held with rmsg_msg_hold().
+ */
+typedef void (*rmsg_reply_cb)(struct rmsg_conn *c, int status,
+			      struct rmsg_msg *reply, void *arg);
+
+/**
+ * rmsg_handler_cb - serves one request
+ *
+ * @request is valid during the call unless held. The handler answers,
+ * now or later, with rmsg_reply() or rmsg_reply_error(), exactly once.
+ */
+typedef void (*rmsg_handler_cb)(struct rmsg_conn *c, struct rmsg_req *req,
+				struct rmsg_msg *request, void *arg);
+
+/**
+ * rmsg_handle() - serve a method on every connection of a context
+ * @ctx: the context
+ * @method: the method number
+ * @h: the handler, or NULL to remove the method's handler
+ * @arg: passed to @h
+ *
+ * Return: 0, or -EINVAL, -ENOMEM, -ENOENT (removing an unknown method).
+ */
+int rmsg_handle(struct rmsg_ctx *ctx, uint32_t method, rmsg_handler_cb h,
+		void *arg);
+
+/**
+ * rmsg_call() - call a method on the peer
+ * @c: the connection
+ * @method: the method number
+ * @iov: the request, at most RMSG_IOV_MAX - 1 pieces; any size
+ * @iovcnt: number of pieces
+ * @timeout_ms: deadline in milliseconds, 0 for none
+ * @cb: runs exactly once with the reply or the error
+ * @arg: passed to @cb
+ * @call_id_p: where the call's id is stored, or NULL
+ *
+ * The request memory stays untouched until @cb runs. Calls are
+ * pipelined; replies may come in any order.
+ * Return: 0, or -EINVAL, -ENOTCONN, -EMSGSIZE, -EAGAIN (queue full;
+ * on_writable follows), -ENOMEM.
+ */
+int rmsg_call(struct rmsg_conn *c, uint32_t method, const struct iovec *iov,
+	      int iovcnt, uint32_t timeout_ms, rmsg_reply_cb cb, void *arg,
+	      uint64_t *call_id_p);
+
+/**
+ * rmsg_call_cancel() - give up on a call
+ * @c: the connection
+ * @call_id: the id rmsg_call() gave
+ *
+ * The call's callback runs with -ECANCELED (from the loop, not inside
+ * this function); a reply that arrives later is dropped.
+ * Return: 0, or -EINVAL, -ENOENT if the call is unknown or already over.
+ */
+int rmsg_call_cancel(struct rmsg_conn *c, uint64_t call_id);
+
+/**
+ * rmsg_reply() - answer a request
+ * @req: the request, from the handler
+ * @iov: the reply, at most RMSG_IOV_MAX - 1 pieces; any size
+ * @iovcnt: number of pieces
+ *
+ * The data is copied before this returns. @req is used up, also when an
+ * error other than -ENOMEM or -EINVAL is returned. A second answer to a
+ * used-up request (rmsg_reply() or rmsg_reply_error()) returns -EINVAL
+ * and changes nothing, as long as fewer than 255 other requests of the
+ * context were answered since; later the pointer must not be used.
+ * Return: 0, or -EINVAL, -ENOMEM (@req stays valid: try again),
+ * -ENOTCONN (the connection closed; the reply is dropped), -EMSGSIZE.
+ */
+int rmsg_reply(struct rmsg_req *req, const struct iovec *iov, int iovcnt);
+
+/**
+ * rmsg_reply_error() - answer a request with an error
+ * @req: the request
+ * @err: a negative errno, -4095 to -1; the caller's callback gets it
+ *
+ * Return: as rmsg_reply(); -EINVAL for an @err out of range.
+ */
+int rmsg_reply_error(struct rmsg_req *req, int err);
+
+/**
+ * rmsg_cfg_set_keepalive_ms() - heartbeat interval (default 1000)
+ * @cfg: the configuration
+ * @ms: 0 turns keepalive off; up to 3600000
+ *
+ * A connection that hears nothing from its peer for the interval times
+ * the misses (rmsg_cfg_set_keepalive_misses()) closes with -ETIMEDOUT.
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_keepalive_ms(struct rmsg_cfg *cfg, unsigned ms);
+/**
+ * rmsg_cfg_get_keepalive_ms() - read the heartbeat interval
+ * @cfg: the configuration
+ * @ms_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_keepalive_ms(const struct rmsg_cfg *cfg, unsigned *ms_p);
+/**
+ * rmsg_cfg_set_keepalive_misses() - silent intervals before the peer is
+ * declared dead (default 3)
+ * @cfg: the configuration
+ * @misses: 1 to 1000
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_keepalive_misses(struct rmsg_cfg *cfg, unsigned misses);
+/**
+ * rmsg_cfg_get_keepalive_misses() - read the misses
+ * @cfg: the configuration
+ * @misses_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_keepalive_misses(const struct rmsg_cfg *cfg,
+				  unsigned *misses_p);
+
+/* ------------------------------------------------------------------ */
+/* threads                                                              */
+
+/** rmsg_work_cb - work handed to a context's loop thread */
+typedef void (*rmsg_work_cb)(struct rmsg_ctx *ctx, void *arg);
+
+/**
+ * rmsg_ctx_submit() - run a function on the context's loop thread
+ * @ctx: the context
+ * @fn: runs once, on the loop thread, in submission order
+ * @arg: passed to @fn
+ *
+ * The one function that may be called from any thread (see THREAD SAFETY
+ * in rmsg(7)); @fn may use the whole API. Work still queued when the
+ * context is destroyed runs at the start of rmsg_ctx_destroy().
+ * Return: 0, or -EINVAL, -ENOMEM.
+ */
+int rmsg_ctx_submit(struct rmsg_ctx *ctx, rmsg_work_cb fn, void *arg);
+
+/* ------------------------------------------------------------------ */
+/* errors                                                               */
+
+/**
+ * rmsg_version() - the version of the library running, which may be newer
+ * than the header a program was compiled with (RMSG_VERSION_MAJOR, ...)
+ * @major: where to store the major version, or NULL
+ * @minor: where to store the minor version, or NULL
+ * @patch: where to store the patch level, or NULL
+ *
+ * Return: the version as a string, "MAJOR.MINOR.PATCH"; never NULL.
+ */
+const char *rmsg_version(unsigned *major, unsigned *minor, unsigned *patch);
+
+/**
+ * rmsg_strerror() - explain an error code
+ * @err: a negative errno returned or passed by librmsg
+ *
+ * Return: a static string naming the error and its likely cause.
+ */
+const char *rmsg_strerror(int err);
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RMSG_H */
