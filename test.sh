@@ -1,8 +1,11 @@
 #!/bin/sh
 # test.sh - quick start 2: install what is missing, build, then run the
 # whole suite: unit tests, man page checks and integration tests over TCP
-# on this machine ('make check'), the Python binding's tests, the wire
-# decoders and a whole connection fuzzed for a minute each (tests/fuzz/
+# on this machine ('make check'), the Python binding's tests (in the
+# tree, and pip-installed into a venv: bindings/python/check-install.sh),
+# a program outside the tree built against an installed copy with
+# pkg-config and CMake (tests/consumer/run.sh), the ABI check against the
+# stored release (scripts/abi-check.sh), the wire decoders and a whole connection fuzzed for a minute each (tests/fuzz/
 # run.sh: fuzz_proto, fuzz_conn), the suite under ASan/UBSan and the TCP
 # tests under valgrind, then the VM harness's own check (tests/vm/
 # selftest.sh), the integration tests over RDMA on Soft-RoCE inside a
