@@ -9,7 +9,8 @@ BUILD_PKGS="autoconf automake libtool pkgconf make gcc libc6-dev
  libibverbs-dev librdmacm-dev libev-dev libcmocka-dev ibverbs-providers"
 TEST_PKGS="mandoc groff-base qemu-system-x86 busybox-static kmod cpio
  rdma-core ibverbs-utils rdmacm-utils perftest iproute2 clang-format
- python3 python3-pytest clang valgrind libclang-rt-14-dev llvm"
+ python3 python3-pytest clang valgrind libclang-rt-14-dev llvm
+ dpkg-dev debhelper dh-python lintian man-db"
 
 pkgs=$BUILD_PKGS
 [ "${1:-build}" = test ] && pkgs="$BUILD_PKGS $TEST_PKGS"
