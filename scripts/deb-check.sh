@@ -192,13 +192,20 @@ grep -q "^librmsg ${version%%-*} " "$work/app.out" ||
 # it depends on: removing the file's owner (simulated) takes it along
 checked=
 uses() { # PKG FILE...: PKG uses each FILE
-	local pkg=$1 f owner
+	local pkg=$1 f g owner
 	shift
 	for f; do
-		owner=$(dpkg -S "$f" 2>/dev/null | head -n 1 | cut -d: -f1) ||
-			true
-		[ -n "$owner" ] || owner=$(dpkg -S "$(readlink -f "$f")" \
-			2>/dev/null | head -n 1 | cut -d: -f1) || true
+		# the file as named (a -dev package's libX.so link is not the
+		# library's), its directory resolved (/lib is /usr/lib), then
+		# the file it resolves to
+		owner=
+		for g in "$(realpath -s "$f")" \
+			"$(readlink -f "$(dirname "$f")")/$(basename "$f")" \
+			"$(readlink -f "$f")"; do
+			owner=$(dpkg -S "$g" 2>/dev/null | head -n 1 |
+				cut -d: -f1) || true
+			[ -z "$owner" ] || break
+		done
 		[ -n "$owner" ] || die "$pkg uses $f, which no package owns"
 		[ "$owner" = "$pkg" ] && continue
 		case " $checked " in
