@@ -32,15 +32,6 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 PKGS="librmsg0 librmsg-dev rmsg-tools python3-rmsg"
-B=${DEB_BUILD_DIR:-}
-[ -n "$B" ] || B=$(mktemp -d /tmp/rmsg-deb.XXXXXX)
-mkdir -p "$B"
-B=$(cd "$B" && pwd)
-SUDO=
-[ "$(id -u)" = 0 ] || SUDO=sudo
-export DEBIAN_FRONTEND=noninteractive
-t0=$(date +%s)
-
 say() { echo "deb-check: $*"; }
 die() {
 	echo "deb-check: FAIL: $*" >&2
@@ -61,11 +52,18 @@ for p in $PKGS; do
 	fi
 done
 
+B=${DEB_BUILD_DIR:-}
+[ -n "$B" ] || B=$(mktemp -d /tmp/rmsg-deb.XXXXXX)
+mkdir -p "$B"
+B=$(cd "$B" && pwd)
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+t0=$(date +%s)
+
 purge=0
-server=
 cleanup() {
 	rc=$?
-	[ -z "$server" ] || kill "$server" 2>/dev/null || true
 	if [ "$purge" = 1 ]; then
 		rm_list=
 		for p in $PKGS; do
@@ -112,8 +110,9 @@ while IFS= read -r -d '' f; do
 	build/* | tests/vm/cache/* | autom4te.cache/* | *.o | *.lo | *.la | \
 		*/.libs/* | */.deps/* | config.status | config.log | config.h | \
 		Makefile | */Makefile | libtool | stamp-h1 | *.log | *.trs | \
-		*/__pycache__/* | *.pyc | debian/.debhelper/* | debian/tmp/* | \
-		debian/files | debian/*.substvars | debian/*debhelper* | \
+		*/__pycache__/* | *.pyc | */.pytest_cache/* | debian/tmp/* | \
+		debian/.debhelper/* | debian/files | debian/*.substvars | \
+		debian/*debhelper* | \
 		debian/librmsg0/* | debian/librmsg-dev/* | debian/rmsg-tools/* | \
 		debian/python3-rmsg/*)
 		continue
