@@ -47,3 +47,4 @@ tests/vm/run-in-vm.sh -q -t 600 -- bench/check-quick.sh rdma
 end=$(date +%s)
 echo "test.sh: host suite $((rel - start)) s, reliability $((mid - rel)) s," \
 	"RDMA suite in VM $((end - mid)) s"
+scripts/deb-check.sh # the Debian packages: build, lintian, install, use, remove

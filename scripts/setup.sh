@@ -11,7 +11,8 @@ TEST_PKGS="mandoc groff-base qemu-system-x86 busybox-static kmod cpio
  rdma-core ibverbs-utils rdmacm-utils perftest iproute2 clang-format
  python3 python3-pytest clang valgrind libclang-rt-14-dev llvm cmake
  python3-venv python3-pip python3-setuptools python3-wheel mypy
- abigail-tools"
+ abigail-tools
+ dpkg-dev debhelper dh-python lintian man-db"
 
 pkgs=$BUILD_PKGS
 [ "${1:-build}" = test ] && pkgs="$BUILD_PKGS $TEST_PKGS"
