@@ -313,6 +313,11 @@ esac
 uses python3-rmsg "$mod" $(sed -n '2,$p' "$work/py.files")
 say "python3-rmsg: $(sed -n '1,$p' "$work/py.files" | tr '\n' ' ')"
 
-# tests/consumer/run.sh (the out-of-tree example, plain and CMake) can be
-# run here against the installed packages, once it is in the tree:
-#   "$top"/tests/consumer/run.sh /usr
+# the out-of-tree example, plain cc and CMake, against the packages
+"$top"/tests/consumer/run.sh /usr ||
+	die "tests/consumer/run.sh /usr: the example against the packages"
+# the binding pip-installed into a venv, its tests run against the
+# packaged library (no RMSG_LIB: the package finds librmsg.so.0 itself)
+env -u RMSG_LIB "$top"/bindings/python/check-install.sh ||
+	die "bindings/python/check-install.sh against the packaged library"
+say "PASS: built, lintian clean at error level, installed, used, removed"
