@@ -943,16 +943,23 @@ static void conn_close__bye_without_credit(void **state)
 	assert_int_equal(t->close_reason, 0);
 }
 
-/* the peer's BYE may be the one frame beyond its credits, once: the close
- * reads as the peer's (-ESHUTDOWN); any frame after it is refused */
-static void conn_credit__bye_beyond_grant(void **state)
+/* an open connection whose peer used every credit we granted (32) */
+static void peer_spent_grant(struct t *t)
 {
-	struct t *t = *state;
 	int i;
 
 	establish(t, 32, 8192);
 	for (i = 0; i < 32; i++)
 		assert_int_equal(rx_data(t->c, "x", 0), 0);
+}
+
+/* the peer's BYE may be the one frame beyond its credits, once: the close
+ * reads as the peer's (-ESHUTDOWN); any frame after it is refused */
+static void conn_credit__bye_beyond_grant(void **state)
+{
+	struct t *t = *state;
+
+	peer_spent_grant(t);
 	assert_int_equal(rx(t->c, RMSGI_T_CREDIT, 0, RMSGI_CREDIT_BYE, 0,
 			    tmsg_new(t->c, NULL)),
 			 0);
@@ -967,11 +974,8 @@ static void conn_credit__bye_beyond_grant(void **state)
 static void conn_credit__bye_beyond_grant_once(void **state)
 {
 	struct t *t = *state;
-	int i;
 
-	establish(t, 32, 8192);
-	for (i = 0; i < 32; i++)
-		assert_int_equal(rx_data(t->c, "x", 0), 0);
+	peer_spent_grant(t);
 	/* a plain CREDIT frame is no exception */
 	assert_int_equal(rx_credit(t->c, 0), -EPROTO);
 	tr_complete_all(t->c, 0);
@@ -983,11 +987,8 @@ static void conn_credit__bye_beyond_grant_once(void **state)
 static void conn_credit__nothing_after_bye(void **state)
 {
 	struct t *t = *state;
-	int i;
 
-	establish(t, 32, 8192);
-	for (i = 0; i < 32; i++)
-		assert_int_equal(rx_data(t->c, "x", 0), 0);
+	peer_spent_grant(t);
 	assert_int_equal(rx(t->c, RMSGI_T_CREDIT, 0, RMSGI_CREDIT_BYE, 0,
 			    tmsg_new(t->c, NULL)),
 			 0);
