@@ -101,33 +101,8 @@ trap 'exit 1' INT TERM HUP
 # ------------------------------------------------------------------
 # 1. a snapshot of the sources, without build outputs
 snap=$B/src
-rm -rf "$snap" "$B"/*.deb "$B"/*.changes "$B"/*.buildinfo
-mkdir -p "$snap"
-git -C "$top" ls-files -z -co --exclude-standard >"$B/files"
-copied=0
-while IFS= read -r -d '' f; do
-	case $f in
-	build/* | tests/vm/cache/* | autom4te.cache/* | *.o | *.lo | *.la | \
-		*/.libs/* | */.deps/* | config.status | config.log | config.h | \
-		Makefile | */Makefile | libtool | stamp-h1 | *.log | *.trs | \
-		*/__pycache__/* | *.pyc | */.pytest_cache/* | debian/tmp/* | \
-		debian/.debhelper/* | debian/files | debian/*.substvars | \
-		debian/*debhelper* | \
-		debian/librmsg0/* | debian/librmsg-dev/* | debian/rmsg-tools/* | \
-		debian/python3-rmsg/*)
-		continue
-		;;
-	esac
-	[ -f "$top/$f" ] || continue # deleted, or mid-edit
-	case $(head -c 4 "$top/$f" | od -An -c | tr -d ' ') in
-	177ELF) continue ;; # a binary of an in-tree build
-	esac
-	head -n 5 "$top/$f" 2>/dev/null | grep -q 'wrapper script for' &&
-		continue
-	mkdir -p "$snap/$(dirname "$f")"
-	cp -p "$top/$f" "$snap/$f"
-	copied=$((copied + 1))
-done <"$B/files"
+rm -rf "$B"/*.deb "$B"/*.changes "$B"/*.buildinfo
+copied=$("$top"/scripts/snapshot.sh "$top" "$snap")
 say "snapshot of $copied files in $snap"
 
 # ------------------------------------------------------------------
@@ -320,4 +295,3 @@ say "python3-rmsg: $(sed -n '1,$p' "$work/py.files" | tr '\n' ' ')"
 # packaged library (no RMSG_LIB: the package finds librmsg.so.0 itself)
 env -u RMSG_LIB "$top"/bindings/python/check-install.sh ||
 	die "bindings/python/check-install.sh against the packaged library"
-say "PASS: built, lintian clean at error level, installed, used, removed"

@@ -70,35 +70,9 @@ echo "sanitize.sh: RMSG_TEST_MSGS=$RMSG_TEST_MSGS" \
 # 1. a snapshot of the sources, without build outputs
 snap=$B/src
 obj=$B/obj
-rm -rf "$snap" "$obj"
-mkdir -p "$snap" "$obj"
-list=$B/files
-if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
-	git -C "$top" ls-files -z -co --exclude-standard >"$list"
-else
-	(cd "$top" && find . -path ./.git -prune -o -path ./build -prune \
-		-o -path ./tests/vm/cache -prune -o -type f -print0 |
-		sed -z 's|^\./||') >"$list"
-fi
-copied=0
-while IFS= read -r -d '' f; do
-	case $f in
-	build/* | tests/vm/cache/* | autom4te.cache/* | *.o | *.lo | *.la | \
-		*/.libs/* | */.deps/* | config.status | config.log | config.h | \
-		Makefile | */Makefile | libtool | stamp-h1 | *.log | *.trs)
-		continue ;;
-	esac
-	[ -f "$top/$f" ] || continue # deleted, or mid-edit
-	# no binaries nor libtool wrapper scripts of an in-tree build
-	case $(head -c 4 "$top/$f" | od -An -c | tr -d ' ') in
-	177ELF) continue ;;
-	esac
-	head -n 5 "$top/$f" 2>/dev/null | grep -q 'wrapper script for' &&
-		continue
-	mkdir -p "$snap/$(dirname "$f")"
-	cp -p "$top/$f" "$snap/$f"
-	copied=$((copied + 1))
-done <"$list"
+rm -rf "$obj"
+mkdir -p "$obj"
+copied=$("$top"/scripts/snapshot.sh "$top" "$snap")
 echo "sanitize.sh: snapshot of $copied files in $snap"
 
 # ------------------------------------------------------------------
