@@ -4,9 +4,9 @@
  *
  * RDMA alone does not bound it (tests/vm/README.md, Background): a side
  * with only receives posted never notices a dead peer, and DISCONNECTED
- * can come a minute late. So a side that has heard nothing for one interval probes: it
- * sends a CREDIT frame marked RMSGI_CREDIT_PROBE, which the peer answers
- * at once with a CREDIT frame of its own. A connection that heard nothing
+ * can come a minute late. So a side that has heard nothing for one
+ * interval probes: it sends a CREDIT frame marked RMSGI_CREDIT_PROBE,
+ * which the peer answers at once with a CREDIT frame of its own. A connection that heard nothing
  * for interval x misses closes with -ETIMEDOUT, failing everything
  * outstanding. Probes are answered whatever the peer's own interval, so
  * the two ends need not agree on it.

@@ -204,7 +204,6 @@ static size_t page_span(const void *addr, size_t len)
 static int mr_register(struct rmsg_ctx *ctx, struct rmsg_mr *mr)
 {
 	struct rmsgi_mrtab *t = &ctx->mrt;
-
 	uint32_t rkey;
 
 	/* local rights only: peers go through windows (rmsg_mr_export) */

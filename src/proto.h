@@ -22,8 +22,9 @@
  *
  * One-sided operations (TCP emulation; over RDMA they are verbs):
  *   WRITE, WRITE_IMM: payload = RMA header (u64 offset in the export,
- *     u64 export token from the receiver's descriptor) then the data; aux = immediate (WRITE: 0); id = cookie the
- *     receiver acknowledges with RNDV_ACK (aux = status)
+ *     u64 export token from the receiver's descriptor) then the data;
+ *     aux = immediate (WRITE: 0); id = cookie the receiver acknowledges
+ *     with RNDV_ACK (aux = status)
  *   READ_REQ: payload = RMA header then u64 length (24 bytes); id = cookie
  *   READ_RESP: payload = the bytes read; aux = status; id = cookie
  *   (Until descriptor version 2 the RMA header held a u32 region id and

@@ -129,7 +129,7 @@ struct rndv_rx {
 	bool charged;	   /* counted in the conn's rndv_bytes */
 	struct rxbuf *req; /* its request's buffer, until reads start */
 	struct rndv_rx *next_pending;
-	struct rndv_rx *qnext; /* rndv_rx_free()'s quarantine */
+	struct rmsgi_list qlink; /* rndv_rx_free()'s quarantine */
 	struct rmsgi_seg segs[];
 };
 
@@ -260,7 +260,7 @@ struct rdma_ctx {
 	struct rxbuf *rx_free; /* allocated, not posted */
 	struct rxbuf *repost;  /* released, waiting for the next batch */
 	/* freed rendezvous messages, oldest first (RNDV_QUARANTINE) */
-	struct rndv_rx *rq_head, *rq_tail;
+	struct rmsgi_list rq;
 	uint32_t rq_n;
 	uint32_t repost_n;
 	void **rx_chunks;
@@ -776,6 +776,7 @@ static int ctx_get(struct rmsg_ctx *ctx, struct rdma_ctx **r_p)
 	if (!r)
 		return -ENOMEM;
 	r->ctx = ctx;
+	rmsgi_list_init(&r->rq);
 	r->ech = rdma_create_event_channel();
 	if (!r->ech) {
 		int err = errno ? -errno : -ENODEV;
@@ -1622,7 +1623,6 @@ static int rdma_post_rndv(struct rdma_conn *rc, struct rmsgi_op *op,
 	struct rmsg_ctx *ctx = rc->r->ctx;
 	size_t need = RMSGI_HDR_SIZE + rndv_nseg(op) * RMSGI_SEG_SIZE;
 	uint32_t head0 = rc->head, lkey = 0, i;
-	struct rndv_tx *tx;
 	struct sq_slot *s;
 	void *buf = NULL;
 	size_t flen;
@@ -1657,9 +1657,7 @@ undo:
 	for (i = head0; i != rc->head; i++)
 		rc->ring[i % SQ_DEPTH].mw->pending = false;
 	rc->head = head0;
-	tx = op->tr_priv;
-	if (tx)
-		rdma_rndv_release(c, op);
+	rdma_rndv_release(c, op);
 	rmsgi_pool_free(ctx->pool, buf);
 	return ret;
 }
@@ -1869,29 +1867,20 @@ static void rndv_rx_free(struct rmsg_msg *m)
 	/* the object waits in the quarantine: an app that releases a held
 	 * message twice hits a message that is not held (msg.c), not freed
 	 * memory or another message */
-	rx->qnext = NULL;
-	if (r->rq_tail)
-		r->rq_tail->qnext = rx;
-	else
-		r->rq_head = rx;
-	r->rq_tail = rx;
+	rmsgi_list_add_tail(&r->rq, &rx->qlink);
 	if (++r->rq_n > RNDV_QUARANTINE) {
-		rx = r->rq_head;
-		r->rq_head = rx->qnext;
 		r->rq_n--;
-		free(rx);
+		free(rmsgi_list_entry(rmsgi_list_pop(&r->rq), struct rndv_rx,
+				      qlink));
 	}
 }
 
 static void rndv_quarantine_clear(struct rdma_ctx *r)
 {
-	while (r->rq_head) {
-		struct rndv_rx *rx = r->rq_head;
+	struct rmsgi_list *n;
 
-		r->rq_head = rx->qnext;
-		free(rx);
-	}
-	r->rq_tail = NULL;
+	while ((n = rmsgi_list_pop(&r->rq)))
+		free(rmsgi_list_entry(n, struct rndv_rx, qlink));
 	r->rq_n = 0;
 }
 
