@@ -57,6 +57,15 @@ fail() {
 	echo "$*" >> "$tmp/failures"
 }
 
+# fail_each FILE FORMAT: one failure for each line of FILE, put in place
+# of the %s of FORMAT
+fail_each() {
+	while read -r each; do
+		# shellcheck disable=SC2059 # FORMAT is a format on purpose
+		fail "$(printf "$2" "$each")"
+	done < "$1"
+}
+
 # cannot CHECK: WHY. A failure, or with CHECK_MAN_ALLOW_SKIP=1 a visible
 # skip of that check alone
 cannot() {
@@ -272,9 +281,7 @@ if [ ! -s "$tmp/header.names" ]; then
 	fail "no function declarations found in include/rmsg.h"
 fi
 cut -f2 "$tmp/header.tsv" | sort | uniq -d > "$tmp/x"
-while read -r name; do
-	fail "include/rmsg.h declares $name more than once"
-done < "$tmp/x"
+fail_each "$tmp/x" "include/rmsg.h declares %s more than once"
 
 # the exported symbols, when the library has been built
 lib=$top_builddir/.libs/librmsg.so
@@ -292,13 +299,9 @@ else
 		awk '$2 == "T" && $3 ~ /^rmsg_/ { sub(/@.*/, "", $3); print $3 }' |
 		sort -u > "$tmp/nm.names"
 	comm -13 "$tmp/header.names" "$tmp/nm.names" > "$tmp/x"
-	while read -r name; do
-		fail "$name: exported by librmsg.so but not declared in include/rmsg.h"
-	done < "$tmp/x"
+	fail_each "$tmp/x" "%s: exported by librmsg.so but not declared in include/rmsg.h"
 	comm -23 "$tmp/header.names" "$tmp/nm.names" > "$tmp/x"
-	while read -r name; do
-		fail "$name: declared in include/rmsg.h but not exported by librmsg.so"
-	done < "$tmp/x"
+	fail_each "$tmp/x" "%s: declared in include/rmsg.h but not exported by librmsg.so"
 	sort -u "$tmp/header.names" "$tmp/nm.names" > "$tmp/needed.names"
 fi
 
@@ -314,25 +317,17 @@ awk '{ sub(/#.*/, "") } /\/\*/ { c = 1 } c { if (/\*\//) c = 0; next }
 sed 's/@.*//' "$tmp/map.syms" | sort -u > "$tmp/map.names"
 [ -s "$tmp/map.names" ] || fail "no symbols found in src/librmsg.map"
 comm -13 "$tmp/map.names" "$tmp/header.names" > "$tmp/x"
-while read -r name; do
-	fail "$name: declared in include/rmsg.h but not listed in src/librmsg.map"
-done < "$tmp/x"
+fail_each "$tmp/x" "%s: declared in include/rmsg.h but not listed in src/librmsg.map"
 comm -23 "$tmp/map.names" "$tmp/header.names" > "$tmp/x"
-while read -r name; do
-	fail "$name: listed in src/librmsg.map but not declared in include/rmsg.h"
-done < "$tmp/x"
+fail_each "$tmp/x" "%s: listed in src/librmsg.map but not declared in include/rmsg.h"
 if [ -f "$lib" ] && command -v nm > /dev/null 2>&1; then
 	# every defined dynamic symbol but the version nodes themselves
 	nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }' |
 		sed 's/@@*/@/' | sort -u > "$tmp/nm.syms"
 	comm -13 "$tmp/map.syms" "$tmp/nm.syms" > "$tmp/x"
-	while read -r sym; do
-		fail "$sym: exported by librmsg.so but not so in src/librmsg.map"
-	done < "$tmp/x"
+	fail_each "$tmp/x" "%s: exported by librmsg.so but not so in src/librmsg.map"
 	comm -23 "$tmp/map.syms" "$tmp/nm.syms" > "$tmp/x"
-	while read -r sym; do
-		fail "$sym: in src/librmsg.map but not exported so by librmsg.so"
-	done < "$tmp/x"
+	fail_each "$tmp/x" "%s: in src/librmsg.map but not exported so by librmsg.so"
 fi
 
 while read -r name; do
@@ -627,13 +622,9 @@ else
 	(cd "$top_srcdir" && ls man/man3/*.3 2> /dev/null) | sort -u \
 		> "$tmp/dir.list"
 	comm -13 "$tmp/inc.list" "$tmp/dir.list" > "$tmp/x"
-	while read -r p; do
-		fail "$p is not in man/man3/Makefile.inc"
-	done < "$tmp/x"
+	fail_each "$tmp/x" "%s is not in man/man3/Makefile.inc"
 	comm -23 "$tmp/inc.list" "$tmp/dir.list" > "$tmp/x"
-	while read -r p; do
-		fail "man/man3/Makefile.inc lists $p, which does not exist"
-	done < "$tmp/x"
+	fail_each "$tmp/x" "man/man3/Makefile.inc lists %s, which does not exist"
 fi
 
 # ------------------------------------------------------------------

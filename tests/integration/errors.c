@@ -231,23 +231,31 @@ static void connect_errors(void)
 	T_ASSERT(closed == 0, "on_close ran after a failed rmsg_connect()");
 }
 
+/* connect to @uri, a failure found later: the call succeeds, on_close
+ * says why, @want within @max_s seconds; @what names the case */
+static void connect_closes(const char *uri, int want, double max_s,
+			   const char *what)
+{
+	struct rmsg_conn *c = NULL;
+
+	closed = 0;
+	close_reason = 0;
+	T_OK(rmsg_connect(ctx, uri, NULL, &cli_ops, NULL, &c));
+	T_ASSERT(c != NULL, "no connection");
+	T_RUN_UNTIL(loop, closed, max_s);
+	T_ASSERT(close_reason == want, "%s: reason %d (%s)", what, close_reason,
+		 rmsg_strerror(close_reason));
+}
+
 /* a port nothing listens on: the listener that had it is closed */
 static void connect_refused(void)
 {
 	struct rmsg_listener *l;
-	struct rmsg_conn *c = NULL;
 	char uri[128];
 
 	t_listen(ctx, NULL, NULL, NULL, NULL, &l, uri, sizeof(uri));
 	T_OK(rmsg_listener_close(l));
-	closed = 0;
-	close_reason = 0;
-	/* found later: the call succeeds, on_close says why */
-	T_OK(rmsg_connect(ctx, uri, NULL, &cli_ops, NULL, &c));
-	T_ASSERT(c != NULL, "no connection");
-	T_RUN_UNTIL(loop, closed, 30);
-	T_ASSERT(close_reason == -ECONNREFUSED, "refused: reason %d (%s)",
-		 close_reason, rmsg_strerror(close_reason));
+	connect_closes(uri, -ECONNREFUSED, 30, "refused");
 	T_ASSERT(established_n == 0, "established");
 }
 
@@ -260,41 +268,20 @@ static void connect_refused(void)
 static void connect_later_errors(void)
 {
 	struct rmsg_listener *l;
-	struct rmsg_conn *c = NULL;
 	char uri[160], luri[128];
 
 	t_listen(ctx, NULL, NULL, NULL, NULL, &l, luri, sizeof(luri));
 	snprintf(uri, sizeof(uri), "%s?src=198.18.255.1", luri);
-	closed = 0;
-	close_reason = 0;
-	T_OK(rmsg_connect(ctx, uri, NULL, &cli_ops, NULL, &c));
-	T_ASSERT(c != NULL, "no connection");
-	T_RUN_UNTIL(loop, closed, 30);
-	T_ASSERT(close_reason == -EADDRNOTAVAIL, "bad src: reason %d (%s)",
-		 close_reason, rmsg_strerror(close_reason));
+	connect_closes(uri, -EADDRNOTAVAIL, 30, "bad src");
 	/* a source of the other family: no route to an IPv4 host */
 	snprintf(uri, sizeof(uri), "%s?src=::1", luri);
-	closed = 0;
-	close_reason = 0;
-	c = NULL;
-	T_OK(rmsg_connect(ctx, uri, NULL, &cli_ops, NULL, &c));
-	T_ASSERT(c != NULL, "no connection");
-	T_RUN_UNTIL(loop, closed, 30);
-	T_ASSERT(close_reason == -EHOSTUNREACH, "src family: reason %d (%s)",
-		 close_reason, rmsg_strerror(close_reason));
+	connect_closes(uri, -EHOSTUNREACH, 30, "src family");
 	T_OK(rmsg_listener_close(l));
 
 	if (!getenv("RMSG_VM"))
 		return;
 	uri_of(uri, sizeof(uri), "no-such-host.invalid", 7000);
-	closed = 0;
-	close_reason = 0;
-	c = NULL;
-	T_OK(rmsg_connect(ctx, uri, NULL, &cli_ops, NULL, &c));
-	T_ASSERT(c != NULL, "no connection");
-	T_RUN_UNTIL(loop, closed, 60);
-	T_ASSERT(close_reason == -EHOSTUNREACH, "unknown host: reason %d (%s)",
-		 close_reason, rmsg_strerror(close_reason));
+	connect_closes(uri, -EHOSTUNREACH, 60, "unknown host");
 	T_ASSERT(established_n == 0, "established");
 }
 
