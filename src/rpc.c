@@ -365,6 +365,9 @@ int rmsg_call(struct rmsg_conn *c, uint32_t method, const struct iovec *iov,
 	ev_timer_init(&call->timer, call_timer_cb, timeout_ms / 1000.0, 0);
 	call->timer.data = call;
 	if (timeout_ms) {
+		/* from this call, as rmsg_call(3) says: the loop's cached
+		 * time is as old as the app's work since it woke */
+		ev_now_update(c->ctx->loop);
 		ev_timer_start(c->ctx->loop, &call->timer);
 		call->timer_on = true;
 	}
