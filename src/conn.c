@@ -46,9 +46,9 @@ static void set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
 	c->direct_lim = 0;
 	if (c->lst)
 		rmsgi_listener_track(c, s);
-	if (s != RMSGI_CS_ESTABLISHED || !c->tr->send_direct)
+	if (s != RMSGI_CS_ESTABLISHED || !c->tops->send_direct)
 		return;
-	max = c->tr->direct_max(c);
+	max = c->tops->direct_max(c->tr_priv);
 	/* a rendezvous is never sent directly */
 	if (c->tr->caps & RMSGI_TR_CAP_RNDV)
 		max = RMSGI_MIN(max, (size_t)c->peer_eager);
@@ -99,6 +99,9 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 	c->arg = arg;
 	c->refs = 1;
 	c->id = ++ctx->next_conn_id;
+	c->ti.ctx = ctx;
+	c->ti.cfg = &c->cfg;
+	c->ti.id = c->id;
 	set_state(c, RMSGI_CS_CONNECTING);
 	rmsgi_list_init(&c->sendq);
 	rmsgi_list_init(&c->rndvq);
@@ -122,6 +125,7 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 void rmsgi_conn_discard(struct rmsg_conn *c)
 {
 	c->tr = NULL;
+	c->tops = NULL;
 	c->tr_priv = NULL;
 	set_state(c, RMSGI_CS_CLOSED);
 	rmsgi_list_del(&c->link);
@@ -176,16 +180,27 @@ static void set_peer(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	rmsgi_credit_init(&c->cr, h->credits, c->cfg.credits);
 }
 
+void rmsgi_conn_refusal(const struct rmsg_conn *c, int err,
+			struct rmsgi_hello *reply)
+{
+	rmsgi_conn_hello(c, reply);
+	/* the app's odd values (not an errno) read as a plain refusal */
+	reply->status = (int16_t)(err < 0 && err > -4096 ? err : -ECONNREFUSED);
+}
+
 int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
-			  const struct rmsgi_hello *h)
+			  const struct rmsgi_hello *h,
+			  struct rmsgi_hello *reply)
 {
 	int ret = 0;
 
+	/* from here on the app may see the connection */
+	c->ops = l->ops;
 	c->is_server = true;
 	set_peer(c, h);
 	if (h->credits < 4 || h->eager_size < 64)
-		return -EPROTO;
-	if (l->accept) {
+		ret = -EPROTO;
+	if (ret == 0 && l->accept) {
 		c->in_accept = true;
 		c->ctx->in_cb++;
 		ret = l->accept(l, c, h->pdata, h->pdata_len, l->arg);
@@ -194,11 +209,20 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 		if (ret > 0)
 			ret = -ECONNREFUSED;
 	}
-	if (ret == 0) {
-		set_state(c, RMSGI_CS_ACCEPTING);
-		c->app_accepted = true;
+	if (ret) {
+		memset(&c->ops, 0, sizeof(c->ops));
+		rmsgi_conn_refusal(c, ret, reply);
+		return reply->status;
 	}
-	return ret;
+	set_state(c, RMSGI_CS_ACCEPTING);
+	c->app_accepted = true;
+	rmsgi_conn_hello(c, reply);
+	return 0;
+}
+
+void rmsgi_conn_set_tc(struct rmsg_conn *c, void *tc)
+{
+	c->tr_priv = tc;
 }
 
 void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
@@ -264,8 +288,8 @@ static void op_finish(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 static void rndv_settle(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 {
 	c->rndv_mark = ev_now(c->ctx->loop);
-	if (c->tr && c->tr->rndv_release)
-		c->tr->rndv_release(c, op);
+	if (c->tr_priv && c->tops->rndv_release)
+		c->tops->rndv_release(c->tr_priv, op);
 	op->status = status;
 	op->acked = 1;
 	if (!op->posted)
@@ -345,7 +369,7 @@ static void send_bye(struct rmsg_conn *c)
 {
 	struct rmsgi_op *op;
 
-	if (!c->tr || c->tr_down)
+	if (!c->tr_priv)
 		return;
 	op = rmsgi_op_get(c->ctx);
 	if (!op)
@@ -357,13 +381,13 @@ static void send_bye(struct rmsg_conn *c)
 		c->cr.avail = 1; /* the one beyond the grant; ours are gone */
 	op->credits = credit_take(c);
 	op->posted = 1;
-	if (c->tr->post(c, op)) {
+	if (c->tops->post(c->tr_priv, op)) {
 		op->posted = 0;
 		rmsgi_op_put(c->ctx, op);
 		return;
 	}
-	if (c->tr->kick)
-		c->tr->kick(c);
+	if (c->tops->kick)
+		c->tops->kick(c->tr_priv);
 }
 
 void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
@@ -397,6 +421,46 @@ bool rmsgi_conn_awaits_peer(const struct rmsg_conn *c)
 	return !rmsgi_list_empty(&c->rndvq);
 }
 
+static int conn_start_tr(struct rmsg_conn *c, const struct rmsgi_tr *tr,
+			 const struct rmsgi_uri *u)
+{
+	int ret;
+
+	c->tr = tr;
+	c->tops = tr->conn;
+	c->tr_priv = NULL;
+	ret = tr->conn->connect(c, &c->ti, u);
+	if (ret)
+		c->tr_priv = NULL; /* nothing started */
+	return ret;
+}
+
+int rmsgi_conn_start(struct rmsg_conn *c, const struct rmsgi_uri *u)
+{
+	const struct rmsgi_tr *v[RMSGI_TR_COUNT];
+	int n = rmsgi_tr_for_scheme(u->scheme, v);
+	int ret;
+
+	if (n < 1)
+		return -EINVAL;
+	if (n > 1) {
+		/* auto://: the first that connects; a failure after the
+		 * start falls back in rmsgi_conn_ev_failed/ev_down */
+		c->auto_fallback = true;
+		c->auto_uri = *u;
+	}
+	ret = conn_start_tr(c, v[0], u);
+	if (ret && n > 1) {
+		/* no RDMA here (no device, or no route through one) */
+		c->auto_fallback = false;
+		c->fallback_reason = ret;
+		rmsgi_info(c->ctx, "auto://%s:%u: %s; using %s", u->host,
+			   u->port, rmsgi_fallback_text(ret), v[1]->name);
+		ret = conn_start_tr(c, v[1], u);
+	}
+	return ret;
+}
+
 void rmsgi_conn_ev_down(struct rmsg_conn *c)
 {
 	if (c->fallback_pending) {
@@ -406,13 +470,14 @@ void rmsgi_conn_ev_down(struct rmsg_conn *c)
 		c->auto_fallback = false;
 		rmsgi_info(c->ctx, "conn %u: RDMA failed (%s); using TCP",
 			   c->id, rmsgi_fallback_text(c->fallback_reason));
-		c->tr = &rmsgi_tr_tcp;
 		c->tr_priv = NULL;
-		ret = c->tr->connect(c, &c->auto_uri);
+		ret = conn_start_tr(c, rmsgi_tr_get(RMSGI_TR_TCP),
+				    &c->auto_uri);
 		if (ret == 0)
 			return;
 		c->close_reason = ret;
 	}
+	c->tr_priv = NULL;
 	c->tr_down = true;
 	/* nobody will acknowledge these now, and nothing queued can go
 	 * (answers to frames that arrived during a local close's linger) */
@@ -438,9 +503,10 @@ void rmsgi_conn_abort(struct rmsg_conn *c, int reason)
 	set_state(c, RMSGI_CS_CLOSING);
 	cancel_queued(c, reason);
 	drop_rx(c);
-	if (c->tr)
-		c->tr->disconnect(c);
-	else
+	/* a failure does not linger */
+	if (c->tr_priv)
+		c->tops->disconnect(c->tr_priv, 0);
+	else if (!c->tr)
 		rmsgi_conn_ev_down(c);
 }
 
@@ -462,9 +528,10 @@ int rmsg_conn_close(struct rmsg_conn *c)
 	drop_rx(c);
 	if (c->was_established)
 		send_bye(c);
-	if (c->tr)
-		c->tr->disconnect(c);
-	else
+	/* the app's close lingers (the backend decides nothing of it) */
+	if (c->tr_priv)
+		c->tops->disconnect(c->tr_priv, RMSGI_LINGER_MS);
+	else if (!c->tr)
 		rmsgi_conn_ev_down(c);
 	return 0;
 }
@@ -1031,7 +1098,7 @@ static void post_queued(struct rmsg_conn *c)
 		c->last_tx = ev_now(c->ctx->loop);
 		rmsgi_list_del(&op->link);
 		op->posted = 1;
-		ret = c->tr->post(c, op);
+		ret = c->tops->post(c->tr_priv, op);
 		if (ret == 0)
 			posted = true;
 		if (ret == 0 && op->rndv) {
@@ -1068,14 +1135,14 @@ static void post_queued(struct rmsg_conn *c)
 			else
 				op_finish(c, op, ret);
 			/* what was accepted before the failure still goes */
-			if (posted && c->tr->kick)
-				c->tr->kick(c);
+			if (posted && c->tops->kick)
+				c->tops->kick(c->tr_priv);
 			rmsgi_conn_abort(c, ret);
 			return;
 		}
 	}
-	if (posted && c->tr->kick)
-		c->tr->kick(c);
+	if (posted && c->tops->kick)
+		c->tops->kick(c->tr_priv);
 }
 
 void rmsgi_conn_flush(struct rmsg_conn *c)
@@ -1240,15 +1307,15 @@ static int send_direct_end(struct rmsg_conn *c, const struct iovec *iov,
 	op->tr_off = (size_t)w;
 	op->posted = 1;
 	c->sendq_len++;
-	ret = c->tr->post(c, op);
+	ret = c->tops->post(c->tr_priv, op);
 	if (ret) {
 		op->posted = 0;
 		op_finish(c, op, ret);
 		rmsgi_conn_abort(c, ret);
 		return 0;
 	}
-	if (c->tr->kick)
-		c->tr->kick(c);
+	if (c->tops->kick)
+		c->tops->kick(c->tr_priv);
 	return 0;
 }
 
@@ -1279,7 +1346,7 @@ send_direct(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	h.len = len;
 	h.id = 0;
 	h.credits = credit_take(c);
-	w = c->tr->send_direct(c, &h, iov, iovcnt);
+	w = c->tops->send_direct(c->tr_priv, &h, iov, iovcnt);
 	if (RMSGI_LIKELY(!op && w == (ssize_t)(RMSGI_HDR_SIZE + len))) {
 		c->last_tx = now;
 		return 0;
@@ -1473,4 +1540,43 @@ int rmsg_read(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 {
 	return rma_queue(c, RMSGI_OP_READ, RMSGI_T_READ_REQ, iov, iovcnt,
 			 remote_desc, remote_off, 0, cb, arg);
+}
+
+/* ------------------------------------------------------------------ */
+/* what every backend shares: frame legality and headers                */
+
+bool rmsgi_tr_frame_ok(unsigned caps, uint8_t type)
+{
+	switch (type) {
+	case RMSGI_T_DATA:
+	case RMSGI_T_CREDIT:
+	case RMSGI_T_RNDV_ACK:
+		return true;
+	case RMSGI_T_RNDV_REQ:
+		return caps & RMSGI_TR_CAP_RNDV;
+	case RMSGI_T_IMM: /* the immediate of a native split write */
+		return caps & RMSGI_TR_CAP_RMA;
+	case RMSGI_T_WRITE:
+	case RMSGI_T_WRITE_IMM:
+	case RMSGI_T_READ_REQ:
+	case RMSGI_T_READ_RESP:
+		/* one-sided ops emulated in frames */
+		return !(caps & RMSGI_TR_CAP_RMA);
+	default: /* the handshake's, and unknown types */
+		return false;
+	}
+}
+
+void rmsgi_op_hdr(const struct rmsgi_op *op, struct rmsgi_hdr *h)
+{
+	h->type = op->type;
+	h->flags = 0;
+	h->credits = op->credits;
+	h->aux = op->aux;
+	h->len = op->len;
+	h->id = op->id;
+	if (op->kind == RMSGI_OP_WRITE || op->kind == RMSGI_OP_READ)
+		/* emulated: the descriptor, and a write's bytes */
+		h->len = op->kind == RMSGI_OP_READ ? RMSGI_READ_REQ_SIZE
+						   : RMSGI_RMA_SIZE + op->len;
 }

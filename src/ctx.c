@@ -18,10 +18,15 @@
 #include "rmsg_int.h"
 #include "pool.h"
 
-static const struct rmsgi_tr_ops *const transports[RMSGI_TR_COUNT] = {
-	[RMSGI_TR_RDMA] = &rmsgi_tr_rdma,
-	[RMSGI_TR_TCP] = &rmsgi_tr_tcp,
-};
+const struct rmsgi_tr_env *rmsgi_ctx_env(struct rmsg_ctx *ctx)
+{
+	return &ctx->env;
+}
+
+void **rmsgi_ctx_tr_slot(struct rmsg_ctx *ctx, unsigned tr_id)
+{
+	return &ctx->tr_priv[tr_id];
+}
 
 struct rmsgi_op *rmsgi_op_get(struct rmsg_ctx *ctx)
 {
@@ -93,9 +98,12 @@ static int ctx_poll(struct rmsg_ctx *ctx, bool arm)
 {
 	int i, n = 0;
 
-	for (i = 0; i < RMSGI_TR_COUNT; i++)
-		if (ctx->tr_priv[i] && transports[i]->poll)
-			n += transports[i]->poll(ctx, arm);
+	for (i = 0; i < RMSGI_TR_COUNT; i++) {
+		const struct rmsgi_tr *tr = rmsgi_tr_get((unsigned)i);
+
+		if (ctx->tr_priv[i] && tr->ctx->poll)
+			n += tr->ctx->poll(ctx->tr_priv[i], arm);
+	}
 	return n;
 }
 
@@ -105,7 +113,7 @@ static bool ctx_can_poll(const struct rmsg_ctx *ctx)
 	int i;
 
 	for (i = 0; i < RMSGI_TR_COUNT; i++)
-		if (ctx->tr_priv[i] && transports[i]->poll)
+		if (ctx->tr_priv[i] && rmsgi_tr_get((unsigned)i)->ctx->poll)
 			return true;
 	return false;
 }
@@ -194,6 +202,10 @@ int rmsg_ctx_create(struct ev_loop *loop, const struct rmsg_cfg *cfg,
 	else
 		rmsgi_cfg_defaults(&ctx->cfg);
 	ctx->log_max = rmsgi_log_max(&ctx->cfg);
+	ctx->env.ctx = ctx;
+	ctx->env.loop = loop;
+	ctx->env.cfg = &ctx->cfg;
+	ctx->env.log_max = ctx->log_max;
 	rmsgi_list_init(&ctx->conns);
 	rmsgi_list_init(&ctx->listeners);
 	rmsgi_list_init(&ctx->dirty);
@@ -204,6 +216,7 @@ int rmsg_ctx_create(struct ev_loop *loop, const struct rmsg_cfg *cfg,
 		free(ctx);
 		return ret;
 	}
+	ctx->env.pool = ctx->pool;
 	rmsgi_pool_set_budget(ctx->pool, &pool_budget, ctx);
 	ret = rmsgi_async_init(ctx);
 	if (ret) {
@@ -239,7 +252,7 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 	/* backends tear down synchronously and report every op and conn */
 	for (i = 0; i < RMSGI_TR_COUNT; i++)
 		if (ctx->tr_priv[i])
-			transports[i]->ctx_fini(ctx);
+			rmsgi_tr_get((unsigned)i)->ctx->fini(ctx->tr_priv[i]);
 	rmsgi_ctx_flush(ctx);
 	rmsgi_rpc_ctx_fini(ctx);
 	rmsgi_mr_fini(ctx);

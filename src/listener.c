@@ -7,6 +7,39 @@
 
 #include "rmsg_int.h"
 
+/* every backend that serves the scheme listens on the same port; for
+ * auto:// all but the first (RDMA) are optional */
+static int listener_start(struct rmsg_listener *l, struct rmsgi_uri *u)
+{
+	const struct rmsgi_tr *v[RMSGI_TR_COUNT];
+	int n = rmsgi_tr_for_scheme(u->scheme, v);
+	int i, ret = -EINVAL;
+
+	/* the last first (auto://: TCP), which settles the port that the
+	 * others then share */
+	for (i = n - 1; i >= 0; i--) {
+		const struct rmsgi_tr *tr = v[i];
+		void *tl = NULL;
+		uint16_t port = 0;
+
+		ret = tr->lst->listen(l->ctx, l, u, &port, &tl);
+		if (ret == 0) {
+			l->tr[tr->id] = tr;
+			l->tr_priv[tr->id] = tl;
+			l->port = port;
+			u->port = port;
+		} else if (n > 1 && i < n - 1) {
+			rmsgi_info(l->ctx,
+				   "auto listener on port %u: no %s, %s only",
+				   l->port, tr->name, v[n - 1]->name);
+			ret = 0;
+		} else {
+			return ret;
+		}
+	}
+	return ret;
+}
+
 int rmsg_listen(struct rmsg_ctx *ctx, const char *uri,
 		const struct rmsg_cfg *cfg, const struct rmsg_conn_ops *ops,
 		rmsg_accept_cb accept, void *arg, struct rmsg_listener **l_p)
@@ -33,33 +66,7 @@ int rmsg_listen(struct rmsg_ctx *ctx, const char *uri,
 	l->arg = arg;
 	rmsgi_list_init(&l->link);
 
-	switch (u.scheme) {
-	case RMSGI_SCHEME_RDMA:
-		ret = rmsgi_tr_rdma.listen(l, &u);
-		if (!ret)
-			l->tr[RMSGI_TR_RDMA] = &rmsgi_tr_rdma;
-		break;
-	case RMSGI_SCHEME_TCP:
-		ret = rmsgi_tr_tcp.listen(l, &u);
-		if (!ret)
-			l->tr[RMSGI_TR_TCP] = &rmsgi_tr_tcp;
-		break;
-	case RMSGI_SCHEME_AUTO:
-		/* TCP first: it settles the port that RDMA then shares */
-		ret = rmsgi_tr_tcp.listen(l, &u);
-		if (ret)
-			break;
-		l->tr[RMSGI_TR_TCP] = &rmsgi_tr_tcp;
-		u.port = l->port;
-		if (rmsgi_tr_rdma.listen(l, &u) == 0)
-			l->tr[RMSGI_TR_RDMA] = &rmsgi_tr_rdma;
-		else
-			rmsgi_info(ctx,
-				   "auto listener on port %u: no RDMA, "
-				   "TCP only",
-				   l->port);
-		break;
-	}
+	ret = listener_start(l, &u);
 	if (ret) {
 		free(l);
 		return ret;
@@ -90,6 +97,38 @@ int rmsgi_listener_admit(struct rmsg_listener *l)
 			   l->port, l->nconns, l->cfg.max_conns, l->npending,
 			   l->cfg.max_pending, (unsigned long long)l->refused);
 	return ret;
+}
+
+int rmsgi_tr_incoming(struct rmsg_listener *l, const struct rmsgi_tr *tr,
+		      void *tc, struct rmsg_conn **c_p,
+		      const struct rmsgi_tr_conn_info **ci_p,
+		      struct rmsgi_hello *refusal)
+{
+	struct rmsg_conn *c;
+	int ret;
+
+	memset(refusal, 0, sizeof(*refusal));
+	ret = rmsgi_listener_admit(l);
+	if (ret) {
+		/* over the listener's limits: the peer logs why */
+		refusal->status = -EUSERS;
+		return ret;
+	}
+	/* no callbacks until the app's accept (rmsgi_conn_ev_request) */
+	ret = rmsgi_conn_new(l->ctx, &l->cfg, NULL, l->arg, &c);
+	if (ret) {
+		refusal->status = (int16_t)ret;
+		return ret;
+	}
+	rmsgi_listener_attach(l, c);
+	c->is_server = true;
+	c->ti.is_server = true;
+	c->tr = tr;
+	c->tops = tr->conn;
+	c->tr_priv = tc;
+	*c_p = c;
+	*ci_p = &c->ti;
+	return 0;
 }
 
 void rmsgi_listener_attach(struct rmsg_listener *l, struct rmsg_conn *c)
@@ -146,8 +185,8 @@ int rmsg_listener_close(struct rmsg_listener *l)
 	if (!l)
 		return -EINVAL;
 	for (i = 0; i < RMSGI_TR_COUNT; i++)
-		if (l->tr[i])
-			l->tr[i]->listen_close(l);
+		if (l->tr[i] && l->tr_priv[i])
+			l->tr[i]->lst->close(l->tr_priv[i]);
 	listener_detach_all(l);
 	rmsgi_list_del(&l->link);
 	ev_unref(l->ctx->loop);
@@ -173,36 +212,12 @@ int rmsg_connect(struct rmsg_ctx *ctx, const char *uri,
 	ret = rmsgi_conn_new(ctx, cfg ? &cfg->v : &ctx->cfg, ops, arg, &c);
 	if (ret)
 		return ret;
-	switch (u.scheme) {
-	case RMSGI_SCHEME_RDMA:
-		c->tr = &rmsgi_tr_rdma;
-		break;
-	case RMSGI_SCHEME_TCP:
-		c->tr = &rmsgi_tr_tcp;
-		break;
-	case RMSGI_SCHEME_AUTO:
-		c->tr = &rmsgi_tr_rdma;
-		c->auto_fallback = true;
-		c->auto_uri = u;
-		break;
-	}
 	/* the connection's timeout counts from this call: the loop's
 	 * cached time is as old as the app's work since it last woke, and
 	 * a timer from it would fire that much early (errors.c over RDMA
 	 * under TCG: 0.43 s of a 0.5 s bound) */
 	ev_now_update(ctx->loop);
-	ret = c->tr->connect(c, &u);
-	if (ret && u.scheme == RMSGI_SCHEME_AUTO) {
-		/* no RDMA here (no device, or no route through one): TCP.
-		 * Failures after this point fall back in conn.c. */
-		c->auto_fallback = false;
-		c->fallback_reason = ret;
-		rmsgi_info(ctx, "auto://%s:%u: %s; using TCP", u.host, u.port,
-			   rmsgi_fallback_text(ret));
-		c->tr = &rmsgi_tr_tcp;
-		c->tr_priv = NULL;
-		ret = c->tr->connect(c, &u);
-	}
+	ret = rmsgi_conn_start(c, &u);
 	if (ret) {
 		rmsgi_conn_discard(c);
 		return ret;

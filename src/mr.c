@@ -385,6 +385,7 @@ int rmsgi_mr_pin(struct rmsg_ctx *ctx, const void *addr, size_t len, int need,
 
 	pin->mr = NULL;
 	pin->ent = NULL;
+	pin->h = NULL;
 	if (!t->ops || !len || a + len < a)
 		return -EINVAL;
 
@@ -433,6 +434,7 @@ int rmsgi_mr_pin(struct rmsg_ctx *ctx, const void *addr, size_t len, int need,
 hit:
 	ent->refs++;
 	pin->ent = ent;
+	pin->h = ent->h;
 	*lkey_p = ent->lkey;
 	*rkey_p = ent->rkey;
 	return 0;
@@ -534,7 +536,7 @@ static int export_transport(struct rmsg_mr *mr, struct rmsg_conn *c,
 	void *h;
 	int ret;
 
-	if (c && c->tr->id != RMSGI_TR_RDMA)
+	if (c && !(c->tr && (c->tr->caps & RMSGI_TR_CAP_RMA)))
 		return 0;
 	if (!t->ops || !mr->h) {
 		if (c) {
@@ -562,8 +564,8 @@ static int export_transport(struct rmsg_mr *mr, struct rmsg_conn *c,
 			return ret;
 		h = e->h;
 	}
-	ret = t->ops->bind(t->priv, c, h, mr->addr + e->off, e->len, e->access,
-			   &e->w, &e->rkey);
+	ret = t->ops->bind(t->priv, c->tr_priv, h, mr->addr + e->off, e->len,
+			   e->access, &e->w, &e->rkey);
 	if (ret && e->h) {
 		t->ops->dereg(t->priv, e->h);
 		e->h = NULL;

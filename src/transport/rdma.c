@@ -61,8 +61,7 @@
 #include <rdma/rdma_cma.h>
 #include <infiniband/verbs.h>
 
-#include "rmsg_int.h"
-#include "pool.h"
+#include "transport.h"
 
 #define SQ_DEPTH 128
 #define SIG_EVERY 16
@@ -72,6 +71,8 @@
 #define ACK_TIMEOUT 16 /* 4.096 us * 2^16: ~0.27 s per retry */
 #define RETRY_COUNT 6  /* 7 would retry forever on rxe */
 #define TEARDOWN_MS 2000
+/* rendezvous for large messages, native one-sided operations */
+#define RDMA_CAPS (RMSGI_TR_CAP_RNDV | RMSGI_TR_CAP_RMA)
 /*
  * Address resolution runs in slices, retried until the connection's own
  * timeout. The kernel (seen on 6.1) can miss a neighbour reply that
@@ -203,7 +204,11 @@ enum rc_state {
 };
 
 struct rdma_conn {
-	struct rmsg_conn *c;
+	struct rmsg_conn *c; /* the core's, for up-calls */
+	const struct rmsgi_tr_conn_info *ci;
+	uint32_t peer_eager; /* from the peer's hello, clamped */
+	unsigned linger_ms;  /* the core's bound for a local close */
+	bool is_server;
 	struct rdma_ctx *r;
 	struct rdma_cm_id *id;
 	struct ibv_qp *qp;
@@ -234,12 +239,16 @@ struct rdma_conn {
 };
 
 struct rdma_listener {
+	struct rmsgi_list link; /* rdma_ctx.listeners */
+	struct rdma_ctx *r;
 	struct rdma_cm_id *id;
-	struct rmsg_listener *l;
+	struct rmsg_listener *l; /* the core's, for rmsgi_tr_incoming */
 };
 
 struct rdma_ctx {
-	struct rmsg_ctx *ctx;
+	struct rmsg_ctx *ctx; /* opaque: up-calls, logs */
+	const struct rmsgi_tr_env *env;
+	struct rmsgi_list listeners;
 	struct rdma_event_channel *ech;
 	ev_io cm_io;
 	struct ibv_context *verbs;
@@ -276,10 +285,7 @@ static void rc_teardown(struct rdma_conn *rc, int reason);
 static void rc_post_reads(struct rdma_conn *rc);
 static void bury(struct rdma_ctx *r);
 
-static struct rdma_ctx *rctx(struct rmsg_ctx *ctx)
-{
-	return ctx->tr_priv[RMSGI_TR_RDMA];
-}
+extern const struct rmsgi_tr rmsgi_tr_rdma;
 
 /* ------------------------------------------------------------------ */
 /* qpn -> connection                                                    */
@@ -398,7 +404,7 @@ static void mr_dereg(void *priv, void *h)
 
 static struct sq_slot *slot_fill(struct rdma_conn *rc, uint8_t kind);
 static uint32_t ring_used(const struct rdma_conn *rc);
-static void rdma_kick(struct rmsg_conn *c);
+static void rdma_kick(void *p);
 
 static void mw_free(struct rdma_mw *w)
 {
@@ -443,7 +449,7 @@ static int mw_bind_slot(struct rdma_conn *rc, struct rdma_mw *w,
 	if (!w->mw) {
 		int err = errno ? -errno : -ENOMEM;
 
-		rmsgi_err(rc->r->ctx, "conn %u: ibv_alloc_mw: %s", rc->c->id,
+		rmsgi_err(rc->r->ctx, "conn %u: ibv_alloc_mw: %s", rc->ci->id,
 			  strerror(-err));
 		return err;
 	}
@@ -475,11 +481,11 @@ static int mw_bind_slot(struct rdma_conn *rc, struct rdma_mw *w,
 }
 
 /* an export to one connection (mr.c): a window bound on its QP */
-static int export_bind(void *priv, struct rmsg_conn *c, void *h, void *addr,
-		       size_t len, int access, void **w_p, uint32_t *rkey_p)
+static int export_bind(void *priv, void *tc, void *h, void *addr, size_t len,
+		       int access, void **w_p, uint32_t *rkey_p)
 {
 	struct rdma_ctx *r = priv;
-	struct rdma_conn *rc = c->tr_priv;
+	struct rdma_conn *rc = tc;
 	struct rdma_mw *w;
 	int ret;
 
@@ -508,8 +514,8 @@ static int export_bind(void *priv, struct rmsg_conn *c, void *h, void *addr,
 		return ret;
 	}
 	/* posted now: whatever the app sends next comes after it */
-	rdma_kick(c);
-	if (c->tr_priv != rc || rc->state != RC_UP) {
+	rdma_kick(rc);
+	if (rc->buried || rc->state != RC_UP) {
 		mw_release(w);
 		return -ENOTCONN;
 	}
@@ -557,7 +563,7 @@ static int srq_fill(struct rdma_ctx *r)
 			uint8_t *mem;
 			void **chunks;
 
-			ret = rmsgi_pool_alloc(r->ctx->pool, cnt * r->stride,
+			ret = rmsgi_pool_alloc(r->env->pool, cnt * r->stride,
 					       (void **)&mem);
 			if (ret)
 				return ret;
@@ -568,7 +574,7 @@ static int srq_fill(struct rdma_ctx *r)
 				free(rbs);
 				if (chunks)
 					r->rx_chunks = chunks;
-				rmsgi_pool_free(r->ctx->pool, mem);
+				rmsgi_pool_free(r->env->pool, mem);
 				return -ENOMEM;
 			}
 			r->rx_chunks = chunks;
@@ -578,7 +584,7 @@ static int srq_fill(struct rdma_ctx *r)
 			for (k = 0; k < cnt; k++) {
 				rbs[k].r = r;
 				rbs[k].buf = mem + k * r->stride;
-				rmsgi_pool_lookup(r->ctx->pool, rbs[k].buf,
+				rmsgi_pool_lookup(r->env->pool, rbs[k].buf,
 						  r->stride, &rbs[k].lkey);
 				rbs[k].next = r->rx_free;
 				r->rx_free = &rbs[k];
@@ -725,7 +731,7 @@ static int dev_open(struct rdma_ctx *r, struct ibv_context *verbs)
 	}
 	r->srq_max = sattr.attr.max_wr;
 	r->pd->context = verbs;
-	ret = rmsgi_pool_set_reg(r->ctx->pool, &pool_reg_ops, r);
+	ret = rmsgi_pool_set_reg(r->env->pool, &pool_reg_ops, r);
 	if (ret)
 		goto undo_srq;
 	ret = rmsgi_err_verbs(ibv_req_notify_cq(r->cq, 0));
@@ -735,8 +741,8 @@ static int dev_open(struct rdma_ctx *r, struct ibv_context *verbs)
 	rmsgi_mr_set_reg(r->ctx, &mr_reg_ops, r);
 	ev_io_init(&r->cq_io, cq_cb, r->cch->fd, EV_READ);
 	r->cq_io.data = r;
-	ev_io_start(r->ctx->loop, &r->cq_io);
-	ev_unref(r->ctx->loop);
+	ev_io_start(r->env->loop, &r->cq_io);
+	ev_unref(r->env->loop);
 	rmsgi_info(r->ctx,
 		   "RDMA device %s: max_msg_sz %llu, rd_atom %u, type-2 "
 		   "memory windows %s",
@@ -746,7 +752,7 @@ static int dev_open(struct rdma_ctx *r, struct ibv_context *verbs)
 	return 0;
 
 undo_reg:
-	rmsgi_pool_clear_reg(r->ctx->pool);
+	rmsgi_pool_clear_reg(r->env->pool);
 undo_srq:
 	ibv_destroy_srq(r->srq);
 	r->srq = NULL;
@@ -766,7 +772,8 @@ static void cm_cb(struct ev_loop *loop, ev_io *w, int revents);
 
 static int ctx_get(struct rmsg_ctx *ctx, struct rdma_ctx **r_p)
 {
-	struct rdma_ctx *r = rctx(ctx);
+	void **slot = rmsgi_ctx_tr_slot(ctx, RMSGI_TR_RDMA);
+	struct rdma_ctx *r = *slot;
 
 	if (r) {
 		*r_p = r;
@@ -776,7 +783,9 @@ static int ctx_get(struct rmsg_ctx *ctx, struct rdma_ctx **r_p)
 	if (!r)
 		return -ENOMEM;
 	r->ctx = ctx;
+	r->env = rmsgi_ctx_env(ctx);
 	rmsgi_list_init(&r->rq);
+	rmsgi_list_init(&r->listeners);
 	r->ech = rdma_create_event_channel();
 	if (!r->ech) {
 		int err = errno ? -errno : -ENODEV;
@@ -786,13 +795,13 @@ static int ctx_get(struct rmsg_ctx *ctx, struct rdma_ctx **r_p)
 		return err == -ENOENT || err == -ENXIO ? -ENODEV : err;
 	}
 	fcntl(r->ech->fd, F_SETFL, fcntl(r->ech->fd, F_GETFL) | O_NONBLOCK);
-	r->eager = ctx->cfg.eager_size;
+	r->eager = r->env->cfg->eager_size;
 	r->stride = RMSGI_ALIGN(RMSGI_HDR_SIZE + r->eager, 64);
 	ev_io_init(&r->cm_io, cm_cb, r->ech->fd, EV_READ);
 	r->cm_io.data = r;
-	ev_io_start(ctx->loop, &r->cm_io);
-	ev_unref(ctx->loop);
-	ctx->tr_priv[RMSGI_TR_RDMA] = r;
+	ev_io_start(r->env->loop, &r->cm_io);
+	ev_unref(r->env->loop);
+	*slot = r;
 	*r_p = r;
 	return 0;
 }
@@ -802,20 +811,22 @@ static int ctx_get(struct rmsg_ctx *ctx, struct rdma_ctx **r_p)
 
 static void rc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
+/* a client's: @c and @ci now; a server's: from rmsgi_tr_incoming */
 static int rc_new(struct rdma_ctx *r, struct rmsg_conn *c,
-		  struct rdma_conn **rc_p)
+		  const struct rmsgi_tr_conn_info *ci, struct rdma_conn **rc_p)
 {
 	struct rdma_conn *rc = calloc(1, sizeof(*rc));
 
 	if (!rc)
 		return -ENOMEM;
 	rc->c = c;
+	rc->ci = ci;
 	rc->r = r;
 	rmsgi_list_init(&rc->mws);
 	ev_timer_init(&rc->timer, rc_timer_cb, 0, 0);
 	rc->timer.data = rc;
-	c->tr = &rmsgi_tr_rdma;
-	c->tr_priv = rc;
+	if (c)
+		rmsgi_conn_set_tc(c, rc);
 	r->nconns++;
 	*rc_p = rc;
 	return 0;
@@ -823,7 +834,7 @@ static int rc_new(struct rdma_ctx *r, struct rmsg_conn *c,
 
 static void rc_timer(struct rdma_conn *rc, unsigned ms)
 {
-	struct ev_loop *loop = rc->r->ctx->loop;
+	struct ev_loop *loop = rc->r->env->loop;
 
 	if (rc->timer_on) {
 		ev_ref(loop);
@@ -839,8 +850,8 @@ static void rc_timer_stop(struct rdma_conn *rc)
 {
 	if (!rc->timer_on)
 		return;
-	ev_ref(rc->r->ctx->loop);
-	ev_timer_stop(rc->r->ctx->loop, &rc->timer);
+	ev_ref(rc->r->env->loop);
+	ev_timer_stop(rc->r->env->loop, &rc->timer);
 	rc->timer_on = false;
 }
 
@@ -880,19 +891,19 @@ static int rc_setup_qp(struct rdma_conn *rc)
 	qpn_add(r, rc);
 	rdma_set_option(rc->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
 			&timeout, sizeof(timeout));
-	ret = rmsgi_pool_alloc(r->ctx->pool, SQ_DEPTH * 64, (void **)&rc->hdrs);
+	ret = rmsgi_pool_alloc(r->env->pool, SQ_DEPTH * 64, (void **)&rc->hdrs);
 	if (ret)
 		return ret;
-	rmsgi_pool_lookup(r->ctx->pool, rc->hdrs, SQ_DEPTH * 64,
+	rmsgi_pool_lookup(r->env->pool, rc->hdrs, SQ_DEPTH * 64,
 			  &rc->hdrs_lkey);
-	if (r->srq_target + rc->c->cfg.credits + RX_SPARE > r->srq_max) {
+	if (r->srq_target + rc->ci->cfg->credits + RX_SPARE > r->srq_max) {
 		rmsgi_err(r->ctx,
 			  "SRQ full: %u receive buffers granted (and %u "
 			  "spare), the device allows %u",
 			  r->srq_target, RX_SPARE, r->srq_max);
 		return -ENOBUFS;
 	}
-	rc->granted = rc->c->cfg.credits;
+	rc->granted = rc->ci->cfg->credits;
 	r->srq_target += rc->granted;
 	return srq_fill(r);
 }
@@ -908,7 +919,8 @@ static void rc_up(struct rdma_conn *rc)
 
 	rc->state = RC_UP;
 	if (rc->qp && ibv_modify_qp(rc->qp, &qattr, IBV_QP_MIN_RNR_TIMER))
-		rmsgi_dbg(rc->r->ctx, "conn %u: RNR timer not set", rc->c->id);
+		rmsgi_tr_dbg(rc->r->env, "conn %u: RNR timer not set",
+			     rc->ci->id);
 }
 
 /*
@@ -965,22 +977,24 @@ static int rdma_resolve(const struct rmsgi_uri *u, bool passive,
 	return 0;
 }
 
-static int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_uri *u)
+static int rdma_connect_op(struct rmsg_conn *c,
+			   const struct rmsgi_tr_conn_info *ci,
+			   const struct rmsgi_uri *u)
 {
 	struct rdma_addrinfo *res;
 	struct rdma_conn *rc;
 	struct rdma_ctx *r;
 	int ret;
 
-	ret = ctx_get(c->ctx, &r);
+	ret = ctx_get(ci->ctx, &r);
 	if (ret)
 		return ret;
 	ret = rdma_resolve(u, false, &res);
-	if (ret == -EHOSTUNREACH && !c->auto_fallback) {
+	if (ret == -EHOSTUNREACH) {
 		/* the network's answer, not a misuse: like every later
-		 * failure (and like TCP) it reaches on_close, which runs
-		 * from the loop; auto:// falls back to TCP at once */
-		ret = rc_new(r, c, &rc);
+		 * failure (and like TCP) it reaches the core as one (for
+		 * the app, on_close from the loop; auto:// falls back) */
+		ret = rc_new(r, c, ci, &rc);
 		if (ret)
 			return ret;
 		rc_teardown(rc, -EHOSTUNREACH);
@@ -988,7 +1002,7 @@ static int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_uri *u)
 	}
 	if (ret)
 		return ret;
-	ret = rc_new(r, c, &rc);
+	ret = rc_new(r, c, ci, &rc);
 	if (ret)
 		goto undo_res;
 	ret = rmsgi_err_cm(rdma_create_id(r->ech, &rc->id, rc, RDMA_PS_TCP));
@@ -1000,9 +1014,8 @@ static int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_uri *u)
 		rc->id,
 		u->src_len ? (struct sockaddr *)&u->src : res->ai_src_addr,
 		res->ai_dst_addr,
-		(int)RMSGI_MIN(c->cfg.timeout_ms, RESOLVE_SLICE_MS)));
-	if (ret && ret != -ENODEV && ret != -ENOENT && ret != -ENOMEM &&
-	    !c->auto_fallback) {
+		(int)RMSGI_MIN(ci->cfg->timeout_ms, RESOLVE_SLICE_MS)));
+	if (ret && ret != -ENODEV && ret != -ENOENT && ret != -ENOMEM) {
 		/* e.g. a ?src= that is no address of this host, or no
 		 * route: on_close, as for TCP */
 		rdma_freeaddrinfo(res);
@@ -1013,28 +1026,29 @@ static int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_uri *u)
 		goto undo_id;
 	rdma_freeaddrinfo(res);
 	rc->state = RC_RESOLVING;
-	rc_timer(rc, c->cfg.timeout_ms);
+	rc_timer(rc, ci->cfg->timeout_ms);
 	return 0;
 
 undo_id:
 	rdma_destroy_id(rc->id);
 undo_rc:
 	r->nconns--;
-	c->tr_priv = NULL;
 	free(rc);
 undo_res:
 	rdma_freeaddrinfo(res);
 	return ret == -ENOENT ? -ENODEV : ret;
 }
 
-static int rdma_listen_op(struct rmsg_listener *l, const struct rmsgi_uri *u)
+static int rdma_listen_op(struct rmsg_ctx *ctx, struct rmsg_listener *l,
+			  const struct rmsgi_uri *u, uint16_t *port_p,
+			  void **tl_p)
 {
 	struct rdma_listener *rl;
 	struct rdma_addrinfo *res;
 	struct rdma_ctx *r;
 	int ret;
 
-	ret = ctx_get(l->ctx, &r);
+	ret = ctx_get(ctx, &r);
 	if (ret)
 		return ret;
 	ret = rdma_resolve(u, true, &res);
@@ -1046,6 +1060,7 @@ static int rdma_listen_op(struct rmsg_listener *l, const struct rmsgi_uri *u)
 		goto undo_res;
 	}
 	rl->l = l;
+	rl->r = r;
 	ret = rmsgi_err_cm(rdma_create_id(r->ech, &rl->id, NULL, RDMA_PS_TCP));
 	if (ret)
 		goto undo_rl;
@@ -1063,8 +1078,9 @@ static int rdma_listen_op(struct rmsg_listener *l, const struct rmsgi_uri *u)
 	ret = rmsgi_err_cm(rdma_listen(rl->id, 128));
 	if (ret)
 		goto undo_id;
-	l->port = ntohs(rdma_get_src_port(rl->id));
-	l->tr_priv[RMSGI_TR_RDMA] = rl;
+	*port_p = ntohs(rdma_get_src_port(rl->id));
+	*tl_p = rl;
+	rmsgi_list_add_tail(&r->listeners, &rl->link);
 	rdma_freeaddrinfo(res);
 	return 0;
 
@@ -1075,30 +1091,29 @@ undo_rl:
 undo_res:
 	rdma_freeaddrinfo(res);
 	if (ret == -ENODEV || ret == -EADDRNOTAVAIL)
-		rmsgi_info(l->ctx, "rdma listen on %s: %s", u->host,
+		rmsgi_info(ctx, "rdma listen on %s: %s", u->host,
 			   rmsg_strerror(ret));
 	return ret;
 }
 
-static void rdma_listen_close(struct rmsg_listener *l)
+static void rdma_listen_close(void *p)
 {
-	struct rdma_listener *rl = l->tr_priv[RMSGI_TR_RDMA];
+	struct rdma_listener *rl = p;
 
-	if (!rl)
-		return;
+	rmsgi_list_del(&rl->link);
 	rdma_destroy_id(rl->id);
 	free(rl);
-	l->tr_priv[RMSGI_TR_RDMA] = NULL;
 }
 
-/* a peer asks to connect: build the conn, ask the app, accept or reject */
+/* a peer asks to connect: the core admits it and asks the app; accept
+ * or reject with the hello it fills */
 static void on_connect_request(struct rdma_ctx *r, struct rdma_cm_event *ev,
 			       struct rdma_listener *rl)
 {
-	struct rmsg_listener *l = rl->l;
+	const struct rmsgi_tr_conn_info *ci;
 	struct rdma_conn_param param;
+	struct rmsgi_hello h, reply;
 	uint8_t buf[64];
-	struct rmsgi_hello h;
 	struct rdma_conn *rc;
 	struct rmsg_conn *c;
 	int ret;
@@ -1112,62 +1127,48 @@ static void on_connect_request(struct rdma_ctx *r, struct rdma_cm_event *ev,
 		return;
 	}
 	hello_clamp(r, &h);
-	if (rmsgi_listener_admit(l)) {
-		/* over the listener's limits: the peer logs why */
-		struct rmsgi_hello rh;
-		uint8_t rbuf[64];
-
-		memset(&rh, 0, sizeof(rh));
-		rh.status = -EUSERS;
-		rdma_reject(ev->id, rbuf,
-			    (uint8_t)rmsgi_hello_encode(&rh, rbuf));
+	ret = rc_new(r, NULL, NULL, &rc);
+	if (ret) {
+		rdma_reject(ev->id, NULL, 0);
 		rdma_destroy_id(ev->id);
 		return;
 	}
-	ret = rmsgi_conn_new(r->ctx, &l->cfg, &l->ops, l->arg, &c);
-	if (ret)
-		goto reject;
-	rmsgi_listener_attach(l, c);
-	c->is_server = true;
-	ret = rc_new(r, c, &rc);
-	if (ret)
-		goto undo_conn;
+	if (rmsgi_tr_incoming(rl->l, &rmsgi_tr_rdma, rc, &c, &ci, &reply)) {
+		/* over the listener's limits (the peer logs why), or no
+		 * memory */
+		rdma_reject(ev->id, buf,
+			    (uint8_t)rmsgi_hello_encode(&reply, buf));
+		rdma_destroy_id(ev->id);
+		r->nconns--;
+		free(rc);
+		return;
+	}
+	rc->c = c;
+	rc->ci = ci;
+	rc->is_server = true;
 	rc->id = ev->id;
 	rc->id->context = rc;
 	rc->state = RC_CONNECTING;
 	ret = rc_setup_qp(rc);
 	if (ret == 0)
-		ret = rmsgi_conn_ev_request(c, l, &h);
+		ret = rmsgi_conn_ev_request(c, rl->l, &h, &reply);
+	else
+		rmsgi_conn_refusal(c, ret, &reply);
 	if (ret == 0) {
+		rc->peer_eager = h.eager_size;
 		rc_conn_param(rc, &param, buf);
 		ret = rmsgi_err_cm(rdma_accept(rc->id, &param));
 		if (ret == 0) {
-			rc_timer(rc, c->cfg.timeout_ms);
+			rc_timer(rc, ci->cfg->timeout_ms);
 			return;
 		}
+		rmsgi_conn_refusal(c, ret, &reply);
 	}
 	/* rejected or failed: the app never sees this connection */
-	{
-		struct rmsgi_hello rh;
-		uint8_t rbuf[64];
-		size_t n;
-
-		rmsgi_conn_hello(c, &rh);
-		rh.status =
-			(int16_t)(ret < 0 && ret > -4096 ? ret : -ECONNREFUSED);
-		n = rmsgi_hello_encode(&rh, rbuf);
-		rdma_reject(rc->id, rbuf, (uint8_t)n);
-	}
+	rdma_reject(rc->id, buf, (uint8_t)rmsgi_hello_encode(&reply, buf));
 	rc->state = RC_DEAD;
 	rc->silent = true;
 	rc_teardown(rc, 0);
-	return;
-
-undo_conn:
-	rmsgi_conn_discard(c);
-reject:
-	rdma_reject(ev->id, NULL, 0);
-	rdma_destroy_id(ev->id);
 }
 
 static int cm_status_err(int status, int dflt)
@@ -1189,8 +1190,8 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 		return; /* a listening id's own events */
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		ret = rmsgi_err_cm(
-			rdma_resolve_route(rc->id, (int)rc->c->cfg.timeout_ms));
+		ret = rmsgi_err_cm(rdma_resolve_route(
+			rc->id, (int)rc->ci->cfg->timeout_ms));
 		if (ret)
 			rc_teardown(rc, ret);
 		break;
@@ -1210,12 +1211,13 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 			break; /* a receive already showed it (on_recv) */
 		rc_timer_stop(rc);
 		rc_up(rc);
-		if (rc->c->is_server) {
+		if (rc->is_server) {
 			rmsgi_conn_ev_established(rc->c, NULL);
 		} else if (rmsgi_hello_decode(ev->param.conn.private_data,
 					      ev->param.conn.private_data_len,
 					      &h) == 0) {
 			hello_clamp(r, &h);
+			rc->peer_eager = h.eager_size;
 			rmsgi_conn_ev_established(rc->c, &h);
 		} else {
 			rc_teardown(rc, -EPROTO);
@@ -1288,14 +1290,12 @@ static void cm_cb(struct ev_loop *loop, ev_io *w, int revents)
 			struct rmsgi_list *n;
 			struct rdma_listener *rl = NULL;
 
-			for (n = r->ctx->listeners.next;
-			     n != &r->ctx->listeners; n = n->next) {
-				struct rmsg_listener *l = rmsgi_list_entry(
-					n, struct rmsg_listener, link);
-				struct rdma_listener *x =
-					l->tr_priv[RMSGI_TR_RDMA];
+			for (n = r->listeners.next; n != &r->listeners;
+			     n = n->next) {
+				struct rdma_listener *x = rmsgi_list_entry(
+					n, struct rdma_listener, link);
 
-				if (x && x->id == copy.listen_id)
+				if (x->id == copy.listen_id)
 					rl = x;
 			}
 			rdma_ack_cm_event(ev);
@@ -1308,8 +1308,8 @@ static void cm_cb(struct ev_loop *loop, ev_io *w, int revents)
 			continue;
 		}
 		rdma_ack_cm_event(ev);
-		rmsgi_dbg(r->ctx, "cm event %s status %d",
-			  rdma_event_str(copy.event), copy.status);
+		rmsgi_tr_dbg(r->env, "cm event %s status %d",
+			     rdma_event_str(copy.event), copy.status);
 		on_cm_event(r, &copy);
 	}
 	rmsgi_ctx_flush(r->ctx);
@@ -1365,7 +1365,7 @@ static int rndv_prepare(struct rdma_conn *rc, struct rmsgi_op *op,
 	 * peer's eager buffers: pieces too many for it (5 for an eager
 	 * size of 64) are gathered into one copy, as rmsg_send(3) takes
 	 * any number of pieces up to RMSG_IOV_MAX */
-	gather = rndv_nseg(op) * RMSGI_SEG_SIZE > rc->c->peer_eager;
+	gather = rndv_nseg(op) * RMSGI_SEG_SIZE > rc->peer_eager;
 	for (i = 0; i < op->iovcnt; i++)
 		pieces += op->iov[i].iov_len != 0;
 	if (gather)
@@ -1424,7 +1424,7 @@ static int rndv_prepare(struct rdma_conn *rc, struct rmsgi_op *op,
 			return ret;
 		w->pinned = true;
 		if (mw) {
-			ret = mw_bind_slot(rc, w, w->pin.ent->h, base, len,
+			ret = mw_bind_slot(rc, w, w->pin.h, base, len,
 					   RMSG_ACCESS_REMOTE_READ, &rkey);
 			if (ret)
 				return ret;
@@ -1444,12 +1444,12 @@ static int rndv_prepare(struct rdma_conn *rc, struct rmsgi_op *op,
 	return 0;
 }
 
-static void rdma_rndv_release(struct rmsg_conn *c, struct rmsgi_op *op)
+static void rdma_rndv_release(void *p, struct rmsgi_op *op)
 {
 	struct rndv_tx *tx = op->tr_priv;
 	int i;
 
-	(void)c;
+	(void)p;
 	if (!tx)
 		return;
 	for (i = 0; i < tx->n; i++)
@@ -1488,7 +1488,7 @@ static int rma_prepare(struct rdma_conn *rc, struct rmsgi_op *op)
 			  "conn %u: the peer's descriptor has no rkey: it was "
 			  "exported to a TCP connection, or to any peer before "
 			  "its context opened an RDMA device",
-			  rc->c->id);
+			  rc->ci->id);
 		return -EINVAL;
 	}
 	tx = calloc(1, sizeof(*tx) + sizeof(tx->pin[0]) * (size_t)op->iovcnt +
@@ -1501,7 +1501,7 @@ static int rma_prepare(struct rdma_conn *rc, struct rmsgi_op *op)
 		const struct iovec *v = &op->iov[i];
 
 		if (!v->iov_len ||
-		    rmsgi_pool_lookup(ctx->pool, v->iov_base, v->iov_len,
+		    rmsgi_pool_lookup(rc->r->env->pool, v->iov_base, v->iov_len,
 				      &tx->lkey[i]) == 0)
 			continue;
 		ret = rmsgi_mr_pin(ctx, v->iov_base, v->iov_len, need,
@@ -1619,8 +1619,6 @@ static int rdma_post_rma(struct rdma_conn *rc, struct rmsgi_op *op)
 static int rdma_post_rndv(struct rdma_conn *rc, struct rmsgi_op *op,
 			  const struct rmsgi_hdr *h)
 {
-	struct rmsg_conn *c = rc->c;
-	struct rmsg_ctx *ctx = rc->r->ctx;
 	size_t need = RMSGI_HDR_SIZE + rndv_nseg(op) * RMSGI_SEG_SIZE;
 	uint32_t head0 = rc->head, lkey = 0, i;
 	struct sq_slot *s;
@@ -1628,16 +1626,16 @@ static int rdma_post_rndv(struct rdma_conn *rc, struct rmsgi_op *op,
 	size_t flen;
 	int ret;
 
-	ret = rmsgi_pool_alloc(ctx->pool, need, &buf);
+	ret = rmsgi_pool_alloc(rc->r->env->pool, need, &buf);
 	if (ret)
 		return ret;
 	ret = rndv_prepare(rc, op, buf, &flen);
-	if (!ret && flen - RMSGI_HDR_SIZE > c->peer_eager)
+	if (!ret && flen - RMSGI_HDR_SIZE > rc->peer_eager)
 		ret = -EMSGSIZE;
 	if (ret)
 		goto undo;
 	rmsgi_hdr_encode(h, buf);
-	rmsgi_pool_lookup(ctx->pool, buf, flen, &lkey);
+	rmsgi_pool_lookup(rc->r->env->pool, buf, flen, &lkey);
 	s = slot_fill(rc, SLOT_SEND);
 	s->op = op;
 	s->copybuf = buf;
@@ -1657,14 +1655,14 @@ undo:
 	for (i = head0; i != rc->head; i++)
 		rc->ring[i % SQ_DEPTH].mw->pending = false;
 	rc->head = head0;
-	rdma_rndv_release(c, op);
-	rmsgi_pool_free(ctx->pool, buf);
+	rdma_rndv_release(rc, op);
+	rmsgi_pool_free(rc->r->env->pool, buf);
 	return ret;
 }
 
-static int rdma_post(struct rmsg_conn *c, struct rmsgi_op *op)
+static int rdma_post(void *p, struct rmsgi_op *op)
 {
-	struct rdma_conn *rc = c->tr_priv;
+	struct rdma_conn *rc = p;
 	struct rdma_ctx *r = rc->r;
 	struct rmsgi_hdr h;
 	struct sq_slot *s;
@@ -1684,12 +1682,7 @@ static int rdma_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	}
 	if (op->kind == RMSGI_OP_WRITE || op->kind == RMSGI_OP_READ)
 		return rdma_post_rma(rc, op);
-	h.type = op->type;
-	h.flags = 0;
-	h.credits = op->credits;
-	h.aux = op->aux;
-	h.len = op->len;
-	h.id = op->id;
+	rmsgi_op_hdr(op, &h);
 	if (op->rndv)
 		return rdma_post_rndv(rc, op, &h);
 	s = slot_fill(rc, SLOT_SEND);
@@ -1712,7 +1705,7 @@ static int rdma_post(struct rmsg_conn *c, struct rmsgi_op *op)
 		s->sge[nsge].length = (uint32_t)op->iov[i].iov_len;
 		/* inline sends copy at post time; keys do not matter */
 		if (total > rc->max_inline &&
-		    rmsgi_pool_lookup(r->ctx->pool, op->iov[i].iov_base,
+		    rmsgi_pool_lookup(r->env->pool, op->iov[i].iov_base,
 				      op->iov[i].iov_len, &lkey))
 			zc = false;
 		s->sge[nsge].lkey = lkey;
@@ -1725,7 +1718,7 @@ static int rdma_post(struct rmsg_conn *c, struct rmsgi_op *op)
 		return 0;
 	}
 	/* unregistered memory: one copy into a registered buffer */
-	ret = rmsgi_pool_alloc(r->ctx->pool, total, &s->copybuf);
+	ret = rmsgi_pool_alloc(r->env->pool, total, &s->copybuf);
 	if (ret)
 		goto undo;
 	memcpy(s->copybuf, hdr, RMSGI_HDR_SIZE);
@@ -1735,7 +1728,7 @@ static int rdma_post(struct rmsg_conn *c, struct rmsgi_op *op)
 		       op->iov[i].iov_len);
 		flen += op->iov[i].iov_len;
 	}
-	rmsgi_pool_lookup(r->ctx->pool, s->copybuf, total, &lkey);
+	rmsgi_pool_lookup(r->env->pool, s->copybuf, total, &lkey);
 	s->sge[0].addr = (uintptr_t)s->copybuf;
 	s->sge[0].length = (uint32_t)total;
 	s->sge[0].lkey = lkey;
@@ -1743,7 +1736,7 @@ static int rdma_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	return 0;
 
 undo:
-	rmsgi_pool_free(r->ctx->pool, s->copybuf);
+	rmsgi_pool_free(r->env->pool, s->copybuf);
 	rc->head--;
 	return ret;
 }
@@ -1757,19 +1750,19 @@ undo:
  * queued path fails it again from the loop, where teardown may run.
  */
 /* what goes inline, header included */
-static size_t rdma_direct_max(const struct rmsg_conn *c)
+static size_t rdma_direct_max(const void *p)
 {
-	const struct rdma_conn *rc = c->tr_priv;
+	const struct rdma_conn *rc = p;
 
 	return rc && rc->max_inline > RMSGI_HDR_SIZE
 		       ? rc->max_inline - RMSGI_HDR_SIZE
 		       : 0;
 }
 
-static ssize_t rdma_send_direct(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+static ssize_t rdma_send_direct(void *p, const struct rmsgi_hdr *h,
 				const struct iovec *iov, int iovcnt)
 {
-	struct rdma_conn *rc = c->tr_priv;
+	struct rdma_conn *rc = p;
 	size_t total = RMSGI_HDR_SIZE + h->len;
 	struct ibv_send_wr *bad;
 	struct sq_slot *s;
@@ -1812,9 +1805,9 @@ static ssize_t rdma_send_direct(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 }
 
 /* posts every filled slot as one chain */
-static void rdma_kick(struct rmsg_conn *c)
+static void rdma_kick(void *p)
 {
-	struct rdma_conn *rc = c->tr_priv;
+	struct rdma_conn *rc = p;
 	struct ibv_send_wr *first = NULL, *prev = NULL, *bad;
 	uint32_t i;
 	int ret;
@@ -1837,8 +1830,8 @@ static void rdma_kick(struct rmsg_conn *c)
 			first = &s->wr;
 		prev = &s->wr;
 	}
-	rmsgi_dbg(rc->r->ctx, "conn %u: post slots %u..%u", c->id, rc->unposted,
-		  rc->head - 1);
+	rmsgi_tr_dbg(rc->r->env, "conn %u: post slots %u..%u", rc->ci->id,
+		     rc->unposted, rc->head - 1);
 	ret = ibv_post_send(rc->qp, first, &bad);
 	if (ret) {
 		ret = rmsgi_err_verbs(ret);
@@ -1862,7 +1855,7 @@ static void rndv_rx_free(struct rmsg_msg *m)
 	if (rx->req)
 		rxbuf_release(&rx->req->m);
 	rx->req = NULL;
-	rmsgi_pool_free(r->ctx->pool, rx->buf);
+	rmsgi_pool_free(r->env->pool, rx->buf);
 	rx->buf = NULL;
 	/* the object waits in the quarantine: an app that releases a held
 	 * message twice hits a message that is not held (msg.c), not freed
@@ -1893,7 +1886,7 @@ static void rndv_quarantine_clear(struct rdma_ctx *r)
 static uint64_t rndv_share(const struct rdma_conn *rc)
 {
 	const struct rdma_ctx *r = rc->r;
-	uint64_t share = r->ctx->cfg.reg_limit / ((uint64_t)r->nconns + 1);
+	uint64_t share = r->env->cfg->reg_limit / ((uint64_t)r->nconns + 1);
 	uint64_t floor = (uint64_t)r->stride * rc->granted;
 
 	return RMSGI_MAX(share, floor);
@@ -1906,7 +1899,7 @@ static uint64_t rndv_share(const struct rdma_conn *rc)
  */
 static uint64_t rndv_alone(const struct rdma_conn *rc)
 {
-	uint64_t alone = rc->r->ctx->cfg.reg_limit / 2;
+	uint64_t alone = rc->r->env->cfg->reg_limit / 2;
 	uint64_t floor = (uint64_t)rc->r->stride * rc->granted;
 
 	return RMSGI_MAX(alone, floor);
@@ -1940,7 +1933,7 @@ static int rndv_rx_alloc(struct rdma_conn *rc, struct rndv_rx *rx)
 			   "conn %u: the peer's rendezvous of %llu bytes is "
 			   "larger than one connection may read of the "
 			   "registered-memory budget (%llu bytes): refused",
-			   rc->c->id, (unsigned long long)len,
+			   rc->ci->id, (unsigned long long)len,
 			   (unsigned long long)alone);
 		return -ENOMEM;
 	}
@@ -1948,10 +1941,10 @@ static int rndv_rx_alloc(struct rdma_conn *rc, struct rndv_rx *rx)
 	 * beside others, the reads stay within the share */
 	if (rc->rndv_bytes && rc->rndv_bytes + len > share)
 		return 1;
-	ret = rmsgi_pool_alloc(ctx->pool, len, (void **)&rx->buf);
+	ret = rmsgi_pool_alloc(rc->r->env->pool, len, (void **)&rx->buf);
 	if (ret)
 		return -ENOMEM;
-	rmsgi_pool_lookup(ctx->pool, rx->buf, len, &rx->lkey);
+	rmsgi_pool_lookup(rc->r->env->pool, rx->buf, len, &rx->lkey);
 	rx->m.data = rx->buf;
 	rx->charged = true;
 	rc->rndv_bytes += len;
@@ -2020,7 +2013,7 @@ static void rc_post_reads(struct rdma_conn *rc)
 	}
 	/* a refused message's callbacks may have closed the connection */
 	if (any && rc->state == RC_UP)
-		rdma_kick(rc->c);
+		rdma_kick(rc);
 }
 
 /*
@@ -2091,7 +2084,7 @@ static void rc_retire(struct rdma_conn *rc, uint32_t upto, int status)
 
 		rc->tail++;
 		if (s->copybuf) {
-			rmsgi_pool_free(rc->r->ctx->pool, s->copybuf);
+			rmsgi_pool_free(rc->r->env->pool, s->copybuf);
 			s->copybuf = NULL;
 		}
 		if (s->kind == SLOT_READ) {
@@ -2107,7 +2100,7 @@ static void rc_retire(struct rdma_conn *rc, uint32_t upto, int status)
 				rmsgi_warn(rc->r->ctx,
 					   "conn %u: binding a memory window "
 					   "failed: %s",
-					   c->id, rmsg_strerror(st));
+					   rc->ci->id, rmsg_strerror(st));
 			mw_bind_retired(s->mw);
 		} else if (s->op) {
 			if (s->kind == SLOT_RMA)
@@ -2130,13 +2123,13 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 	struct rmsgi_hdr h;
 	int ret;
 
-	rmsgi_dbg(r->ctx, "recv qpn %u status %d len %u conn %u", wc->qp_num,
-		  wc->status, wc->byte_len, rc ? rc->c->id : 0);
+	rmsgi_tr_dbg(r->env, "recv qpn %u status %d len %u conn %u", wc->qp_num,
+		     wc->status, wc->byte_len, rc ? rc->ci->id : 0);
 	r->srq_posted--;
 	rmsgi_msg_init(&rb->m, NULL, NULL, 0);
 	rb->m.free_fn = rxbuf_release;
-	if (rc && rc->state == RC_CONNECTING && rc->c->is_server &&
-	    rc->c->state == RMSGI_CS_ACCEPTING &&
+	/* (a server's RC_CONNECTING: the app accepted it) */
+	if (rc && rc->state == RC_CONNECTING && rc->is_server &&
 	    wc->status == IBV_WC_SUCCESS) {
 		/* the peer's first frame can beat RDMA_CM_EVENT_ESTABLISHED:
 		 * the connection is up, the event will only confirm it */
@@ -2152,7 +2145,7 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 		if (rc && wc->status != IBV_WC_SUCCESS &&
 		    wc->status != IBV_WC_WR_FLUSH_ERR) {
 			rmsgi_warn(r->ctx, "conn %u: receive failed: %s",
-				   rc->c->id, ibv_wc_status_str(wc->status));
+				   rc->ci->id, ibv_wc_status_str(wc->status));
 			rc_teardown(rc, rmsgi_err_wc(wc->status));
 		}
 		return;
@@ -2171,12 +2164,12 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 	}
 	/* DATA fits the buffer (byte_len checks it); RNDV_REQ announces up
 	 * to the configured maximum */
-	ret = rmsgi_hdr_decode(rb->buf, wc->byte_len, rc->c->cfg.max_msg_size,
+	ret = rmsgi_hdr_decode(rb->buf, wc->byte_len, rc->ci->cfg->max_msg_size,
 			       &h);
 	if (ret == 0 && h.type == RMSGI_T_DATA &&
 	    h.len != wc->byte_len - RMSGI_HDR_SIZE)
 		ret = -EPROTO;
-	if (ret == 0 && h.type >= RMSGI_T_HELLO && h.type != RMSGI_T_IMM)
+	if (ret == 0 && !rmsgi_tr_frame_ok(RDMA_CAPS, h.type))
 		ret = -EPROTO;
 	if (ret == 0 && h.type != RMSGI_T_DATA && h.type != RMSGI_T_RNDV_REQ &&
 	    wc->byte_len != RMSGI_HDR_SIZE)
@@ -2192,7 +2185,7 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 		rmsgi_warn(r->ctx,
 			   "conn %u: the peer claims a write of %llu bytes, "
 			   "more than any region it may write: closing",
-			   rc->c->id, (unsigned long long)h.id);
+			   rc->ci->id, (unsigned long long)h.id);
 		ret = -EPROTO;
 	}
 	if (ret == 0 && h.type == RMSGI_T_RNDV_REQ && rc->state == RC_LINGER) {
@@ -2237,8 +2230,9 @@ static int cq_drain(struct rdma_ctx *r)
 				continue;
 			}
 			rc = qpn_find(r, wc->qp_num);
-			rmsgi_dbg(r->ctx, "send wc qpn %u slot %u status %d",
-				  wc->qp_num, (uint32_t)wc->wr_id, wc->status);
+			rmsgi_tr_dbg(r->env, "send wc qpn %u slot %u status %d",
+				     wc->qp_num, (uint32_t)wc->wr_id,
+				     wc->status);
 			if (!rc)
 				continue;
 			rc_retire(rc, (uint32_t)wc->wr_id,
@@ -2248,7 +2242,7 @@ static int cq_drain(struct rdma_ctx *r)
 				rmsgi_warn(r->ctx,
 					   "conn %u: work completion "
 					   "error: %s",
-					   rc->c->id,
+					   rc->ci->id,
 					   ibv_wc_status_str(wc->status));
 				rc_teardown(rc, rmsgi_err_wc(wc->status));
 			} else if ((rc->state == RC_DRAINING ||
@@ -2260,7 +2254,7 @@ static int cq_drain(struct rdma_ctx *r)
 					rc_post_reads(rc);
 				if (rc->rma_op) {
 					rc_post_rma(rc);
-					rdma_kick(rc->c);
+					rdma_kick(rc);
 				}
 			}
 		}
@@ -2269,13 +2263,11 @@ static int cq_drain(struct rdma_ctx *r)
 	return total;
 }
 
-static int rdma_poll(struct rmsg_ctx *ctx, bool arm)
+static int rdma_poll(void *p, bool arm)
 {
-	struct rdma_ctx *r = rctx(ctx);
+	struct rdma_ctx *r = p;
 	int n;
 
-	if (!r)
-		return 0;
 	bury(r);
 	if (!r->cq)
 		return 0;
@@ -2327,16 +2319,16 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 
 	if (rc->buried)
 		return;
-	if (reason && !rc->silent && c->state < RMSGI_CS_CLOSING)
+	if (reason && !rc->silent)
 		rmsgi_conn_ev_failed(c, reason, NULL);
-	/* only the app's close lingers: for its posted work, and for the
-	 * peer's acknowledgements of rendezvous sends it may be reading;
-	 * a failure goes to the drain */
+	/* a close the core lets linger (the app's) waits for its posted
+	 * work, and for the peer's acknowledgements of rendezvous sends it
+	 * may be reading; a failure goes to the drain */
 	if (!reason && rc->state == RC_UP &&
 	    (rc->tail != rc->head || rmsgi_conn_awaits_peer(c)) &&
-	    c->close_reason == 0) {
+	    rc->linger_ms) {
 		rc->state = RC_LINGER;
-		rc_timer(rc, TEARDOWN_MS);
+		rc_timer(rc, rc->linger_ms);
 		return;
 	}
 	if (rc->state == RC_LINGER && !reason &&
@@ -2356,7 +2348,7 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 			struct sq_slot *s = &rc->ring[--rc->head % SQ_DEPTH];
 
 			if (s->copybuf)
-				rmsgi_pool_free(r->ctx->pool, s->copybuf);
+				rmsgi_pool_free(r->env->pool, s->copybuf);
 			if (s->kind == SLOT_BIND)
 				mw_bind_retired(s->mw);
 			if (s->op && s->kind == SLOT_RMA)
@@ -2432,10 +2424,9 @@ static void rc_teardown(struct rdma_conn *rc, int reason)
 		rdma_destroy_id(rc->id);
 	rc->id = NULL;
 	if (rc->hdrs)
-		rmsgi_pool_free(r->ctx->pool, rc->hdrs);
+		rmsgi_pool_free(r->env->pool, rc->hdrs);
 	r->srq_target -= rc->granted;
 	r->nconns--;
-	c->tr_priv = NULL;
 	rc->state = RC_DEAD;
 	rc->buried = true;
 	rc->dead_next = r->graveyard;
@@ -2467,15 +2458,15 @@ static void rc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (rc->state == RC_LINGER) {
 		rmsgi_warn(rc->r->ctx,
 			   "conn %u: %u work requests still "
-			   "posted after %d ms: closing anyway",
-			   rc->c->id, rc->head - rc->tail, TEARDOWN_MS);
+			   "posted after %u ms: closing anyway",
+			   rc->ci->id, rc->head - rc->tail, rc->linger_ms);
 		rc_teardown(rc, 0);
 	} else if (rc->state == RC_DRAINING) {
 		/* the device never flushed: retire by force, QP first */
 		rmsgi_warn(rc->r->ctx,
 			   "conn %u: %u work requests never "
 			   "flushed; destroying the QP",
-			   rc->c->id, rc->head - rc->tail);
+			   rc->ci->id, rc->head - rc->tail);
 		if (rc->qp) {
 			qpn_del(rc->r, rc);
 			rdma_destroy_qp(rc->id);
@@ -2491,23 +2482,21 @@ static void rc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	rmsgi_ctx_flush(rc->r->ctx);
 }
 
-static void rdma_disconnect_op(struct rmsg_conn *c)
+static void rdma_disconnect_op(void *p, unsigned linger_ms)
 {
-	struct rdma_conn *rc = c->tr_priv;
+	struct rdma_conn *rc = p;
 
-	if (!rc)
-		return;
+	rc->linger_ms = linger_ms;
 	rc_teardown(rc, 0);
 }
 
-static void rdma_ctx_fini(struct rmsg_ctx *ctx)
+static void rdma_ctx_fini(void *p)
 {
-	struct rdma_ctx *r = rctx(ctx);
+	struct rdma_ctx *r = p;
+	struct ev_loop *loop = r->env->loop;
 	uint32_t i;
 	int spins;
 
-	if (!r)
-		return;
 	/* conns were told to close: give the device a moment to flush */
 	for (spins = 0; r->nconns && spins < 100000; spins++)
 		if (r->cq)
@@ -2539,8 +2528,8 @@ static void rdma_ctx_fini(struct rmsg_ctx *ctx)
 		}
 	}
 	if (r->verbs) {
-		ev_ref(ctx->loop);
-		ev_io_stop(ctx->loop, &r->cq_io);
+		ev_ref(loop);
+		ev_io_stop(loop, &r->cq_io);
 		if (r->cq_events)
 			ibv_ack_cq_events(r->cq, r->cq_events);
 		ibv_destroy_srq(r->srq);
@@ -2549,35 +2538,33 @@ static void rdma_ctx_fini(struct rmsg_ctx *ctx)
 	}
 	bury(r);
 	for (i = 0; i < r->nchunks; i++) {
-		rmsgi_pool_free(ctx->pool, r->rx_chunks[2 * i]);
+		rmsgi_pool_free(r->env->pool, r->rx_chunks[2 * i]);
 		free(r->rx_chunks[2 * i + 1]);
 	}
 	free(r->rx_chunks);
-	rmsgi_pool_clear_reg(ctx->pool);
-	rmsgi_mr_clear_reg(ctx);
+	rmsgi_pool_clear_reg(r->env->pool);
+	rmsgi_mr_clear_reg(r->ctx);
 	if (r->pd)
 		ibv_dealloc_pd(r->pd);
-	ev_ref(ctx->loop);
-	ev_io_stop(ctx->loop, &r->cm_io);
+	ev_ref(loop);
+	ev_io_stop(loop, &r->cm_io);
 	rdma_destroy_event_channel(r->ech);
 	rndv_quarantine_clear(r);
+	*rmsgi_ctx_tr_slot(r->ctx, RMSGI_TR_RDMA) = NULL;
 	free(r);
-	ctx->tr_priv[RMSGI_TR_RDMA] = NULL;
 }
 
-static int rdma_buf_key(struct rmsg_ctx *ctx, const void *addr, size_t len,
-			uint32_t *lkey_p)
-{
-	return rmsgi_pool_lookup(ctx->pool, addr, len, lkey_p);
-}
+static const struct rmsgi_tr_ctx_ops rdma_ctx_ops = {
+	.fini = rdma_ctx_fini,
+	.poll = rdma_poll,
+};
 
-const struct rmsgi_tr_ops rmsgi_tr_rdma = {
-	.name = "rdma",
-	.id = RMSGI_TR_RDMA,
-	.caps = RMSGI_TR_CAP_RNDV | RMSGI_TR_CAP_RMA,
-	.ctx_fini = rdma_ctx_fini,
+static const struct rmsgi_tr_listener_ops rdma_listener_ops = {
 	.listen = rdma_listen_op,
-	.listen_close = rdma_listen_close,
+	.close = rdma_listen_close,
+};
+
+static const struct rmsgi_tr_conn_ops rdma_conn_ops = {
 	.connect = rdma_connect_op,
 	.disconnect = rdma_disconnect_op,
 	.post = rdma_post,
@@ -2585,6 +2572,13 @@ const struct rmsgi_tr_ops rmsgi_tr_rdma = {
 	.direct_max = rdma_direct_max,
 	.kick = rdma_kick,
 	.rndv_release = rdma_rndv_release,
-	.poll = rdma_poll,
-	.buf_key = rdma_buf_key,
+};
+
+const struct rmsgi_tr rmsgi_tr_rdma = {
+	.name = "rdma",
+	.id = RMSGI_TR_RDMA,
+	.caps = RDMA_CAPS,
+	.ctx = &rdma_ctx_ops,
+	.lst = &rdma_listener_ops,
+	.conn = &rdma_conn_ops,
 };

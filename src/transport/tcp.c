@@ -42,7 +42,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "rmsg_int.h"
+#include "transport.h"
 
 /* one read takes up to this much: several 64 KiB frames per syscall (a
  * 64 KiB read buffer took one readv per frame of a 64 KiB stream, each
@@ -79,9 +79,8 @@
  * doubles as its bytes come, up to the frame's length */
 #define TCP_BIG_FIRST ((size_t)256 << 10)
 #define TCP_HS_MAX (RMSGI_HDR_SIZE + RMSGI_HELLO_SIZE + RMSG_PRIVATE_DATA_MAX)
-/* a local close waits this long at most for its output and the peer's
- * FIN (as RDMA lingers for its posted work) */
-#define TCP_LINGER_S 2.0
+/* no rendezvous, no native one-sided ops: the core emulates them */
+#define TCP_CAPS 0u
 /* a frame's header slot: the header and a one-sided op's RMA header */
 #define TCP_SLOT 64
 
@@ -98,9 +97,10 @@ struct tcp_rbuf {
 	uint8_t data[TCP_RBUF_SIZE];
 };
 
-/* per-context state, ctx->tr_priv[RMSGI_TR_TCP] */
+/* per-context state (its slot: rmsgi_ctx_tr_slot) */
 struct tcp_ctx {
-	struct rmsg_ctx *ctx;
+	struct rmsg_ctx *ctx; /* opaque: up-calls, logs */
+	const struct rmsgi_tr_env *env;
 	struct rmsgi_list conns;
 	struct rmsgi_list listeners;
 	/* released message objects, oldest first (TCP_MSG_CACHE) */
@@ -127,7 +127,8 @@ struct tcp_lsock {
 struct tcp_listener {
 	struct rmsgi_list link; /* tcp_ctx->listeners */
 	struct tcp_ctx *t;
-	struct rmsg_listener *l;
+	struct rmsg_listener *l; /* the core's, for rmsgi_tr_incoming */
+	uint16_t port;
 	ev_timer pause; /* accepting paused after EMFILE */
 	double backoff; /* the current pause; 0 outside an episode */
 	ev_tstamp episode_t0;
@@ -155,7 +156,8 @@ struct tcp_msg {
 struct tcp_conn {
 	struct rmsgi_list link; /* tcp_ctx->conns */
 	struct tcp_ctx *t;
-	struct rmsg_conn *c;
+	struct rmsg_conn *c; /* the core's, for up-calls */
+	const struct rmsgi_tr_conn_info *ci;
 	struct tcp_listener *tl; /* server, until the accept decision */
 	int fd;
 	enum tcp_phase phase;
@@ -166,6 +168,7 @@ struct tcp_conn {
 	bool blocked;	/* socket full: EV_WRITE drives the output */
 	bool want_room; /* post() said -EAGAIN */
 	bool lingering; /* local close: output, FIN, then the peer's FIN */
+	uint16_t peer_credits; /* the peer's grant: sizes the header ring */
 	bool fin_sent;
 	ev_io rw;
 	ev_io ww;
@@ -215,6 +218,8 @@ struct tcp_conn {
 };
 
 static const uint8_t tcp_empty[1];
+
+extern const struct rmsgi_tr rmsgi_tr_tcp;
 
 static void tcp_conn_unbusy(struct tcp_conn *tc);
 static void tcp_write(struct tcp_conn *tc);
@@ -327,7 +332,8 @@ static void tcp_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
 static struct tcp_ctx *tcp_ctx_get(struct rmsg_ctx *ctx)
 {
-	struct tcp_ctx *t = ctx->tr_priv[RMSGI_TR_TCP];
+	void **slot = rmsgi_ctx_tr_slot(ctx, RMSGI_TR_TCP);
+	struct tcp_ctx *t = *slot;
 
 	if (t)
 		return t;
@@ -335,12 +341,13 @@ static struct tcp_ctx *tcp_ctx_get(struct rmsg_ctx *ctx)
 	if (!t)
 		return NULL;
 	t->ctx = ctx;
+	t->env = rmsgi_ctx_env(ctx);
 	rmsgi_list_init(&t->conns);
 	rmsgi_list_init(&t->listeners);
 	rmsgi_list_init(&t->stalled);
 	ev_timer_init(&t->sweep, tcp_sweep_cb, TCP_SPARE_IDLE_S,
 		      TCP_SPARE_IDLE_S);
-	ctx->tr_priv[RMSGI_TR_TCP] = t;
+	*slot = t;
 	return t;
 }
 
@@ -349,7 +356,7 @@ static struct tcp_ctx *tcp_ctx_get(struct rmsg_ctx *ctx)
 
 static bool tcp_rx_take(struct tcp_ctx *t, size_t n)
 {
-	size_t limit = t->ctx->cfg.tcp_rx_limit;
+	size_t limit = t->env->cfg->tcp_rx_limit;
 
 	if (t->rx_bytes > limit || n > limit - t->rx_bytes)
 		return false;
@@ -361,7 +368,7 @@ static bool tcp_rx_take(struct tcp_ctx *t, size_t n)
  * release may run inside any callback) */
 static void tcp_rx_give(struct tcp_ctx *t, size_t n)
 {
-	struct ev_loop *loop = t->ctx->loop;
+	struct ev_loop *loop = t->env->loop;
 	struct rmsgi_list *l;
 
 	t->rx_bytes -= n;
@@ -389,17 +396,18 @@ static void tcp_rx_give(struct tcp_ctx *t, size_t n)
  */
 static void tcp_rx_stall(struct tcp_conn *tc)
 {
-	struct ev_loop *loop = tc->t->ctx->loop;
-	const struct rmsgi_cfgv *cfg = &tc->c->cfg;
+	struct ev_loop *loop = tc->t->env->loop;
+	const struct rmsgi_cfgv *cfg = tc->ci->cfg;
 	double bound = cfg->timeout_ms / 1000.0;
 	double ka = cfg->keepalive_ms * (double)cfg->keepalive_misses / 1000.0;
 
 	if (tc->stalled)
 		return;
-	rmsgi_dbg(tc->t->ctx,
-		  "conn %u: tcp receive memory %zu of %zu bytes in use: "
-		  "reading stops",
-		  tc->c->id, tc->t->rx_bytes, tc->t->ctx->cfg.tcp_rx_limit);
+	rmsgi_tr_dbg(tc->t->env,
+		     "conn %u: tcp receive memory %zu of %zu bytes in use: "
+		     "reading stops",
+		     tc->ci->id, tc->t->rx_bytes,
+		     tc->t->env->cfg->tcp_rx_limit);
 	tc->stalled = true;
 	rmsgi_list_add_tail(&tc->t->stalled, &tc->stall_link);
 	tcp_io_stop(loop, &tc->rw);
@@ -455,8 +463,8 @@ static void tcp_sweep_arm(struct tcp_ctx *t)
 	if (ev_is_active(&t->sweep))
 		return;
 	ev_timer_set(&t->sweep, TCP_SPARE_IDLE_S, TCP_SPARE_IDLE_S);
-	ev_timer_start(t->ctx->loop, &t->sweep);
-	ev_unref(t->ctx->loop);
+	ev_timer_start(t->env->loop, &t->sweep);
+	ev_unref(t->env->loop);
 }
 
 /* ------------------------------------------------------------------ */
@@ -569,7 +577,9 @@ static void tcp_rw_cb(struct ev_loop *loop, ev_io *w, int revents);
 static void tcp_ww_cb(struct ev_loop *loop, ev_io *w, int revents);
 static void tcp_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
-static struct tcp_conn *tcp_conn_new(struct tcp_ctx *t, struct rmsg_conn *c)
+/* @c and @ci come later for a server connection (rmsgi_tr_incoming) */
+static struct tcp_conn *tcp_conn_new(struct tcp_ctx *t, struct rmsg_conn *c,
+				     const struct rmsgi_tr_conn_info *ci)
 {
 	struct tcp_conn *tc = calloc(1, sizeof(*tc));
 
@@ -577,13 +587,13 @@ static struct tcp_conn *tcp_conn_new(struct tcp_ctx *t, struct rmsg_conn *c)
 		return NULL;
 	tc->t = t;
 	tc->c = c;
+	tc->ci = ci;
 	tc->fd = -1;
 	rmsgi_list_init(&tc->outq);
 	ev_io_init(&tc->rw, tcp_rw_cb, -1, EV_READ);
 	ev_io_init(&tc->ww, tcp_ww_cb, -1, EV_WRITE);
 	ev_timer_init(&tc->tmo, tcp_tmo_cb, 0, 0);
 	rmsgi_list_add_tail(&t->conns, &tc->link);
-	c->tr_priv = tc;
 	return tc;
 }
 
@@ -596,7 +606,7 @@ static void tcp_conn_set_fd(struct tcp_conn *tc, int fd)
 
 static void tcp_conn_close_fd(struct tcp_conn *tc)
 {
-	struct ev_loop *loop = tc->t->ctx->loop;
+	struct ev_loop *loop = tc->t->env->loop;
 
 	tcp_io_stop(loop, &tc->rw);
 	tcp_io_stop(loop, &tc->ww);
@@ -614,7 +624,7 @@ static void tcp_conn_close_fd(struct tcp_conn *tc)
 /* releases the memory; the caller reports (or undoes) the conn */
 static void tcp_conn_release(struct tcp_conn *tc)
 {
-	tcp_timer_stop(tc->t->ctx->loop, &tc->tmo);
+	tcp_timer_stop(tc->t->env->loop, &tc->tmo);
 	tcp_conn_close_fd(tc);
 	rmsgi_list_del(&tc->link);
 	if (tc->ai_list)
@@ -630,7 +640,6 @@ static void tcp_conn_release(struct tcp_conn *tc)
 		tcp_spare_drop(tc);
 	if (tc->rxm)
 		tcp_msg_put(tc->rxm);
-	tc->c->tr_priv = NULL;
 	free(tc);
 }
 
@@ -652,7 +661,7 @@ static void tcp_conn_end(struct tcp_conn *tc, int reason,
 		reason = 0; /* a local close: what is left is cancelled */
 	if (reason)
 		rmsgi_conn_ev_failed(c, reason, h);
-	tcp_timer_stop(tc->t->ctx->loop, &tc->tmo);
+	tcp_timer_stop(tc->t->env->loop, &tc->tmo);
 	tcp_conn_close_fd(tc);
 	while ((n = rmsgi_list_pop(&tc->outq))) {
 		struct rmsgi_op *op =
@@ -781,7 +790,7 @@ static void tcp_linger_step(struct tcp_conn *tc)
 
 static void tcp_write(struct tcp_conn *tc)
 {
-	struct ev_loop *loop = tc->t->ctx->loop;
+	struct ev_loop *loop = tc->t->env->loop;
 	struct iovec *iov = tc->t->wiov;
 	struct msghdr mh;
 
@@ -847,7 +856,7 @@ static void tcp_write(struct tcp_conn *tc)
 static int tcp_hdr_alloc(struct tcp_conn *tc)
 {
 	unsigned want =
-		RMSGI_MIN(RMSGI_MAX(tc->c->peer_credits, 4u), TCP_MAX_FRAMES);
+		RMSGI_MIN(RMSGI_MAX(tc->peer_credits, 4u), TCP_MAX_FRAMES);
 	unsigned size = 4;
 
 	while (size < want)
@@ -859,9 +868,9 @@ static int tcp_hdr_alloc(struct tcp_conn *tc)
 	return 0;
 }
 
-static int tcp_post(struct rmsg_conn *c, struct rmsgi_op *op)
+static int tcp_post(void *tcp, struct rmsgi_op *op)
 {
-	struct tcp_conn *tc = c->tr_priv;
+	struct tcp_conn *tc = tcp;
 	struct rmsgi_hdr h;
 	uint8_t *slot;
 
@@ -874,21 +883,15 @@ static int tcp_post(struct rmsg_conn *c, struct rmsgi_op *op)
 		tc->want_room = true;
 		return -EAGAIN;
 	}
-	memset(&h, 0, sizeof(h));
-	h.type = op->type;
-	h.credits = op->credits;
-	h.aux = op->aux;
-	h.len = op->len;
-	h.id = op->id;
+	rmsgi_op_hdr(op, &h);
 	slot = tc->hdr[tc->hdr_seq++ & tc->hdr_mask];
 	if (op->kind == RMSGI_OP_WRITE || op->kind == RMSGI_OP_READ) {
 		struct rmsgi_rma r = {.off = op->rma.off,
 				      .token = op->rma.token,
 				      .len = op->len};
-		int rd = op->kind == RMSGI_OP_READ;
 
-		h.len = rd ? RMSGI_READ_REQ_SIZE : RMSGI_RMA_SIZE + op->len;
-		rmsgi_rma_encode(&r, rd, slot + RMSGI_HDR_SIZE);
+		rmsgi_rma_encode(&r, op->kind == RMSGI_OP_READ,
+				 slot + RMSGI_HDR_SIZE);
 	}
 	rmsgi_hdr_encode(&h, slot);
 	op->tr_priv = slot;
@@ -915,16 +918,16 @@ static int tcp_post(struct rmsg_conn *c, struct rmsgi_op *op)
 /* a frame written at once, from the caller's iovec, when nothing waits
  * ahead of it (transport.h, send_direct) */
 /* any size: what does not fit the socket goes on as a posted op */
-static size_t tcp_direct_max(const struct rmsg_conn *c)
+static size_t tcp_direct_max(const void *tcp)
 {
-	(void)c;
+	(void)tcp;
 	return SIZE_MAX;
 }
 
-static ssize_t tcp_send_direct(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+static ssize_t tcp_send_direct(void *tcp, const struct rmsgi_hdr *h,
 			       const struct iovec *iov, int iovcnt)
 {
-	struct tcp_conn *tc = c->tr_priv;
+	struct tcp_conn *tc = tcp;
 	struct iovec v[1 + RMSGI_OP_IOV_INLINE];
 	uint8_t hdr[RMSGI_HDR_SIZE];
 	struct msghdr mh = {.msg_iov = v, .msg_iovlen = (size_t)iovcnt + 1};
@@ -954,9 +957,9 @@ static ssize_t tcp_send_direct(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	return err;
 }
 
-static void tcp_kick(struct rmsg_conn *c)
+static void tcp_kick(void *tcp)
 {
-	struct tcp_conn *tc = c->tr_priv;
+	struct tcp_conn *tc = tcp;
 
 	if (!tc || tc->ended || tc->blocked)
 		return;
@@ -1053,26 +1056,17 @@ static void tcp_srv_hello(struct tcp_conn *tc, const struct rmsgi_hello *peer)
 	struct rmsgi_hello mine;
 	int ret;
 
-	tcp_timer_stop(tc->t->ctx->loop, &tc->tmo);
+	tcp_timer_stop(tc->t->env->loop, &tc->tmo);
 	if (!tl) {
 		tcp_conn_end(tc, -ECONNABORTED, NULL);
 		return;
 	}
-	/* from here on the app may see the connection */
-	c->ops = tl->l->ops;
 	tc->in_accept = true;
-	ret = rmsgi_conn_ev_request(c, tl->l, peer);
+	ret = rmsgi_conn_ev_request(c, tl->l, peer, &mine);
 	tc->in_accept = false;
 	tc->tl = NULL; /* the listener may be gone after the callback */
-	if (ret)
-		memset(&c->ops, 0, sizeof(c->ops));
 	if (tc->ended)
 		return; /* closed from the accept callback */
-	rmsgi_conn_hello(c, &mine);
-	if (ret) {
-		mine.status = (int16_t)(ret < INT16_MIN ? -ECONNREFUSED : ret);
-		ret = mine.status;
-	}
 	tcp_send_hs(tc, ret ? RMSGI_T_REJECT : RMSGI_T_HELLO_ACK, &mine);
 	if (ret) {
 		/* best effort: the REJECT fits any fresh socket buffer */
@@ -1081,6 +1075,7 @@ static void tcp_srv_hello(struct tcp_conn *tc, const struct rmsgi_hello *peer)
 	}
 	if (tc->ended)
 		return;
+	tc->peer_credits = peer->credits;
 	tc->phase = TCP_PH_OPEN;
 	rmsgi_conn_ev_established(c, NULL);
 }
@@ -1088,12 +1083,13 @@ static void tcp_srv_hello(struct tcp_conn *tc, const struct rmsgi_hello *peer)
 static void tcp_cli_answer(struct tcp_conn *tc, uint8_t type,
 			   const struct rmsgi_hello *peer)
 {
-	tcp_timer_stop(tc->t->ctx->loop, &tc->tmo);
+	tcp_timer_stop(tc->t->env->loop, &tc->tmo);
 	if (type == RMSGI_T_REJECT) {
 		/* every reject reads the same; the reason is in pdata */
 		tcp_conn_end(tc, -ECONNREFUSED, peer);
 		return;
 	}
+	tc->peer_credits = peer->credits;
 	tc->phase = TCP_PH_OPEN;
 	rmsgi_conn_ev_established(tc->c, peer);
 }
@@ -1101,18 +1097,8 @@ static void tcp_cli_answer(struct tcp_conn *tc, uint8_t type,
 /* which frames are legal now */
 static int tcp_check_type(const struct tcp_conn *tc, const struct rmsgi_hdr *h)
 {
-	if (tc->phase == TCP_PH_OPEN) {
-		switch (h->type) {
-		case RMSGI_T_HELLO:
-		case RMSGI_T_HELLO_ACK:
-		case RMSGI_T_REJECT:
-		case RMSGI_T_RNDV_REQ: /* never sent over TCP (caps 0) */
-		case RMSGI_T_IMM:      /* RDMA only */
-			return -EPROTO;
-		default:
-			return 0;
-		}
-	}
+	if (tc->phase == TCP_PH_OPEN)
+		return rmsgi_tr_frame_ok(TCP_CAPS, h->type) ? 0 : -EPROTO;
 	if (tc->server)
 		return h->type == RMSGI_T_HELLO ? 0 : -EPROTO;
 	return h->type == RMSGI_T_HELLO_ACK || h->type == RMSGI_T_REJECT
@@ -1153,7 +1139,7 @@ static int tcp_big_start(struct tcp_conn *tc, const struct rmsgi_hdr *h,
 			 const uint8_t *have, size_t n)
 {
 	struct tcp_ctx *t = tc->t;
-	size_t len = (size_t)h->len, limit = t->ctx->cfg.tcp_rx_limit;
+	size_t len = (size_t)h->len, limit = t->env->cfg->tcp_rx_limit;
 	size_t want = RMSGI_MAX(n, RMSGI_MIN(len, TCP_BIG_FIRST)), cap;
 	uint8_t *p;
 
@@ -1162,7 +1148,7 @@ static int tcp_big_start(struct tcp_conn *tc, const struct rmsgi_hdr *h,
 			   "conn %u: the peer announces a frame of %zu bytes, "
 			   "more than the TCP receive memory limit of %zu "
 			   "bytes (rmsg_cfg_set_tcp_rx_limit)",
-			   tc->c->id, len, limit);
+			   tc->ci->id, len, limit);
 		tcp_conn_end(tc, -EMSGSIZE, NULL);
 		return -EMSGSIZE;
 	}
@@ -1275,7 +1261,7 @@ tcp_rbuf_compact(struct tcp_conn *tc)
 /* delivers every complete frame in tc->rb, in order */
 static inline __attribute__((always_inline)) void tcp_parse(struct tcp_conn *tc)
 {
-	uint64_t max = tc->c->cfg.max_msg_size;
+	uint64_t max = tc->ci->cfg->max_msg_size;
 	struct rmsgi_hdr h;
 	size_t avail;
 	int ret;
@@ -1441,11 +1427,11 @@ static void tcp_rw_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 static void tcp_connected(struct tcp_conn *tc)
 {
-	struct ev_loop *loop = tc->t->ctx->loop;
+	struct ev_loop *loop = tc->t->env->loop;
 	struct rmsgi_hello h;
 
 	tcp_io_stop(loop, &tc->ww);
-	tcp_user_timeout(tc->fd, &tc->c->cfg);
+	tcp_user_timeout(tc->fd, tc->ci->cfg);
 	freeaddrinfo(tc->ai_list);
 	tc->ai_list = tc->ai_next = NULL;
 	tc->phase = TCP_PH_HELLO;
@@ -1461,7 +1447,7 @@ static void tcp_connected(struct tcp_conn *tc)
  */
 static int tcp_connect_next(struct tcp_conn *tc)
 {
-	struct ev_loop *loop = tc->t->ctx->loop;
+	struct ev_loop *loop = tc->t->env->loop;
 	struct addrinfo *ai;
 	int fd;
 
@@ -1552,7 +1538,7 @@ static void tcp_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (tc->stall_tmo) {
 		/* the receive memory limit stayed full for the timeout */
 		tc->stall_tmo = false;
-		rmsgi_warn(tc->t->ctx, "conn %u: closing: %s", tc->c->id,
+		rmsgi_warn(tc->t->ctx, "conn %u: closing: %s", tc->ci->id,
 			   rmsg_strerror(-ENOBUFS));
 		tcp_conn_end(tc, -ENOBUFS, NULL);
 	} else {
@@ -1561,9 +1547,10 @@ static void tcp_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	tcp_conn_unbusy(tc);
 }
 
-static int tcp_connect(struct rmsg_conn *c, const struct rmsgi_uri *u)
+static int tcp_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
+		       const struct rmsgi_uri *u)
 {
-	struct tcp_ctx *t = tcp_ctx_get(c->ctx);
+	struct tcp_ctx *t = tcp_ctx_get(ci->ctx);
 	struct addrinfo hints, *res;
 	struct tcp_conn *tc;
 	char port[8];
@@ -1571,9 +1558,10 @@ static int tcp_connect(struct rmsg_conn *c, const struct rmsgi_uri *u)
 
 	if (!t)
 		return -ENOMEM;
-	tc = tcp_conn_new(t, c);
+	tc = tcp_conn_new(t, c, ci);
 	if (!tc)
 		return -ENOMEM;
+	rmsgi_conn_set_tc(c, tc);
 	tc->phase = TCP_PH_CONNECT;
 	tc->src = u->src;
 	tc->src_len = u->src_len;
@@ -1594,7 +1582,7 @@ static int tcp_connect(struct rmsg_conn *c, const struct rmsgi_uri *u)
 		return 0;
 	}
 	tc->ai_list = tc->ai_next = res;
-	tcp_timer_start(c->ctx->loop, &tc->tmo, c->cfg.timeout_ms / 1000.0);
+	tcp_timer_start(t->env->loop, &tc->tmo, ci->cfg->timeout_ms / 1000.0);
 	ret = tcp_connect_next(tc);
 	if (ret) {
 		/* no socket at all: nothing was reported, rmsg_connect()
@@ -1611,26 +1599,25 @@ static int tcp_connect(struct rmsg_conn *c, const struct rmsgi_uri *u)
  * last) is written, then a FIN, and the end waits for the peer's FIN,
  * reading and dropping what still arrives. Closing at once could reset
  * the connection and cost the peer our last frames, its BYE included.
- * TCP_LINGER_S bounds it; then what is left is cancelled.
+ * The core's @linger_ms bounds it (0: no linger, a failure); then what is
+ * left is cancelled.
  */
-static void tcp_disconnect(struct rmsg_conn *c)
+static void tcp_disconnect(void *tcp, unsigned linger_ms)
 {
-	struct tcp_conn *tc = c->tr_priv;
+	struct tcp_conn *tc = tcp;
 
 	if (!tc)
 		return;
 	tc->busy++;
-	/* only the app's close lingers: a failure (keepalive, a protocol
-	 * error) ends at once */
 	if (tc->fd >= 0 && !tc->ended && tc->phase == TCP_PH_OPEN &&
-	    !tc->lingering && c->close_reason == 0) {
+	    !tc->lingering && linger_ms) {
 		tc->lingering = true;
 		/* a receive stall's timer gives way to the linger bound */
 		if (tc->stall_tmo) {
 			tc->stall_tmo = false;
-			tcp_timer_stop(tc->t->ctx->loop, &tc->tmo);
+			tcp_timer_stop(tc->t->env->loop, &tc->tmo);
 		}
-		tcp_timer_start(tc->t->ctx->loop, &tc->tmo, TCP_LINGER_S);
+		tcp_timer_start(tc->t->env->loop, &tc->tmo, linger_ms / 1000.0);
 		tcp_linger_step(tc);
 		tcp_conn_unbusy(tc);
 		return;
@@ -1639,13 +1626,6 @@ static void tcp_disconnect(struct rmsg_conn *c)
 		shutdown(tc->fd, SHUT_RDWR);
 	tcp_conn_end(tc, 0, NULL);
 	tcp_conn_unbusy(tc);
-}
-
-static void tcp_rndv_release(struct rmsg_conn *c, struct rmsgi_op *op)
-{
-	/* no rendezvous over TCP: post() never pins anything */
-	(void)c;
-	(void)op;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1679,37 +1659,33 @@ static void tcp_refuse(int fd, int why)
 
 static void tcp_accept_one(struct tcp_listener *tl, int fd)
 {
-	struct rmsg_listener *l = tl->l;
+	const struct rmsgi_tr_conn_info *ci;
+	struct rmsgi_hello refusal;
+	struct ev_loop *loop = tl->t->env->loop;
 	struct rmsg_conn *c;
 	struct tcp_conn *tc;
-	int ret;
 
-	ret = rmsgi_listener_admit(l);
-	if (ret) {
-		tcp_refuse(fd, -EUSERS);
-		return;
-	}
-	tcp_nodelay(fd);
-	tcp_user_timeout(fd, &l->cfg);
-	/* no callbacks until the app's accept decision (tcp_srv_hello) */
-	if (rmsgi_conn_new(l->ctx, &l->cfg, NULL, l->arg, &c)) {
-		close(fd);
-		return;
-	}
-	c->tr = &rmsgi_tr_tcp;
-	tc = tcp_conn_new(tl->t, c);
+	tc = tcp_conn_new(tl->t, NULL, NULL);
 	if (!tc) {
 		close(fd);
-		rmsgi_conn_discard(c);
 		return;
 	}
-	rmsgi_listener_attach(l, c);
+	if (rmsgi_tr_incoming(tl->l, &rmsgi_tr_tcp, tc, &c, &ci, &refusal)) {
+		rmsgi_list_del(&tc->link);
+		free(tc);
+		tcp_refuse(fd, refusal.status);
+		return;
+	}
+	tc->c = c;
+	tc->ci = ci;
+	tcp_nodelay(fd);
+	tcp_user_timeout(fd, ci->cfg);
 	tc->server = true;
 	tc->tl = tl;
 	tc->phase = TCP_PH_HELLO;
 	tcp_conn_set_fd(tc, fd);
-	tcp_io_start(l->ctx->loop, &tc->rw);
-	tcp_timer_start(l->ctx->loop, &tc->tmo, c->cfg.timeout_ms / 1000.0);
+	tcp_io_start(loop, &tc->rw);
+	tcp_timer_start(loop, &tc->tmo, ci->cfg->timeout_ms / 1000.0);
 }
 
 static void tcp_listener_resume(struct tcp_listener *tl)
@@ -1717,7 +1693,7 @@ static void tcp_listener_resume(struct tcp_listener *tl)
 	int i;
 
 	for (i = 0; i < tl->nsock; i++)
-		tcp_io_start(tl->t->ctx->loop, &tl->sock[i].w);
+		tcp_io_start(tl->t->env->loop, &tl->sock[i].w);
 }
 
 static void tcp_pause_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -1738,7 +1714,7 @@ static void tcp_pause_cb(struct ev_loop *loop, ev_timer *w, int revents)
  */
 static void tcp_accept_pause(struct tcp_listener *tl, int err)
 {
-	struct ev_loop *loop = tl->t->ctx->loop;
+	struct ev_loop *loop = tl->t->env->loop;
 	int j;
 
 	if (!tl->backoff) {
@@ -1749,7 +1725,7 @@ static void tcp_accept_pause(struct tcp_listener *tl, int err)
 			   "tcp listener on port %u: accept: %s; accepting "
 			   "pauses (%.0f ms, doubling up to %.0f ms) until "
 			   "it works again",
-			   tl->l->port, rmsg_strerror(err),
+			   tl->port, rmsg_strerror(err),
 			   TCP_ACCEPT_PAUSE_MIN * 1000,
 			   TCP_ACCEPT_PAUSE_MAX * 1000);
 	} else {
@@ -1776,8 +1752,7 @@ static void tcp_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 					tl->t->ctx,
 					"tcp listener on port %u: accepting "
 					"again after %.1f s (%llu pauses)",
-					tl->l->port,
-					ev_now(loop) - tl->episode_t0,
+					tl->port, ev_now(loop) - tl->episode_t0,
 					(unsigned long long)tl->episode_fails);
 				tl->backoff = 0;
 			}
@@ -1804,7 +1779,7 @@ static void tcp_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 static void tcp_listener_free(struct tcp_listener *tl)
 {
-	struct ev_loop *loop = tl->t->ctx->loop;
+	struct ev_loop *loop = tl->t->env->loop;
 	int i;
 
 	tcp_timer_stop(loop, &tl->pause);
@@ -1873,9 +1848,10 @@ static uint16_t tcp_sock_port(int fd)
  * ::1 and 127.0.0.1), all on one port. An address family the host lacks
  * is skipped as long as one address works.
  */
-static int tcp_listen(struct rmsg_listener *l, const struct rmsgi_uri *u)
+static int tcp_listen(struct rmsg_ctx *ctx, struct rmsg_listener *l,
+		      const struct rmsgi_uri *u, uint16_t *port_p, void **tl_p)
 {
-	struct tcp_ctx *t = tcp_ctx_get(l->ctx);
+	struct tcp_ctx *t = tcp_ctx_get(ctx);
 	struct addrinfo hints, *res, *ai, *prev;
 	struct tcp_listener *tl;
 	bool has4 = false, has6 = false;
@@ -1932,8 +1908,9 @@ static int tcp_listen(struct rmsg_listener *l, const struct rmsgi_uri *u)
 		goto close_socks;
 	}
 	freeaddrinfo(res);
-	l->port = port;
-	l->tr_priv[RMSGI_TR_TCP] = tl;
+	tl->port = port;
+	*port_p = port;
+	*tl_p = tl;
 	rmsgi_list_add_tail(&t->listeners, &tl->link);
 	tcp_listener_resume(tl);
 	return 0;
@@ -1947,9 +1924,9 @@ free_res:
 	return ret;
 }
 
-static void tcp_listen_close(struct rmsg_listener *l)
+static void tcp_listen_close(void *p)
 {
-	struct tcp_listener *tl = l->tr_priv[RMSGI_TR_TCP];
+	struct tcp_listener *tl = p;
 	struct rmsgi_list *n, *tmp;
 
 	if (!tl)
@@ -1970,24 +1947,21 @@ static void tcp_listen_close(struct rmsg_listener *l)
 		tcp_conn_unbusy(tc);
 	}
 	tcp_listener_free(tl);
-	l->tr_priv[RMSGI_TR_TCP] = NULL;
 }
 
 /* ------------------------------------------------------------------ */
 /* context                                                              */
 
-static void tcp_ctx_fini(struct rmsg_ctx *ctx)
+static void tcp_ctx_fini(void *p)
 {
-	struct tcp_ctx *t = ctx->tr_priv[RMSGI_TR_TCP];
+	struct tcp_ctx *t = p;
+	struct ev_loop *loop = t->env->loop;
 	struct rmsgi_list *n, *tmp;
 
-	if (!t)
-		return;
 	while ((n = t->listeners.next) != &t->listeners) {
 		struct tcp_listener *tl =
 			rmsgi_list_entry(n, struct tcp_listener, link);
 
-		tl->l->tr_priv[RMSGI_TR_TCP] = NULL;
 		tcp_listener_free(tl);
 	}
 	rmsgi_list_for_each_safe (n, tmp, &t->conns) {
@@ -2008,26 +1982,37 @@ static void tcp_ctx_fini(struct rmsg_ctx *ctx)
 		free(rb);
 	}
 	if (ev_is_active(&t->sweep)) {
-		ev_ref(ctx->loop);
-		ev_timer_stop(ctx->loop, &t->sweep);
+		ev_ref(loop);
+		ev_timer_stop(loop, &t->sweep);
 	}
+	*rmsgi_ctx_tr_slot(t->ctx, RMSGI_TR_TCP) = NULL;
 	free(t);
-	ctx->tr_priv[RMSGI_TR_TCP] = NULL;
 }
 
-const struct rmsgi_tr_ops rmsgi_tr_tcp = {
-	.name = "tcp",
-	.id = RMSGI_TR_TCP,
-	.ctx_fini = tcp_ctx_fini,
+static const struct rmsgi_tr_ctx_ops tcp_ctx_ops = {
+	.fini = tcp_ctx_fini, .poll = NULL, /* purely event driven */
+};
+
+static const struct rmsgi_tr_listener_ops tcp_listener_ops = {
 	.listen = tcp_listen,
-	.listen_close = tcp_listen_close,
+	.close = tcp_listen_close,
+};
+
+static const struct rmsgi_tr_conn_ops tcp_conn_ops = {
 	.connect = tcp_connect,
 	.disconnect = tcp_disconnect,
 	.post = tcp_post,
 	.send_direct = tcp_send_direct,
 	.direct_max = tcp_direct_max,
 	.kick = tcp_kick,
-	.rndv_release = tcp_rndv_release,
-	.poll = NULL,
-	.buf_key = NULL,
+	.rndv_release = NULL, /* no rendezvous */
+};
+
+const struct rmsgi_tr rmsgi_tr_tcp = {
+	.name = "tcp",
+	.id = RMSGI_TR_TCP,
+	.caps = TCP_CAPS,
+	.ctx = &tcp_ctx_ops,
+	.lst = &tcp_listener_ops,
+	.conn = &tcp_conn_ops,
 };

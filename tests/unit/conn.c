@@ -38,8 +38,9 @@ static void tr_down(struct rmsg_conn *c);
 
 static bool fail_third; /* the third post() fails with -EIO */
 
-static int f_post(struct rmsg_conn *c, struct rmsgi_op *op)
+static int f_post(void *tc, struct rmsgi_op *op)
 {
+	struct rmsg_conn *c = tc;
 	struct posted *p;
 
 	ft.npost++;
@@ -69,32 +70,33 @@ static int f_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	return 0;
 }
 
-static void f_kick(struct rmsg_conn *c)
+static void f_kick(void *tc)
 {
+	(void)tc;
 	ft.nkick++;
 }
 
-static void f_disconnect(struct rmsg_conn *c)
+static void f_disconnect(void *tc, unsigned linger_ms)
 {
+	struct rmsg_conn *c = tc;
+
+	(void)linger_ms;
 	ft.ndisconnect++;
 	if (ft.auto_down)
 		tr_down(c);
 }
 
-static void f_rndv_release(struct rmsg_conn *c, struct rmsgi_op *op)
+static void f_rndv_release(void *tc, struct rmsgi_op *op)
 {
+	(void)tc;
+	(void)op;
 	ft.nrelease++;
 }
 
-/* ctx.c and listener.c reference both backends; here both are fakes,
- * one with rendezvous and one without */
-const struct rmsgi_tr_ops rmsgi_tr_rdma = {
-	.name = "fake-rdma",
-	.id = RMSGI_TR_RDMA,
-	.caps = RMSGI_TR_CAP_RNDV,
-	.ctx_fini = stub_ctx_fini,
-	.listen = stub_listen,
-	.listen_close = stub_listen_close,
+/* the registry lists both backends; here both are fakes, one with
+ * rendezvous and one without. A fake's connection state is the core's
+ * connection itself. */
+static const struct rmsgi_tr_conn_ops f_conn_rndv = {
 	.connect = stub_connect,
 	.disconnect = f_disconnect,
 	.post = f_post,
@@ -102,16 +104,28 @@ const struct rmsgi_tr_ops rmsgi_tr_rdma = {
 	.rndv_release = f_rndv_release,
 };
 
-const struct rmsgi_tr_ops rmsgi_tr_tcp = {
-	.name = "fake-tcp",
-	.id = RMSGI_TR_TCP,
-	.ctx_fini = stub_ctx_fini,
-	.listen = stub_listen,
-	.listen_close = stub_listen_close,
+static const struct rmsgi_tr_conn_ops f_conn = {
 	.connect = stub_connect,
 	.disconnect = f_disconnect,
 	.post = f_post,
 	.kick = f_kick,
+};
+
+const struct rmsgi_tr rmsgi_tr_rdma = {
+	.name = "fake-rdma",
+	.id = RMSGI_TR_RDMA,
+	.caps = RMSGI_TR_CAP_RNDV,
+	.ctx = &stub_ctx_ops,
+	.lst = &stub_lst_ops,
+	.conn = &f_conn_rndv,
+};
+
+const struct rmsgi_tr rmsgi_tr_tcp = {
+	.name = "fake-tcp",
+	.id = RMSGI_TR_TCP,
+	.ctx = &stub_ctx_ops,
+	.lst = &stub_lst_ops,
+	.conn = &f_conn,
 };
 
 /* completes the @i-th posted op */
@@ -353,8 +367,7 @@ static void log_hook(int level, const char *line, void *arg)
 		fprintf(stderr, "  log: %s\n", line);
 }
 
-static struct t *new_t(const struct rmsgi_cfgv *cfg,
-		       const struct rmsgi_tr_ops *tr)
+static struct t *new_t(const struct rmsgi_cfgv *cfg, const struct rmsgi_tr *tr)
 {
 	struct t *t = calloc(1, sizeof(*t));
 	struct rmsg_cfg *ccfg;
@@ -373,6 +386,8 @@ static struct t *new_t(const struct rmsgi_cfgv *cfg,
 	}
 	assert_int_equal(rmsgi_conn_new(t->ctx, cfg, &ops, t, &t->c), 0);
 	t->c->tr = tr;
+	t->c->tops = tr->conn;
+	t->c->tr_priv = t->c;
 	return t;
 }
 
@@ -404,7 +419,7 @@ static int teardown(void **state)
 
 /* a connection with its own configuration */
 static struct t *replace_t(void **state, const struct rmsgi_cfgv *cfg,
-			   const struct rmsgi_tr_ops *tr)
+			   const struct rmsgi_tr *tr)
 {
 	teardown(state);
 	memset(&ft, 0, sizeof(ft));
@@ -707,24 +722,36 @@ static void conn_ev_request__accept_reject(void **state)
 				.pdata_len = 3,
 				.pdata = "abc"};
 	struct rmsg_listener l;
-	struct rmsgi_hello mine;
+	struct rmsgi_hello mine, reply;
 
 	memset(&l, 0, sizeof(l));
 	l.accept = accept_cb;
+	l.ops = ops;	/* the accepted connection's callbacks */
 	accept_ret = 1; /* a positive value is a refusal too */
-	assert_int_equal(rmsgi_conn_ev_request(t->c, &l, &h), -ECONNREFUSED);
+	assert_int_equal(rmsgi_conn_ev_request(t->c, &l, &h, &reply),
+			 -ECONNREFUSED);
+	assert_int_equal(reply.status, -ECONNREFUSED);
 	assert_ptr_equal(accepted, t->c);
 	accept_ret = -EPERM;
-	assert_int_equal(rmsgi_conn_ev_request(t->c, &l, &h), -EPERM);
+	assert_int_equal(rmsgi_conn_ev_request(t->c, &l, &h, &reply), -EPERM);
+	assert_int_equal(reply.status, -EPERM);
+	/* not an errno: the peer reads a plain refusal */
+	accept_ret = -100000;
+	assert_int_equal(rmsgi_conn_ev_request(t->c, &l, &h, &reply),
+			 -ECONNREFUSED);
+	assert_int_equal(reply.status, -ECONNREFUSED);
 	h.credits = 2;
 	accepted = NULL;
-	assert_int_equal(rmsgi_conn_ev_request(t->c, &l, &h), -EPROTO);
+	assert_int_equal(rmsgi_conn_ev_request(t->c, &l, &h, &reply), -EPROTO);
 	assert_null(accepted);
 	h.credits = 16;
 	accept_ret = 0;
-	assert_int_equal(rmsgi_conn_ev_request(t->c, &l, &h), 0);
+	assert_int_equal(rmsgi_conn_ev_request(t->c, &l, &h, &reply), 0);
+	assert_int_equal(reply.status, 0);
 	assert_int_equal(t->c->state, RMSGI_CS_ACCEPTING);
 	/* the reply carries what the app set, only inside accept */
+	assert_int_equal(reply.pdata_len, 2);
+	assert_memory_equal(reply.pdata, "ok", 2);
 	rmsgi_conn_hello(t->c, &mine);
 	assert_int_equal(mine.pdata_len, 2);
 	assert_memory_equal(mine.pdata, "ok", 2);

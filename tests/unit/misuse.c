@@ -15,15 +15,12 @@
 #include "stub_tr.h"
 
 /* ctx.c and listener.c reference both backends: RDMA is a stand-in */
-const struct rmsgi_tr_ops rmsgi_tr_rdma = {
+const struct rmsgi_tr rmsgi_tr_rdma = {
 	.name = "stub-rdma",
 	.id = RMSGI_TR_RDMA,
-	.ctx_fini = stub_ctx_fini,
-	.listen = stub_listen,
-	.listen_close = stub_listen_close,
-	.connect = stub_connect,
-	.disconnect = stub_disconnect,
-	.post = stub_post,
+	.ctx = &stub_ctx_ops,
+	.lst = &stub_lst_ops,
+	.conn = &stub_conn_ops,
 };
 
 #define METHOD 7

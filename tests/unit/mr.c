@@ -43,11 +43,11 @@ static struct {
 	int binds, unbinds, pending, fail;
 } fw;
 
-static int fake_bind(void *priv, struct rmsg_conn *c, void *h, void *addr,
-		     size_t len, int access, void **w_p, uint32_t *rkey_p)
+static int fake_bind(void *priv, void *tc, void *h, void *addr, size_t len,
+		     int access, void **w_p, uint32_t *rkey_p)
 {
 	(void)priv;
-	(void)c;
+	(void)tc;
 	(void)h;
 	(void)addr;
 	(void)len;
@@ -79,7 +79,7 @@ static const struct rmsgi_reg_ops fake_ops = {fake_reg, fake_dereg, fake_bind,
 
 /* a connection as far as mr.c looks at it */
 static struct rmsg_conn *conn_new(struct rmsg_ctx *ctx,
-				  const struct rmsgi_tr_ops *tr)
+				  const struct rmsgi_tr *tr)
 {
 	struct rmsg_conn *c = calloc(1, sizeof(*c));
 
@@ -91,9 +91,11 @@ static struct rmsg_conn *conn_new(struct rmsg_ctx *ctx,
 	return c;
 }
 
-static const struct rmsgi_tr_ops tr_tcp = {.name = "tcp", .id = RMSGI_TR_TCP};
-static const struct rmsgi_tr_ops tr_rdma = {.name = "rdma",
-					    .id = RMSGI_TR_RDMA};
+static const struct rmsgi_tr tr_tcp = {.name = "tcp", .id = RMSGI_TR_TCP};
+static const struct rmsgi_tr tr_rdma = {.name = "rdma",
+					.id = RMSGI_TR_RDMA,
+					.caps = RMSGI_TR_CAP_RNDV |
+						RMSGI_TR_CAP_RMA};
 
 static struct rmsg_ctx *ctx_new(size_t limit)
 {
