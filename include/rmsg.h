@@ -29,9 +29,15 @@ struct rmsg_ctx;
 struct rmsg_cfg;
 struct rmsg_listener;
 struct rmsg_conn;
+struct rmsg_conn_ops;
 struct rmsg_msg;
 struct rmsg_mr;
 struct rmsg_req;
+
+/* ------------------------------------------------------------------ */
+/* version, limits and errors: rmsg_version(3), rmsg_strerror(3);     */
+/* RMSG_PRIVATE_DATA_MAX with rmsg_conn_peer_data(3), RMSG_IOV_MAX    */
+/* with rmsg_send(3)                                                  */
 
 /** RMSG_VERSION_MAJOR - major version of the API described here */
 #define RMSG_VERSION_MAJOR 0
@@ -46,8 +52,32 @@ struct rmsg_req;
 /** RMSG_IOV_MAX - most iovec entries one rmsg_send() takes */
 #define RMSG_IOV_MAX 256
 
+/**
+ * rmsg_version() - the version of the library running, which may be newer
+ * than the header a program was compiled with (RMSG_VERSION_MAJOR, ...)
+ * @major: where to store the major version, or NULL
+ * @minor: where to store the minor version, or NULL
+ * @patch: where to store the patch level, or NULL
+ *
+ * Return: the version as a string, "MAJOR.MINOR.PATCH"; never NULL.
+ */
+const char *rmsg_version(unsigned *major, unsigned *minor, unsigned *patch);
+
+/**
+ * rmsg_strerror() - explain an error code
+ * @err: a negative errno returned or passed by librmsg
+ *
+ * Return: a static string naming the error and its likely cause.
+ */
+const char *rmsg_strerror(int err);
+
 /* ------------------------------------------------------------------ */
-/* configuration                                                        */
+/* configuration (struct rmsg_cfg): rmsg_cfg_create(3); then every    */
+/* setting, setter and getter together, in the order of their pages:  */
+/* rmsg_cfg_set_eager_size(3), rmsg_cfg_set_keepalive_ms(3),          */
+/* rmsg_cfg_set_max_conns(3), rmsg_cfg_set_tcp_rx_limit(3),           */
+/* rmsg_cfg_set_reg_limit(3), rmsg_conn_peer_data(3) for the          */
+/* private data, rmsg_cfg_set_log(3)                                  */
 
 /**
  * rmsg_cfg_create() - create a configuration with default values
@@ -155,30 +185,58 @@ int rmsg_cfg_set_max_msg_size(struct rmsg_cfg *cfg, size_t size);
 int rmsg_cfg_get_max_msg_size(const struct rmsg_cfg *cfg, size_t *size_p);
 
 /**
- * rmsg_cfg_set_tcp_rx_limit() - most memory a context spends on large
- * TCP frames being received or held (default 1 GiB)
- * @cfg: the configuration of the context (rmsg_ctx_create())
- * @bytes: at least 1 MiB
- *
- * Frames over 64 KiB are read into memory of their own that grows with
- * the bytes that arrived (never with the length the peer announced). All
- * of it counts: frames being read, frames held by the app
- * (rmsg_msg_hold()), and a spare buffer per connection. A connection
- * whose frame would go over the limit stops being read until memory is
- * freed; if none is freed within its timeout (rmsg_cfg_set_timeout_ms(),
- * or half the keepalive bound if shorter) it closes with -ENOBUFS. A frame announced larger than the limit can
- * never fit: its connection closes with -EMSGSIZE at once.
- * Return: 0, or -EINVAL.
- */
-int rmsg_cfg_set_tcp_rx_limit(struct rmsg_cfg *cfg, size_t bytes);
-/**
- * rmsg_cfg_get_tcp_rx_limit() - read the TCP receive memory limit
+ * rmsg_cfg_set_timeout_ms() - bound on connection setup (default 10000)
  * @cfg: the configuration
- * @bytes_p: where the value is stored
+ * @ms: milliseconds, 1 to 3600000
  *
  * Return: 0, or -EINVAL.
  */
-int rmsg_cfg_get_tcp_rx_limit(const struct rmsg_cfg *cfg, size_t *bytes_p);
+int rmsg_cfg_set_timeout_ms(struct rmsg_cfg *cfg, unsigned ms);
+/**
+ * rmsg_cfg_get_timeout_ms() - read the connection setup bound
+ * @cfg: the configuration
+ * @ms_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_timeout_ms(const struct rmsg_cfg *cfg, unsigned *ms_p);
+
+/**
+ * rmsg_cfg_set_keepalive_ms() - heartbeat interval (default 1000)
+ * @cfg: the configuration
+ * @ms: 0 turns keepalive off; up to 3600000
+ *
+ * A connection that hears nothing from its peer for the interval times
+ * the misses (rmsg_cfg_set_keepalive_misses()) closes with -ETIMEDOUT.
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_keepalive_ms(struct rmsg_cfg *cfg, unsigned ms);
+/**
+ * rmsg_cfg_get_keepalive_ms() - read the heartbeat interval
+ * @cfg: the configuration
+ * @ms_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_keepalive_ms(const struct rmsg_cfg *cfg, unsigned *ms_p);
+/**
+ * rmsg_cfg_set_keepalive_misses() - silent intervals before the peer is
+ * declared dead (default 3)
+ * @cfg: the configuration
+ * @misses: 1 to 1000
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_keepalive_misses(struct rmsg_cfg *cfg, unsigned misses);
+/**
+ * rmsg_cfg_get_keepalive_misses() - read the misses
+ * @cfg: the configuration
+ * @misses_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_keepalive_misses(const struct rmsg_cfg *cfg,
+				  unsigned *misses_p);
 
 /**
  * rmsg_cfg_set_max_conns() - most connections a listener keeps
@@ -224,6 +282,51 @@ int rmsg_cfg_set_max_pending(struct rmsg_cfg *cfg, unsigned n);
 int rmsg_cfg_get_max_pending(const struct rmsg_cfg *cfg, unsigned *n_p);
 
 /**
+ * rmsg_cfg_set_tcp_rx_limit() - most memory a context spends on large
+ * TCP frames being received or held (default 1 GiB)
+ * @cfg: the configuration of the context (rmsg_ctx_create())
+ * @bytes: at least 1 MiB
+ *
+ * Frames over 64 KiB are read into memory of their own that grows with
+ * the bytes that arrived (never with the length the peer announced). All
+ * of it counts: frames being read, frames held by the app
+ * (rmsg_msg_hold()), and a spare buffer per connection. A connection
+ * whose frame would go over the limit stops being read until memory is
+ * freed; if none is freed within its timeout (rmsg_cfg_set_timeout_ms(),
+ * or half the keepalive bound if shorter) it closes with -ENOBUFS. A frame announced larger than the limit can
+ * never fit: its connection closes with -EMSGSIZE at once.
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_tcp_rx_limit(struct rmsg_cfg *cfg, size_t bytes);
+/**
+ * rmsg_cfg_get_tcp_rx_limit() - read the TCP receive memory limit
+ * @cfg: the configuration
+ * @bytes_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_tcp_rx_limit(const struct rmsg_cfg *cfg, size_t *bytes_p);
+
+/**
+ * rmsg_cfg_set_reg_limit() - most bytes a context keeps registered
+ * (default 1 GiB)
+ * @cfg: the configuration
+ * @bytes: at least 4096; regions from rmsg_mr_reg() and the short-lived
+ *         registrations of user memory count, page-rounded
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_reg_limit(struct rmsg_cfg *cfg, size_t bytes);
+/**
+ * rmsg_cfg_get_reg_limit() - read the registered-memory budget
+ * @cfg: the configuration
+ * @bytes_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_reg_limit(const struct rmsg_cfg *cfg, size_t *bytes_p);
+
+/**
  * rmsg_cfg_set_private_data() - bytes sent to the peer in the handshake
  * @cfg: the configuration
  * @data: the bytes (copied), or NULL to clear
@@ -233,23 +336,6 @@ int rmsg_cfg_get_max_pending(const struct rmsg_cfg *cfg, unsigned *n_p);
  */
 int rmsg_cfg_set_private_data(struct rmsg_cfg *cfg, const void *data,
 			      size_t len);
-
-/**
- * rmsg_cfg_set_timeout_ms() - bound on connection setup (default 10000)
- * @cfg: the configuration
- * @ms: milliseconds, 1 to 3600000
- *
- * Return: 0, or -EINVAL.
- */
-int rmsg_cfg_set_timeout_ms(struct rmsg_cfg *cfg, unsigned ms);
-/**
- * rmsg_cfg_get_timeout_ms() - read the connection setup bound
- * @cfg: the configuration
- * @ms_p: where the value is stored
- *
- * Return: 0, or -EINVAL.
- */
-int rmsg_cfg_get_timeout_ms(const struct rmsg_cfg *cfg, unsigned *ms_p);
 
 /** enum rmsg_log_level - severity of a log line */
 enum rmsg_log_level {
@@ -276,7 +362,7 @@ int rmsg_cfg_set_log(struct rmsg_cfg *cfg, int level, rmsg_log_cb fn,
 		     void *arg);
 
 /* ------------------------------------------------------------------ */
-/* context                                                              */
+/* context (struct rmsg_ctx): rmsg_ctx_create(3), rmsg_ctx_destroy(3) */
 
 /**
  * rmsg_ctx_create() - create a context on a libev loop
@@ -311,27 +397,8 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx);
 struct ev_loop *rmsg_ctx_loop(const struct rmsg_ctx *ctx);
 
 /* ------------------------------------------------------------------ */
-/* connections                                                          */
-
-/**
- * struct rmsg_conn_ops - callbacks of a connection
- * @on_established: the connection can carry messages (both sides)
- * @on_msg: a message arrived; valid during the call unless held
- * @on_imm: a peer's write-with-immediate of @len bytes completed
- * @on_writable: room returned after a call failed with -EAGAIN
- * @on_close: the connection ended with @reason (0 for a local close);
- *            the last callback, exactly once; @c is freed after it returns
- *
- * Any member may be NULL.
- */
-struct rmsg_conn_ops {
-	void (*on_established)(struct rmsg_conn *c, void *arg);
-	void (*on_msg)(struct rmsg_conn *c, struct rmsg_msg *m, void *arg);
-	void (*on_imm)(struct rmsg_conn *c, uint32_t imm, size_t len,
-		       void *arg);
-	void (*on_writable)(struct rmsg_conn *c, void *arg);
-	void (*on_close)(struct rmsg_conn *c, int reason, void *arg);
-};
+/* listener (struct rmsg_listener): rmsg_listen(3); the callbacks of  */
+/* its connections (struct rmsg_conn_ops) come with rmsg_connect()    */
 
 /**
  * rmsg_accept_cb - decides on an incoming connection
@@ -378,6 +445,30 @@ int rmsg_listener_port(const struct rmsg_listener *l, uint16_t *port_p);
  * Return: 0, or -EINVAL.
  */
 int rmsg_listener_close(struct rmsg_listener *l);
+
+/* ------------------------------------------------------------------ */
+/* connection (struct rmsg_conn): rmsg_connect(3),                    */
+/* rmsg_conn_close(3), rmsg_conn_transport(3), rmsg_conn_peer_data(3) */
+
+/**
+ * struct rmsg_conn_ops - callbacks of a connection
+ * @on_established: the connection can carry messages (both sides)
+ * @on_msg: a message arrived; valid during the call unless held
+ * @on_imm: a peer's write-with-immediate of @len bytes completed
+ * @on_writable: room returned after a call failed with -EAGAIN
+ * @on_close: the connection ended with @reason (0 for a local close);
+ *            the last callback, exactly once; @c is freed after it returns
+ *
+ * Any member may be NULL.
+ */
+struct rmsg_conn_ops {
+	void (*on_established)(struct rmsg_conn *c, void *arg);
+	void (*on_msg)(struct rmsg_conn *c, struct rmsg_msg *m, void *arg);
+	void (*on_imm)(struct rmsg_conn *c, uint32_t imm, size_t len,
+		       void *arg);
+	void (*on_writable)(struct rmsg_conn *c, void *arg);
+	void (*on_close)(struct rmsg_conn *c, int reason, void *arg);
+};
 
 /**
  * rmsg_connect() - open a connection to a URI
@@ -468,7 +559,7 @@ int rmsg_conn_peer_data(const struct rmsg_conn *c, const void **data_p,
 			size_t *len_p);
 
 /* ------------------------------------------------------------------ */
-/* messages                                                             */
+/* messages (struct rmsg_msg): rmsg_send(3), rmsg_msg_data(3)         */
 
 /** rmsg_done_cb - completion of an operation; @status is 0 or -errno */
 typedef void (*rmsg_done_cb)(struct rmsg_conn *c, int status, void *arg);
@@ -528,6 +619,10 @@ int rmsg_msg_hold(struct rmsg_msg *m);
  */
 void rmsg_msg_release(struct rmsg_msg *m);
 
+/* ------------------------------------------------------------------ */
+/* memory (struct rmsg_mr): rmsg_buf_alloc(3), rmsg_mr_reg(3),        */
+/* rmsg_mr_export(3)                                                  */
+
 /**
  * rmsg_buf_alloc() - allocate registered memory from the context's pools
  * @ctx: the context
@@ -545,9 +640,6 @@ int rmsg_buf_alloc(struct rmsg_ctx *ctx, size_t len, void **buf_p);
  */
 void rmsg_buf_free(struct rmsg_ctx *ctx, void *buf);
 
-/* ------------------------------------------------------------------ */
-/* memory regions and one-sided operations                              */
-
 /** RMSG_MR_DESC_SIZE - bytes of an exported region descriptor */
 #define RMSG_MR_DESC_SIZE 32
 
@@ -556,25 +648,6 @@ enum {
 	RMSG_ACCESS_REMOTE_WRITE = 1,
 	RMSG_ACCESS_REMOTE_READ = 2,
 };
-
-/**
- * rmsg_cfg_set_reg_limit() - most bytes a context keeps registered
- * (default 1 GiB)
- * @cfg: the configuration
- * @bytes: at least 4096; regions from rmsg_mr_reg() and the short-lived
- *         registrations of user memory count, page-rounded
- *
- * Return: 0, or -EINVAL.
- */
-int rmsg_cfg_set_reg_limit(struct rmsg_cfg *cfg, size_t bytes);
-/**
- * rmsg_cfg_get_reg_limit() - read the registered-memory budget
- * @cfg: the configuration
- * @bytes_p: where the value is stored
- *
- * Return: 0, or -EINVAL.
- */
-int rmsg_cfg_get_reg_limit(const struct rmsg_cfg *cfg, size_t *bytes_p);
 
 /**
  * rmsg_mr_reg() - register memory that peers may access
@@ -648,6 +721,9 @@ int rmsg_mr_export(struct rmsg_mr *mr, struct rmsg_conn *c, uint64_t off,
  */
 int rmsg_mr_revoke(struct rmsg_mr *mr, const void *desc);
 
+/* ------------------------------------------------------------------ */
+/* one-sided operations on a peer's region: rmsg_write_imm(3)         */
+
 /**
  * rmsg_write_imm() - write into a peer's region and notify it
  * @c: the connection
@@ -701,7 +777,7 @@ int rmsg_read(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	      void *arg);
 
 /* ------------------------------------------------------------------ */
-/* RPC                                                                  */
+/* RPC (struct rmsg_req): rmsg_call(3), rmsg_handle(3)                */
 
 /**
  * rmsg_reply_cb - the end of a call
@@ -714,27 +790,6 @@ int rmsg_read(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
  */
 typedef void (*rmsg_reply_cb)(struct rmsg_conn *c, int status,
 			      struct rmsg_msg *reply, void *arg);
-
-/**
- * rmsg_handler_cb - serves one request
- *
- * @request is valid during the call unless held. The handler answers,
- * now or later, with rmsg_reply() or rmsg_reply_error(), exactly once.
- */
-typedef void (*rmsg_handler_cb)(struct rmsg_conn *c, struct rmsg_req *req,
-				struct rmsg_msg *request, void *arg);
-
-/**
- * rmsg_handle() - serve a method on every connection of a context
- * @ctx: the context
- * @method: the method number
- * @h: the handler, or NULL to remove the method's handler
- * @arg: passed to @h
- *
- * Return: 0, or -EINVAL, -ENOMEM, -ENOENT (removing an unknown method).
- */
-int rmsg_handle(struct rmsg_ctx *ctx, uint32_t method, rmsg_handler_cb h,
-		void *arg);
 
 /**
  * rmsg_call() - call a method on the peer
@@ -768,6 +823,27 @@ int rmsg_call(struct rmsg_conn *c, uint32_t method, const struct iovec *iov,
 int rmsg_call_cancel(struct rmsg_conn *c, uint64_t call_id);
 
 /**
+ * rmsg_handler_cb - serves one request
+ *
+ * @request is valid during the call unless held. The handler answers,
+ * now or later, with rmsg_reply() or rmsg_reply_error(), exactly once.
+ */
+typedef void (*rmsg_handler_cb)(struct rmsg_conn *c, struct rmsg_req *req,
+				struct rmsg_msg *request, void *arg);
+
+/**
+ * rmsg_handle() - serve a method on every connection of a context
+ * @ctx: the context
+ * @method: the method number
+ * @h: the handler, or NULL to remove the method's handler
+ * @arg: passed to @h
+ *
+ * Return: 0, or -EINVAL, -ENOMEM, -ENOENT (removing an unknown method).
+ */
+int rmsg_handle(struct rmsg_ctx *ctx, uint32_t method, rmsg_handler_cb h,
+		void *arg);
+
+/**
  * rmsg_reply() - answer a request
  * @req: the request, from the handler
  * @iov: the reply, at most RMSG_IOV_MAX - 1 pieces; any size
@@ -792,45 +868,8 @@ int rmsg_reply(struct rmsg_req *req, const struct iovec *iov, int iovcnt);
  */
 int rmsg_reply_error(struct rmsg_req *req, int err);
 
-/**
- * rmsg_cfg_set_keepalive_ms() - heartbeat interval (default 1000)
- * @cfg: the configuration
- * @ms: 0 turns keepalive off; up to 3600000
- *
- * A connection that hears nothing from its peer for the interval times
- * the misses (rmsg_cfg_set_keepalive_misses()) closes with -ETIMEDOUT.
- * Return: 0, or -EINVAL.
- */
-int rmsg_cfg_set_keepalive_ms(struct rmsg_cfg *cfg, unsigned ms);
-/**
- * rmsg_cfg_get_keepalive_ms() - read the heartbeat interval
- * @cfg: the configuration
- * @ms_p: where the value is stored
- *
- * Return: 0, or -EINVAL.
- */
-int rmsg_cfg_get_keepalive_ms(const struct rmsg_cfg *cfg, unsigned *ms_p);
-/**
- * rmsg_cfg_set_keepalive_misses() - silent intervals before the peer is
- * declared dead (default 3)
- * @cfg: the configuration
- * @misses: 1 to 1000
- *
- * Return: 0, or -EINVAL.
- */
-int rmsg_cfg_set_keepalive_misses(struct rmsg_cfg *cfg, unsigned misses);
-/**
- * rmsg_cfg_get_keepalive_misses() - read the misses
- * @cfg: the configuration
- * @misses_p: where the value is stored
- *
- * Return: 0, or -EINVAL.
- */
-int rmsg_cfg_get_keepalive_misses(const struct rmsg_cfg *cfg,
-				  unsigned *misses_p);
-
 /* ------------------------------------------------------------------ */
-/* threads                                                              */
+/* threads: work for a context's loop thread, rmsg_ctx_submit(3)      */
 
 /** rmsg_work_cb - work handed to a context's loop thread */
 typedef void (*rmsg_work_cb)(struct rmsg_ctx *ctx, void *arg);
@@ -847,28 +886,6 @@ typedef void (*rmsg_work_cb)(struct rmsg_ctx *ctx, void *arg);
  * Return: 0, or -EINVAL, -ENOMEM.
  */
 int rmsg_ctx_submit(struct rmsg_ctx *ctx, rmsg_work_cb fn, void *arg);
-
-/* ------------------------------------------------------------------ */
-/* errors                                                               */
-
-/**
- * rmsg_version() - the version of the library running, which may be newer
- * than the header a program was compiled with (RMSG_VERSION_MAJOR, ...)
- * @major: where to store the major version, or NULL
- * @minor: where to store the minor version, or NULL
- * @patch: where to store the patch level, or NULL
- *
- * Return: the version as a string, "MAJOR.MINOR.PATCH"; never NULL.
- */
-const char *rmsg_version(unsigned *major, unsigned *minor, unsigned *patch);
-
-/**
- * rmsg_strerror() - explain an error code
- * @err: a negative errno returned or passed by librmsg
- *
- * Return: a static string naming the error and its likely cause.
- */
-const char *rmsg_strerror(int err);
 
 #if defined(__GNUC__) && __GNUC__ >= 4
 #pragma GCC visibility pop
