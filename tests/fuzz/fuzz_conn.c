@@ -72,9 +72,9 @@ static struct {
 	bool down, disconnecting, room_wanted;
 } ft;
 
-static int f_post(struct rmsg_conn *c, struct rmsgi_op *op)
+static int f_post(void *tc, struct rmsgi_op *op)
 {
-	(void)c;
+	(void)tc;
 	if (ft.down)
 		return -ENOTCONN;
 	if (ft.nposted == POSTED_MAX) {
@@ -85,30 +85,27 @@ static int f_post(struct rmsg_conn *c, struct rmsgi_op *op)
 	return 0;
 }
 
-static void f_disconnect(struct rmsg_conn *c)
+static void f_disconnect(void *tc, unsigned linger_ms)
 {
-	(void)c;
+	(void)tc;
+	(void)linger_ms;
 	ft.disconnecting = true;
 }
 
-static void f_nop(struct rmsg_conn *c)
+static void f_nop(void *tc)
 {
-	(void)c;
+	(void)tc;
 }
 
-static void f_release(struct rmsg_conn *c, struct rmsgi_op *op)
+static void f_release(void *tc, struct rmsgi_op *op)
 {
-	(void)c;
+	(void)tc;
 	(void)op;
 }
 
-const struct rmsgi_tr_ops rmsgi_tr_rdma = {
-	.name = "fake-rdma",
-	.id = RMSGI_TR_RDMA,
-	.caps = RMSGI_TR_CAP_RNDV,
-	.ctx_fini = stub_ctx_fini,
-	.listen = stub_listen,
-	.listen_close = stub_listen_close,
+/* the registry lists both backends; here both are this fake (a fake's
+ * connection state is the core's connection) */
+static const struct rmsgi_tr_conn_ops f_conn_ops = {
 	.connect = stub_connect,
 	.disconnect = f_disconnect,
 	.post = f_post,
@@ -116,17 +113,21 @@ const struct rmsgi_tr_ops rmsgi_tr_rdma = {
 	.rndv_release = f_release,
 };
 
-const struct rmsgi_tr_ops rmsgi_tr_tcp = {
+const struct rmsgi_tr rmsgi_tr_rdma = {
+	.name = "fake-rdma",
+	.id = RMSGI_TR_RDMA,
+	.caps = RMSGI_TR_CAP_RNDV,
+	.ctx = &stub_ctx_ops,
+	.lst = &stub_lst_ops,
+	.conn = &f_conn_ops,
+};
+
+const struct rmsgi_tr rmsgi_tr_tcp = {
 	.name = "fake-tcp",
 	.id = RMSGI_TR_TCP,
-	.ctx_fini = stub_ctx_fini,
-	.listen = stub_listen,
-	.listen_close = stub_listen_close,
-	.connect = stub_connect,
-	.disconnect = f_disconnect,
-	.post = f_post,
-	.kick = f_nop,
-	.rndv_release = f_release,
+	.ctx = &stub_ctx_ops,
+	.lst = &stub_lst_ops,
+	.conn = &f_conn_ops,
 };
 
 static void tr_complete(struct rmsg_conn *c, int i, int status)
@@ -468,6 +469,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(rmsgi_conn_new(app.ctx, &v, &ops, NULL, &c) == 0);
 	app.c = c;
 	c->tr = u8() & 1 ? &rmsgi_tr_rdma : &rmsgi_tr_tcp;
+	c->tops = c->tr->conn;
+	c->tr_priv = c;
 	hello.credits = (uint16_t)(4 + u8() % 8);
 	hello.eager_size = 8192;
 	rmsgi_conn_get(c); /* the test looks at it until the end */

@@ -183,7 +183,7 @@ echo "$summary" | tee "$B/summary.txt"
 # transport; starts from its regression inputs, grows its own corpus
 CSRCS="src/async.c src/cfg.c src/conn.c src/credit.c src/ctx.c src/err.c
  src/keepalive.c src/listener.c src/log.c src/mr.c src/msg.c src/pool.c
- src/proto.c src/rpc.c src/uri.c"
+ src/proto.c src/rpc.c src/uri.c src/transport/registry.c"
 csecs=${FUZZ_CONN_SECONDS:-$secs}
 t0=$(date +%s)
 # shellcheck disable=SC2086
