@@ -69,19 +69,13 @@ static void set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
  * count at once: the peer can never have more than we think */
 static inline uint16_t credit_take(struct rmsg_conn *c)
 {
-	uint16_t n = rmsgi_credit_take(&c->cr);
-
-	c->peer_avail += n;
-	return n;
+	return rmsgi_credit_take(&c->cr);
 }
 
-/* should a CREDIT frame go out? Past the threshold, or whenever the
- * peer is down to its last credit and we owe it some */
+/* should a CREDIT frame go out? (rmsgi_credit_want_update) */
 static inline bool credit_due(const struct rmsg_conn *c)
 {
-	uint32_t n = c->cr.to_return;
-
-	return n >= c->cr.threshold || (n && c->peer_avail <= 1);
+	return rmsgi_credit_want_update(&c->cr);
 }
 
 int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
@@ -114,7 +108,7 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 	c->credit_op.type = RMSGI_T_CREDIT;
 	c->credit_op.iov = c->credit_op.iov_inline;
 	/* what we grant; frames can beat the established event (RDMA) */
-	c->peer_avail = (int32_t)cfg->credits;
+	rmsgi_credit_grant(&c->cr, cfg->credits);
 	ev_ref(ctx->loop);
 	*c_p = c;
 	return 0;
@@ -377,9 +371,7 @@ static void send_bye(struct rmsg_conn *c)
 	op->kind = RMSGI_OP_CTRL;
 	op->type = RMSGI_T_CREDIT;
 	op->aux = RMSGI_CREDIT_BYE;
-	if (!rmsgi_credit_can_send(&c->cr, false))
-		c->cr.avail = 1; /* the one beyond the grant; ours are gone */
-	op->credits = credit_take(c);
+	op->credits = rmsgi_credit_take_beyond(&c->cr);
 	op->posted = 1;
 	if (c->tops->post(c->tr_priv, op)) {
 		op->posted = 0;
@@ -594,6 +586,55 @@ void rmsgi_conn_rx_progress(struct rmsg_conn *c, size_t got)
 		return;
 	c->ka_mark = got;
 	c->last_rx = ev_now(c->ctx->loop);
+}
+
+bool rmsgi_conn_is_established(const struct rmsg_conn *c)
+{
+	return c->state == RMSGI_CS_ESTABLISHED;
+}
+
+void rmsgi_conn_send_credit(struct rmsg_conn *c, uint32_t aux)
+{
+	if (c->credit_op_busy || c->state != RMSGI_CS_ESTABLISHED)
+		return; /* a frame is on its way: that tells the peer */
+	c->credit_op_busy = true;
+	c->credit_op.aux = aux;
+	rmsgi_list_add_head(&c->sendq, &c->credit_op.link);
+	rmsgi_ctx_mark_dirty(c->ctx, c);
+}
+
+void rmsgi_conn_ka_begin(struct rmsg_conn *c, ev_tstamp now)
+{
+	c->last_rx = c->last_tx = now;
+}
+
+void rmsgi_conn_ka_stalled(struct rmsg_conn *c, ev_tstamp now)
+{
+	c->last_rx = now;
+	c->rndv_mark = now;
+}
+
+const struct rmsgi_op *rmsgi_conn_oldest_wait(const struct rmsg_conn *c,
+					      ev_tstamp *since)
+{
+	if (rmsgi_list_empty(&c->rndvq))
+		return NULL;
+	*since = c->rndv_mark;
+	return rmsgi_list_entry(c->rndvq.next, struct rmsgi_op, rlink);
+}
+
+ev_tstamp rmsgi_conn_rx_idle(struct rmsg_conn *c, ev_tstamp now)
+{
+	/* a peer that keeps us from returning credits (it returns none of
+	 * ours) is silent by its own doing: that counts */
+	if (rmsgi_credit_peer_held(&c->cr))
+		c->last_rx = now;
+	return now - c->last_rx;
+}
+
+ev_tstamp rmsgi_conn_tx_idle(const struct rmsg_conn *c, ev_tstamp now)
+{
+	return now - c->last_tx;
 }
 
 /* after on_msg: frees the message unless the app holds it; a lent one
@@ -918,7 +959,7 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 static bool bye_beyond_grant(const struct rmsg_conn *c,
 			     const struct rmsgi_hdr *h)
 {
-	return c->peer_avail == -1 && !c->peer_bye &&
+	return rmsgi_credit_bye_beyond(&c->cr) && !c->peer_bye &&
 	       h->type == RMSGI_T_CREDIT && h->aux == RMSGI_CREDIT_BYE;
 }
 
@@ -930,7 +971,8 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	/* any frame shows the peer alive and used one of its credits; one
 	 * beyond them (held messages count until released) is refused */
 	c->last_rx = ev_now(c->ctx->loop);
-	if (RMSGI_UNLIKELY(--c->peer_avail < 0) && !bye_beyond_grant(c, h)) {
+	if (RMSGI_UNLIKELY(rmsgi_credit_arrived(&c->cr)) &&
+	    !bye_beyond_grant(c, h)) {
 		m->free_fn(m);
 		rmsgi_warn(c->ctx,
 			   "conn %u: the peer sent a frame beyond the %u "
@@ -1065,7 +1107,6 @@ static void post_queued(struct rmsg_conn *c)
 	       (n = c->sendq.next) != &c->sendq) {
 		struct rmsgi_op *op =
 			rmsgi_list_entry(n, struct rmsgi_op, link);
-		struct rmsgi_credit save = c->cr;
 		bool rma =
 			op->kind == RMSGI_OP_WRITE || op->kind == RMSGI_OP_READ;
 		bool native = rma && (c->tr->caps & RMSGI_TR_CAP_RMA);
@@ -1093,7 +1134,7 @@ static void post_queued(struct rmsg_conn *c)
 			/* no header to piggyback returned credits on */
 			op->credits = 0;
 			if (credit)
-				c->cr.avail--;
+				rmsgi_credit_spend(&c->cr);
 		}
 		c->last_tx = ev_now(c->ctx->loop);
 		rmsgi_list_del(&op->link);
@@ -1107,8 +1148,8 @@ static void post_queued(struct rmsg_conn *c)
 			rmsgi_list_add_tail(&c->rndvq, &op->rlink);
 		}
 		if (ret == -EAGAIN) {
-			c->cr = save;
-			c->peer_avail -= op->credits;
+			if (credit)
+				rmsgi_credit_untake(&c->cr, op->credits, true);
 			op->posted = 0;
 			rmsgi_list_add_head(&c->sendq, &op->link);
 			break;
@@ -1119,15 +1160,16 @@ static void post_queued(struct rmsg_conn *c)
 			/* an op the backend refused, e.g. no registered
 			 * memory left for its copy or its rendezvous: only
 			 * it fails, the connection stays up */
-			c->cr = save;
-			c->peer_avail -= op->credits;
+			if (credit)
+				rmsgi_credit_untake(&c->cr, op->credits, true);
 			op->posted = 0;
 			op->rndv = 0;
 			op_finish(c, op, ret);
 			continue;
 		}
 		if (ret) {
-			c->cr = save;
+			if (credit)
+				rmsgi_credit_untake(&c->cr, op->credits, false);
 			op->posted = 0;
 			op->rndv = 0;
 			if (op == &c->credit_op)
@@ -1275,9 +1317,7 @@ static int send_direct_end(struct rmsg_conn *c, const struct iovec *iov,
 
 	if (w == 0) {
 		/* nothing written: the credit goes back */
-		c->cr.avail++;
-		c->cr.to_return += h->credits;
-		c->peer_avail -= h->credits;
+		rmsgi_credit_untake(&c->cr, h->credits, true);
 		if (op)
 			rmsgi_op_put(c->ctx, op);
 		return -EAGAIN;

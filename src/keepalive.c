@@ -21,20 +21,9 @@
  */
 #include "rmsg_int.h"
 
-/* queues the one CREDIT frame a connection has, if it is free */
-static void send_credit_frame(struct rmsg_conn *c, uint32_t aux)
-{
-	if (c->credit_op_busy || c->state != RMSGI_CS_ESTABLISHED)
-		return; /* a frame is on its way: that tells the peer */
-	c->credit_op_busy = true;
-	c->credit_op.aux = aux;
-	rmsgi_list_add_head(&c->sendq, &c->credit_op.link);
-	rmsgi_ctx_mark_dirty(c->ctx, c);
-}
-
 void rmsgi_keepalive_answer(struct rmsg_conn *c)
 {
-	send_credit_frame(c, 0);
+	rmsgi_conn_send_credit(c, 0);
 }
 
 static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -43,27 +32,27 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_tstamp now = ev_now(loop);
 	ev_tstamp iv = c->cfg.keepalive_ms / 1000.0;
 	bool reading = false;
+	const struct rmsgi_op *op;
+	ev_tstamp since = 0, idle;
 
-	if (c->state != RMSGI_CS_ESTABLISHED)
+	if (!rmsgi_conn_is_established(c))
 		return;
 	if (now - c->ka_tick > iv) {
 		/* this loop was stalled (a long callback, a debugger, a
 		 * paused VM): frames may be waiting unread, so the silence
 		 * proves nothing; start a fresh window */
-		c->last_rx = now;
-		c->rndv_mark = now;
+		rmsgi_conn_ka_stalled(c, now);
 	}
 	c->ka_tick = now;
-	if (!rmsgi_list_empty(&c->rndvq)) {
+	op = rmsgi_conn_oldest_wait(c, &since);
+	if (op) {
 		/* the oldest rendezvous (or emulated one-sided op) must be
 		 * answered within the bound plus its size at
 		 * RMSGI_KA_MIN_RATE */
-		struct rmsgi_op *op =
-			rmsgi_list_entry(c->rndvq.next, struct rmsgi_op, rlink);
 		ev_tstamp lim = iv * c->cfg.keepalive_misses +
 				(double)op->len / RMSGI_KA_MIN_RATE;
 
-		if (now - c->rndv_mark > lim) {
+		if (now - since > lim) {
 			rmsgi_warn(c->ctx,
 				   "conn %u: the peer left a %s of %zu bytes "
 				   "unanswered for %.1f s: closing",
@@ -71,7 +60,7 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 				   op->kind == RMSGI_OP_READ	? "read"
 				   : op->kind == RMSGI_OP_WRITE ? "write"
 								: "large send",
-				   op->len, now - c->rndv_mark);
+				   op->len, now - since);
 			rmsgi_conn_abort(c, -ETIMEDOUT);
 			rmsgi_ctx_flush(c->ctx);
 			return;
@@ -88,26 +77,25 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	 * (nothing to return): do not count that. A peer that keeps us
 	 * from returning credits (it returns none of ours) is silent by
 	 * its own doing: that counts */
-	if (c->peer_avail <= 0 && c->cr.to_return == 0)
-		c->last_rx = now;
-	if (!reading && now - c->last_rx > iv * c->cfg.keepalive_misses) {
+	idle = rmsgi_conn_rx_idle(c, now);
+	if (!reading && idle > iv * c->cfg.keepalive_misses) {
 		rmsgi_warn(c->ctx,
 			   "conn %u: nothing heard for %.1f s "
 			   "(keepalive %u ms x %u): peer dead",
-			   c->id, now - c->last_rx, c->cfg.keepalive_ms,
+			   c->id, idle, c->cfg.keepalive_ms,
 			   c->cfg.keepalive_misses);
 		rmsgi_conn_abort(c, -ETIMEDOUT);
 		rmsgi_ctx_flush(c->ctx);
 		return;
 	}
-	if (now - c->last_rx >= iv) {
-		send_credit_frame(c, RMSGI_CREDIT_PROBE);
+	if (idle >= iv) {
+		rmsgi_conn_send_credit(c, RMSGI_CREDIT_PROBE);
 		rmsgi_ctx_flush(c->ctx);
-	} else if (now - c->last_tx >= iv) {
+	} else if (rmsgi_conn_tx_idle(c, now) >= iv) {
 		/* we said nothing for an interval: tell the peer we live.
 		 * Over TCP its probes can be stuck behind a large frame it
 		 * is still sending us, which it cannot tell from silence */
-		send_credit_frame(c, 0);
+		rmsgi_conn_send_credit(c, 0);
 		rmsgi_ctx_flush(c->ctx);
 	}
 }
@@ -116,7 +104,8 @@ void rmsgi_keepalive_start(struct rmsg_conn *c)
 {
 	ev_tstamp iv;
 
-	c->last_rx = c->last_tx = c->ka_tick = ev_now(c->ctx->loop);
+	c->ka_tick = ev_now(c->ctx->loop);
+	rmsgi_conn_ka_begin(c, c->ka_tick);
 	if (!c->cfg.keepalive_ms || c->ka_on)
 		return;
 	iv = c->cfg.keepalive_ms / 1000.0;

@@ -248,10 +248,6 @@ struct rmsg_conn {
 	ev_timer ka;		    /* keepalive (keepalive.c) */
 	bool ka_on;
 	ev_tstamp last_rx, last_tx, ka_tick;
-	/* credits the peer can still use, as we see it: never below what
-	 * it really has (we count a return when we post it); a frame that
-	 * finds it at 0 is beyond the grant: -EPROTO */
-	int32_t peer_avail;
 	/* answers generated for the peer (READ_RESP, RNDV_ACK, RPC replies)
 	 * queued or posted (see "What a peer may make us hold" below) */
 	unsigned ans_n;
@@ -337,6 +333,26 @@ void rmsgi_keepalive_stop(struct rmsg_conn *c);
  * plain CREDIT frame) */
 #define RMSGI_CREDIT_BYE 2
 void rmsgi_keepalive_answer(struct rmsg_conn *c);
+/* keepalive.c acts on a connection only through these (conn.c) */
+bool rmsgi_conn_is_established(const struct rmsg_conn *c);
+/* queues the connection's one CREDIT frame with @aux, unless it is on
+ * its way already (that tells the peer too) or @c is not established */
+void rmsgi_conn_send_credit(struct rmsg_conn *c, uint32_t aux);
+/* the peer counts as heard from, and we as having spoken, at @now */
+void rmsgi_conn_ka_begin(struct rmsg_conn *c, ev_tstamp now);
+/* the loop stalled: the silence so far proves nothing; restarts the
+ * windows of the peer's silence and of its unanswered rendezvous */
+void rmsgi_conn_ka_stalled(struct rmsg_conn *c, ev_tstamp now);
+/* the oldest rendezvous (or emulated one-sided op) waiting for the
+ * peer's answer, or NULL; @since: when the queue last moved */
+const struct rmsgi_op *rmsgi_conn_oldest_wait(const struct rmsg_conn *c,
+					      ev_tstamp *since);
+/* how long the peer has been silent by its own doing at @now: while it
+ * cannot talk because our app holds every message it sent (no credit
+ * left, none to return) its silence restarts */
+ev_tstamp rmsgi_conn_rx_idle(struct rmsg_conn *c, ev_tstamp now);
+/* how long since we last posted a frame, at @now */
+ev_tstamp rmsgi_conn_tx_idle(const struct rmsg_conn *c, ev_tstamp now);
 
 /* cross-thread submission (async.c) */
 int rmsgi_async_init(struct rmsg_ctx *ctx);

@@ -424,7 +424,7 @@ static void check_bounds(const struct rmsg_conn *c)
 	 * took (at most POSTED_MAX at a time); what the app replies to
 	 * requests it held comes on top */
 	CHECK(c->ans_n <= c->cfg.credits * (1 + POSTED_MAX) + HELD_MAX);
-	CHECK(c->peer_avail <= (int32_t)c->cfg.credits);
+	CHECK(c->cr.peer_avail <= (int32_t)c->cfg.credits);
 }
 
 static void quiet(int level, const char *line, void *arg)

@@ -145,6 +145,7 @@ static void credit_want_update__threshold(void **state)
 	uint32_t i;
 
 	(void)state;
+	rmsgi_credit_grant(&cr, 32);
 	rmsgi_credit_init(&cr, 32, 32);
 	assert_false(rmsgi_credit_want_update(&cr));
 	for (i = 0; i < cr.threshold - 1; i++)
@@ -154,6 +155,236 @@ static void credit_want_update__threshold(void **state)
 	assert_true(rmsgi_credit_want_update(&cr));
 	rmsgi_credit_take(&cr);
 	assert_false(rmsgi_credit_want_update(&cr));
+}
+
+/* a connection as conn.c makes it: our grant at creation, the peer's
+ * when its hello is known */
+static void cr_new(struct rmsgi_credit *cr, uint32_t peer_grant,
+		   uint32_t my_grant)
+{
+	memset(cr, 0xaa, sizeof(*cr));
+	rmsgi_credit_grant(cr, my_grant);
+	rmsgi_credit_init(cr, peer_grant, my_grant);
+}
+
+/* rmsg.7: a peer down to its last credit cannot send a message (it keeps
+ * that one for a CREDIT frame): whatever we owe it goes back at once,
+ * below the threshold too, or it could wait for ever */
+static void credit_want_update__peer_at_last(void **state)
+{
+	struct rmsgi_credit cr;
+	uint32_t i;
+
+	(void)state;
+	cr_new(&cr, 32, 32);
+	/* the peer sends 30 messages of its 32: 2 left */
+	for (i = 0; i < 30; i++)
+		assert_int_equal(rmsgi_credit_arrived(&cr), 0);
+	rmsgi_credit_freed(&cr);
+	assert_true(cr.threshold > 1);
+	assert_false(rmsgi_credit_want_update(&cr));
+	/* one more message: it is down to its last credit */
+	assert_int_equal(rmsgi_credit_arrived(&cr), 0);
+	assert_true(rmsgi_credit_want_update(&cr));
+	/* nothing owed: nothing to send, whatever the peer has left */
+	rmsgi_credit_take(&cr);
+	assert_false(rmsgi_credit_want_update(&cr));
+}
+
+/* rmsg.7: the receiver counts every frame against the credits it gave,
+ * and the first one beyond closes the connection (-EPROTO) */
+static void credit_arrived__beyond_grant(void **state)
+{
+	static const uint32_t grants[] = {4, 5, 32, 4096};
+	struct rmsgi_credit cr;
+	uint32_t i, g;
+	size_t k;
+
+	(void)state;
+	for (k = 0; k < UNIT_ARRAY_SIZE(grants); k++) {
+		g = grants[k];
+		cr_new(&cr, 8, g);
+		for (i = 0; i < g; i++)
+			assert_int_equal(rmsgi_credit_arrived(&cr), 0);
+		assert_int_equal(rmsgi_credit_arrived(&cr), -EPROTO);
+		assert_int_equal(rmsgi_credit_arrived(&cr), -EPROTO);
+	}
+}
+
+/* frames can come before the peer's hello is known (RDMA): they count
+ * against the grant, and learning the hello does not give them back */
+static void credit_arrived__before_hello(void **state)
+{
+	struct rmsgi_credit cr;
+	int i;
+
+	(void)state;
+	memset(&cr, 0xaa, sizeof(cr));
+	rmsgi_credit_grant(&cr, 4);
+	assert_int_equal(rmsgi_credit_arrived(&cr), 0);
+	assert_int_equal(rmsgi_credit_arrived(&cr), 0);
+	rmsgi_credit_init(&cr, 16, 4);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(rmsgi_credit_arrived(&cr), 0);
+	assert_int_equal(rmsgi_credit_arrived(&cr), -EPROTO);
+}
+
+/* what we return (piggybacked on a frame we send) the peer may use at
+ * once, and not one frame more; held messages count until released */
+static void credit_arrived__returned_ones(void **state)
+{
+	struct rmsgi_credit cr;
+	int i;
+
+	(void)state;
+	cr_new(&cr, 8, 4);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(rmsgi_credit_arrived(&cr), 0);
+	/* two of the four buffers come free (the app holds the others) */
+	rmsgi_credit_freed(&cr);
+	rmsgi_credit_freed(&cr);
+	/* not told yet: the peer still has none */
+	assert_int_equal(rmsgi_credit_arrived(&cr), -EPROTO);
+	cr_new(&cr, 8, 4);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(rmsgi_credit_arrived(&cr), 0);
+	rmsgi_credit_freed(&cr);
+	rmsgi_credit_freed(&cr);
+	assert_int_equal(rmsgi_credit_take(&cr), 2);
+	assert_int_equal(rmsgi_credit_arrived(&cr), 0);
+	assert_int_equal(rmsgi_credit_arrived(&cr), 0);
+	assert_int_equal(rmsgi_credit_arrived(&cr), -EPROTO);
+}
+
+/* a frame that did not go: its credit comes back, and so do the returns
+ * it carried; the peer, which never saw them, may not use them. Unless
+ * we are not sure it did not go: then the peer keeps them (it is never
+ * counted below what it has) */
+static void credit_untake__frame_not_sent(void **state)
+{
+	struct rmsgi_credit cr;
+	uint16_t n;
+	int i;
+
+	(void)state;
+	cr_new(&cr, 8, 4);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(rmsgi_credit_arrived(&cr), 0);
+	for (i = 0; i < 3; i++)
+		rmsgi_credit_freed(&cr);
+	n = rmsgi_credit_take(&cr);
+	assert_int_equal(n, 3);
+	rmsgi_credit_untake(&cr, n, true);
+	assert_int_equal(cr.avail, 8);
+	/* owed again, and the next frame carries them */
+	assert_int_equal(rmsgi_credit_take(&cr), 3);
+	rmsgi_credit_untake(&cr, 3, true);
+	assert_int_equal(rmsgi_credit_arrived(&cr), -EPROTO);
+
+	cr_new(&cr, 8, 4);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(rmsgi_credit_arrived(&cr), 0);
+	rmsgi_credit_freed(&cr);
+	rmsgi_credit_untake(&cr, rmsgi_credit_take(&cr), false);
+	assert_int_equal(cr.avail, 8);
+	/* the peer may have the one from the failed frame, no more */
+	assert_int_equal(rmsgi_credit_arrived(&cr), 0);
+	assert_int_equal(rmsgi_credit_arrived(&cr), -EPROTO);
+	/* and the returns are owed again */
+	assert_int_equal(rmsgi_credit_take(&cr), 1);
+
+	/* a frame without a header (rmsgi_credit_spend) carries nothing */
+	cr_new(&cr, 8, 4);
+	rmsgi_credit_freed(&cr);
+	rmsgi_credit_spend(&cr);
+	assert_int_equal(cr.avail, 7);
+	rmsgi_credit_untake(&cr, 0, true);
+	assert_int_equal(cr.avail, 8);
+	assert_int_equal(rmsgi_credit_take(&cr), 1);
+}
+
+/* rmsg.7: the last frame of a close may come one beyond the credits,
+ * once: the sender may take it with none left, the receiver takes the
+ * first frame beyond the grant as that, and no second one */
+static void credit_bye__one_beyond_once(void **state)
+{
+	struct rmsgi_credit a, b; /* a sends to b */
+	int i;
+
+	(void)state;
+	cr_new(&a, 4, 4);
+	cr_new(&b, 4, 4);
+	/* a spends its last credit returning credits: 3 messages and a
+	 * CREDIT frame */
+	for (i = 0; i < 3; i++) {
+		assert_true(rmsgi_credit_can_send(&a, true));
+		rmsgi_credit_take(&a);
+		assert_int_equal(rmsgi_credit_arrived(&b), 0);
+	}
+	assert_false(rmsgi_credit_can_send(&a, true));
+	rmsgi_credit_freed(&a);
+	assert_int_equal(rmsgi_credit_take(&a), 1);
+	assert_int_equal(rmsgi_credit_arrived(&b), 0);
+	assert_false(rmsgi_credit_can_send(&a, false));
+	/* its BYE still goes, with what it owes since */
+	rmsgi_credit_freed(&a);
+	assert_int_equal(rmsgi_credit_take_beyond(&a), 1);
+	assert_int_equal(a.avail, 0);
+	assert_int_equal(rmsgi_credit_arrived(&b), -EPROTO);
+	assert_true(rmsgi_credit_bye_beyond(&b));
+	/* nothing after it */
+	assert_int_equal(rmsgi_credit_arrived(&b), -EPROTO);
+	assert_false(rmsgi_credit_bye_beyond(&b));
+}
+
+/* the BYE beyond the grant is only for a sender that has none left; one
+ * with credits spends one of them like any frame */
+static void credit_bye__within_grant(void **state)
+{
+	struct rmsgi_credit a, b;
+
+	(void)state;
+	cr_new(&a, 4, 4);
+	cr_new(&b, 4, 4);
+	rmsgi_credit_take(&a);
+	assert_int_equal(rmsgi_credit_arrived(&b), 0);
+	rmsgi_credit_take(&a);
+	assert_int_equal(rmsgi_credit_arrived(&b), 0);
+	rmsgi_credit_take_beyond(&a); /* the BYE, 2 left */
+	assert_int_equal(a.avail, 1);
+	assert_int_equal(rmsgi_credit_arrived(&b), 0);
+	/* a frame beyond the grant while the peer still had credits is
+	 * not the BYE exception */
+	cr_new(&b, 4, 4);
+	assert_false(rmsgi_credit_bye_beyond(&b));
+	assert_int_equal(rmsgi_credit_arrived(&b), 0);
+	assert_false(rmsgi_credit_bye_beyond(&b));
+}
+
+/* rmsg.7: a peer whose credits are all held by our app cannot send; one
+ * we owe credits to (nothing held) could be told of them */
+static void credit_peer_held(void **state)
+{
+	struct rmsgi_credit cr;
+	int i;
+
+	(void)state;
+	cr_new(&cr, 8, 4);
+	assert_false(rmsgi_credit_peer_held(&cr));
+	for (i = 0; i < 3; i++)
+		assert_int_equal(rmsgi_credit_arrived(&cr), 0);
+	assert_false(rmsgi_credit_peer_held(&cr));
+	assert_int_equal(rmsgi_credit_arrived(&cr), 0);
+	assert_true(rmsgi_credit_peer_held(&cr));
+	/* one released: it is ours to return, so its silence is not
+	 * ours any more */
+	rmsgi_credit_freed(&cr);
+	assert_false(rmsgi_credit_peer_held(&cr));
+	/* returned: the peer can talk */
+	rmsgi_credit_take(&cr);
+	assert_false(rmsgi_credit_peer_held(&cr));
+	assert_int_equal(rmsgi_credit_arrived(&cr), 0);
+	assert_true(rmsgi_credit_peer_held(&cr));
 }
 
 /* ------------------------------------------------------------------ */
@@ -183,6 +414,7 @@ static void side_init(struct side *s, uint32_t my_grant, uint32_t peer_grant,
 		      bool streaming)
 {
 	memset(s, 0, sizeof(*s));
+	rmsgi_credit_grant(&s->cr, my_grant);
 	rmsgi_credit_init(&s->cr, peer_grant, my_grant);
 	s->grant = my_grant;
 	s->streaming = streaming;
@@ -220,15 +452,22 @@ static bool can_credit(const struct side *s)
 }
 
 /* frames @from's peer may still send + everything holding its credits
- * adds up to the grant: nothing is lost or made up */
+ * adds up to the grant: nothing is lost or made up. And @to counts what
+ * @from may still send exactly: what it has, what it sent that has not
+ * arrived, and what @to returned that has not reached it yet (never
+ * below what it has, and not more) */
 static void check_conservation(const struct side *from, const struct side *to)
 {
 	uint64_t sum = from->cr.avail + from->n + to->inuse + to->cr.to_return;
+	int64_t may = (int64_t)from->cr.avail + from->n;
 	unsigned int i;
 
-	for (i = 0; i < to->n; i++)
+	for (i = 0; i < to->n; i++) {
 		sum += to->chan[(to->head + i) % CHAN_MAX].credits;
+		may += to->chan[(to->head + i) % CHAN_MAX].credits;
+	}
 	assert_int_equal(sum, to->grant);
+	assert_int_equal(may, to->cr.peer_avail);
 }
 
 /* delivers the oldest frame from @s to @peer */
@@ -238,8 +477,10 @@ static void deliver(struct side *s, struct side *peer)
 
 	s->head = (s->head + 1) % CHAN_MAX;
 	s->n--;
-	/* a frame never arrives without a posted buffer (no RNR) */
+	/* a frame never arrives without a posted buffer (no RNR), and
+	 * never beyond the grant */
 	assert_true(peer->inuse < peer->grant);
+	assert_int_equal(rmsgi_credit_arrived(&peer->cr), 0);
 	peer->inuse++;
 	assert_int_equal(rmsgi_credit_returned(&peer->cr, f.credits, s->grant),
 			 0);
@@ -375,6 +616,14 @@ int main(void)
 		cmocka_unit_test(credit_returned__within_grant),
 		cmocka_unit_test(credit_returned__beyond_grant),
 		cmocka_unit_test(credit_want_update__threshold),
+		cmocka_unit_test(credit_want_update__peer_at_last),
+		cmocka_unit_test(credit_arrived__beyond_grant),
+		cmocka_unit_test(credit_arrived__before_hello),
+		cmocka_unit_test(credit_arrived__returned_ones),
+		cmocka_unit_test(credit_untake__frame_not_sent),
+		cmocka_unit_test(credit_bye__one_beyond_once),
+		cmocka_unit_test(credit_bye__within_grant),
+		cmocka_unit_test(credit_peer_held),
 		cmocka_unit_test(credit_exchange__both_stream),
 		cmocka_unit_test(credit_exchange__one_way),
 		cmocka_unit_test(credit_exchange__asymmetric_grants),
