@@ -439,7 +439,8 @@ int rmsgi_tr_incoming(struct rmsg_listener *l, const struct rmsgi_tr *tr,
  * answer with (status 0: accepted; else the refusal's status), and
  * returns 0 if accepted (the backend then finishes the handshake and
  * reports established) or a negative errno (the backend sends @reply
- * and drops the connection with rmsgi_conn_discard()). */
+ * and drops the connection, with rmsgi_conn_discard() or as a failure:
+ * ev_failed and ev_down; the app hears nothing either way). */
 int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 			  const struct rmsgi_hello *h,
 			  struct rmsgi_hello *reply);
