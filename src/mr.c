@@ -16,11 +16,11 @@
  * connection (or any, for an any-peer export), within its range and
  * rights. RDMA: the device checks. The region's registration carries no
  * remote rights; a per-connection export is a type-2 memory window bound
- * to the connection's queue pair (rdma.c), an any-peer export its own
+ * to the connection's queue pair (rdma/mem.c), an any-peer export its own
  * registration of the range with remote rights. The descriptor then
  * carries that rkey and the virtual address of the export's byte 0.
  *
- * Registrations are made through hooks a transport installs (rdma.c, on
+ * Registrations are made through hooks a transport installs (rdma/dev.c, on
  * opening its device); before that a region only exists for TCP, and is
  * registered when the hooks arrive.
  *

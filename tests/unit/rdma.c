@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * unit tests of the rdma backend (src/transport/rdma.c) against the
+ * unit tests of the rdma backend (src/transport/rdma/) against the
  * libibverbs/librdmacm mocks (tests/mocks): connections are set up
  * through mocked rdma_cm events, frames arrive by filling posted SRQ
  * receives, and the test completes posted work requests itself. The

@@ -1,0 +1,505 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cm.c - connection management over rdma_cm (rdma.h tells the design):
+ * resolving and connecting, listening, a peer's connect request, the
+ * connection's QP on the shared CQ and SRQ, its timer (connect bound,
+ * then teardown bound) and the rdma_cm events.
+ */
+#include <stdio.h>
+#include <arpa/inet.h>
+
+#include "rdma.h"
+
+/* ------------------------------------------------------------------ */
+/* connection setup                                                     */
+
+/* a client's: @c and @ci now; a server's: from rmsgi_tr_incoming */
+static int rc_new(struct rdma_ctx *r, struct rmsg_conn *c,
+		  const struct rmsgi_tr_conn_info *ci, struct rdma_conn **rc_p)
+{
+	struct rdma_conn *rc = calloc(1, sizeof(*rc));
+
+	if (!rc)
+		return -ENOMEM;
+	rc->c = c;
+	rc->ci = ci;
+	rc->r = r;
+	rmsgi_list_init(&rc->mws);
+	ev_timer_init(&rc->timer, rdma_rc_timer_cb, 0, 0);
+	rc->timer.data = rc;
+	if (c)
+		rmsgi_conn_set_tc(c, rc);
+	r->nconns++;
+	*rc_p = rc;
+	return 0;
+}
+
+void rdma_rc_timer(struct rdma_conn *rc, unsigned ms)
+{
+	struct ev_loop *loop = rc->r->env->loop;
+
+	if (rc->timer_on) {
+		ev_ref(loop);
+		ev_timer_stop(loop, &rc->timer);
+	}
+	ev_timer_set(&rc->timer, ms / 1000.0, 0);
+	ev_timer_start(loop, &rc->timer);
+	ev_unref(loop);
+	rc->timer_on = true;
+}
+
+/* QP on the shared CQ and SRQ, header slots, and this peer's buffers */
+static int rc_setup_qp(struct rdma_conn *rc)
+{
+	struct rdma_ctx *r = rc->r;
+	struct ibv_qp_init_attr qa;
+	uint8_t timeout = ACK_TIMEOUT;
+	int ret;
+
+	ret = rdma_dev_open(r, rc->id->verbs);
+	if (ret)
+		return ret;
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_context = rc;
+	qa.send_cq = r->cq;
+	qa.recv_cq = r->cq;
+	qa.srq = r->srq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = SQ_DEPTH;
+	qa.cap.max_send_sge = MAX_SGE + 1;
+	qa.cap.max_inline_data = 256;
+	ret = rdma_create_qp(rc->id, r->pd, &qa);
+	if (ret) {
+		/* providers differ in inline and SGE limits: ask for less */
+		qa.cap.max_inline_data = 0;
+		qa.cap.max_send_sge = 4;
+		ret = rdma_create_qp(rc->id, r->pd, &qa);
+	}
+	if (ret)
+		return rmsgi_err_cm(ret);
+	rc->qp = rc->id->qp;
+	rc->qpn = rc->qp->qp_num;
+	rc->max_inline = qa.cap.max_inline_data;
+	rc->max_sge = RMSGI_MIN(qa.cap.max_send_sge, MAX_SGE + 1);
+	qpn_add(r, rc);
+	rdma_set_option(rc->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+			&timeout, sizeof(timeout));
+	ret = rmsgi_pool_alloc(r->env->pool, SQ_DEPTH * 64, (void **)&rc->hdrs);
+	if (ret)
+		return ret;
+	rmsgi_pool_lookup(r->env->pool, rc->hdrs, SQ_DEPTH * 64,
+			  &rc->hdrs_lkey);
+	if (r->srq_target + rc->ci->cfg->credits + RX_SPARE > r->srq_max) {
+		rmsgi_err(r->ctx,
+			  "SRQ full: %u receive buffers granted (and %u "
+			  "spare), the device allows %u",
+			  r->srq_target, RX_SPARE, r->srq_max);
+		return -ENOBUFS;
+	}
+	rc->granted = rc->ci->cfg->credits;
+	r->srq_target += rc->granted;
+	return rdma_srq_fill(r);
+}
+
+/*
+ * The connection is up: the QP is in RTS. Its RNR timer is what the
+ * peer waits before resending into an SRQ found empty; rdma_cm leaves it
+ * at 655 ms. Best effort: a device that refuses keeps the default.
+ */
+void rdma_rc_up(struct rdma_conn *rc)
+{
+	struct ibv_qp_attr qattr = {.min_rnr_timer = MIN_RNR_TIMER};
+
+	rc->state = RC_UP;
+	if (rc->qp && ibv_modify_qp(rc->qp, &qattr, IBV_QP_MIN_RNR_TIMER))
+		rmsgi_tr_dbg(rc->r->env, "conn %u: RNR timer not set",
+			     rc->ci->id);
+}
+
+/*
+ * The peer's hello: its eager size is what it receives into; ours is
+ * what we receive into and what we are prepared to copy per frame. We
+ * never send it eager frames larger than our own, however large its
+ * announcement (rendezvous requests and segment lists included).
+ */
+static void hello_clamp(const struct rdma_ctx *r, struct rmsgi_hello *h)
+{
+	if (h->eager_size > r->eager)
+		h->eager_size = (uint32_t)r->eager;
+}
+
+static void rc_conn_param(struct rdma_conn *rc, struct rdma_conn_param *p,
+			  uint8_t *buf)
+{
+	struct rmsgi_hello h;
+
+	rmsgi_conn_hello(rc->c, &h);
+	h.eager_size = (uint32_t)rc->r->eager;
+	h.credits = (uint16_t)rc->granted;
+	memset(p, 0, sizeof(*p));
+	p->private_data = buf;
+	p->private_data_len = (uint8_t)rmsgi_hello_encode(&h, buf);
+	p->responder_resources = (uint8_t)rc->r->rd_atom;
+	p->initiator_depth = (uint8_t)rc->r->rd_atom;
+	p->retry_count = RETRY_COUNT;
+	/* credits make RNR a peer's fault: one over its credits can drain
+	 * the shared SRQ before it is closed, and the others then wait for
+	 * reposted buffers rather than fail, for RNR_RETRY retries of the
+	 * receiver's RNR timer (ours: MIN_RNR_TIMER, ~1.5 s in all); not 7,
+	 * which retries forever: a live receiver that never reposts would
+	 * stall our sends for good */
+	p->rnr_retry_count = RNR_RETRY;
+}
+
+static int rdma_resolve(const struct rmsgi_uri *u, bool passive,
+			struct rdma_addrinfo **res_p)
+{
+	struct rdma_addrinfo hints = {0};
+	char port[8];
+	int ret;
+
+	hints.ai_port_space = RDMA_PS_TCP;
+	if (passive)
+		hints.ai_flags = RAI_PASSIVE;
+	if (u->src_len) /* a destination of the source's family */
+		hints.ai_family = u->src.ss_family;
+	snprintf(port, sizeof(port), "%u", u->port);
+	ret = rdma_getaddrinfo(u->host, port, &hints, res_p);
+	if (ret)
+		return errno == ENODEV ? -ENODEV : -EHOSTUNREACH;
+	return 0;
+}
+
+int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
+		    const struct rmsgi_uri *u)
+{
+	struct rdma_addrinfo *res;
+	struct rdma_conn *rc;
+	struct rdma_ctx *r;
+	int ret;
+
+	ret = rdma_ctx_get(ci->ctx, &r);
+	if (ret)
+		return ret;
+	ret = rdma_resolve(u, false, &res);
+	if (ret == -EHOSTUNREACH) {
+		/* the network's answer, not a misuse: like every later
+		 * failure (and like TCP) it reaches the core as one (for
+		 * the app, on_close from the loop; auto:// falls back) */
+		ret = rc_new(r, c, ci, &rc);
+		if (ret)
+			return ret;
+		rdma_rc_teardown(rc, -EHOSTUNREACH);
+		return 0;
+	}
+	if (ret)
+		return ret;
+	ret = rc_new(r, c, ci, &rc);
+	if (ret)
+		goto undo_res;
+	ret = rmsgi_err_cm(rdma_create_id(r->ech, &rc->id, rc, RDMA_PS_TCP));
+	if (ret)
+		goto undo_rc;
+	/* "?src=": without it the source is the one the route picks, which
+	 * for two local devices is always the same device */
+	ret = rmsgi_err_cm(rdma_resolve_addr(
+		rc->id,
+		u->src_len ? (struct sockaddr *)&u->src : res->ai_src_addr,
+		res->ai_dst_addr,
+		(int)RMSGI_MIN(ci->cfg->timeout_ms, RESOLVE_SLICE_MS)));
+	if (ret && ret != -ENODEV && ret != -ENOENT && ret != -ENOMEM) {
+		/* e.g. a ?src= that is no address of this host, or no
+		 * route: on_close, as for TCP */
+		rdma_freeaddrinfo(res);
+		rdma_rc_teardown(rc, ret);
+		return 0;
+	}
+	if (ret)
+		goto undo_id;
+	rdma_freeaddrinfo(res);
+	rc->state = RC_RESOLVING;
+	rdma_rc_timer(rc, ci->cfg->timeout_ms);
+	return 0;
+
+undo_id:
+	rdma_destroy_id(rc->id);
+undo_rc:
+	r->nconns--;
+	free(rc);
+undo_res:
+	rdma_freeaddrinfo(res);
+	return ret == -ENOENT ? -ENODEV : ret;
+}
+
+int rdma_listen_op(struct rmsg_ctx *ctx, struct rmsg_listener *l,
+		   const struct rmsgi_uri *u, uint16_t *port_p, void **tl_p)
+{
+	struct rdma_listener *rl;
+	struct rdma_addrinfo *res;
+	struct rdma_ctx *r;
+	int ret;
+
+	ret = rdma_ctx_get(ctx, &r);
+	if (ret)
+		return ret;
+	ret = rdma_resolve(u, true, &res);
+	if (ret)
+		return ret == -EHOSTUNREACH ? -EADDRNOTAVAIL : ret;
+	rl = calloc(1, sizeof(*rl));
+	if (!rl) {
+		ret = -ENOMEM;
+		goto undo_res;
+	}
+	rl->l = l;
+	rl->r = r;
+	ret = rmsgi_err_cm(rdma_create_id(r->ech, &rl->id, NULL, RDMA_PS_TCP));
+	if (ret)
+		goto undo_rl;
+	rl->id->context = NULL; /* marks a listening id */
+	ret = rmsgi_err_cm(rdma_bind_addr(rl->id, res->ai_src_addr));
+	if (ret)
+		goto undo_id;
+	/* bound to one device's address: open it now, so that regions get
+	 * their keys before the first connection (rmsg_mr_export) */
+	if (rl->id->verbs) {
+		ret = rdma_dev_open(r, rl->id->verbs);
+		if (ret)
+			goto undo_id;
+	}
+	ret = rmsgi_err_cm(rdma_listen(rl->id, 128));
+	if (ret)
+		goto undo_id;
+	*port_p = ntohs(rdma_get_src_port(rl->id));
+	*tl_p = rl;
+	rmsgi_list_add_tail(&r->listeners, &rl->link);
+	rdma_freeaddrinfo(res);
+	return 0;
+
+undo_id:
+	rdma_destroy_id(rl->id);
+undo_rl:
+	free(rl);
+undo_res:
+	rdma_freeaddrinfo(res);
+	if (ret == -ENODEV || ret == -EADDRNOTAVAIL)
+		rmsgi_info(ctx, "rdma listen on %s: %s", u->host,
+			   rmsg_strerror(ret));
+	return ret;
+}
+
+void rdma_listen_close(void *p)
+{
+	struct rdma_listener *rl = p;
+
+	rmsgi_list_del(&rl->link);
+	rdma_destroy_id(rl->id);
+	free(rl);
+}
+
+/* a peer asks to connect: the core admits it and asks the app; accept
+ * or reject with the hello it fills */
+static void on_connect_request(struct rdma_ctx *r, struct rdma_cm_event *ev,
+			       struct rdma_listener *rl)
+{
+	const struct rmsgi_tr_conn_info *ci;
+	struct rdma_conn_param param;
+	struct rmsgi_hello h, reply;
+	uint8_t buf[64];
+	struct rdma_conn *rc;
+	struct rmsg_conn *c;
+	int ret;
+
+	if (rmsgi_hello_decode(ev->param.conn.private_data,
+			       ev->param.conn.private_data_len, &h)) {
+		rmsgi_warn(r->ctx, "rdma: connect request without a valid "
+				   "hello: rejected");
+		rdma_reject(ev->id, NULL, 0);
+		rdma_destroy_id(ev->id);
+		return;
+	}
+	hello_clamp(r, &h);
+	ret = rc_new(r, NULL, NULL, &rc);
+	if (ret) {
+		rdma_reject(ev->id, NULL, 0);
+		rdma_destroy_id(ev->id);
+		return;
+	}
+	if (rmsgi_tr_incoming(rl->l, &rmsgi_tr_rdma, rc, &c, &ci, &reply)) {
+		/* over the listener's limits (the peer logs why), or no
+		 * memory */
+		rdma_reject(ev->id, buf,
+			    (uint8_t)rmsgi_hello_encode(&reply, buf));
+		rdma_destroy_id(ev->id);
+		r->nconns--;
+		free(rc);
+		return;
+	}
+	rc->c = c;
+	rc->ci = ci;
+	rc->is_server = true;
+	rc->id = ev->id;
+	rc->id->context = rc;
+	rc->state = RC_CONNECTING;
+	ret = rc_setup_qp(rc);
+	if (ret == 0)
+		ret = rmsgi_conn_ev_request(c, rl->l, &h, &reply);
+	else
+		rmsgi_conn_refusal(c, ret, &reply);
+	if (ret == 0) {
+		rc->peer_eager = h.eager_size;
+		rc_conn_param(rc, &param, buf);
+		ret = rmsgi_err_cm(rdma_accept(rc->id, &param));
+		if (ret == 0) {
+			rdma_rc_timer(rc, ci->cfg->timeout_ms);
+			return;
+		}
+		rmsgi_conn_refusal(c, ret, &reply);
+	}
+	/* rejected or failed: the app never sees this connection */
+	rdma_reject(rc->id, buf, (uint8_t)rmsgi_hello_encode(&reply, buf));
+	rc->state = RC_DEAD;
+	rc->silent = true;
+	rdma_rc_teardown(rc, 0);
+}
+
+static int cm_status_err(int status, int dflt)
+{
+	return status < 0 && status > -4096 ? status : dflt;
+}
+
+static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
+{
+	struct rdma_conn *rc = ev->id->context;
+	struct rdma_conn_param param;
+	struct rmsgi_hello h;
+	uint8_t buf[64];
+	int ret;
+
+	if (!rc)
+		return; /* a listening id's own events */
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		ret = rmsgi_err_cm(rdma_resolve_route(
+			rc->id, (int)rc->ci->cfg->timeout_ms));
+		if (ret)
+			rdma_rc_teardown(rc, ret);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		ret = rc_setup_qp(rc);
+		if (ret == 0) {
+			rc_conn_param(rc, &param, buf);
+			ret = rmsgi_err_cm(rdma_connect(rc->id, &param));
+		}
+		if (ret)
+			rdma_rc_teardown(rc, ret);
+		else
+			rc->state = RC_CONNECTING;
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (rc->state != RC_CONNECTING)
+			break; /* a receive already showed it (on_recv) */
+		rc_timer_stop(rc);
+		rdma_rc_up(rc);
+		if (rc->is_server) {
+			rmsgi_conn_ev_established(rc->c, NULL);
+		} else if (rmsgi_hello_decode(ev->param.conn.private_data,
+					      ev->param.conn.private_data_len,
+					      &h) == 0) {
+			hello_clamp(r, &h);
+			rc->peer_eager = h.eager_size;
+			rmsgi_conn_ev_established(rc->c, &h);
+		} else {
+			rdma_rc_teardown(rc, -EPROTO);
+		}
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		if (rmsgi_hello_decode(ev->param.conn.private_data,
+				       ev->param.conn.private_data_len,
+				       &h) == 0 &&
+		    h.status < 0) {
+			/* every reject reads the same; the reason is in pdata */
+			rmsgi_conn_ev_failed(rc->c, -ECONNREFUSED, &h);
+			rdma_rc_teardown(rc, -ECONNREFUSED);
+		} else {
+			rdma_rc_teardown(rc, -ECONNREFUSED);
+		}
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+		/* a slice ran out (see RESOLVE_SLICE_MS): look again; the
+		 * connection's timer bounds the whole */
+		/* (the id stays bound, "?src=" included: no source again;
+		 * librdmacm has not filled the local address yet) */
+		if (rc->state == RC_RESOLVING && ev->status == -ETIMEDOUT &&
+		    rdma_resolve_addr(rc->id, NULL, rdma_get_peer_addr(rc->id),
+				      RESOLVE_SLICE_MS) == 0)
+			break;
+		rdma_rc_teardown(rc, cm_status_err(ev->status, -EHOSTUNREACH));
+		break;
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		rdma_rc_teardown(rc, cm_status_err(ev->status, -EHOSTUNREACH));
+		break;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		rdma_rc_teardown(rc, cm_status_err(ev->status, -ECONNREFUSED));
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		/* what the peer sent before it left (its BYE among it) is
+		 * in the CQ, which this channel does not order against */
+		rdma_cq_drain(r);
+		if (!rc->buried)
+			rdma_rc_teardown(rc, -ECONNRESET);
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		rdma_rc_teardown(rc, -ENODEV);
+		break;
+	default:
+		break;
+	}
+}
+
+void rdma_cm_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct rdma_ctx *r = w->data;
+	struct rdma_cm_event *ev, copy;
+
+	while (rdma_get_cm_event(r->ech, &ev) == 0) {
+		uint8_t pdata[256];
+
+		/* ack first: a handler may destroy the id */
+		copy = *ev;
+		if (ev->param.conn.private_data_len &&
+		    ev->param.conn.private_data) {
+			memcpy(pdata, ev->param.conn.private_data,
+			       RMSGI_MIN(ev->param.conn.private_data_len,
+					 sizeof(pdata)));
+			copy.param.conn.private_data = pdata;
+		}
+		if (copy.event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			/* the listener is known from the listen id's owner */
+			struct rmsgi_list *n;
+			struct rdma_listener *rl = NULL;
+
+			for (n = r->listeners.next; n != &r->listeners;
+			     n = n->next) {
+				struct rdma_listener *x = rmsgi_list_entry(
+					n, struct rdma_listener, link);
+
+				if (x->id == copy.listen_id)
+					rl = x;
+			}
+			rdma_ack_cm_event(ev);
+			if (rl) {
+				on_connect_request(r, &copy, rl);
+			} else {
+				rdma_reject(copy.id, NULL, 0);
+				rdma_destroy_id(copy.id);
+			}
+			continue;
+		}
+		rdma_ack_cm_event(ev);
+		rmsgi_tr_dbg(r->env, "cm event %s status %d",
+			     rdma_event_str(copy.event), copy.status);
+		on_cm_event(r, &copy);
+	}
+	rmsgi_ctx_flush(r->ctx);
+}
