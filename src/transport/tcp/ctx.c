@@ -8,8 +8,10 @@
 #include "tcp.h"
 
 /* ------------------------------------------------------------------ */
-/* helpers                                                              */
+/* sockets                                                              */
 
+/* a getaddrinfo() error as the library reports it; @passive: for a
+ * listener (an unknown name: no such local address) */
 int tcp_gai_err(int err, bool passive)
 {
 	switch (err) {
