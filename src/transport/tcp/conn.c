@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: MIT
+/*
+ * conn.c - TCP connections: the object and its end, the handshake,
+ * connect and its address walk, the timeouts, disconnect and its linger.
+ */
+#define _GNU_SOURCE
+#include "tcp.h"
+
+/* ------------------------------------------------------------------ */
+/* connection objects                                                   */
+
+static void tcp_ww_cb(struct ev_loop *loop, ev_io *w, int revents);
+static void tcp_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents);
+
+/* @c and @ci come later for a server connection (rmsgi_tr_incoming) */
+struct tcp_conn *tcp_conn_new(struct tcp_ctx *t, struct rmsg_conn *c,
+			      const struct rmsgi_tr_conn_info *ci)
+{
+	struct tcp_conn *tc = calloc(1, sizeof(*tc));
+
+	if (!tc)
+		return NULL;
+	tc->t = t;
+	tc->c = c;
+	tc->ci = ci;
+	tc->fd = -1;
+	rmsgi_list_init(&tc->outq);
+	ev_io_init(&tc->rw, tcp_rw_cb, -1, EV_READ);
+	ev_io_init(&tc->ww, tcp_ww_cb, -1, EV_WRITE);
+	ev_timer_init(&tc->tmo, tcp_tmo_cb, 0, 0);
+	rmsgi_list_add_tail(&t->conns, &tc->link);
+	return tc;
+}
+
+void tcp_conn_set_fd(struct tcp_conn *tc, int fd)
+{
+	tc->fd = fd;
+	ev_io_set(&tc->rw, fd, EV_READ);
+	ev_io_set(&tc->ww, fd, EV_WRITE);
+}
+
+static void tcp_conn_close_fd(struct tcp_conn *tc)
+{
+	struct ev_loop *loop = tc->t->env->loop;
+
+	tcp_io_stop(loop, &tc->rw);
+	tcp_io_stop(loop, &tc->ww);
+	tc->blocked = false;
+	if (tc->stalled) {
+		tc->stalled = false;
+		rmsgi_list_del(&tc->stall_link);
+	}
+	if (tc->fd >= 0) {
+		close(tc->fd);
+		tc->fd = -1;
+	}
+}
+
+/* releases the memory; the caller reports (or undoes) the conn */
+void tcp_conn_release(struct tcp_conn *tc)
+{
+	tcp_timer_stop(tc->t->env->loop, &tc->tmo);
+	tcp_conn_close_fd(tc);
+	rmsgi_list_del(&tc->link);
+	if (tc->ai_list)
+		freeaddrinfo(tc->ai_list);
+	free(tc->hdr);
+	if (tc->rb)
+		tcp_rbuf_put(tc->t, tc->rb);
+	if (tc->big) {
+		free(tc->big);
+		tcp_rx_give(tc->t, tc->big_cap);
+	}
+	if (tc->spare)
+		tcp_spare_drop(tc);
+	if (tc->rxm)
+		tcp_msg_put(tc->rxm);
+	free(tc);
+}
+
+/*
+ * Ends the transport side: a @reason reports a failure first (@h: a
+ * reject's hello), the socket closes, every queued op completes. The
+ * memory and rmsgi_conn_ev_down() wait for the outermost entry point.
+ */
+void tcp_conn_end(struct tcp_conn *tc, int reason, const struct rmsgi_hello *h)
+{
+	struct rmsg_conn *c = tc->c;
+	struct rmsgi_list *n;
+
+	if (tc->ended)
+		return;
+	tc->ended = true;
+	if (tc->lingering)
+		reason = 0; /* a local close: what is left is cancelled */
+	if (reason)
+		rmsgi_conn_ev_failed(c, reason, h);
+	tcp_timer_stop(tc->t->env->loop, &tc->tmo);
+	tcp_conn_close_fd(tc);
+	while ((n = rmsgi_list_pop(&tc->outq))) {
+		struct rmsgi_op *op =
+			rmsgi_list_entry(n, struct rmsgi_op, link);
+
+		op->tr_priv = NULL;
+		rmsgi_conn_op_done(c, op, reason ? reason : -ECANCELED);
+	}
+	tc->outq_len = 0;
+	tc->outq_bytes = 0;
+	tc->out_off = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* handshake                                                            */
+
+/* a handshake frame goes out ahead of any queued frame */
+static void tcp_send_hs(struct tcp_conn *tc, uint8_t type,
+			const struct rmsgi_hello *hello)
+{
+	struct rmsgi_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.type = type;
+	h.len = rmsgi_hello_encode(hello, tc->hs + RMSGI_HDR_SIZE);
+	rmsgi_hdr_encode(&h, tc->hs);
+	tc->hs_len = RMSGI_HDR_SIZE + (size_t)h.len;
+	tc->hs_off = 0;
+	tcp_write(tc);
+}
+
+void tcp_srv_hello(struct tcp_conn *tc, const struct rmsgi_hello *peer)
+{
+	struct tcp_listener *tl = tc->tl;
+	struct rmsg_conn *c = tc->c;
+	struct rmsgi_hello mine;
+	int ret;
+
+	tcp_timer_stop(tc->t->env->loop, &tc->tmo);
+	if (!tl) {
+		tcp_conn_end(tc, -ECONNABORTED, NULL);
+		return;
+	}
+	tc->in_accept = true;
+	ret = rmsgi_conn_ev_request(c, tl->l, peer, &mine);
+	tc->in_accept = false;
+	tc->tl = NULL; /* the listener may be gone after the callback */
+	if (tc->ended)
+		return; /* closed from the accept callback */
+	tcp_send_hs(tc, ret ? RMSGI_T_REJECT : RMSGI_T_HELLO_ACK, &mine);
+	if (ret) {
+		/* best effort: the REJECT fits any fresh socket buffer */
+		tcp_conn_end(tc, ret, NULL);
+		return;
+	}
+	if (tc->ended)
+		return;
+	tc->peer_credits = peer->credits;
+	tc->phase = TCP_PH_OPEN;
+	rmsgi_conn_ev_established(c, NULL);
+}
+
+void tcp_cli_answer(struct tcp_conn *tc, uint8_t type,
+		    const struct rmsgi_hello *peer)
+{
+	tcp_timer_stop(tc->t->env->loop, &tc->tmo);
+	if (type == RMSGI_T_REJECT) {
+		/* every reject reads the same; the reason is in pdata */
+		tcp_conn_end(tc, -ECONNREFUSED, peer);
+		return;
+	}
+	tc->peer_credits = peer->credits;
+	tc->phase = TCP_PH_OPEN;
+	rmsgi_conn_ev_established(tc->c, peer);
+}
+
+/* ------------------------------------------------------------------ */
+/* connection setup                                                     */
+
+static void tcp_connected(struct tcp_conn *tc)
+{
+	struct ev_loop *loop = tc->t->env->loop;
+	struct rmsgi_hello h;
+
+	tcp_io_stop(loop, &tc->ww);
+	tcp_user_timeout(tc->fd, tc->ci->cfg);
+	freeaddrinfo(tc->ai_list);
+	tc->ai_list = tc->ai_next = NULL;
+	tc->phase = TCP_PH_HELLO;
+	tcp_io_start(loop, &tc->rw);
+	rmsgi_conn_hello(tc->c, &h);
+	tcp_send_hs(tc, RMSGI_T_HELLO, &h);
+}
+
+/*
+ * Tries the remaining addresses in turn. Returns 0 once an attempt runs
+ * or the failure has been reported, or the socket() error if no attempt
+ * could even start (then nothing was reported).
+ */
+static int tcp_connect_next(struct tcp_conn *tc)
+{
+	struct ev_loop *loop = tc->t->env->loop;
+	struct addrinfo *ai;
+	int fd;
+
+	while ((ai = tc->ai_next)) {
+		tc->ai_next = ai->ai_next;
+		if (tc->src_len && ai->ai_family != tc->src.ss_family) {
+			tc->sock_err = -EAFNOSUPPORT;
+			continue;
+		}
+		fd = socket(ai->ai_family,
+			    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			tc->sock_err = -errno;
+			continue;
+		}
+		tcp_nodelay(fd);
+		tcp_conn_set_fd(tc, fd);
+		if (tc->src_len &&
+		    bind(fd, (struct sockaddr *)&tc->src, tc->src_len) < 0) {
+			tc->conn_err = -errno; /* EADDRNOTAVAIL: not ours */
+			tcp_conn_close_fd(tc);
+			continue;
+		}
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+			tcp_connected(tc);
+			return 0;
+		}
+		if (errno == EINPROGRESS) {
+			tcp_io_start(loop, &tc->ww);
+			return 0;
+		}
+		tc->conn_err = tcp_errno(errno);
+		tcp_conn_close_fd(tc);
+	}
+	/* no address of the ?src= family: no route, which the network
+	 * (the name's addresses) decides; on_close, as over RDMA */
+	if (!tc->conn_err && tc->src_len && tc->sock_err == -EAFNOSUPPORT)
+		tc->conn_err = -EHOSTUNREACH;
+	if (!tc->conn_err)
+		return tc->sock_err ? tc->sock_err : -EHOSTUNREACH;
+	tcp_conn_end(tc, tc->conn_err, NULL);
+	return 0;
+}
+
+static void tcp_connect_done(struct tcp_conn *tc)
+{
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (getsockopt(tc->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	if (err == EINPROGRESS || err == EALREADY)
+		return;
+	if (!err) {
+		tcp_connected(tc);
+		return;
+	}
+	tc->conn_err = tcp_errno(err);
+	tcp_conn_close_fd(tc);
+	/* with conn_err set it reports the failure itself */
+	tcp_connect_next(tc);
+}
+
+static void tcp_ww_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct tcp_conn *tc = RMSGI_CONTAINER_OF(w, struct tcp_conn, ww);
+
+	(void)loop;
+	(void)revents;
+	tc->busy++;
+	if (tc->phase == TCP_PH_CONNECT) {
+		tcp_connect_done(tc);
+	} else {
+		tc->blocked = false;
+		tcp_write(tc);
+	}
+	tcp_conn_unbusy(tc);
+}
+
+static void tcp_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct tcp_conn *tc = RMSGI_CONTAINER_OF(w, struct tcp_conn, tmo);
+
+	(void)revents;
+	/* libev stopped the one-shot timer itself: give back its unref */
+	ev_ref(loop);
+	tc->busy++;
+	if (tc->stall_tmo) {
+		/* the receive memory limit stayed full for the timeout */
+		tc->stall_tmo = false;
+		rmsgi_warn(tc->t->ctx, "conn %u: closing: %s", tc->ci->id,
+			   rmsg_strerror(-ENOBUFS));
+		tcp_conn_end(tc, -ENOBUFS, NULL);
+	} else {
+		tcp_conn_end(tc, -ETIMEDOUT, NULL);
+	}
+	tcp_conn_unbusy(tc);
+}
+
+int tcp_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
+		const struct rmsgi_uri *u)
+{
+	struct tcp_ctx *t = tcp_ctx_get(ci->ctx);
+	struct addrinfo hints, *res;
+	struct tcp_conn *tc;
+	char port[8];
+	int ret;
+
+	if (!t)
+		return -ENOMEM;
+	tc = tcp_conn_new(t, c, ci);
+	if (!tc)
+		return -ENOMEM;
+	rmsgi_conn_set_tc(c, tc);
+	tc->phase = TCP_PH_CONNECT;
+	tc->src = u->src;
+	tc->src_len = u->src_len;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_protocol = IPPROTO_TCP;
+	hints.ai_flags = AI_NUMERICSERV;
+	snprintf(port, sizeof(port), "%u", u->port);
+	tc->busy++;
+	/* blocks for a name that is not in /etc/hosts; numeric hosts and
+	 * local names resolve at once */
+	ret = getaddrinfo(u->host, port, &hints, &res);
+	if (ret) {
+		/* reported like any connect failure: on_close follows */
+		tcp_conn_end(tc, tcp_gai_err(ret, false), NULL);
+		tcp_conn_unbusy(tc);
+		return 0;
+	}
+	tc->ai_list = tc->ai_next = res;
+	tcp_timer_start(t->env->loop, &tc->tmo, ci->cfg->timeout_ms / 1000.0);
+	ret = tcp_connect_next(tc);
+	if (ret) {
+		/* no socket at all: nothing was reported, rmsg_connect()
+		 * fails and frees the conn */
+		tcp_conn_release(tc);
+		return ret;
+	}
+	tcp_conn_unbusy(tc);
+	return 0;
+}
+
+/*
+ * A local close of an open connection lingers: what was posted (the BYE
+ * last) is written, then a FIN, and the end waits for the peer's FIN,
+ * reading and dropping what still arrives. Closing at once could reset
+ * the connection and cost the peer our last frames, its BYE included.
+ * The core's @linger_ms bounds it (0: no linger, a failure); then what is
+ * left is cancelled.
+ */
+void tcp_disconnect(void *tcp, unsigned linger_ms)
+{
+	struct tcp_conn *tc = tcp;
+
+	if (!tc)
+		return;
+	tc->busy++;
+	if (tc->fd >= 0 && !tc->ended && tc->phase == TCP_PH_OPEN &&
+	    !tc->lingering && linger_ms) {
+		tc->lingering = true;
+		/* a receive stall's timer gives way to the linger bound */
+		if (tc->stall_tmo) {
+			tc->stall_tmo = false;
+			tcp_timer_stop(tc->t->env->loop, &tc->tmo);
+		}
+		tcp_timer_start(tc->t->env->loop, &tc->tmo, linger_ms / 1000.0);
+		tcp_linger_step(tc);
+		tcp_conn_unbusy(tc);
+		return;
+	}
+	if (tc->fd >= 0)
+		shutdown(tc->fd, SHUT_RDWR);
+	tcp_conn_end(tc, 0, NULL);
+	tcp_conn_unbusy(tc);
+}

@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: MIT
+/*
+ * recv.c - the TCP input path: read buffers and message objects,
+ * reading and parsing frames, large frames read into memory of their own,
+ * and delivery to the core. The per-message path (tcp_read, tcp_parse,
+ * tcp_deliver) and the helpers it inlines stay in this file.
+ */
+#define _GNU_SOURCE
+#include "tcp.h"
+
+static const uint8_t tcp_empty[1];
+
+/* ------------------------------------------------------------------ */
+/* received message objects and their buffers                           */
+
+static struct tcp_rbuf *tcp_rbuf_get(struct tcp_ctx *t)
+{
+	struct tcp_rbuf *rb = t->rb_free;
+
+	if (rb) {
+		t->rb_free = rb->next;
+		t->rb_free_len--;
+	} else {
+		rb = malloc(sizeof(*rb));
+		if (!rb)
+			return NULL;
+	}
+	rb->refs = 1;
+	return rb;
+}
+
+void tcp_rbuf_put(struct tcp_ctx *t, struct tcp_rbuf *rb)
+{
+	if (--rb->refs)
+		return;
+	if (t->rb_free_len >= TCP_RBUF_CACHE) {
+		free(rb);
+		return;
+	}
+	rb->next = t->rb_free;
+	t->rb_free = rb;
+	t->rb_free_len++;
+}
+
+/* the oldest released message object leaves the cache */
+struct tcp_msg *tcp_msg_unqueue(struct tcp_ctx *t)
+{
+	struct tcp_msg *w = t->msg_free;
+
+	t->msg_free = w->next;
+	if (!t->msg_free)
+		t->msg_free_tail = NULL;
+	t->msg_free_len--;
+	return w;
+}
+
+/* reuses an object only once TCP_MSG_CACHE - 1 later ones were released
+ * after it: a full cache costs no allocation per held message */
+static struct tcp_msg *tcp_msg_get(struct tcp_ctx *t)
+{
+	struct tcp_msg *w;
+
+	if (t->msg_free_len >= TCP_MSG_CACHE) {
+		w = tcp_msg_unqueue(t);
+	} else {
+		w = malloc(sizeof(*w));
+		if (!w)
+			return NULL;
+		w->t = t;
+	}
+	w->rb = NULL;
+	w->heap = NULL;
+	return w;
+}
+
+void tcp_msg_put(struct tcp_msg *w)
+{
+	struct tcp_ctx *t = w->t;
+
+	w->m.held = 0;
+	w->next = NULL;
+	if (t->msg_free_tail)
+		t->msg_free_tail->next = w;
+	else
+		t->msg_free = w;
+	t->msg_free_tail = w;
+	if (++t->msg_free_len > TCP_MSG_CACHE)
+		free(tcp_msg_unqueue(t));
+}
+
+/* free_fn: conn.c or the app is done with a frame; may run after the
+ * connection's transport state is gone (a held message), so it touches
+ * only the message and the context */
+static void tcp_msg_free(struct rmsg_msg *m)
+{
+	struct tcp_msg *w = RMSGI_CONTAINER_OF(m, struct tcp_msg, m);
+	struct rmsg_conn *c = m->conn;
+
+	if (m->lent) {
+		/* the read path recycles it and whatever memory it used */
+		m->lent = 0;
+	} else {
+		if (w->rb)
+			tcp_rbuf_put(w->t, w->rb);
+		if (w->heap) {
+			free(w->heap);
+			tcp_rx_give(w->t, w->heap_cap);
+		}
+		tcp_msg_put(w);
+	}
+	rmsgi_conn_credit_freed(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* input                                                                */
+
+/* hands a frame to conn.c; @own is memory of its own (@cap bytes) that
+ * holds the payload, else the payload is a view into tc->rb */
+static inline __attribute__((always_inline)) void
+tcp_deliver(struct tcp_conn *tc, const struct rmsgi_hdr *h, const uint8_t *data,
+	    uint8_t *own, size_t cap)
+{
+	struct rmsg_conn *c = tc->c;
+	struct tcp_msg *w = tc->rxm;
+	size_t len = (size_t)h->len;
+
+	if (RMSGI_UNLIKELY(!w)) {
+		w = tcp_msg_get(tc->t);
+		if (!w) {
+			if (own)
+				tcp_big_recycle(tc, own, cap);
+			tcp_conn_end(tc, -ENOMEM, NULL);
+			return;
+		}
+		w->m.free_fn = tcp_msg_free;
+		w->m.tr_priv = NULL;
+		tc->rxm = w;
+	}
+	rmsgi_msg_init(&w->m, c, len ? data : tcp_empty, len);
+	w->m.lent = 1;
+	rmsgi_conn_rx(c, h, &w->m);
+	if (RMSGI_LIKELY(!w->m.lent)) {
+		/* done with: it serves the next frame */
+		if (own)
+			tcp_big_recycle(tc, own, cap);
+		return;
+	}
+	/* held past on_msg: the app may keep the pointer it was shown, so
+	 * the payload stays where it is, and the object is the app's until
+	 * it releases it (tcp_msg_free) */
+	w->m.lent = 0;
+	tc->rxm = NULL;
+	if (own) {
+		w->heap = own;
+		w->heap_cap = cap;
+	} else if (len) {
+		w->rb = tc->rb;
+		w->rb->refs++;
+	}
+}
+
+/* which frames are legal now */
+static int tcp_check_type(const struct tcp_conn *tc, const struct rmsgi_hdr *h)
+{
+	if (tc->phase == TCP_PH_OPEN)
+		return rmsgi_tr_frame_ok(TCP_CAPS, h->type) ? 0 : -EPROTO;
+	if (tc->server)
+		return h->type == RMSGI_T_HELLO ? 0 : -EPROTO;
+	return h->type == RMSGI_T_HELLO_ACK || h->type == RMSGI_T_REJECT
+		       ? 0
+		       : -EPROTO;
+}
+
+static void tcp_frame(struct tcp_conn *tc, const struct rmsgi_hdr *h,
+		      const uint8_t *data, uint8_t *own, size_t cap)
+{
+	struct rmsgi_hello peer;
+	int ret;
+
+	if (tc->phase == TCP_PH_OPEN) {
+		tcp_deliver(tc, h, data, own, cap);
+		return;
+	}
+	/* handshake frames are at most 48 bytes: always in tc->rb */
+	ret = rmsgi_hello_decode(data, (size_t)h->len, &peer);
+	if (ret) {
+		tcp_conn_end(tc, ret, NULL);
+		return;
+	}
+	if (tc->server)
+		tcp_srv_hello(tc, &peer);
+	else
+		tcp_cli_answer(tc, h->type, &peer);
+}
+
+/*
+ * Starts a frame too large for tc->rb: @n bytes of it are there. Its
+ * memory follows what arrives, never the length announced alone.
+ * Returns 0 (started: the @n bytes are copied), -EAGAIN (no room under
+ * the receive memory limit now: nothing taken, reading stalls), or
+ * another error (the connection ended).
+ */
+static int tcp_big_start(struct tcp_conn *tc, const struct rmsgi_hdr *h,
+			 const uint8_t *have, size_t n)
+{
+	struct tcp_ctx *t = tc->t;
+	size_t len = (size_t)h->len, limit = t->env->cfg->tcp_rx_limit;
+	size_t want = RMSGI_MAX(n, RMSGI_MIN(len, TCP_BIG_FIRST)), cap;
+	uint8_t *p;
+
+	if (len > limit) {
+		rmsgi_warn(t->ctx,
+			   "conn %u: the peer announces a frame of %zu bytes, "
+			   "more than the TCP receive memory limit of %zu "
+			   "bytes (rmsg_cfg_set_tcp_rx_limit)",
+			   tc->ci->id, len, limit);
+		tcp_conn_end(tc, -EMSGSIZE, NULL);
+		return -EMSGSIZE;
+	}
+	if (tc->spare && tc->spare_cap >= want) {
+		p = tc->spare;
+		cap = tc->spare_cap;
+		tc->spare = NULL;
+		tc->spare_cap = 0;
+	} else {
+		if (tc->spare)
+			tcp_spare_drop(tc);
+		if (!tcp_rx_take(t, want)) {
+			tc->wait_start = true;
+			tcp_rx_stall(tc);
+			return -EAGAIN;
+		}
+		p = malloc(want);
+		if (!p) {
+			tcp_rx_give(t, want);
+			tcp_conn_end(tc, -ENOMEM, NULL);
+			return -ENOMEM;
+		}
+		cap = want;
+	}
+	memcpy(p, have, n);
+	tc->big = p;
+	tc->big_len = len;
+	tc->big_got = n;
+	tc->big_cap = cap;
+	tc->big_hdr = *h;
+	return 0;
+}
+
+/* the frame's memory is full of what arrived: doubles it, up to the
+ * frame's length; -EAGAIN stalls reading, another error ended it */
+static int tcp_big_grow(struct tcp_conn *tc)
+{
+	struct tcp_ctx *t = tc->t;
+	size_t cap = tc->big_cap;
+	size_t ncap = cap > tc->big_len / 2 ? tc->big_len : cap * 2;
+	uint8_t *p;
+
+	if (!tcp_rx_take(t, ncap - cap)) {
+		tcp_rx_stall(tc);
+		return -EAGAIN;
+	}
+	p = realloc(tc->big, ncap);
+	if (!p) {
+		tcp_rx_give(t, ncap - cap);
+		tcp_conn_end(tc, -ENOMEM, NULL);
+		return -ENOMEM;
+	}
+	tc->big = p;
+	tc->big_cap = ncap;
+	return 0;
+}
+
+static void tcp_big_done(struct tcp_conn *tc)
+{
+	struct rmsgi_hdr h = tc->big_hdr;
+	uint8_t *p = tc->big;
+
+	tc->big = NULL;
+	tc->big_streak = true;
+	tcp_frame(tc, &h, p, p, tc->big_cap);
+}
+
+/*
+ * Makes room for the next read. Appending goes on while the buffer has
+ * room for the partial frame and a decent read; only then does the
+ * unparsed tail move to the front, or to a fresh buffer when held
+ * messages pin this one (appending never touches what they point to).
+ */
+static void __attribute__((noinline)) tcp_rbuf_move(struct tcp_conn *tc)
+{
+	size_t rest = tc->rtail - tc->rhead;
+	struct tcp_rbuf *nb;
+
+	if (tc->rb->refs > 1) {
+		nb = tcp_rbuf_get(tc->t);
+		if (!nb) {
+			tcp_conn_end(tc, -ENOMEM, NULL);
+			return;
+		}
+		memcpy(nb->data, tc->rb->data + tc->rhead, rest);
+		tcp_rbuf_put(tc->t, tc->rb);
+		tc->rb = nb;
+	} else {
+		memmove(tc->rb->data, tc->rb->data + tc->rhead, rest);
+	}
+	tc->rhead = 0;
+	tc->rtail = rest;
+}
+
+/* per read: the common cases (all parsed, or room enough) stay inline */
+static inline __attribute__((always_inline)) void
+tcp_rbuf_compact(struct tcp_conn *tc)
+{
+	size_t room = TCP_RBUF_SIZE - tc->rtail;
+
+	if (tc->rtail == tc->rhead && tc->rb->refs == 1) {
+		tc->rhead = tc->rtail = 0;
+		return;
+	}
+	if (!tc->rhead || (room >= tc->rneed && room >= TCP_RBUF_MIN_ROOM))
+		return;
+	tcp_rbuf_move(tc);
+}
+
+/* delivers every complete frame in tc->rb, in order */
+static inline __attribute__((always_inline)) void tcp_parse(struct tcp_conn *tc)
+{
+	uint64_t max = tc->ci->cfg->max_msg_size;
+	struct rmsgi_hdr h;
+	size_t avail;
+	int ret;
+
+	tc->rneed = 0;
+	while (!tc->ended) {
+		const uint8_t *p = tc->rb->data + tc->rhead;
+
+		avail = tc->rtail - tc->rhead;
+		if (avail < RMSGI_HDR_SIZE) {
+			if (avail)
+				tc->rneed = RMSGI_HDR_SIZE - avail;
+			break;
+		}
+		ret = rmsgi_hdr_decode(p, avail, max, &h);
+		if (RMSGI_UNLIKELY(ret || h.type != RMSGI_T_DATA ||
+				   tc->phase != TCP_PH_OPEN)) {
+			if (!ret)
+				ret = tcp_check_type(tc, &h);
+			if (ret) {
+				tcp_conn_end(tc, ret, NULL);
+				return;
+			}
+		}
+		if (avail - RMSGI_HDR_SIZE < h.len) {
+			if (h.len > TCP_RBUF_FRAME_MAX) {
+				/* everything left belongs to this frame */
+				ret = tcp_big_start(tc, &h, p + RMSGI_HDR_SIZE,
+						    avail - RMSGI_HDR_SIZE);
+				if (ret == -EAGAIN)
+					break; /* stalled: parsed again */
+				if (ret)
+					return;
+				tc->rhead = tc->rtail;
+				break;
+			}
+			tc->rneed = RMSGI_HDR_SIZE + (size_t)h.len - avail;
+			break;
+		}
+		/* a large frame that arrived whole behind smaller ones is
+		 * a view like them; the next large one is read apart */
+		tc->big_streak = h.len > TCP_RBUF_FRAME_MAX;
+		/* a small message next: the spare is not needed now */
+		if (RMSGI_UNLIKELY(tc->spare) && !tc->big_streak &&
+		    h.type == RMSGI_T_DATA)
+			tcp_spare_drop(tc);
+		tc->rhead += RMSGI_HDR_SIZE + (size_t)h.len;
+		if (RMSGI_LIKELY(tc->phase == TCP_PH_OPEN))
+			tcp_deliver(tc, &h, p + RMSGI_HDR_SIZE, NULL, 0);
+		else
+			tcp_frame(tc, &h, p + RMSGI_HDR_SIZE, NULL, 0);
+		if (tc->rhead == tc->rtail)
+			break; /* all parsed: nothing is partial */
+	}
+	if (!tc->ended)
+		tcp_rbuf_compact(tc);
+}
+
+/* the rare second caller, kept out of line so the read loop's stays
+ * inline */
+static void __attribute__((noinline)) tcp_parse_resume(struct tcp_conn *tc)
+{
+	tcp_parse(tc);
+}
+
+static void tcp_read(struct tcp_conn *tc)
+{
+	int round;
+
+	if (!tc->rb) {
+		tc->rb = tcp_rbuf_get(tc->t);
+		if (!tc->rb) {
+			tcp_conn_end(tc, -ENOMEM, NULL);
+			return;
+		}
+	}
+	if (tc->wait_start) {
+		/* memory came back: start the frame that waited */
+		tc->wait_start = false;
+		tcp_parse_resume(tc);
+	}
+	for (round = 0; round < TCP_READ_ROUNDS && !tc->ended && !tc->stalled;
+	     round++) {
+		struct iovec iov[2];
+		size_t want, bigrest = 0;
+		size_t room = TCP_RBUF_SIZE - tc->rtail;
+		ssize_t r;
+		int cnt = 0;
+
+		if (tc->big) {
+			/* the rest of a large frame and the next header
+			 * only: a large payload after it is then read
+			 * straight into memory of its own too. Only what
+			 * its memory holds now; it grows as bytes come. */
+			size_t lim;
+
+			if (tc->big_got == tc->big_cap && tcp_big_grow(tc))
+				return;
+			lim = RMSGI_MIN(tc->big_cap, tc->big_len);
+			bigrest = lim - tc->big_got;
+			iov[cnt].iov_base = tc->big + tc->big_got;
+			iov[cnt++].iov_len = bigrest;
+			room = lim < tc->big_len
+				       ? 0
+				       : RMSGI_MIN(room,
+						   (size_t)RMSGI_HDR_SIZE);
+		} else if (tc->big_streak && tc->rhead == tc->rtail) {
+			/* large frames in a row: a header first */
+			room = RMSGI_MIN(room, (size_t)RMSGI_HDR_SIZE);
+		}
+		iov[cnt].iov_base = tc->rb->data + tc->rtail;
+		iov[cnt++].iov_len = room;
+		want = bigrest + room;
+		r = readv(tc->fd, iov, cnt);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			tcp_conn_end(tc, tcp_errno(errno), NULL);
+			return;
+		}
+		if (r == 0) {
+			tcp_conn_end(tc, -ECONNRESET, NULL);
+			return;
+		}
+		if (tc->big) {
+			size_t k = RMSGI_MIN((size_t)r, bigrest);
+
+			tc->big_got += k;
+			tc->rtail += (size_t)r - k;
+			if (tc->big_got == tc->big_len)
+				tcp_big_done(tc);
+		} else {
+			tc->rtail += (size_t)r;
+		}
+		tcp_parse(tc);
+		/* a large frame can take longer than the keepalive bound,
+		 * and the peer's answers to our probes queue up behind it:
+		 * its bytes show the peer alive while they advance (whole
+		 * frames tell rmsgi_conn_rx() so themselves; a small partial
+		 * frame is at most RMSGI_KA_PROGRESS away from whole) */
+		if (tc->big)
+			rmsgi_conn_rx_progress(tc->c, tc->big_got);
+		if ((size_t)r < want)
+			return; /* drained: skip the read that says EAGAIN */
+	}
+}
+
+void tcp_rw_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct tcp_conn *tc = RMSGI_CONTAINER_OF(w, struct tcp_conn, rw);
+
+	(void)loop;
+	(void)revents;
+	tc->busy++;
+	tcp_read(tc);
+	tcp_conn_unbusy(tc);
+}

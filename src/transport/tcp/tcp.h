@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tcp.h - the TCP backend's private header: its constants, structs,
+ * the inline helpers several of its files use, and what each file lends
+ * the others. The backend carries the frames and semantics of the RDMA
+ * backend over a stream socket.
+ *
+ * Handshake: the client sends a HELLO frame, the server answers with
+ * HELLO_ACK or REJECT; each carries a struct rmsgi_hello as payload. A
+ * server-side connection gets its callbacks only once its HELLO reached the
+ * accept decision, so one that dies earlier never reaches the app.
+ *
+ * Sending: post() queues the frame. Its header goes into a per-connection
+ * ring of 64-byte slots (frames leave in order, so a ring as long as the
+ * queue bound never overwrites a live slot); its payload is written
+ * straight from the caller's iovec: no copy, any size, no rendezvous.
+ * kick() ends a batch of posts and writes the whole batch with one
+ * sendmsg(). An op completes once its last byte is in the socket.
+ *
+ * Receiving: frames are read into a 256 KiB buffer and delivered as views
+ * into it; larger frames are read straight into memory of their own.
+ * The app may keep the pointer it got in on_msg until it releases a held
+ * message, so a payload never moves: a held message pins the buffer it
+ * lives in (as on RDMA), and the read path goes on in a fresh buffer from
+ * a small per-context cache instead of reusing a pinned one. Every frame,
+ * control frames included, used one of our credits: the free_fn of its
+ * message gives it back.
+ *
+ * Lifetimes: user callbacks (accept, on_established, on_msg) run inside
+ * this backend's handlers and may close the connection, which re-enters
+ * disconnect(). Every entry point therefore counts itself in tc->busy.
+ * Ending a connection closes the socket and completes its ops at once;
+ * its memory goes, and rmsgi_conn_ev_down() is called, only when the
+ * outermost entry point returns.
+ *
+ * Files (each includes only this header, and system headers):
+ *  ctx.c     the context: socket helpers and the errno mapping, the
+ *            per-context state (created on first use, fini), the receive
+ *            memory of large frames (cfg.tcp_rx_limit: accounting,
+ *            stalls, spare buffers and their sweep), the op tables
+ *  conn.c    connection objects and their end, the handshake, connect
+ *            and its address walk, the timeouts, disconnect and linger
+ *  send.c    the output queue: post, send_direct, kick, writing
+ *  recv.c    read buffers and message objects, reading and parsing
+ *            frames, large frames, delivery to the core
+ *  listen.c  listening sockets, accepting (and pausing it), refusals
+ */
+#ifndef RMSG_TRANSPORT_TCP_H
+#define RMSG_TRANSPORT_TCP_H
+
+#include <limits.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "../transport.h"
+
+/* one read takes up to this much: several 64 KiB frames per syscall (a
+ * 64 KiB read buffer took one readv per frame of a 64 KiB stream, each
+ * followed by a window update that ran the sender's transmit path) */
+#define TCP_RBUF_SIZE (256 * 1024)
+/* frames with larger payloads are read into memory of their own */
+#define TCP_RBUF_FRAME_MAX (64 * 1024)
+/* a read buffer with less room than this is compacted */
+#define TCP_RBUF_MIN_ROOM (64 * 1024)
+/* output queue bounds: post() says -EAGAIN beyond them */
+#define TCP_MAX_FRAMES 4096
+#define TCP_MAX_QBYTES ((size_t)4 << 20)
+/* a batch this large is written without waiting for kick() */
+#define TCP_BATCH_FRAMES 64
+#define TCP_BATCH_BYTES ((size_t)256 << 10)
+#define TCP_WIOV 1024
+#define TCP_READ_ROUNDS 16
+#define TCP_ACCEPT_BATCH 32
+/* accept() out of descriptors (EMFILE, ENFILE) or memory: accepting
+ * pauses, first for TCP_ACCEPT_PAUSE_MIN, doubling up to _MAX while the
+ * episode lasts */
+#define TCP_ACCEPT_PAUSE_MIN 0.01
+#define TCP_ACCEPT_PAUSE_MAX 1.0
+#define TCP_LISTEN_MAX 4
+/* a released message object waits behind this many others before it
+ * serves a new frame, so that a second rmsg_msg_release() on a stale
+ * pointer finds it not held instead of releasing another message */
+#define TCP_MSG_CACHE 256
+#define TCP_RBUF_CACHE 8
+#define TCP_SPARE_MAX ((size_t)16 << 20)
+/* a spare buffer unused for one to two of these periods is freed */
+#define TCP_SPARE_IDLE_S 1.0
+/* a large frame's memory starts at this (or what already arrived) and
+ * doubles as its bytes come, up to the frame's length */
+#define TCP_BIG_FIRST ((size_t)256 << 10)
+#define TCP_HS_MAX (RMSGI_HDR_SIZE + RMSGI_HELLO_SIZE + RMSG_PRIVATE_DATA_MAX)
+/* no rendezvous, no native one-sided ops: the core emulates them */
+#define TCP_CAPS 0u
+/* a frame's header slot: the header and a one-sided op's RMA header */
+#define TCP_SLOT 64
+
+#if defined(IOV_MAX) && IOV_MAX < TCP_WIOV
+#error "TCP_WIOV exceeds IOV_MAX"
+#endif
+
+struct tcp_msg;
+
+/* a read buffer; held messages whose payload lies in it keep it alive */
+struct tcp_rbuf {
+	unsigned refs;
+	struct tcp_rbuf *next; /* free list */
+	uint8_t data[TCP_RBUF_SIZE];
+};
+
+/* per-context state (its slot: rmsgi_ctx_tr_slot) */
+struct tcp_ctx {
+	struct rmsg_ctx *ctx; /* opaque: up-calls, logs */
+	const struct rmsgi_tr_env *env;
+	struct rmsgi_list conns;
+	struct rmsgi_list listeners;
+	/* released message objects, oldest first (TCP_MSG_CACHE) */
+	struct tcp_msg *msg_free, *msg_free_tail;
+	unsigned msg_free_len;
+	struct tcp_rbuf *rb_free; /* recycled read buffers */
+	unsigned rb_free_len;
+	/* large-frame memory: frames being read, held, spares; bounded by
+	 * cfg.tcp_rx_limit */
+	size_t rx_bytes;
+	struct rmsgi_list stalled;   /* connections waiting for rx_bytes */
+	ev_timer sweep;		     /* frees idle spare buffers */
+	struct iovec wiov[TCP_WIOV]; /* sendmsg() scratch */
+};
+
+struct tcp_listener;
+
+struct tcp_lsock {
+	ev_io w;
+	int fd;
+	struct tcp_listener *tl;
+};
+
+struct tcp_listener {
+	struct rmsgi_list link; /* tcp_ctx->listeners */
+	struct tcp_ctx *t;
+	struct rmsg_listener *l; /* the core's, for rmsgi_tr_incoming */
+	uint16_t port;
+	ev_timer pause; /* accepting paused after EMFILE */
+	double backoff; /* the current pause; 0 outside an episode */
+	ev_tstamp episode_t0;
+	uint64_t episode_fails;
+	int nsock;
+	struct tcp_lsock sock[TCP_LISTEN_MAX];
+};
+
+enum tcp_phase {
+	TCP_PH_CONNECT, /* client: connect() in progress */
+	TCP_PH_HELLO,	/* waiting for the peer's HELLO or answer */
+	TCP_PH_OPEN,	/* frames flow */
+};
+
+/* a received frame as conn.c and the app see it */
+struct tcp_msg {
+	struct rmsg_msg m;
+	struct tcp_ctx *t;
+	struct tcp_msg *next; /* free list */
+	struct tcp_rbuf *rb;  /* held: the read buffer it pins */
+	void *heap;	      /* held: payload memory it owns */
+	size_t heap_cap;      /* ... counted in tcp_ctx.rx_bytes */
+};
+
+struct tcp_conn {
+	struct rmsgi_list link; /* tcp_ctx->conns */
+	struct tcp_ctx *t;
+	struct rmsg_conn *c; /* the core's, for up-calls */
+	const struct rmsgi_tr_conn_info *ci;
+	struct tcp_listener *tl; /* server, until the accept decision */
+	int fd;
+	enum tcp_phase phase;
+	int busy; /* entry points on the stack */
+	bool ended;
+	bool server;
+	bool in_accept;
+	bool blocked;	/* socket full: EV_WRITE drives the output */
+	bool want_room; /* post() said -EAGAIN */
+	bool lingering; /* local close: output, FIN, then the peer's FIN */
+	uint16_t peer_credits; /* the peer's grant: sizes the header ring */
+	bool fin_sent;
+	ev_io rw;
+	ev_io ww;
+	ev_timer tmo; /* connection setup bound, then the linger bound */
+
+	/* connecting */
+	struct addrinfo *ai_list;
+	struct addrinfo *ai_next;
+	int conn_err;		     /* why the last address failed */
+	int sock_err;		     /* why socket() failed */
+	struct sockaddr_storage src; /* "?src=" address, if src_len */
+	socklen_t src_len;
+
+	/* output: posted ops in order, the head possibly half written */
+	struct rmsgi_list outq;
+	unsigned outq_len;
+	size_t outq_bytes;
+	size_t out_off;
+	uint8_t (*hdr)[TCP_SLOT];
+	unsigned hdr_mask;
+	unsigned hdr_seq;
+	uint8_t hs[TCP_HS_MAX]; /* handshake frame, written first */
+	size_t hs_len;
+	size_t hs_off;
+
+	/* input: unparsed bytes are rb->data[rhead, rtail) */
+	struct tcp_rbuf *rb;
+	size_t rhead;
+	size_t rtail;
+	uint8_t *big; /* a frame larger than rb, being read */
+	size_t big_len;
+	size_t big_got;
+	size_t big_cap;
+	struct rmsgi_hdr big_hdr;
+	uint8_t *spare; /* large-frame memory kept for reuse */
+	size_t spare_cap;
+	bool spare_used; /* since the last sweep */
+	/* reading stopped: the large frame found no room in rx_bytes */
+	bool stalled;
+	bool stall_tmo;	 /* tmo runs for the stall */
+	bool wait_start; /* the frame at rb[rhead] is still to start */
+	struct rmsgi_list stall_link; /* tcp_ctx.stalled */
+	size_t rneed;	     /* bytes the partial frame in rb still lacks */
+	bool big_streak;     /* the last frame was large: read headers alone */
+	struct tcp_msg *rxm; /* message object for the next frame: each
+				frame reuses it unless the app held it */
+};
+
+/* the backend (ctx.c) */
+extern const struct rmsgi_tr rmsgi_tr_tcp;
+
+/* ------------------------------------------------------------------ */
+/* loop watchers, socket errors                                         */
+
+/* internal watchers never keep ev_run() alive: the listener or the
+ * connection holds the loop reference */
+static inline void tcp_io_start(struct ev_loop *loop, ev_io *w)
+{
+	if (ev_is_active(w))
+		return;
+	ev_io_start(loop, w);
+	ev_unref(loop);
+}
+
+static inline void tcp_io_stop(struct ev_loop *loop, ev_io *w)
+{
+	if (!ev_is_active(w))
+		return;
+	ev_ref(loop);
+	ev_io_stop(loop, w);
+}
+
+static inline void tcp_timer_start(struct ev_loop *loop, ev_timer *w,
+				   double after)
+{
+	if (ev_is_active(w))
+		return;
+	ev_timer_set(w, after, 0);
+	ev_timer_start(loop, w);
+	ev_unref(loop);
+}
+
+/* a one-shot timer that already fired is inactive but may still be
+ * pending in this loop iteration: its callback must not run now */
+static inline void tcp_timer_stop(struct ev_loop *loop, ev_timer *w)
+{
+	if (ev_is_active(w)) {
+		ev_ref(loop);
+		ev_timer_stop(loop, w);
+	} else if (ev_is_pending(w)) {
+		/* libev stopped it, taking the reference its callback
+		 * would have given back */
+		ev_clear_pending(loop, w);
+		ev_ref(loop);
+	}
+}
+
+/* a socket error as the library reports it */
+static inline int tcp_errno(int err)
+{
+	switch (err) {
+	case 0:
+		return -EIO;
+	case EPIPE:
+	case ECONNABORTED:
+		return -ECONNRESET;
+	default:
+		return -err;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* ctx.c                                                                */
+
+/* sockets */
+int tcp_gai_err(int err, bool passive);
+void tcp_nodelay(int fd);
+void tcp_user_timeout(int fd, const struct rmsgi_cfgv *cfg);
+
+/* the per-context state, made on first use; NULL: out of memory */
+struct tcp_ctx *tcp_ctx_get(struct rmsg_ctx *ctx);
+
+/* receive memory of large frames (cfg.tcp_rx_limit) */
+void tcp_rx_give(struct tcp_ctx *t, size_t n);
+void tcp_rx_stall(struct tcp_conn *tc);
+void tcp_big_recycle(struct tcp_conn *tc, uint8_t *p, size_t cap);
+
+static inline bool tcp_rx_take(struct tcp_ctx *t, size_t n)
+{
+	size_t limit = t->env->cfg->tcp_rx_limit;
+
+	if (t->rx_bytes > limit || n > limit - t->rx_bytes)
+		return false;
+	t->rx_bytes += n;
+	return true;
+}
+
+static inline void tcp_spare_drop(struct tcp_conn *tc)
+{
+	uint8_t *p = tc->spare;
+	size_t cap = tc->spare_cap;
+
+	tc->spare = NULL;
+	tc->spare_cap = 0;
+	free(p);
+	tcp_rx_give(tc->t, cap);
+}
+
+/* ------------------------------------------------------------------ */
+/* conn.c                                                               */
+
+struct tcp_conn *tcp_conn_new(struct tcp_ctx *t, struct rmsg_conn *c,
+			      const struct rmsgi_tr_conn_info *ci);
+void tcp_conn_set_fd(struct tcp_conn *tc, int fd);
+void tcp_conn_release(struct tcp_conn *tc);
+void tcp_conn_end(struct tcp_conn *tc, int reason, const struct rmsgi_hello *h);
+/* the handshake's frames, from recv.c */
+void tcp_srv_hello(struct tcp_conn *tc, const struct rmsgi_hello *peer);
+void tcp_cli_answer(struct tcp_conn *tc, uint8_t type,
+		    const struct rmsgi_hello *peer);
+int tcp_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
+		const struct rmsgi_uri *u);
+void tcp_disconnect(void *tcp, unsigned linger_ms);
+
+/* every entry point ends with it: the last one out of an ended
+ * connection frees it and reports it down */
+static inline void tcp_conn_unbusy(struct tcp_conn *tc)
+{
+	struct rmsg_conn *c;
+
+	if (--tc->busy > 0 || !tc->ended)
+		return;
+	c = tc->c;
+	tcp_conn_release(tc);
+	rmsgi_conn_ev_down(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* send.c                                                               */
+
+void tcp_write(struct tcp_conn *tc);
+void tcp_linger_step(struct tcp_conn *tc);
+int tcp_post(void *tcp, struct rmsgi_op *op);
+size_t tcp_direct_max(const void *tcp);
+ssize_t tcp_send_direct(void *tcp, const struct rmsgi_hdr *h,
+			const struct iovec *iov, int iovcnt);
+void tcp_kick(void *tcp);
+
+/* ------------------------------------------------------------------ */
+/* recv.c                                                               */
+
+void tcp_rbuf_put(struct tcp_ctx *t, struct tcp_rbuf *rb);
+struct tcp_msg *tcp_msg_unqueue(struct tcp_ctx *t);
+void tcp_msg_put(struct tcp_msg *w);
+void tcp_rw_cb(struct ev_loop *loop, ev_io *w, int revents);
+
+/* ------------------------------------------------------------------ */
+/* listen.c                                                             */
+
+int tcp_listen(struct rmsg_ctx *ctx, struct rmsg_listener *l,
+	       const struct rmsgi_uri *u, uint16_t *port_p, void **tl_p);
+void tcp_listen_close(void *p);
+void tcp_listener_free(struct tcp_listener *tl);
+
+#endif /* RMSG_TRANSPORT_TCP_H */
