@@ -146,7 +146,7 @@ struct rmsgi_op {
 	uint8_t rndv;	/* sent as rendezvous, waits for RNDV_ACK */
 	uint8_t posted; /* the transport owns it */
 	uint8_t acked;	/* rendezvous acknowledged or failed */
-	uint8_t answer; /* generated for the peer: counts in c->ans_n */
+	uint8_t answer; /* generated for the peer: counted (ans_n) */
 	int status;
 	uint16_t credits; /* piggybacked, set when posted */
 	size_t tr_off;	  /* frame bytes send_direct() already wrote */
