@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * conn_credit.c - unit tests of the connection state machine (src/conn.c)
- * against the fake transport (fake_tr.h): credits: what the peer granted bounds what we send, what we grant bounds what it may send, credits go back piggybacked or in CREDIT frames, and the answers we owe stay within them.
+ * against the fake transport (fake_tr.h): credits: what the peer granted
+ * bounds what we send, what we grant bounds what it may send, credits go
+ * back piggybacked or in CREDIT frames, and the answers we owe stay within
+ * them.
  */
 #include "conn_t.h"
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * conn_post.c - unit tests of the connection state machine (src/conn.c)
- * against the fake transport (fake_tr.h): the send queue's bound and the backend's room: -EAGAIN from rmsg_send() and from post(), on_writable, and a post() that fails.
+ * against the fake transport (fake_tr.h): the send queue's bound and the
+ * backend's room: -EAGAIN from rmsg_send() and from post(), on_writable,
+ * and a post() that fails.
  */
 #include "conn_t.h"
 

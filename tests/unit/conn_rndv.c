@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * conn_rndv.c - unit tests of the connection state machine (src/conn.c)
- * against the fake transport (fake_tr.h): rendezvous (a backend with RMSGI_TR_CAP_RNDV) and the receive path: acknowledgements, in-order delivery behind a payload still being read, illegal and late frames.
+ * against the fake transport (fake_tr.h): rendezvous (a backend with
+ * RMSGI_TR_CAP_RNDV) and the receive path: acknowledgements, in-order
+ * delivery behind a payload still being read, illegal and late frames.
  */
 #include "conn_t.h"
 

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * conn_state.c - unit tests of the connection state machine (src/conn.c)
- * against the fake transport (fake_tr.h): the connection's life: sending over an open connection, closing, failures reported by the backend, the handshake's hellos, and received messages the app holds or closes in.
+ * against the fake transport (fake_tr.h): the connection's life: sending
+ * over an open connection, closing, failures reported by the backend, the
+ * handshake's hellos, and received messages the app holds or closes in.
  */
 #include "conn_t.h"
+
 /* ------------------------------------------------------------------ */
 /* sending                                                              */
 

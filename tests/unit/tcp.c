@@ -413,6 +413,10 @@ static int setup(void **state)
 	ctx.cfg.max_msg_size = (size_t)4 << 20;
 	ctx.cfg.tcp_rx_limit = (size_t)64 << 20;
 	ctx.cfg.timeout_ms = WAIT_MS;
+	/* on: the backend then tries TCP_USER_TIMEOUT, which a unix
+	 * socket refuses, harmlessly */
+	ctx.cfg.keepalive_ms = 1000;
+	ctx.cfg.keepalive_misses = 3;
 	ctx.cfg.credits = my_hello.credits;
 	ctx.cfg.eager_size = my_hello.eager_size;
 	ctx.env.ctx = &ctx;
