@@ -627,6 +627,35 @@ static void tcp__rx_large_frame(void **state)
 	free(big);
 }
 
+/* frames larger than TCP_RBUF_FRAME_MAX in a row, written before the
+ * backend reads: however they are read (whole in the read buffer, or
+ * into memory of their own), each arrives once, whole, in order */
+static void tcp__rx_large_frames_in_a_row(void **state)
+{
+	size_t len = (size_t)TCP_RBUF_FRAME_MAX + 4567;
+	uint8_t *a = pattern(len, 21), *b = pattern(len, 22);
+
+	(void)state;
+	open_conn();
+	raw_send(RMSGI_T_DATA, "x", 1);
+	raw_send(RMSGI_T_DATA, a, len);
+	raw_send(RMSGI_T_DATA, b, len);
+	raw_send(RMSGI_T_DATA, "y", 1);
+	RUN_UNTIL(conn.nrx == 4);
+	spin();
+	assert_int_equal(conn.nrx, 4);
+	assert_memory_equal(conn.rx[0].data, "x", 1);
+	assert_int_equal(conn.rx[1].h.len, len);
+	assert_memory_equal(conn.rx[1].data, a, len);
+	assert_int_equal(conn.rx[2].h.len, len);
+	assert_memory_equal(conn.rx[2].data, b, len);
+	assert_int_equal(conn.rx[3].h.len, 1);
+	assert_memory_equal(conn.rx[3].data, "y", 1);
+	assert_int_equal(conn.failed, 0);
+	free(a);
+	free(b);
+}
+
 /* ------------------------------------------------------------------ */
 /* failures                                                             */
 
@@ -774,6 +803,7 @@ int main(void)
 		T(tcp__posted_in_order_done_once),
 		T(tcp__rx_byte_by_byte),
 		T(tcp__rx_large_frame),
+		T(tcp__rx_large_frames_in_a_row),
 		T(tcp__rx_over_max_msg_size),
 		T(tcp__rx_illegal_type),
 		T(tcp__rx_unknown_type),
