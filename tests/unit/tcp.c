@@ -530,6 +530,20 @@ static void tcp__reject_fails(void **state)
 	assert_int_equal(conn.ev[conn.nev - 1], 'D');
 }
 
+/* tcp_conn_adopt() bounds the handshake by the connection timeout: a
+ * peer that never answers the HELLO fails it with -ETIMEDOUT */
+static void tcp__hello_unanswered_times_out(void **state)
+{
+	(void)state;
+	ctx.cfg.timeout_ms = 50;
+	start();
+	RUN_UNTIL(conn.down);
+	assert_int_equal(conn.established, 0);
+	assert_int_equal(conn.failed, 1);
+	assert_int_equal(conn.fail_reason, -ETIMEDOUT);
+	assert_int_equal(conn.ev[conn.nev - 1], 'D');
+}
+
 /* ------------------------------------------------------------------ */
 /* sending                                                              */
 
@@ -800,6 +814,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(tcp__hello_then_established),
 		T(tcp__reject_fails),
+		T(tcp__hello_unanswered_times_out),
 		T(tcp__posted_in_order_done_once),
 		T(tcp__rx_byte_by_byte),
 		T(tcp__rx_large_frame),
