@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "rmsg_int.h"
-#include "../unit/stub_tr.h"
+#include "../unit/fake_tr.h"
 
 #define CHECK(cond)                                                          \
 	do {                                                                 \
@@ -64,95 +64,9 @@ static uint32_t u32(void)
 }
 
 /* ------------------------------------------------------------------ */
-/* the fake transport                                                   */
-
-static struct {
-	struct rmsgi_op *posted[POSTED_MAX];
-	int nposted;
-	bool down, disconnecting, room_wanted;
-} ft;
-
-static int f_post(void *tc, struct rmsgi_op *op)
-{
-	(void)tc;
-	if (ft.down)
-		return -ENOTCONN;
-	if (ft.nposted == POSTED_MAX) {
-		ft.room_wanted = true;
-		return -EAGAIN;
-	}
-	ft.posted[ft.nposted++] = op;
-	return 0;
-}
-
-static void f_disconnect(void *tc, unsigned linger_ms)
-{
-	(void)tc;
-	(void)linger_ms;
-	ft.disconnecting = true;
-}
-
-static void f_nop(void *tc)
-{
-	(void)tc;
-}
-
-static void f_release(void *tc, struct rmsgi_op *op)
-{
-	(void)tc;
-	(void)op;
-}
-
-/* the registry lists both backends; here both are this fake (a fake's
- * connection state is the core's connection) */
-static const struct rmsgi_tr_conn_ops f_conn_ops = {
-	.connect = stub_connect,
-	.disconnect = f_disconnect,
-	.post = f_post,
-	.kick = f_nop,
-	.rndv_release = f_release,
-};
-
-const struct rmsgi_tr rmsgi_tr_rdma = {
-	.name = "fake-rdma",
-	.id = RMSGI_TR_RDMA,
-	.caps = RMSGI_TR_CAP_RNDV,
-	.ctx = &stub_ctx_ops,
-	.lst = &stub_lst_ops,
-	.conn = &f_conn_ops,
-};
-
-const struct rmsgi_tr rmsgi_tr_tcp = {
-	.name = "fake-tcp",
-	.id = RMSGI_TR_TCP,
-	.ctx = &stub_ctx_ops,
-	.lst = &stub_lst_ops,
-	.conn = &f_conn_ops,
-};
-
-static void tr_complete(struct rmsg_conn *c, int i, int status)
-{
-	struct rmsgi_op *op = ft.posted[i];
-
-	memmove(&ft.posted[i], &ft.posted[i + 1],
-		sizeof(ft.posted[0]) * (size_t)(ft.nposted - i - 1));
-	ft.nposted--;
-	rmsgi_conn_op_done(c, op, status);
-	if (ft.room_wanted) {
-		ft.room_wanted = false;
-		rmsgi_conn_tr_room(c);
-	}
-}
-
-static void tr_down(struct rmsg_conn *c)
-{
-	if (ft.down)
-		return;
-	while (ft.nposted)
-		tr_complete(c, 0, -ECANCELED);
-	ft.down = true;
-	rmsgi_conn_ev_down(c);
-}
+/* the fake transport (tests/unit/fake_tr.[ch], built with
+ * -DFAKE_TR_ABORT): it holds at most POSTED_MAX ops, then says -EAGAIN
+ * and reports room on the next completion; down, post() says -ENOTCONN */
 
 /* ------------------------------------------------------------------ */
 /* frames from the peer                                                 */
@@ -452,7 +366,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	in = data;
 	in_len = size;
 	in_off = 0;
-	memset(&ft, 0, sizeof(ft));
 	memset(&app, 0, sizeof(app));
 	msgs_alive = 0;
 
@@ -468,9 +381,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	v.credits = GRANT;
 	CHECK(rmsgi_conn_new(app.ctx, &v, &ops, NULL, &c) == 0);
 	app.c = c;
-	c->tr = u8() & 1 ? &rmsgi_tr_rdma : &rmsgi_tr_tcp;
-	c->tops = c->tr->conn;
-	c->tr_priv = c;
+	/* with or without rendezvous */
+	fake_tr_reset(u8() & 1 ? RMSGI_TR_CAP_RNDV : 0);
+	ft.room = POSTED_MAX;
+	fake_tr_attach(c);
 	hello.credits = (uint16_t)(4 + u8() % 8);
 	hello.eager_size = 8192;
 	rmsgi_conn_get(c); /* the test looks at it until the end */

@@ -183,13 +183,14 @@ echo "$summary" | tee "$B/summary.txt"
 # transport; starts from its regression inputs, grows its own corpus
 CSRCS="src/async.c src/cfg.c src/conn.c src/credit.c src/ctx.c src/err.c
  src/keepalive.c src/listener.c src/log.c src/mr.c src/msg.c src/pool.c
- src/proto.c src/rpc.c src/uri.c src/transport/registry.c"
+ src/proto.c src/rpc.c src/uri.c tests/unit/fake_tr.c tests/unit/fake_registry.c"
 csecs=${FUZZ_CONN_SECONDS:-$secs}
 t0=$(date +%s)
 # shellcheck disable=SC2086
 (cd "$top" && "$CC" -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-Wall -I include -I src -o "$B/fuzz_conn" tests/fuzz/fuzz_conn.c \
+	-Wall -DFAKE_TR_ABORT -I include -I src -o "$B/fuzz_conn" \
+	tests/fuzz/fuzz_conn.c \
 	$CSRCS -lev)
 n=0
 for f in "$fz"/regressions-conn/*; do

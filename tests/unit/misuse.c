@@ -12,16 +12,6 @@
 #include "unit.h"
 
 #include "rmsg_int.h"
-#include "stub_tr.h"
-
-/* ctx.c and listener.c reference both backends: RDMA is a stand-in */
-const struct rmsgi_tr rmsgi_tr_rdma = {
-	.name = "stub-rdma",
-	.id = RMSGI_TR_RDMA,
-	.ctx = &stub_ctx_ops,
-	.lst = &stub_lst_ops,
-	.conn = &stub_conn_ops,
-};
 
 #define METHOD 7
 #define HELD_MAX 64

@@ -16,21 +16,9 @@
 
 #include "mock.h"
 #include "rmsg_int.h"
-#include "stub_tr.h"
 
 #define URI "rdma://192.0.2.1:7471"
 #define SEND_TAG ((uint64_t)1 << 63)
-
-/* ------------------------------------------------------------------ */
-/* the TCP backend is not under test; ctx.c and listener.c need one     */
-
-const struct rmsgi_tr rmsgi_tr_tcp = {
-	.name = "tcp",
-	.id = RMSGI_TR_TCP,
-	.ctx = &stub_ctx_ops,
-	.lst = &stub_lst_ops,
-	.conn = &stub_conn_ops,
-};
 
 extern const struct rmsgi_tr rmsgi_tr_rdma;
 

@@ -6,6 +6,8 @@
 #define _GNU_SOURCE
 #include "tcp.h"
 
+#include <fcntl.h>
+
 /* ------------------------------------------------------------------ */
 /* connection objects                                                   */
 
@@ -182,7 +184,8 @@ static void tcp_connected(struct tcp_conn *tc)
 
 	tcp_io_stop(loop, &tc->ww);
 	tcp_user_timeout(tc->fd, tc->ci->cfg);
-	freeaddrinfo(tc->ai_list);
+	if (tc->ai_list)
+		freeaddrinfo(tc->ai_list);
 	tc->ai_list = tc->ai_next = NULL;
 	tc->phase = TCP_PH_HELLO;
 	tcp_io_start(loop, &tc->rw);
@@ -340,6 +343,43 @@ int tcp_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 		tcp_conn_release(tc);
 		return ret;
 	}
+	tcp_conn_unbusy(tc);
+	return 0;
+}
+
+/*
+ * A client connection over @fd, a stream socket already connected (one
+ * end of a socketpair(), or later a socket the app hands over): what
+ * connect() does once its connect() succeeded, so the handshake starts at
+ * once with our HELLO, bounded by the connection timeout. The seam a
+ * later fd hand-over can use; tests/unit/tcp.c drives the other end raw.
+ * The socket options that only TCP has (TCP_NODELAY, the user timeout)
+ * are tried and may fail harmlessly (a unix socket). Returns 0 having
+ * called rmsgi_conn_set_tc() and taken @fd (closed when the connection
+ * ends); every outcome follows through the up-calls. -ENOMEM or a
+ * failing fcntl(): nothing started, @fd is still the caller's.
+ */
+int tcp_conn_adopt(struct rmsg_ctx *ctx, struct rmsg_conn *c,
+		   const struct rmsgi_tr_conn_info *ci, int fd)
+{
+	struct tcp_ctx *t = tcp_ctx_get(ctx);
+	struct tcp_conn *tc;
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	if (!t)
+		return -ENOMEM;
+	tc = tcp_conn_new(t, c, ci);
+	if (!tc)
+		return -ENOMEM;
+	rmsgi_conn_set_tc(c, tc);
+	tc->phase = TCP_PH_CONNECT;
+	tcp_nodelay(fd);
+	tcp_conn_set_fd(tc, fd);
+	tc->busy++;
+	tcp_timer_start(t->env->loop, &tc->tmo, ci->cfg->timeout_ms / 1000.0);
+	tcp_connected(tc);
 	tcp_conn_unbusy(tc);
 	return 0;
 }

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: MIT
+/*
+ * conn_credit.c - unit tests of the connection state machine (src/conn.c)
+ * against the fake transport (fake_tr.h): credits: what the peer granted
+ * bounds what we send, what we grant bounds what it may send, credits go
+ * back piggybacked or in CREDIT frames, and the answers we owe stay within
+ * them.
+ */
+#include "conn_t.h"
+
+/* ------------------------------------------------------------------ */
+/* credits                                                              */
+
+static void conn_credit__sends_stop_at_one(void **state)
+{
+	struct t *t = *state;
+	int i;
+
+	establish(t, 4, 8192);
+	for (i = 1; i <= 10; i++)
+		assert_int_equal(send_str(t, "x", i), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 3);
+	assert_int_equal(t->c->cr.avail, 1);
+	flush(t);
+	assert_int_equal(ft.nposted, 3);
+	/* the peer returns 2: two more go, the first returning the buffer
+	 * the CREDIT frame used */
+	assert_int_equal(rx_credit(t->c, 2), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 5);
+	assert_int_equal(ft.posted[3].credits, 1);
+	assert_int_equal(ft.posted[4].credits, 0);
+	assert_int_equal(t->c->cr.avail, 1);
+	/* a message returns 3: three more */
+	assert_int_equal(rx_data(t->c, "m", 3), 0);
+	assert_int_equal(t->msgs, 1);
+	flush(t);
+	assert_int_equal(ft.nposted, 8);
+	assert_int_equal(ft.posted[5].credits, 1);
+	assert_int_equal(ft.posted[6].credits, 0);
+	assert_int_equal(ft.posted[7].credits, 0);
+	/* order kept */
+	for (i = 0; i < 8; i++)
+		assert_int_equal((intptr_t)ft.posted[i].op->arg, i + 1);
+	assert_int_equal(ft.npost, 8);
+}
+
+static void conn_credit__explicit_frame(void **state)
+{
+	struct t *t = *state;
+	int i;
+
+	establish(t, 32, 8192);
+	assert_int_equal(t->c->cr.threshold, 8);
+	for (i = 0; i < 7; i++)
+		assert_int_equal(rx_data(t->c, "m", 0), 0);
+	assert_int_equal(msgs_freed, 7);
+	assert_int_equal(t->c->cr.to_return, 7);
+	flush(t);
+	assert_int_equal(ft.npost, 0);
+	assert_int_equal(rx_data(t->c, "m", 0), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 1);
+	assert_ptr_equal(ft.posted[0].op, &t->c->credit_op);
+	assert_int_equal(ft.posted[0].type, RMSGI_T_CREDIT);
+	assert_int_equal(ft.posted[0].kind, RMSGI_OP_CTRL);
+	assert_int_equal(ft.posted[0].credits, 8);
+	assert_int_equal(t->c->cr.to_return, 0);
+	assert_int_equal(t->c->cr.avail, 31);
+	/* one CREDIT frame at a time */
+	for (i = 0; i < 9; i++)
+		assert_int_equal(rx_data(t->c, "m", 0), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 1);
+	tr_complete(t->c, 0, 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 1);
+	assert_int_equal(ft.posted[0].type, RMSGI_T_CREDIT);
+	assert_int_equal(ft.posted[0].credits, 9);
+	tr_complete(t->c, 0, 0);
+	flush(t);
+	assert_int_equal(ft.npost, 2);
+	/* no send callback for it */
+	assert_int_equal(count(t, 'S'), 0);
+}
+
+/* with a message to carry them, credits ride along */
+static void conn_credit__piggyback(void **state)
+{
+	struct t *t = *state;
+	int i;
+
+	establish(t, 32, 8192);
+	for (i = 0; i < 10; i++)
+		assert_int_equal(rx_data(t->c, "m", 0), 0);
+	assert_int_equal(send_str(t, "reply", 1), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 1);
+	assert_int_equal(ft.posted[0].type, RMSGI_T_DATA);
+	assert_int_equal(ft.posted[0].credits, 10);
+	assert_int_equal(t->c->cr.to_return, 0);
+}
+
+/* out of message credits, the CREDIT frame takes the reserved one */
+static void conn_credit__frame_uses_reserve(void **state)
+{
+	struct rmsgi_cfgv cfg;
+	struct t *t;
+	int i;
+
+	rmsgi_cfg_defaults(&cfg);
+	cfg.credits = 4; /* both sides grant 4 */
+	t = replace_t(state, &cfg, 0);
+	establish(t, 4, 8192);
+	assert_int_equal(t->c->cr.threshold, 2);
+	for (i = 1; i <= 4; i++)
+		assert_int_equal(send_str(t, "x", i), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 3);
+	assert_int_equal(t->c->cr.avail, 1);
+	assert_int_equal(rx_data(t->c, "m", 0), 0);
+	assert_int_equal(rx_data(t->c, "m", 0), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 4);
+	assert_int_equal(ft.posted[3].type, RMSGI_T_CREDIT);
+	assert_int_equal(ft.posted[3].credits, 2);
+	assert_int_equal(t->c->cr.avail, 0);
+	/* the message still waits */
+	assert_int_equal(done_count(t, 4, NULL), 0);
+	assert_int_equal(rx_credit(t->c, 4), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 5);
+	assert_int_equal((intptr_t)ft.posted[4].op->arg, 4);
+}
+
+static void conn_credit__returned_beyond_grant(void **state)
+{
+	struct t *t = *state;
+	int freed;
+
+	establish(t, 8, 8192);
+	freed = msgs_freed;
+	assert_int_equal(rx_credit(t->c, 1), -EPROTO);
+	assert_int_equal(msgs_freed, freed + 1);
+	/* a protocol error is worth a line in the log */
+	assert_int_equal(t->warnings, 1);
+	assert_int_equal(ft.ndisconnect, 1);
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(t->close_reason, -EPROTO);
+}
+
+/* the peer may use every credit we granted, not one more; a message the
+ * app holds keeps its credit until released */
+static void conn_credit__rx_beyond_grant(void **state)
+{
+	struct t *t = *state;
+	int i;
+
+	establish(t, 32, 8192);
+	t->hold = true;
+	assert_int_equal(rx_data(t->c, "held", 0), 0);
+	t->hold = false;
+	for (i = 1; i < 32; i++)
+		assert_int_equal(rx_data(t->c, "x", 0), 0);
+	/* the 31 freed credits go back with a CREDIT frame ... */
+	flush(t);
+	assert_int_equal(ft.nposted, 1);
+	assert_int_equal(ft.posted[0].type, RMSGI_T_CREDIT);
+	assert_int_equal(ft.posted[0].credits, 31);
+	/* ... so 31 more are fine; the held one's is still out */
+	for (i = 0; i < 31; i++)
+		assert_int_equal(rx_data(t->c, "y", 0), 0);
+	assert_int_equal(t->c->state, RMSGI_CS_ESTABLISHED);
+	assert_int_equal(rx_data(t->c, "one too many", 0), -EPROTO);
+	assert_int_equal(t->msgs, 63);
+	assert_int_equal(ft.ndisconnect, 1);
+	tr_complete_all(t->c, 0);
+	rmsg_msg_release(t->held);
+	t->held = NULL;
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(t->close_reason, -EPROTO);
+	assert_int_equal(t->closed, 1);
+}
+
+/* a close that finds our last credit spent (on a CREDIT frame whose
+ * answer is on its way) still says BYE, so that the peer reports a close,
+ * not a reset */
+static void conn_close__bye_without_credit(void **state)
+{
+	struct t *t = *state;
+	int i;
+
+	establish(t, 4, 8192);
+	for (i = 1; i <= 3; i++)
+		assert_int_equal(send_str(t, "x", i), 0);
+	flush(t);
+	/* a message never takes the last credit */
+	assert_int_equal(ft.nposted, 3);
+	/* the peer's frames make us owe it credits: the CREDIT frame that
+	 * returns them takes our last one */
+	while (t->c->cr.avail)
+		assert_int_equal(rx_data(t->c, "y", 0), 0), flush(t);
+	assert_int_equal(ft.posted[ft.nposted - 1].type, RMSGI_T_CREDIT);
+	assert_int_equal(rmsg_conn_close(t->c), 0);
+	flush(t);
+	assert_int_equal(ft.posted[ft.nposted - 1].type, RMSGI_T_CREDIT);
+	assert_int_equal(ft.posted[ft.nposted - 1].aux, RMSGI_CREDIT_BYE);
+	tr_complete_all(t->c, 0);
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, 0);
+}
+
+/* an open connection whose peer used every credit we granted (32) */
+static void peer_spent_grant(struct t *t)
+{
+	int i;
+
+	establish(t, 32, 8192);
+	for (i = 0; i < 32; i++)
+		assert_int_equal(rx_data(t->c, "x", 0), 0);
+}
+
+/* the peer's BYE may be the one frame beyond its credits, once: the close
+ * reads as the peer's (-ESHUTDOWN); any frame after it is refused */
+static void conn_credit__bye_beyond_grant(void **state)
+{
+	struct t *t = *state;
+
+	peer_spent_grant(t);
+	assert_int_equal(rx(t->c, RMSGI_T_CREDIT, 0, RMSGI_CREDIT_BYE, 0,
+			    tmsg_new(t->c, NULL)),
+			 0);
+	assert_int_equal(t->c->state, RMSGI_CS_ESTABLISHED);
+	tr_complete_all(t->c, 0);
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -ESHUTDOWN);
+}
+
+static void conn_credit__bye_beyond_grant_once(void **state)
+{
+	struct t *t = *state;
+
+	peer_spent_grant(t);
+	/* a plain CREDIT frame is no exception */
+	assert_int_equal(rx_credit(t->c, 0), -EPROTO);
+	tr_complete_all(t->c, 0);
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(t->close_reason, -EPROTO);
+}
+
+static void conn_credit__nothing_after_bye(void **state)
+{
+	struct t *t = *state;
+
+	peer_spent_grant(t);
+	assert_int_equal(rx(t->c, RMSGI_T_CREDIT, 0, RMSGI_CREDIT_BYE, 0,
+			    tmsg_new(t->c, NULL)),
+			 0);
+	assert_int_equal(rx(t->c, RMSGI_T_CREDIT, 0, RMSGI_CREDIT_BYE, 0,
+			    tmsg_new(t->c, NULL)),
+			 -EPROTO);
+	tr_complete_all(t->c, 0);
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(t->close_reason, -EPROTO);
+}
+
+/* frames that make us answer (here rendezvous requests, each acked) from
+ * a peer that grants us 4 credits and never returns one: it can send
+ * only what our 4 frames returned, so the answers stop at 32 + 4 x 32;
+ * once it returns our credits everything drains */
+static void conn_ans__bounded_by_credits(void **state)
+{
+	struct t *t = *state;
+	int peer_avail = 32, sent = 0, i, seen = 0;
+	uint64_t id = 0;
+
+	establish(t, 4, 8192);
+	/* a peer that asks whenever it has a credit to spare (it keeps
+	 * the last one for a CREDIT frame, as librmsg does) */
+	while (peer_avail > 1 && sent < 10000) {
+		struct rmsg_msg *m = tmsg_new(t->c, "r");
+
+		m->ready = 0;
+		assert_int_equal(rx(t->c, RMSGI_T_RNDV_REQ, 0, 0, ++id, m), 0);
+		rmsgi_conn_rx_ready(t->c, m, 0);
+		peer_avail--;
+		sent++;
+		flush(t);
+		for (; seen < ft.nposted; seen++)
+			peer_avail += ft.posted[seen].credits;
+	}
+	assert_int_equal(t->c->state, RMSGI_CS_ESTABLISHED);
+	assert_int_equal(t->msgs, sent);
+	assert_true(sent <= 32 + 4 * 32);
+	assert_true(t->c->ans_n <= (unsigned)sent);
+	/* our 4 credits are spent: 3 acks and a CREDIT frame */
+	assert_int_equal(ft.nposted, 4);
+	/* it takes them and returns our credits: the rest drains */
+	for (i = 0; i < 200 && t->c->ans_n; i++) {
+		tr_complete_all(t->c, 0);
+		assert_int_equal(
+			rx_credit(t->c, (uint16_t)(4 - t->c->cr.avail)), 0);
+		flush(t);
+	}
+	tr_complete_all(t->c, 0);
+	flush(t);
+	assert_int_equal(t->c->ans_n, 0);
+}
+
+/* a message never takes the last credit: not an RNDV_ACK either, or two
+ * sides that both ran dry could not tell each other about freed buffers */
+static void conn_credit__ack_keeps_reserve(void **state)
+{
+	struct t *t = *state;
+	struct rmsg_msg *m;
+	int i;
+
+	establish(t, 4, 8192);
+	for (i = 1; i <= 3; i++)
+		assert_int_equal(send_str(t, "x", i), 0);
+	flush(t);
+	assert_int_equal(t->c->cr.avail, 1);
+	m = tmsg_new(t->c, "rendezvous");
+	m->ready = 0;
+	assert_int_equal(rx(t->c, RMSGI_T_RNDV_REQ, 0, 0, 5, m), 0);
+	rmsgi_conn_rx_ready(t->c, m, 0);
+	assert_int_equal(t->msgs, 1);
+	flush(t);
+	assert_int_equal(t->c->cr.avail, 1);
+	assert_int_equal(ft.nposted, 3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		CONN_T(conn_credit__sends_stop_at_one),
+		CONN_T(conn_credit__explicit_frame),
+		CONN_T(conn_credit__piggyback),
+		CONN_T(conn_credit__frame_uses_reserve),
+		CONN_T(conn_credit__returned_beyond_grant),
+		CONN_T(conn_credit__rx_beyond_grant),
+		CONN_T(conn_close__bye_without_credit),
+		CONN_T(conn_credit__bye_beyond_grant),
+		CONN_T(conn_credit__bye_beyond_grant_once),
+		CONN_T(conn_credit__nothing_after_bye),
+		CONN_T(conn_ans__bounded_by_credits),
+		CONN_T(conn_credit__ack_keeps_reserve),
+	};
+
+	unit_filter();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

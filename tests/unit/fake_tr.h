@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fake_tr.h - the one fake transport of the core's tests (tests/unit/
+ * conn_*.c, tests/fuzz/fuzz_conn.c). The test plays the backend: post()
+ * records the op and nothing goes anywhere; the test completes posted
+ * ops, reports room, failure and the end when it chooses. A fake
+ * connection's state (tc) is the core's connection itself.
+ *
+ * Link fake_tr.c and fake_registry.c instead of src/transport/registry.c:
+ * the registry then serves this fake for every id and scheme, and no real
+ * backend is linked.
+ */
+#ifndef RMSG_TEST_FAKE_TR_H
+#define RMSG_TEST_FAKE_TR_H
+
+#include "rmsg_int.h"
+
+#define FAKE_POSTED_MAX 256
+
+/* an op post() accepted, as it was when posted */
+struct fake_posted {
+	struct rmsgi_op *op;
+	uint8_t type, kind, rndv;
+	uint16_t credits;
+	uint32_t aux;
+	uint64_t id;
+	size_t len;
+};
+
+struct fake_tr_state {
+	struct fake_posted posted[FAKE_POSTED_MAX]; /* accepted, not done */
+	int nposted;
+	int post_ret;	    /* post() returns this ... */
+	int post_ret_calls; /* ... for so many calls (0: until reset) */
+	int fail_nth;	    /* the fail_nth-th post() fails with -EIO */
+	int room;	    /* posted ops it holds at most (0: no bound);
+			       beyond: -EAGAIN, room on the next completion */
+	bool room_wanted;
+	bool down;	    /* went down (tr_down): post() says -ENOTCONN */
+	bool auto_down;	    /* disconnect() completes everything at once */
+	bool disconnecting; /* disconnect() was called */
+	unsigned linger_ms; /* ... with this */
+	int npost, nkick, ndisconnect, nrelease, nconnect;
+};
+
+extern struct fake_tr_state ft;
+/* the fake backend; its caps are the test's to set (fake_tr_reset) */
+extern struct rmsgi_tr fake_tr;
+
+/* forgets everything and sets the fake's capabilities
+ * (RMSGI_TR_CAP_RNDV: it takes large messages by rendezvous) */
+void fake_tr_reset(unsigned caps);
+/* @c runs over the fake, as if connect() had started it */
+void fake_tr_attach(struct rmsg_conn *c);
+
+/* completes the @i-th posted op (in posting order) with @status */
+void tr_complete(struct rmsg_conn *c, int i, int status);
+void tr_complete_all(struct rmsg_conn *c, int status);
+/* the backend is gone: what it still held completes first (the rule of
+ * transport.h), then it says so; once */
+void tr_down(struct rmsg_conn *c);
+
+#endif
