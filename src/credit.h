@@ -13,8 +13,8 @@
  * frame beyond our grant is refused (-EPROTO), with one exception, the
  * BYE of a closing peer (rmsgi_credit_take_beyond).
  *
- * Only credit.c and this file touch the fields; conn.c and keepalive.c
- * go through the functions below.
+ * Only credit.c and this file touch the fields; the connection (conn.c,
+ * send.c, rx.c) and keepalive.c go through the functions below.
  */
 #ifndef RMSG_CREDIT_H
 #define RMSG_CREDIT_H

@@ -148,7 +148,7 @@ static void ctx_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 				rmsgi_ctx_flush(ctx);
 				start = now_ns();
 				/* each round is a fresh burst for the
-				 * direct send (conn.c send_now) */
+				 * direct send (send.c send_now) */
 				ev_now_update(loop);
 			}
 		}

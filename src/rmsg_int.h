@@ -202,7 +202,7 @@ void rmsgi_listener_attach(struct rmsg_listener *l, struct rmsg_conn *c);
 void rmsgi_listener_track(struct rmsg_conn *c, int state);
 
 /* ------------------------------------------------------------------ */
-/* connections (conn.c): the one state machine                          */
+/* connections (conn.c, send.c, rx.c, rma.c; conn_int.h): one state machine */
 
 enum rmsgi_conn_state {
 	RMSGI_CS_CONNECTING,  /* client: transport handshake running */

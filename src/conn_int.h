@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conn_int.h - what the connection's files share (conn.c, send.c, rx.c,
+ * rma.c); nothing outside them includes it.
+ *
+ *  conn.c  the one state machine: creation and lifetime, the backends'
+ *          events, close and abort, auto:// fallback, accessors
+ *  send.c  the op queue: credits, posting, the direct send, rmsg_send,
+ *          op completion and cancellation
+ *  rx.c    received frames: in-order delivery, held messages, control
+ *          frames, rendezvous acknowledgements
+ *  rma.c   rmsg_write/write_imm/read, and the receiving half of one-sided
+ *          ops emulated in frames (TCP)
+ *
+ * The per-message helpers are static inline here, so that each file's hot
+ * path keeps them inline (there is no LTO).
+ */
+#ifndef RMSG_CONN_INT_H
+#define RMSG_CONN_INT_H
+
+#include "rmsg_int.h"
+
+/*
+ * Credits go back to the peer as buffers free up. Withholding them while
+ * our answers to it wait (tried: keep the peer at its last credit once
+ * answers reach a bound) deadlocked two honest peers that both asked
+ * more of each other than their credits, each waiting for credits the
+ * other held back. What bounds the answers a peer can make us queue is
+ * that it can only send what we returned, in frames we could post (see
+ * "What a peer may make us hold" in rmsg_int.h).
+ */
+
+/* takes a credit for a frame and what it returns to the peer, which we
+ * count at once: the peer can never have more than we think */
+static inline uint16_t credit_take(struct rmsg_conn *c)
+{
+	return rmsgi_credit_take(&c->cr);
+}
+
+/* should a CREDIT frame go out? (rmsgi_credit_want_update) */
+static inline bool credit_due(const struct rmsg_conn *c)
+{
+	return rmsgi_credit_want_update(&c->cr);
+}
+
+/* an op generated for the peer: counted until recycled */
+static inline void op_answer(struct rmsg_conn *c, struct rmsgi_op *op)
+{
+	op->answer = 1;
+	c->ans_n++;
+}
+
+/* the checks every queued operation starts with; writes the total */
+static inline int check_iov(const struct rmsg_conn *c, const struct iovec *iov,
+			    int iovcnt, size_t *len_p)
+{
+	size_t len = 0;
+	int i;
+
+	if (!c || iovcnt < 0 || iovcnt > RMSG_IOV_MAX || (iovcnt && !iov))
+		return -EINVAL;
+	if (c->state >= RMSGI_CS_CLOSING)
+		return -ENOTCONN;
+	if (iovcnt == 1) {
+		/* the common case: one piece cannot overflow */
+		len = iov[0].iov_len;
+		if (len && !iov[0].iov_base)
+			return -EINVAL;
+		iovcnt = 0;
+	}
+	for (i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return -EINVAL;
+		len += iov[i].iov_len;
+		if (len < iov[i].iov_len)
+			return -EMSGSIZE;
+	}
+	if (len > c->cfg.max_msg_size)
+		return -EMSGSIZE;
+	*len_p = len;
+	return 0;
+}
+
+/* conn.c */
+/* CLOSING -> CLOSED: on_close, then the connection's reference goes */
+void rmsgi_conn_finalize(struct rmsg_conn *c);
+
+/* send.c */
+/* a rendezvous send (or emulated one-sided op) leaves rndvq: acknowledged
+ * with @status or failed */
+void rmsgi_conn_rndv_settle(struct rmsg_conn *c, struct rmsgi_op *op,
+			    int status);
+/* fails what was not handed to the transport / what waits for the peer's
+ * answer / both, with @status */
+void rmsgi_conn_cancel_sendq(struct rmsg_conn *c, int status);
+void rmsgi_conn_cancel_rndv(struct rmsg_conn *c, int status);
+void rmsgi_conn_cancel_queued(struct rmsg_conn *c, int status);
+/* an op carrying a copy of the caller's iovec array (not of the data) */
+struct rmsgi_op *rmsgi_conn_op_with_iov(struct rmsg_conn *c,
+					const struct iovec *iov, int iovcnt);
+/* queues a header-only control frame (an answer to the peer): 0 or
+ * -ENOMEM */
+int rmsgi_conn_send_ctrl(struct rmsg_conn *c, uint8_t type, uint32_t aux,
+			 uint64_t id);
+/* hands queued frames to the transport as far as credits and room go */
+void rmsgi_conn_post_queued(struct rmsg_conn *c);
+
+/* rx.c */
+/* drops received messages that can no longer be delivered */
+void rmsgi_conn_drop_rx(struct rmsg_conn *c);
+/* the op waiting on rndvq for the peer's answer @id, or NULL */
+struct rmsgi_op *rmsgi_conn_rndv_find(struct rmsg_conn *c, uint64_t id);
+/* queues a message-like object for in-order delivery */
+void rmsgi_conn_rx_enqueue(struct rmsg_conn *c, struct rmsg_msg *m);
+
+/* rma.c: frames of one-sided ops emulated by the peer (TCP) */
+int rmsgi_conn_rma_rx_write(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+			    struct rmsg_msg *m);
+int rmsgi_conn_rma_rx_read(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+			   struct rmsg_msg *m);
+int rmsgi_conn_rma_rx_read_resp(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+				struct rmsg_msg *m);
+
+#endif /* RMSG_CONN_INT_H */

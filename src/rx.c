@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rx.c - a connection's receive side: the frames a backend hands up
+ * (rmsgi_conn_rx), checked against the peer's credits, delivered to the
+ * app in order (held messages keep their credit until released), control
+ * frames and the peer's acknowledgements of our rendezvous sends.
+ */
+#include "conn_int.h"
+
+/* drops messages that can no longer be delivered */
+void rmsgi_conn_drop_rx(struct rmsg_conn *c)
+{
+	struct rmsgi_list *n, *t;
+
+	rmsgi_list_for_each_safe (n, t, &c->rxq) {
+		struct rmsg_msg *m = rmsgi_list_entry(n, struct rmsg_msg, link);
+
+		if (!m->ready)
+			continue; /* the transport still owns it */
+		rmsgi_list_del(&m->link);
+		m->free_fn(m);
+	}
+}
+
+/* inline for conn.c's own per-message use (msg_after_cb) */
+static inline __attribute__((always_inline)) void
+conn_credit_freed(struct rmsg_conn *c)
+{
+	rmsgi_credit_freed(&c->cr);
+	if (c->state == RMSGI_CS_ESTABLISHED && credit_due(c))
+		rmsgi_ctx_mark_dirty(c->ctx, c);
+}
+
+void rmsgi_conn_credit_freed(struct rmsg_conn *c)
+{
+	conn_credit_freed(c);
+}
+
+/* after on_msg: frees the message unless the app holds it; a lent one
+ * goes back to its transport when rmsgi_conn_rx() returns */
+static inline void msg_after_cb(struct rmsg_conn *c, struct rmsg_msg *m)
+{
+	if (m->held)
+		return;
+	if (m->lent) {
+		m->lent = 0;
+		conn_credit_freed(c);
+		return;
+	}
+	m->free_fn(m);
+}
+
+/* hands a message to on_msg, then frees it unless the app holds it */
+static inline void call_on_msg(struct rmsg_conn *c, struct rmsg_msg *m)
+{
+	m->in_cb = 1;
+	c->ctx->in_cb++;
+	c->ops.on_msg(c, m, c->arg);
+	c->ctx->in_cb--;
+	m->in_cb = 0;
+	msg_after_cb(c, m);
+}
+
+/* delivers received messages in order, stopping at an unfinished one */
+static void deliver_rx(struct rmsg_conn *c)
+{
+	struct rmsgi_list *n;
+
+	while ((n = c->rxq.next) != &c->rxq) {
+		struct rmsg_msg *m = rmsgi_list_entry(n, struct rmsg_msg, link);
+
+		if (!m->ready)
+			break;
+		rmsgi_list_del(&m->link);
+		if (m->type == RMSGI_T_IMM) {
+			/* a write-with-immediate landed: in order with the
+			 * messages around it */
+			if (c->state == RMSGI_CS_ESTABLISHED && c->ops.on_imm) {
+				c->ctx->in_cb++;
+				c->ops.on_imm(c, m->aux, m->len, c->arg);
+				c->ctx->in_cb--;
+			}
+			m->free_fn(m);
+			continue;
+		}
+		if (m->aux && c->state == RMSGI_CS_ESTABLISHED) {
+			/* RPC requests and replies go to rpc.c */
+			int ret = rmsgi_rpc_rx(c, m);
+
+			msg_after_cb(c, m);
+			if (ret) {
+				rmsgi_conn_abort(c, ret);
+				return;
+			}
+			continue;
+		}
+		if (c->state != RMSGI_CS_ESTABLISHED || !c->ops.on_msg) {
+			m->free_fn(m);
+			continue;
+		}
+		call_on_msg(c, m);
+	}
+}
+
+struct rmsgi_op *rmsgi_conn_rndv_find(struct rmsg_conn *c, uint64_t id)
+{
+	struct rmsgi_list *n;
+
+	for (n = c->rndvq.next; n != &c->rndvq; n = n->next) {
+		struct rmsgi_op *op =
+			rmsgi_list_entry(n, struct rmsgi_op, rlink);
+
+		if (op->id == id)
+			return op;
+	}
+	return NULL;
+}
+
+/* queues a message-like object for in-order delivery */
+void rmsgi_conn_rx_enqueue(struct rmsg_conn *c, struct rmsg_msg *m)
+{
+	rmsgi_conn_get(c);
+	rmsgi_list_add_tail(&c->rxq, &m->link);
+	deliver_rx(c);
+	rmsgi_conn_put(c);
+}
+
+/* every frame but an in-order plain message (rmsgi_conn_rx) */
+static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+		    struct rmsg_msg *m)
+{
+	struct rmsgi_op *op;
+
+	switch (h->type) {
+	case RMSGI_T_DATA:
+	case RMSGI_T_RNDV_REQ:
+		m->type = h->type;
+		m->aux = h->aux;
+		m->id = h->id;
+		rmsgi_conn_rx_enqueue(c, m);
+		return 0;
+	case RMSGI_T_CREDIT:
+		m->free_fn(m);
+		if (h->aux == RMSGI_CREDIT_PROBE)
+			rmsgi_keepalive_answer(c);
+		else if (h->aux == RMSGI_CREDIT_BYE)
+			c->peer_bye = true; /* its end follows */
+		return 0;
+	case RMSGI_T_IMM:
+		/* RDMA: a write-with-immediate landed (native, or the end of
+		 * a split one); id is its length */
+		m->type = RMSGI_T_IMM;
+		m->aux = h->aux;
+		m->len = (size_t)h->id;
+		m->id = 0;
+		rmsgi_conn_rx_enqueue(c, m);
+		return 0;
+	case RMSGI_T_WRITE:
+	case RMSGI_T_WRITE_IMM:
+		return rmsgi_conn_rma_rx_write(c, h, m);
+	case RMSGI_T_READ_REQ:
+		return rmsgi_conn_rma_rx_read(c, h, m);
+	case RMSGI_T_READ_RESP:
+		return rmsgi_conn_rma_rx_read_resp(c, h, m);
+	case RMSGI_T_RNDV_ACK:
+		m->free_fn(m);
+		op = rmsgi_conn_rndv_find(c, h->id);
+		if (!op || op->kind == RMSGI_OP_READ) {
+			rmsgi_conn_abort(c, -EPROTO);
+			return -EPROTO;
+		}
+		if (h->aux > 4095) {
+			rmsgi_conn_abort(c, -EPROTO);
+			return -EPROTO;
+		}
+		rmsgi_list_del(&op->rlink);
+		rmsgi_conn_rndv_settle(c, op, -(int)h->aux);
+		return 0;
+	default:
+		m->free_fn(m);
+		rmsgi_conn_abort(c, -EPROTO);
+		return -EPROTO;
+	}
+}
+
+/* a peer's BYE may come one frame beyond its credits (send_bye), once:
+ * it is its last frame, and any frame after it is beyond them again */
+static bool bye_beyond_grant(const struct rmsg_conn *c,
+			     const struct rmsgi_hdr *h)
+{
+	return rmsgi_credit_bye_beyond(&c->cr) && !c->peer_bye &&
+	       h->type == RMSGI_T_CREDIT && h->aux == RMSGI_CREDIT_BYE;
+}
+
+int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+		  struct rmsg_msg *m)
+{
+	int ret;
+
+	/* any frame shows the peer alive and used one of its credits; one
+	 * beyond them (held messages count until released) is refused */
+	c->last_rx = ev_now(c->ctx->loop);
+	if (RMSGI_UNLIKELY(rmsgi_credit_arrived(&c->cr)) &&
+	    !bye_beyond_grant(c, h)) {
+		m->free_fn(m);
+		rmsgi_warn(c->ctx,
+			   "conn %u: the peer sent a frame beyond the %u "
+			   "credits it was granted",
+			   c->id, c->cfg.credits);
+		rmsgi_conn_abort(c, -EPROTO);
+		return -EPROTO;
+	}
+	if (h->credits) {
+		ret = rmsgi_credit_returned(&c->cr, h->credits,
+					    c->peer_credits);
+		if (RMSGI_UNLIKELY(ret)) {
+			m->free_fn(m);
+			rmsgi_conn_abort(c, ret);
+			return ret;
+		}
+		if (!rmsgi_list_empty(&c->sendq))
+			rmsgi_ctx_mark_dirty(c->ctx, c);
+	}
+	if (RMSGI_UNLIKELY(h->type != RMSGI_T_DATA || h->aux || !m->ready ||
+			   !rmsgi_list_empty(&c->rxq) ||
+			   c->state != RMSGI_CS_ESTABLISHED || !c->ops.on_msg))
+		return rx_other(c, h, m);
+	/* in order with nothing ahead: what deliver_rx() would do, without
+	 * the queue */
+	m->type = RMSGI_T_DATA;
+	m->aux = 0;
+	m->id = h->id;
+	rmsgi_conn_get(c);
+	call_on_msg(c, m);
+	rmsgi_conn_put(c);
+	return 0;
+}
+
+void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status)
+{
+	m->ready = 1;
+	if (c->state >= RMSGI_CS_CLOSING) {
+		rmsgi_list_del(&m->link);
+		m->free_fn(m);
+		return;
+	}
+	if (rmsgi_conn_send_ctrl(c, RMSGI_T_RNDV_ACK,
+				 status ? (uint32_t)-status : 0, m->id) == 0) {
+		/* the ACK goes out before on_msg can close the connection */
+		rmsgi_conn_post_queued(c);
+	} else {
+		rmsgi_list_del(&m->link);
+		m->free_fn(m);
+		rmsgi_conn_abort(c, -ENOMEM);
+		return;
+	}
+	if (status == -ENOMEM) {
+		/* no memory for the payload: the ACK fails the peer's send
+		 * with -ENOMEM, and the messages behind it go on */
+		rmsgi_warn(c->ctx,
+			   "conn %u: no memory for an incoming message of "
+			   "%zu bytes: refused, the sender's send fails with "
+			   "-ENOMEM (see rmsg_cfg_set_reg_limit())",
+			   c->id, m->len);
+		rmsgi_list_del(&m->link);
+		m->free_fn(m);
+	} else if (status) {
+		rmsgi_list_del(&m->link);
+		m->free_fn(m);
+		rmsgi_conn_abort(c, status);
+		return;
+	}
+	rmsgi_conn_get(c);
+	deliver_rx(c);
+	rmsgi_conn_put(c);
+}

@@ -1,0 +1,466 @@
+// SPDX-License-Identifier: MIT
+/*
+ * send.c - a connection's send side: the op queue (messages, control
+ * frames, one-sided ops, answers to the peer), the credits each frame
+ * takes, posting to the backend, the direct send inside rmsg_send, and
+ * how ops complete or are cancelled.
+ */
+#include <stdlib.h>
+
+#include "conn_int.h"
+
+/* a finished op goes back to the context's free list; an answer that
+ * leaves the bound lets withheld credits go */
+static void op_recycle(struct rmsg_conn *c, struct rmsgi_op *op)
+{
+	if (op->kind == RMSGI_OP_SEND || op->kind == RMSGI_OP_WRITE ||
+	    op->kind == RMSGI_OP_READ)
+		c->sendq_len--;
+	if (op->answer)
+		c->ans_n--;
+	rmsgi_op_put(c->ctx, op);
+}
+
+/* moves an op to the done queue; its callback runs at the next flush.
+ * One without a callback is recycled at once: nothing would run. */
+static void op_finish(struct rmsg_conn *c, struct rmsgi_op *op, int status)
+{
+	if (!op->cb) {
+		op_recycle(c, op);
+		if (c->want_writable)
+			rmsgi_ctx_mark_dirty(c->ctx, c);
+		return;
+	}
+	op->status = status;
+	rmsgi_list_add_tail(&c->doneq, &op->link);
+	rmsgi_ctx_mark_dirty(c->ctx, c);
+}
+
+/* a rendezvous send leaves rndvq when acknowledged or failed; it finishes
+ * once the transport has also completed the request frame */
+void rmsgi_conn_rndv_settle(struct rmsg_conn *c, struct rmsgi_op *op,
+			    int status)
+{
+	c->rndv_mark = ev_now(c->ctx->loop);
+	if (c->tr_priv && c->tops->rndv_release)
+		c->tops->rndv_release(c->tr_priv, op);
+	op->status = status;
+	op->acked = 1;
+	if (!op->posted)
+		op_finish(c, op, status);
+}
+
+/* fails everything not yet handed to the transport, and rendezvous sends
+ * the peer will never acknowledge now */
+void rmsgi_conn_cancel_sendq(struct rmsg_conn *c, int status)
+{
+	struct rmsgi_list *n;
+
+	while ((n = rmsgi_list_pop(&c->sendq))) {
+		struct rmsgi_op *op =
+			rmsgi_list_entry(n, struct rmsgi_op, link);
+
+		if (op == &c->credit_op) {
+			c->credit_op_busy = false;
+			continue;
+		}
+		op_finish(c, op, status);
+	}
+}
+
+void rmsgi_conn_cancel_rndv(struct rmsg_conn *c, int status)
+{
+	struct rmsgi_list *n;
+
+	while ((n = rmsgi_list_pop(&c->rndvq))) {
+		struct rmsgi_op *op =
+			rmsgi_list_entry(n, struct rmsgi_op, rlink);
+
+		rmsgi_conn_rndv_settle(c, op, status);
+	}
+}
+
+void rmsgi_conn_cancel_queued(struct rmsg_conn *c, int status)
+{
+	rmsgi_conn_cancel_sendq(c, status);
+	rmsgi_conn_cancel_rndv(c, status);
+}
+
+void rmsgi_conn_op_done(struct rmsg_conn *c, struct rmsgi_op *op, int status)
+{
+	if (op == &c->credit_op) {
+		c->credit_op_busy = false;
+		if (status == 0 && credit_due(c))
+			rmsgi_ctx_mark_dirty(c->ctx, c);
+		return;
+	}
+	if (status == -ECANCELED && c->close_reason)
+		status = c->close_reason;
+	op->posted = 0;
+	if (op->rndv) {
+		if (op->acked) {
+			op_finish(c, op, status ? status : op->status);
+		} else if (status) {
+			rmsgi_list_del(&op->rlink);
+			rmsgi_conn_rndv_settle(c, op, status);
+		}
+		return; /* else the peer's RNDV_ACK finishes it */
+	}
+	op_finish(c, op, status);
+}
+
+void rmsgi_conn_tr_room(struct rmsg_conn *c)
+{
+	/* also for an export refused for want of room (rmsg_mr_export):
+	 * nothing is queued, but its on_writable is due */
+	if (!rmsgi_list_empty(&c->sendq) || c->want_writable)
+		rmsgi_ctx_mark_dirty(c->ctx, c);
+}
+
+void rmsgi_conn_send_credit(struct rmsg_conn *c, uint32_t aux)
+{
+	if (c->credit_op_busy || c->state != RMSGI_CS_ESTABLISHED)
+		return; /* a frame is on its way: that tells the peer */
+	c->credit_op_busy = true;
+	c->credit_op.aux = aux;
+	rmsgi_list_add_head(&c->sendq, &c->credit_op.link);
+	rmsgi_ctx_mark_dirty(c->ctx, c);
+}
+
+/* queues a header-only control frame */
+int rmsgi_conn_send_ctrl(struct rmsg_conn *c, uint8_t type, uint32_t aux,
+			 uint64_t id)
+{
+	struct rmsgi_op *op = rmsgi_op_get(c->ctx);
+
+	if (!op)
+		return -ENOMEM;
+	op->kind = RMSGI_OP_CTRL;
+	op->type = type;
+	op->aux = aux;
+	op->id = id;
+	op_answer(c, op);
+	rmsgi_list_add_tail(&c->sendq, &op->link);
+	rmsgi_ctx_mark_dirty(c->ctx, c);
+	return 0;
+}
+
+/* hands queued frames to the transport as far as credits and room go */
+void rmsgi_conn_post_queued(struct rmsg_conn *c)
+{
+	struct rmsgi_list *n;
+	bool posted = false;
+	int ret;
+
+	/* a CREDIT frame only when nothing else can carry the credits */
+	if (!c->credit_op_busy && credit_due(c) &&
+	    (rmsgi_list_empty(&c->sendq) ||
+	     !rmsgi_credit_can_send(&c->cr, true))) {
+		c->credit_op_busy = true;
+		c->credit_op.aux = 0;
+		rmsgi_list_add_head(&c->sendq, &c->credit_op.link);
+	}
+	while (c->state == RMSGI_CS_ESTABLISHED &&
+	       (n = c->sendq.next) != &c->sendq) {
+		struct rmsgi_op *op =
+			rmsgi_list_entry(n, struct rmsgi_op, link);
+		bool rma =
+			op->kind == RMSGI_OP_WRITE || op->kind == RMSGI_OP_READ;
+		bool native = rma && (c->tr->caps & RMSGI_TR_CAP_RMA);
+		/* native write and read land in no receive buffer */
+		bool credit = !native || op->type == RMSGI_T_WRITE_IMM;
+
+		/* only the CREDIT frame may take the last credit */
+		if (credit &&
+		    !rmsgi_credit_can_send(&c->cr, op != &c->credit_op))
+			break;
+		if (rma && !native && !op->rndv) {
+			/* emulated: completes on the peer's answer */
+			op->rndv = 1;
+			op->id = ++c->next_rndv_id;
+		}
+		if (op->kind == RMSGI_OP_SEND && op->len > c->peer_eager &&
+		    (c->tr->caps & RMSGI_TR_CAP_RNDV) && !op->rndv) {
+			op->rndv = 1;
+			op->type = RMSGI_T_RNDV_REQ;
+			op->id = ++c->next_rndv_id;
+		}
+		if (!native) {
+			op->credits = credit_take(c);
+		} else {
+			/* no header to piggyback returned credits on */
+			op->credits = 0;
+			if (credit)
+				rmsgi_credit_spend(&c->cr);
+		}
+		c->last_tx = ev_now(c->ctx->loop);
+		rmsgi_list_del(&op->link);
+		op->posted = 1;
+		ret = c->tops->post(c->tr_priv, op);
+		if (ret == 0)
+			posted = true;
+		if (ret == 0 && op->rndv) {
+			if (rmsgi_list_empty(&c->rndvq))
+				c->rndv_mark = ev_now(c->ctx->loop);
+			rmsgi_list_add_tail(&c->rndvq, &op->rlink);
+		}
+		if (ret == -EAGAIN) {
+			if (credit)
+				rmsgi_credit_untake(&c->cr, op->credits, true);
+			op->posted = 0;
+			rmsgi_list_add_head(&c->sendq, &op->link);
+			break;
+		}
+		if (ret && op != &c->credit_op &&
+		    (ret == -ENOMEM ||
+		     (native && (ret == -EINVAL || ret == -EACCES)))) {
+			/* an op the backend refused, e.g. no registered
+			 * memory left for its copy or its rendezvous: only
+			 * it fails, the connection stays up */
+			if (credit)
+				rmsgi_credit_untake(&c->cr, op->credits, true);
+			op->posted = 0;
+			op->rndv = 0;
+			op_finish(c, op, ret);
+			continue;
+		}
+		if (ret) {
+			if (credit)
+				rmsgi_credit_untake(&c->cr, op->credits, false);
+			op->posted = 0;
+			op->rndv = 0;
+			if (op == &c->credit_op)
+				c->credit_op_busy = false;
+			else
+				op_finish(c, op, ret);
+			/* what was accepted before the failure still goes */
+			if (posted && c->tops->kick)
+				c->tops->kick(c->tr_priv);
+			rmsgi_conn_abort(c, ret);
+			return;
+		}
+	}
+	if (posted && c->tops->kick)
+		c->tops->kick(c->tr_priv);
+}
+
+void rmsgi_conn_flush(struct rmsg_conn *c)
+{
+	struct rmsgi_list *n;
+
+	if (c->state == RMSGI_CS_ESTABLISHED)
+		rmsgi_conn_post_queued(c);
+	while ((n = rmsgi_list_pop(&c->doneq))) {
+		struct rmsgi_op *op =
+			rmsgi_list_entry(n, struct rmsgi_op, link);
+		rmsg_done_cb cb = op->cb;
+		void *arg = op->arg;
+		int status = op->status;
+
+		op_recycle(c, op);
+		if (cb) {
+			c->ctx->in_cb++;
+			cb(c, status, arg);
+			c->ctx->in_cb--;
+		}
+	}
+	if (c->want_writable && c->state == RMSGI_CS_ESTABLISHED &&
+	    c->sendq_len <= c->cfg.send_queue / 2) {
+		c->want_writable = false;
+		if (c->ops.on_writable) {
+			c->ctx->in_cb++;
+			c->ops.on_writable(c, c->arg);
+			c->ctx->in_cb--;
+		}
+	}
+	if (c->state == RMSGI_CS_CLOSING && c->tr_down &&
+	    rmsgi_list_empty(&c->doneq) && rmsgi_list_empty(&c->sendq))
+		rmsgi_conn_finalize(c);
+}
+
+/*
+ * May a send be written inside the API call? Over TCP that writes it at
+ * once, saving a loop iteration's worth of deferral for the common case
+ * of one reply per event. Only the first send of a loop iteration
+ * (last_tx is the loop time of the last post) on an idle queue, outside
+ * the context flush, with a credit to spare and no rendezvous
+ * (direct_lim): later ones batch as before. Its callback is still only
+ * queued (op_finish), so none runs inside the call.
+ */
+static inline bool send_now(const struct rmsg_conn *c, int iovcnt, size_t len,
+			    ev_tstamp *now_p)
+{
+	return len < c->direct_lim && iovcnt <= RMSGI_OP_IOV_INLINE &&
+	       rmsgi_list_empty(&c->sendq) && !c->ctx->flushing &&
+	       rmsgi_credit_can_send(&c->cr, true) &&
+	       c->last_tx != (*now_p = ev_now(c->ctx->loop));
+}
+
+/* an op carrying a copy of the caller's iovec array (not of the data) */
+struct rmsgi_op *rmsgi_conn_op_with_iov(struct rmsg_conn *c,
+					const struct iovec *iov, int iovcnt)
+{
+	struct rmsgi_op *op = rmsgi_op_get(c->ctx);
+
+	if (!op)
+		return NULL;
+	if (iovcnt > RMSGI_OP_IOV_INLINE) {
+		op->iov = malloc(sizeof(*iov) * (size_t)iovcnt);
+		if (!op->iov) {
+			op->iov = op->iov_inline;
+			rmsgi_op_put(c->ctx, op);
+			return NULL;
+		}
+	}
+	if (iovcnt)
+		memcpy(op->iov, iov, sizeof(*iov) * (size_t)iovcnt);
+	op->iovcnt = iovcnt;
+	return op;
+}
+
+static void op_send_init(struct rmsg_conn *c, struct rmsgi_op *op, size_t len,
+			 uint32_t aux, rmsg_done_cb cb, void *arg)
+{
+	if (aux == RMSGI_AUX_RPC_REP)
+		op_answer(c, op);
+	op->kind = RMSGI_OP_SEND;
+	op->type = RMSGI_T_DATA;
+	op->aux = aux;
+	op->len = len;
+	op->cb = cb;
+	op->arg = arg;
+}
+
+/* the rest of a direct send (below) that did not simply go out whole:
+ * @w is what the transport's send_direct() returned for @h */
+static int send_direct_end(struct rmsg_conn *c, const struct iovec *iov,
+			   int iovcnt, const struct rmsgi_hdr *h, ssize_t w,
+			   struct rmsgi_op *op, rmsg_done_cb cb, void *arg,
+			   ev_tstamp now)
+{
+	size_t len = (size_t)h->len;
+	int ret;
+
+	if (w == 0) {
+		/* nothing written: the credit goes back */
+		rmsgi_credit_untake(&c->cr, h->credits, true);
+		if (op)
+			rmsgi_op_put(c->ctx, op);
+		return -EAGAIN;
+	}
+	c->last_tx = now;
+	if (w < 0 || (size_t)w == RMSGI_HDR_SIZE + len) {
+		/* written, or the connection failed: the callback is due */
+		if (op) {
+			op_send_init(c, op, len, h->aux, cb, arg);
+			c->sendq_len++;
+			op_finish(c, op, w < 0 ? (int)w : 0);
+		}
+		return 0;
+	}
+	/* the rest goes as a posted op, first in the transport's queue */
+	if (!op) {
+		op = rmsgi_op_get(c->ctx);
+		if (!op) {
+			rmsgi_conn_abort(c, -ENOMEM);
+			return -ENOMEM;
+		}
+	}
+	memcpy(op->iov, iov, sizeof(*iov) * (size_t)iovcnt);
+	op->iovcnt = iovcnt;
+	op_send_init(c, op, len, h->aux, cb, arg);
+	op->credits = h->credits;
+	op->tr_off = (size_t)w;
+	op->posted = 1;
+	c->sendq_len++;
+	ret = c->tops->post(c->tr_priv, op);
+	if (ret) {
+		op->posted = 0;
+		op_finish(c, op, ret);
+		rmsgi_conn_abort(c, ret);
+		return 0;
+	}
+	if (c->tops->kick)
+		c->tops->kick(c->tr_priv);
+	return 0;
+}
+
+/*
+ * The direct send: the frame goes to the transport without the send
+ * queue, and without an op unless something must outlive the call: the
+ * callback (taken first, so a written frame can always report), or the
+ * rest of a partly written frame. Returns 0 (sent, or its callback will
+ * tell the connection's failure), -EAGAIN (nothing written: queue it as
+ * usual) or -ENOMEM.
+ */
+static inline __attribute__((always_inline)) int
+send_direct(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+	    size_t len, uint32_t aux, rmsg_done_cb cb, void *arg, ev_tstamp now)
+{
+	struct rmsgi_op *op = NULL;
+	struct rmsgi_hdr h;
+	ssize_t w;
+
+	if (cb) {
+		op = rmsgi_op_get(c->ctx);
+		if (!op)
+			return -ENOMEM;
+	}
+	h.type = RMSGI_T_DATA;
+	h.flags = 0;
+	h.aux = aux;
+	h.len = len;
+	h.id = 0;
+	h.credits = credit_take(c);
+	w = c->tops->send_direct(c->tr_priv, &h, iov, iovcnt);
+	if (RMSGI_LIKELY(!op && w == (ssize_t)(RMSGI_HDR_SIZE + len))) {
+		c->last_tx = now;
+		return 0;
+	}
+	return send_direct_end(c, iov, iovcnt, &h, w, op, cb, arg, now);
+}
+
+/* rmsg_send and rmsgi_conn_send, inline in both (aux and the bound are
+ * constants in rmsg_send) */
+static inline __attribute__((always_inline)) int
+conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+	  uint32_t aux, bool unbounded, rmsg_done_cb cb, void *arg)
+{
+	struct rmsgi_op *op;
+	ev_tstamp now = 0;
+	size_t len;
+	int ret;
+
+	ret = check_iov(c, iov, iovcnt, &len);
+	if (ret)
+		return ret;
+	if (c->sendq_len >= c->cfg.send_queue && !unbounded) {
+		c->want_writable = true;
+		return -EAGAIN;
+	}
+	if (send_now(c, iovcnt, len, &now)) {
+		ret = send_direct(c, iov, iovcnt, len, aux, cb, arg, now);
+		if (ret != -EAGAIN)
+			return ret;
+	}
+	op = rmsgi_conn_op_with_iov(c, iov, iovcnt);
+	if (!op)
+		return -ENOMEM;
+	op_send_init(c, op, len, aux, cb, arg);
+	c->sendq_len++;
+	rmsgi_list_add_tail(&c->sendq, &op->link);
+	rmsgi_ctx_mark_dirty(c->ctx, c);
+	return 0;
+}
+
+int rmsgi_conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+		    uint32_t aux, bool unbounded, rmsg_done_cb cb, void *arg)
+{
+	return conn_send(c, iov, iovcnt, aux, unbounded, cb, arg);
+}
+
+int rmsg_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
+	      rmsg_done_cb cb, void *arg)
+{
+	return conn_send(c, iov, iovcnt, 0, false, cb, arg);
+}
