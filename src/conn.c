@@ -83,6 +83,9 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 	c->credit_op.kind = RMSGI_OP_CTRL;
 	c->credit_op.type = RMSGI_T_CREDIT;
 	c->credit_op.iov = c->credit_op.iov_inline;
+	/* idle until queued; reused for every CREDIT frame */
+	c->credit_op.state = RMSGI_OS_DONE;
+	rmsgi_conn_op_proto(c, &c->credit_op, false);
 	/* what we grant; frames can beat the established event (RDMA) */
 	rmsgi_credit_grant(&c->cr, cfg->credits);
 	ev_ref(ctx->loop);
@@ -208,6 +211,8 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 		set_peer(c, h);
 	}
 	set_state(c, RMSGI_CS_ESTABLISHED);
+	/* what was queued before goes by what is known now */
+	rmsgi_conn_proto_queued(c);
 	c->was_established = true;
 	rmsgi_keepalive_start(c);
 	rmsgi_conn_get(c);
@@ -251,9 +256,10 @@ static void send_bye(struct rmsg_conn *c)
 	op->type = RMSGI_T_CREDIT;
 	op->aux = RMSGI_CREDIT_BYE;
 	op->credits = rmsgi_credit_take_beyond(&c->cr);
-	op->posted = 1;
+	rmsgi_conn_op_proto(c, op, false);
+	op_state(c, op, RMSGI_OS_POSTED);
 	if (c->tops->post(c->tr_priv, op)) {
-		op->posted = 0;
+		op_state(c, op, RMSGI_OS_DONE);
 		rmsgi_op_put(c->ctx, op);
 		return;
 	}

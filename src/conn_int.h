@@ -81,11 +81,103 @@ static inline int check_iov(const struct rmsg_conn *c, const struct iovec *iov,
 	return 0;
 }
 
+/*
+ * An op's life (enum rmsgi_op_state); every move goes through
+ * op_state(), which checks it (an illegal one is a bug: logged as an
+ * error, and fatal in unit and fuzz builds, RMSGI_STRICT) and logs it at
+ * debug level:
+ *
+ *   from        to          when
+ *   NEW         QUEUED      queued (op_queue)
+ *   NEW         POSTED      the BYE; the rest of a direct send
+ *   NEW         DONE        a direct send written whole, or failed
+ *   QUEUED      POSTED      handed to the transport (post_queued)
+ *   QUEUED      DONE        cancelled
+ *   POSTED      QUEUED      the transport had no room (-EAGAIN)
+ *   POSTED      DONE        completed, or refused by the transport
+ *   POSTED      AWAIT_PEER  rndv: completed, the peer's answer not in yet
+ *   POSTED      ANSWERED    rndv: the peer answered (or it failed) first
+ *   AWAIT_PEER  DONE        rndv: the peer answered, or it failed
+ *   ANSWERED    DONE        rndv: the transport completed it
+ *   DONE        QUEUED      the connection's own CREDIT op, reused
+ *
+ * An op enters POSTED only with its protocol chosen (rmsgi_conn_op_proto).
+ */
+#define OS_BIT(s) (1u << (s))
+
+static inline bool op_move_ok(const struct rmsg_conn *c,
+			      const struct rmsgi_op *op, enum rmsgi_op_state s)
+{
+	static const uint8_t next[] = {
+		[RMSGI_OS_NEW] = OS_BIT(RMSGI_OS_QUEUED) |
+				 OS_BIT(RMSGI_OS_POSTED) |
+				 OS_BIT(RMSGI_OS_DONE),
+		[RMSGI_OS_QUEUED] =
+			OS_BIT(RMSGI_OS_POSTED) | OS_BIT(RMSGI_OS_DONE),
+		[RMSGI_OS_POSTED] =
+			OS_BIT(RMSGI_OS_QUEUED) | OS_BIT(RMSGI_OS_AWAIT_PEER) |
+			OS_BIT(RMSGI_OS_ANSWERED) | OS_BIT(RMSGI_OS_DONE),
+		[RMSGI_OS_AWAIT_PEER] = OS_BIT(RMSGI_OS_DONE),
+		[RMSGI_OS_ANSWERED] = OS_BIT(RMSGI_OS_DONE),
+		[RMSGI_OS_DONE] = OS_BIT(RMSGI_OS_QUEUED),
+	};
+
+	if (op->state >= RMSGI_ARRAY_SIZE(next) ||
+	    !(next[op->state] & OS_BIT(s)))
+		return false;
+	switch (s) {
+	case RMSGI_OS_POSTED:
+		return op->proto != RMSGI_OP_P_NONE;
+	case RMSGI_OS_AWAIT_PEER:
+	case RMSGI_OS_ANSWERED:
+		return op->rndv;
+	case RMSGI_OS_QUEUED:
+		return op->state != RMSGI_OS_DONE || op == &c->credit_op;
+	default:
+		return true;
+	}
+}
+
+/* send.c: an illegal move (logged; aborts under RMSGI_STRICT), and the
+ * debug line of a legal one */
+void rmsgi_conn_op_bad(const struct rmsg_conn *c, const struct rmsgi_op *op,
+		       enum rmsgi_op_state s);
+void rmsgi_conn_op_log(const struct rmsg_conn *c, const struct rmsgi_op *op,
+		       enum rmsgi_op_state s);
+
+/* the one place an op's state changes */
+static inline __attribute__((always_inline)) void
+op_state(struct rmsg_conn *c, struct rmsgi_op *op, enum rmsgi_op_state s)
+{
+	if (RMSGI_UNLIKELY(!op_move_ok(c, op, s)))
+		rmsgi_conn_op_bad(c, op, s);
+	if (RMSGI_UNLIKELY(c->ctx->log_max >= RMSG_LOG_DEBUG))
+		rmsgi_conn_op_log(c, op, s);
+	op->state = s;
+}
+
+/* is the connection's CREDIT frame queued or posted? */
+static inline bool credit_op_busy(const struct rmsg_conn *c)
+{
+	return c->credit_op.state == RMSGI_OS_QUEUED ||
+	       c->credit_op.state == RMSGI_OS_POSTED;
+}
+
 /* conn.c */
 /* CLOSING -> CLOSED: on_close, then the connection's reference goes */
 void rmsgi_conn_finalize(struct rmsg_conn *c);
 
 /* send.c */
+/* chooses how @op goes (enum rmsgi_op_proto), once: the protocol, and
+ * with it the frame type and rendezvous id. @direct: the rest of a frame
+ * begun inside rmsg_send. Only on an established connection for messages
+ * and one-sided ops (they depend on the backend and the peer). */
+void rmsgi_conn_op_proto(struct rmsg_conn *c, struct rmsgi_op *op, bool direct);
+/* queues @op on the send queue (its protocol chosen if the connection is
+ * established, else when it becomes so) */
+void rmsgi_conn_op_queue(struct rmsg_conn *c, struct rmsgi_op *op);
+/* the connection became established: chooses for what was queued */
+void rmsgi_conn_proto_queued(struct rmsg_conn *c);
 /* a rendezvous send (or emulated one-sided op) leaves rndvq: acknowledged
  * with @status or failed */
 void rmsgi_conn_rndv_settle(struct rmsg_conn *c, struct rmsgi_op *op,

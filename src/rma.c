@@ -146,8 +146,7 @@ int rmsgi_conn_rma_rx_read(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		op->arg = mr;
 	}
 	op_answer(c, op);
-	rmsgi_list_add_tail(&c->sendq, &op->link);
-	rmsgi_ctx_mark_dirty(c->ctx, c);
+	rmsgi_conn_op_queue(c, op);
 	return 0;
 }
 
@@ -218,8 +217,7 @@ static int rma_queue(struct rmsg_conn *c, uint8_t kind, uint8_t type,
 	op->cb = cb;
 	op->arg = arg;
 	c->sendq_len++;
-	rmsgi_list_add_tail(&c->sendq, &op->link);
-	rmsgi_ctx_mark_dirty(c->ctx, c);
+	rmsgi_conn_op_queue(c, op);
 	return 0;
 }
 

@@ -253,8 +253,8 @@ struct rmsg_conn {
 	unsigned ans_n;
 	ev_tstamp rndv_mark; /* rndvq last moved (an answer, or first op) */
 	size_t ka_mark;	     /* payload bytes of a large frame at last life */
-	bool credit_op_busy; /* the CREDIT frame is queued or posted */
 	int close_reason;
+	/* the CREDIT frame's op, reused: queued or posted, or idle (DONE) */
 	struct rmsgi_op credit_op;
 
 	struct rmsgi_credit cr;

@@ -9,6 +9,126 @@
 
 #include "conn_int.h"
 
+static const char *const kind_name[] = {
+	[RMSGI_OP_SEND] = "send",   [RMSGI_OP_CTRL] = "ctrl",
+	[RMSGI_OP_WRITE] = "write", [RMSGI_OP_READ] = "read",
+	[RMSGI_OP_RESP] = "resp",
+};
+
+static const char *const proto_name[] = {
+	[RMSGI_OP_P_NONE] = "none",	  [RMSGI_OP_P_EAGER] = "eager",
+	[RMSGI_OP_P_RNDV] = "rndv",	  [RMSGI_OP_P_RMA] = "rma",
+	[RMSGI_OP_P_RMA_EMU] = "rma-emu", [RMSGI_OP_P_CTRL] = "ctrl",
+	[RMSGI_OP_P_DIRECT] = "direct",
+};
+
+static const char *const state_name[] = {
+	[RMSGI_OS_NEW] = "new",		  [RMSGI_OS_QUEUED] = "queued",
+	[RMSGI_OS_POSTED] = "posted",	  [RMSGI_OS_AWAIT_PEER] = "await-peer",
+	[RMSGI_OS_ANSWERED] = "answered", [RMSGI_OS_DONE] = "done",
+};
+
+#define NAME(tab, i) ((size_t)(i) < RMSGI_ARRAY_SIZE(tab) ? (tab)[i] : "?")
+
+void rmsgi_conn_op_log(const struct rmsg_conn *c, const struct rmsgi_op *op,
+		       enum rmsgi_op_state s)
+{
+	rmsgi_log(c->ctx, RMSG_LOG_DEBUG, "conn %u: op %p (%s, %s): %s -> %s",
+		  c->id, (const void *)op, NAME(kind_name, op->kind),
+		  NAME(proto_name, op->proto), NAME(state_name, op->state),
+		  NAME(state_name, s));
+}
+
+void rmsgi_conn_op_bad(const struct rmsg_conn *c, const struct rmsgi_op *op,
+		       enum rmsgi_op_state s)
+{
+	rmsgi_err(c->ctx, "conn %u: op %p (%s, %s): illegal move %s -> %s",
+		  c->id, (const void *)op, NAME(kind_name, op->kind),
+		  NAME(proto_name, op->proto), NAME(state_name, op->state),
+		  NAME(state_name, s));
+#ifdef RMSGI_STRICT
+	abort();
+#endif
+}
+
+/*
+ * How an op goes, decided here once (enum rmsgi_op_proto): a message
+ * larger than the peer's eager size goes by rendezvous over a backend
+ * that has it; one-sided ops are native over a backend with
+ * RMSGI_TR_CAP_RMA, else frames the peer answers. Ops that wait for the
+ * peer's answer get their rendezvous id here.
+ */
+static inline void op_proto(struct rmsg_conn *c, struct rmsgi_op *op,
+			    bool direct)
+{
+	enum rmsgi_op_proto p;
+
+	switch (op->kind) {
+	case RMSGI_OP_SEND:
+		if (direct)
+			p = RMSGI_OP_P_DIRECT;
+		else if (op->len > c->peer_eager &&
+			 (c->tr->caps & RMSGI_TR_CAP_RNDV))
+			p = RMSGI_OP_P_RNDV;
+		else
+			p = RMSGI_OP_P_EAGER;
+		break;
+	case RMSGI_OP_WRITE:
+	case RMSGI_OP_READ:
+		p = c->tr->caps & RMSGI_TR_CAP_RMA ? RMSGI_OP_P_RMA
+						   : RMSGI_OP_P_RMA_EMU;
+		break;
+	case RMSGI_OP_RESP:
+		p = RMSGI_OP_P_EAGER;
+		break;
+	default:
+		p = RMSGI_OP_P_CTRL;
+		break;
+	}
+	op->proto = (uint8_t)p;
+	if (p == RMSGI_OP_P_RNDV)
+		op->type = RMSGI_T_RNDV_REQ;
+	if (p == RMSGI_OP_P_RNDV || p == RMSGI_OP_P_RMA_EMU) {
+		/* completes on the peer's answer */
+		op->rndv = 1;
+		op->id = ++c->next_rndv_id;
+	}
+}
+
+void rmsgi_conn_op_proto(struct rmsg_conn *c, struct rmsgi_op *op, bool direct)
+{
+	op_proto(c, op, direct);
+}
+
+/* queues @op; its protocol is chosen now on an established connection,
+ * else when it becomes established (rmsgi_conn_proto_queued) */
+static inline void op_queue(struct rmsg_conn *c, struct rmsgi_op *op)
+{
+	if (c->state == RMSGI_CS_ESTABLISHED)
+		op_proto(c, op, false);
+	op_state(c, op, RMSGI_OS_QUEUED);
+	rmsgi_list_add_tail(&c->sendq, &op->link);
+	rmsgi_ctx_mark_dirty(c->ctx, c);
+}
+
+void rmsgi_conn_op_queue(struct rmsg_conn *c, struct rmsgi_op *op)
+{
+	op_queue(c, op);
+}
+
+void rmsgi_conn_proto_queued(struct rmsg_conn *c)
+{
+	struct rmsgi_list *n;
+
+	for (n = c->sendq.next; n != &c->sendq; n = n->next) {
+		struct rmsgi_op *op =
+			rmsgi_list_entry(n, struct rmsgi_op, link);
+
+		if (op->proto == RMSGI_OP_P_NONE)
+			op_proto(c, op, false);
+	}
+}
+
 /* a finished op goes back to the context's free list; an answer that
  * leaves the bound lets withheld credits go */
 static void op_recycle(struct rmsg_conn *c, struct rmsgi_op *op)
@@ -25,6 +145,7 @@ static void op_recycle(struct rmsg_conn *c, struct rmsgi_op *op)
  * One without a callback is recycled at once: nothing would run. */
 static void op_finish(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 {
+	op_state(c, op, RMSGI_OS_DONE);
 	if (!op->cb) {
 		op_recycle(c, op);
 		if (c->want_writable)
@@ -36,8 +157,9 @@ static void op_finish(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 	rmsgi_ctx_mark_dirty(c->ctx, c);
 }
 
-/* a rendezvous send leaves rndvq when acknowledged or failed; it finishes
- * once the transport has also completed the request frame */
+/* a rendezvous send (or emulated one-sided op) leaves rndvq when
+ * acknowledged or failed; it finishes once the transport has also
+ * completed the request frame (ANSWERED until then) */
 void rmsgi_conn_rndv_settle(struct rmsg_conn *c, struct rmsgi_op *op,
 			    int status)
 {
@@ -45,8 +167,9 @@ void rmsgi_conn_rndv_settle(struct rmsg_conn *c, struct rmsgi_op *op,
 	if (c->tr_priv && c->tops->rndv_release)
 		c->tops->rndv_release(c->tr_priv, op);
 	op->status = status;
-	op->acked = 1;
-	if (!op->posted)
+	if (op->state == RMSGI_OS_POSTED)
+		op_state(c, op, RMSGI_OS_ANSWERED);
+	else
 		op_finish(c, op, status);
 }
 
@@ -61,7 +184,7 @@ void rmsgi_conn_cancel_sendq(struct rmsg_conn *c, int status)
 			rmsgi_list_entry(n, struct rmsgi_op, link);
 
 		if (op == &c->credit_op) {
-			c->credit_op_busy = false;
+			op_state(c, op, RMSGI_OS_DONE);
 			continue;
 		}
 		op_finish(c, op, status);
@@ -89,22 +212,24 @@ void rmsgi_conn_cancel_queued(struct rmsg_conn *c, int status)
 void rmsgi_conn_op_done(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 {
 	if (op == &c->credit_op) {
-		c->credit_op_busy = false;
+		op_state(c, op, RMSGI_OS_DONE);
 		if (status == 0 && credit_due(c))
 			rmsgi_ctx_mark_dirty(c->ctx, c);
 		return;
 	}
 	if (status == -ECANCELED && c->close_reason)
 		status = c->close_reason;
-	op->posted = 0;
 	if (op->rndv) {
-		if (op->acked) {
+		if (op->state == RMSGI_OS_ANSWERED) {
 			op_finish(c, op, status ? status : op->status);
-		} else if (status) {
+			return;
+		}
+		op_state(c, op, RMSGI_OS_AWAIT_PEER);
+		if (status) {
 			rmsgi_list_del(&op->rlink);
 			rmsgi_conn_rndv_settle(c, op, status);
 		}
-		return; /* else the peer's RNDV_ACK finishes it */
+		return; /* else the peer's answer finishes it */
 	}
 	op_finish(c, op, status);
 }
@@ -119,10 +244,10 @@ void rmsgi_conn_tr_room(struct rmsg_conn *c)
 
 void rmsgi_conn_send_credit(struct rmsg_conn *c, uint32_t aux)
 {
-	if (c->credit_op_busy || c->state != RMSGI_CS_ESTABLISHED)
+	if (credit_op_busy(c) || c->state != RMSGI_CS_ESTABLISHED)
 		return; /* a frame is on its way: that tells the peer */
-	c->credit_op_busy = true;
 	c->credit_op.aux = aux;
+	op_state(c, &c->credit_op, RMSGI_OS_QUEUED);
 	rmsgi_list_add_head(&c->sendq, &c->credit_op.link);
 	rmsgi_ctx_mark_dirty(c->ctx, c);
 }
@@ -140,8 +265,7 @@ int rmsgi_conn_send_ctrl(struct rmsg_conn *c, uint8_t type, uint32_t aux,
 	op->aux = aux;
 	op->id = id;
 	op_answer(c, op);
-	rmsgi_list_add_tail(&c->sendq, &op->link);
-	rmsgi_ctx_mark_dirty(c->ctx, c);
+	op_queue(c, op);
 	return 0;
 }
 
@@ -153,20 +277,18 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 	int ret;
 
 	/* a CREDIT frame only when nothing else can carry the credits */
-	if (!c->credit_op_busy && credit_due(c) &&
+	if (!credit_op_busy(c) && credit_due(c) &&
 	    (rmsgi_list_empty(&c->sendq) ||
 	     !rmsgi_credit_can_send(&c->cr, true))) {
-		c->credit_op_busy = true;
 		c->credit_op.aux = 0;
+		op_state(c, &c->credit_op, RMSGI_OS_QUEUED);
 		rmsgi_list_add_head(&c->sendq, &c->credit_op.link);
 	}
 	while (c->state == RMSGI_CS_ESTABLISHED &&
 	       (n = c->sendq.next) != &c->sendq) {
 		struct rmsgi_op *op =
 			rmsgi_list_entry(n, struct rmsgi_op, link);
-		bool rma =
-			op->kind == RMSGI_OP_WRITE || op->kind == RMSGI_OP_READ;
-		bool native = rma && (c->tr->caps & RMSGI_TR_CAP_RMA);
+		bool native = op->proto == RMSGI_OP_P_RMA;
 		/* native write and read land in no receive buffer */
 		bool credit = !native || op->type == RMSGI_T_WRITE_IMM;
 
@@ -174,17 +296,6 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		if (credit &&
 		    !rmsgi_credit_can_send(&c->cr, op != &c->credit_op))
 			break;
-		if (rma && !native && !op->rndv) {
-			/* emulated: completes on the peer's answer */
-			op->rndv = 1;
-			op->id = ++c->next_rndv_id;
-		}
-		if (op->kind == RMSGI_OP_SEND && op->len > c->peer_eager &&
-		    (c->tr->caps & RMSGI_TR_CAP_RNDV) && !op->rndv) {
-			op->rndv = 1;
-			op->type = RMSGI_T_RNDV_REQ;
-			op->id = ++c->next_rndv_id;
-		}
 		if (!native) {
 			op->credits = credit_take(c);
 		} else {
@@ -195,7 +306,7 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		}
 		c->last_tx = ev_now(c->ctx->loop);
 		rmsgi_list_del(&op->link);
-		op->posted = 1;
+		op_state(c, op, RMSGI_OS_POSTED);
 		ret = c->tops->post(c->tr_priv, op);
 		if (ret == 0)
 			posted = true;
@@ -207,7 +318,7 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		if (ret == -EAGAIN) {
 			if (credit)
 				rmsgi_credit_untake(&c->cr, op->credits, true);
-			op->posted = 0;
+			op_state(c, op, RMSGI_OS_QUEUED);
 			rmsgi_list_add_head(&c->sendq, &op->link);
 			break;
 		}
@@ -219,18 +330,14 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 			 * it fails, the connection stays up */
 			if (credit)
 				rmsgi_credit_untake(&c->cr, op->credits, true);
-			op->posted = 0;
-			op->rndv = 0;
 			op_finish(c, op, ret);
 			continue;
 		}
 		if (ret) {
 			if (credit)
 				rmsgi_credit_untake(&c->cr, op->credits, false);
-			op->posted = 0;
-			op->rndv = 0;
 			if (op == &c->credit_op)
-				c->credit_op_busy = false;
+				op_state(c, op, RMSGI_OS_DONE);
 			else
 				op_finish(c, op, ret);
 			/* what was accepted before the failure still goes */
@@ -353,6 +460,7 @@ static int send_direct_end(struct rmsg_conn *c, const struct iovec *iov,
 		/* written, or the connection failed: the callback is due */
 		if (op) {
 			op_send_init(c, op, len, h->aux, cb, arg);
+			op_proto(c, op, true);
 			c->sendq_len++;
 			op_finish(c, op, w < 0 ? (int)w : 0);
 		}
@@ -369,13 +477,13 @@ static int send_direct_end(struct rmsg_conn *c, const struct iovec *iov,
 	memcpy(op->iov, iov, sizeof(*iov) * (size_t)iovcnt);
 	op->iovcnt = iovcnt;
 	op_send_init(c, op, len, h->aux, cb, arg);
+	op_proto(c, op, true);
 	op->credits = h->credits;
 	op->tr_off = (size_t)w;
-	op->posted = 1;
+	op_state(c, op, RMSGI_OS_POSTED);
 	c->sendq_len++;
 	ret = c->tops->post(c->tr_priv, op);
 	if (ret) {
-		op->posted = 0;
 		op_finish(c, op, ret);
 		rmsgi_conn_abort(c, ret);
 		return 0;
@@ -448,8 +556,7 @@ conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 		return -ENOMEM;
 	op_send_init(c, op, len, aux, cb, arg);
 	c->sendq_len++;
-	rmsgi_list_add_tail(&c->sendq, &op->link);
-	rmsgi_ctx_mark_dirty(c->ctx, c);
+	op_queue(c, op);
 	return 0;
 }
 

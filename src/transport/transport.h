@@ -138,14 +138,40 @@ struct rmsgi_op_rma {
 
 #define RMSGI_OP_IOV_INLINE 4
 
+/* how an op goes out, chosen once by the core: when it is queued on an
+ * established connection, or, queued before, when the connection becomes
+ * established (the backend and the peer's eager size are known then) */
+enum rmsgi_op_proto {
+	RMSGI_OP_P_NONE,  /* not chosen yet (queued before establishment) */
+	RMSGI_OP_P_EAGER, /* one frame with the payload */
+	RMSGI_OP_P_RNDV,  /* a RNDV_REQ: the peer reads the payload, RNDV_ACK */
+	RMSGI_OP_P_RMA,	  /* native one-sided (RMSGI_TR_CAP_RMA) */
+	RMSGI_OP_P_RMA_EMU, /* one-sided in frames; the peer answers */
+	RMSGI_OP_P_CTRL,    /* header-only control frame */
+	RMSGI_OP_P_DIRECT,  /* the rest of a frame begun inside rmsg_send */
+};
+
+/* where an op is; only the core moves it (every move checked and logged,
+ * conn_int.h), a backend may read it */
+enum rmsgi_op_state {
+	RMSGI_OS_NEW,	     /* fresh (rmsgi_op_get) */
+	RMSGI_OS_QUEUED,     /* on the connection's send queue */
+	RMSGI_OS_POSTED,     /* the transport owns it (rndv: on rndvq too) */
+	RMSGI_OS_AWAIT_PEER, /* rndv: the transport is done, the peer not */
+	RMSGI_OS_ANSWERED,   /* rndv: the peer answered, the transport not */
+	RMSGI_OS_DONE,	     /* finished: callback due; the CREDIT op: idle */
+};
+
 struct rmsgi_op {
 	struct rmsgi_list link;	 /* sendq, doneq, or the transport's */
 	struct rmsgi_list rlink; /* rndvq: waits for the peer's answer */
 	uint8_t kind;
-	uint8_t type;	/* RMSGI_T_* of the frame */
-	uint8_t rndv;	/* sent as rendezvous, waits for RNDV_ACK */
-	uint8_t posted; /* the transport owns it */
-	uint8_t acked;	/* rendezvous acknowledged or failed */
+	uint8_t type;  /* RMSGI_T_* of the frame */
+	uint8_t proto; /* enum rmsgi_op_proto */
+	uint8_t state; /* enum rmsgi_op_state */
+	/* waits for the peer's answer (proto RNDV or RMA_EMU): RNDV_ACK,
+	 * or READ_RESP for a read; set with proto */
+	uint8_t rndv;
 	uint8_t answer; /* generated for the peer: counted (ans_n) */
 	int status;
 	uint16_t credits; /* piggybacked, set when posted */

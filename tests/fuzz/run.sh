@@ -190,7 +190,7 @@ t0=$(date +%s)
 # shellcheck disable=SC2086
 (cd "$top" && "$CC" -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-Wall -DFAKE_TR_ABORT -I include -I src -o "$B/fuzz_conn" \
+	-Wall -DFAKE_TR_ABORT -DRMSGI_STRICT -I include -I src -o "$B/fuzz_conn" \
 	tests/fuzz/fuzz_conn.c \
 	$CSRCS -lev)
 n=0

@@ -54,6 +54,30 @@ static void conn_rndv__waits_for_ack(void **state)
 	assert_int_equal(done_count(t, 2, NULL), 1);
 }
 
+/* a message queued before the connection is established goes by what
+ * is known once it is: eager up to the peer's eager size, rendezvous
+ * beyond (decided at establishment, not when queued, when the peer's
+ * eager size was not known yet) */
+static void conn_rndv__queued_before_established(void **state)
+{
+	struct t *t = replace_t(state, NULL, RMSGI_TR_CAP_RNDV);
+
+	assert_int_equal(send_len(t, 64, 1), 0);
+	assert_int_equal(send_len(t, 65, 2), 0);
+	flush(t);
+	assert_int_equal(ft.npost, 0);
+	establish(t, 32, 64);
+	flush(t);
+	assert_int_equal(ft.nposted, 2);
+	assert_int_equal(ft.posted[0].type, RMSGI_T_DATA);
+	assert_int_equal(ft.posted[0].rndv, 0);
+	assert_int_equal(ft.posted[0].len, 64);
+	assert_int_equal(ft.posted[1].type, RMSGI_T_RNDV_REQ);
+	assert_int_equal(ft.posted[1].rndv, 1);
+	assert_int_equal(ft.posted[1].len, 65);
+	assert_true(ft.posted[1].id != 0);
+}
+
 static void conn_rndv__ack_before_send_done(void **state)
 {
 	struct t *t = rndv_t(state);
@@ -254,6 +278,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		CONN_T(conn_rndv__waits_for_ack),
+		CONN_T(conn_rndv__queued_before_established),
 		CONN_T(conn_rndv__ack_before_send_done),
 		CONN_T(conn_rndv__ack_error),
 		CONN_T(conn_rndv__ack_bad_status),

@@ -66,7 +66,7 @@ static int f_post(void *tc, struct rmsgi_op *op)
 	/* only a local close's BYE is posted once the state has moved */
 	if (!(op->kind == RMSGI_OP_CTRL && op->aux == RMSGI_CREDIT_BYE))
 		FAKE_CHECK(c->state == RMSGI_CS_ESTABLISHED);
-	FAKE_CHECK(op->posted == 1);
+	FAKE_CHECK(op->state == RMSGI_OS_POSTED);
 	if (ft.post_ret) {
 		int ret = ft.post_ret;
 

@@ -460,7 +460,8 @@ static struct top *post(const void *buf, size_t len)
 	rmsgi_list_init(&o->op.rlink);
 	o->op.kind = RMSGI_OP_SEND;
 	o->op.type = RMSGI_T_DATA;
-	o->op.posted = 1;
+	o->op.proto = RMSGI_OP_P_EAGER;
+	o->op.state = RMSGI_OS_POSTED;
 	o->op.credits = (uint16_t)conn.nops;
 	o->op.len = len;
 	o->op.iovcnt = 1;
