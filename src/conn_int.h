@@ -83,9 +83,11 @@ static inline int check_iov(const struct rmsg_conn *c, const struct iovec *iov,
 
 /*
  * An op's life (enum rmsgi_op_state); every move goes through
- * op_state(), which checks it (an illegal one is a bug: logged as an
- * error, and fatal in unit and fuzz builds, RMSGI_STRICT) and logs it at
- * debug level:
+ * op_state(), which checks it against this table and logs it at debug
+ * level. An illegal move is a bug: fatal in unit and fuzz builds
+ * (-DRMSGI_STRICT: checked always), logged as an error in a release
+ * build (checked while debug logging is on, which keeps the fast path
+ * at one compare):
  *
  *   from        to          when
  *   NEW         QUEUED      queued (op_queue)
@@ -108,7 +110,7 @@ static inline int check_iov(const struct rmsg_conn *c, const struct iovec *iov,
 static inline bool op_move_ok(const struct rmsg_conn *c,
 			      const struct rmsgi_op *op, enum rmsgi_op_state s)
 {
-	static const uint8_t next[] = {
+	static const uint8_t next[8] = {
 		[RMSGI_OS_NEW] = OS_BIT(RMSGI_OS_QUEUED) |
 				 OS_BIT(RMSGI_OS_POSTED) |
 				 OS_BIT(RMSGI_OS_DONE),
@@ -122,8 +124,7 @@ static inline bool op_move_ok(const struct rmsg_conn *c,
 		[RMSGI_OS_DONE] = OS_BIT(RMSGI_OS_QUEUED),
 	};
 
-	if (op->state >= RMSGI_ARRAY_SIZE(next) ||
-	    !(next[op->state] & OS_BIT(s)))
+	if (!(next[op->state & 7] & OS_BIT(s)))
 		return false;
 	switch (s) {
 	case RMSGI_OS_POSTED:
@@ -138,21 +139,25 @@ static inline bool op_move_ok(const struct rmsg_conn *c,
 	}
 }
 
-/* send.c: an illegal move (logged; aborts under RMSGI_STRICT), and the
- * debug line of a legal one */
-void rmsgi_conn_op_bad(const struct rmsg_conn *c, const struct rmsgi_op *op,
-		       enum rmsgi_op_state s);
-void rmsgi_conn_op_log(const struct rmsg_conn *c, const struct rmsgi_op *op,
-		       enum rmsgi_op_state s);
+/* send.c, off the fast path: an illegal move (logged as an error; aborts
+ * under RMSGI_STRICT), or the debug line of a legal one */
+void rmsgi_conn_op_move(const struct rmsg_conn *c, const struct rmsgi_op *op,
+			enum rmsgi_op_state s);
 
-/* the one place an op's state changes */
+#ifdef RMSGI_STRICT
+#define OP_CHECK 1
+#else
+#define OP_CHECK 0
+#endif
+
+/* the one place an op's state changes: on the fast path of a release
+ * build one compare (is debug logging on?), like rmsgi_dbg */
 static inline __attribute__((always_inline)) void
 op_state(struct rmsg_conn *c, struct rmsgi_op *op, enum rmsgi_op_state s)
 {
-	if (RMSGI_UNLIKELY(!op_move_ok(c, op, s)))
-		rmsgi_conn_op_bad(c, op, s);
-	if (RMSGI_UNLIKELY(c->ctx->log_max >= RMSG_LOG_DEBUG))
-		rmsgi_conn_op_log(c, op, s);
+	if (RMSGI_UNLIKELY((OP_CHECK && !op_move_ok(c, op, s)) ||
+			   c->ctx->log_max >= RMSG_LOG_DEBUG))
+		rmsgi_conn_op_move(c, op, s);
 	op->state = s;
 }
 

@@ -30,24 +30,20 @@ static const char *const state_name[] = {
 
 #define NAME(tab, i) ((size_t)(i) < RMSGI_ARRAY_SIZE(tab) ? (tab)[i] : "?")
 
-void rmsgi_conn_op_log(const struct rmsg_conn *c, const struct rmsgi_op *op,
-		       enum rmsgi_op_state s)
+void __attribute__((noinline, cold))
+rmsgi_conn_op_move(const struct rmsg_conn *c, const struct rmsgi_op *op,
+		   enum rmsgi_op_state s)
 {
-	rmsgi_log(c->ctx, RMSG_LOG_DEBUG, "conn %u: op %p (%s, %s): %s -> %s",
-		  c->id, (const void *)op, NAME(kind_name, op->kind),
-		  NAME(proto_name, op->proto), NAME(state_name, op->state),
-		  NAME(state_name, s));
-}
+	bool ok = op_move_ok(c, op, s);
 
-void rmsgi_conn_op_bad(const struct rmsg_conn *c, const struct rmsgi_op *op,
-		       enum rmsgi_op_state s)
-{
-	rmsgi_err(c->ctx, "conn %u: op %p (%s, %s): illegal move %s -> %s",
-		  c->id, (const void *)op, NAME(kind_name, op->kind),
-		  NAME(proto_name, op->proto), NAME(state_name, op->state),
-		  NAME(state_name, s));
+	rmsgi_log(c->ctx, ok ? RMSG_LOG_DEBUG : RMSG_LOG_ERROR,
+		  "conn %u: op %p (%s, %s): %s%s -> %s", c->id,
+		  (const void *)op, NAME(kind_name, op->kind),
+		  NAME(proto_name, op->proto), ok ? "" : "illegal move ",
+		  NAME(state_name, op->state), NAME(state_name, s));
 #ifdef RMSGI_STRICT
-	abort();
+	if (!ok)
+		abort();
 #endif
 }
 
