@@ -33,10 +33,7 @@ void rmsgi_op_hdr(const struct rmsgi_op *op, struct rmsgi_hdr *h)
 	h->flags = 0;
 	h->credits = op->credits;
 	h->aux = op->aux;
-	h->len = op->len;
+	/* emulated one-sided ops: the descriptor, and a write's bytes */
+	h->len = op->pre_len + (op->iov_local ? 0 : op->len);
 	h->id = op->id;
-	if (op->kind == RMSGI_OP_WRITE || op->kind == RMSGI_OP_READ)
-		/* emulated: the descriptor, and a write's bytes */
-		h->len = op->kind == RMSGI_OP_READ ? RMSGI_READ_REQ_SIZE
-						   : RMSGI_RMA_SIZE + op->len;
 }

@@ -54,6 +54,23 @@ rmsgi_conn_op_move(const struct rmsg_conn *c, const struct rmsgi_op *op,
  * RMSGI_TR_CAP_RMA, else frames the peer answers. Ops that wait for the
  * peer's answer get their rendezvous id here.
  */
+/*
+ * A one-sided op over a backend without RMSGI_TR_CAP_RMA is a frame (both
+ * directions of the emulation live in the core: this half, and rma.c's
+ * receive half): the descriptor of the peer's memory follows the header;
+ * a write's bytes follow it, a read's iovec is where READ_RESP lands.
+ */
+static void op_emulate(struct rmsgi_op *op)
+{
+	struct rmsgi_rma r = {
+		.off = op->rma.off, .token = op->rma.token, .len = op->len};
+	int rd = op->kind == RMSGI_OP_READ;
+
+	rmsgi_rma_encode(&r, rd, op->pre);
+	op->pre_len = rd ? RMSGI_READ_REQ_SIZE : RMSGI_RMA_SIZE;
+	op->iov_local = (uint8_t)rd;
+}
+
 static inline void op_proto(struct rmsg_conn *c, struct rmsgi_op *op,
 			    bool direct)
 {
@@ -82,6 +99,8 @@ static inline void op_proto(struct rmsg_conn *c, struct rmsgi_op *op,
 		break;
 	}
 	op->proto = (uint8_t)p;
+	if (p == RMSGI_OP_P_RMA_EMU)
+		op_emulate(op);
 	if (p == RMSGI_OP_P_RNDV)
 		op->type = RMSGI_T_RNDV_REQ;
 	if (p == RMSGI_OP_P_RNDV || p == RMSGI_OP_P_RMA_EMU) {

@@ -137,6 +137,8 @@ struct rmsgi_op_rma {
 };
 
 #define RMSGI_OP_IOV_INLINE 4
+/* the largest descriptor between a frame's header and its payload */
+#define RMSGI_OP_PRE_MAX RMSGI_READ_REQ_SIZE
 
 /* how an op goes out, chosen once by the core: when it is queued on an
  * established connection, or, queued before, when the connection becomes
@@ -173,6 +175,13 @@ struct rmsgi_op {
 	 * or READ_RESP for a read; set with proto */
 	uint8_t rndv;
 	uint8_t answer; /* generated for the peer: counted (ans_n) */
+	/* a frame's bytes between its header and its payload: an emulated
+	 * one-sided op's descriptor, encoded in pre[] by the core when it
+	 * chooses RMSGI_OP_P_RMA_EMU; 0 for every other op */
+	uint8_t pre_len;
+	/* the iovec is local only, not sent: an emulated read's
+	 * destination, which the peer's READ_RESP fills */
+	uint8_t iov_local;
 	int status;
 	uint16_t credits; /* piggybacked, set when posted */
 	size_t tr_off;	  /* frame bytes send_direct() already wrote */
@@ -186,6 +195,7 @@ struct rmsgi_op {
 	rmsg_done_cb cb;
 	void *arg;
 	void *tr_priv; /* transport state: copy buffer, MRs, ... */
+	uint8_t pre[RMSGI_OP_PRE_MAX]; /* valid for pre_len bytes */
 };
 
 /* ------------------------------------------------------------------ */

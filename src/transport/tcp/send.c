@@ -12,21 +12,17 @@
 /* ------------------------------------------------------------------ */
 /* output                                                               */
 
-/* bytes of @op's frame that come from its header slot */
+/* bytes of @op's frame that come from its header slot: the header and
+ * what the core put between it and the payload (op->pre) */
 static size_t tcp_pre(const struct rmsgi_op *op)
 {
-	if (op->kind == RMSGI_OP_WRITE)
-		return RMSGI_HDR_SIZE + RMSGI_RMA_SIZE;
-	if (op->kind == RMSGI_OP_READ)
-		return RMSGI_HDR_SIZE + RMSGI_READ_REQ_SIZE;
-	return RMSGI_HDR_SIZE;
+	return RMSGI_HDR_SIZE + op->pre_len;
 }
 
-/* bytes of @op's whole frame; a read request carries no payload (its
- * iovec is where the answer goes) */
+/* bytes of @op's whole frame; a local-only iovec is not sent */
 static size_t tcp_frame_len(const struct rmsgi_op *op)
 {
-	return tcp_pre(op) + (op->kind == RMSGI_OP_READ ? 0 : op->len);
+	return tcp_pre(op) + (op->iov_local ? 0 : op->len);
 }
 
 /* appends @op's frame minus its first @skip bytes to @iov */
@@ -45,7 +41,7 @@ static int tcp_op_iov(const struct rmsgi_op *op, size_t skip, struct iovec *iov,
 	} else {
 		skip -= pre;
 	}
-	if (op->kind == RMSGI_OP_READ)
+	if (op->iov_local)
 		return n;
 	for (i = 0; i < op->iovcnt && n < TCP_WIOV; i++) {
 		size_t len = op->iov[i].iov_len;
@@ -208,14 +204,8 @@ int tcp_post(void *tcp, struct rmsgi_op *op)
 	}
 	rmsgi_op_hdr(op, &h);
 	slot = tc->hdr[tc->hdr_seq++ & tc->hdr_mask];
-	if (op->kind == RMSGI_OP_WRITE || op->kind == RMSGI_OP_READ) {
-		struct rmsgi_rma r = {.off = op->rma.off,
-				      .token = op->rma.token,
-				      .len = op->len};
-
-		rmsgi_rma_encode(&r, op->kind == RMSGI_OP_READ,
-				 slot + RMSGI_HDR_SIZE);
-	}
+	if (op->pre_len)
+		memcpy(slot + RMSGI_HDR_SIZE, op->pre, op->pre_len);
 	rmsgi_hdr_encode(&h, slot);
 	op->tr_priv = slot;
 	if (op->tr_off) {

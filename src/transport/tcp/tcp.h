@@ -99,6 +99,8 @@
 #define TCP_CAPS 0u
 /* a frame's header slot: the header and a one-sided op's RMA header */
 #define TCP_SLOT 64
+_Static_assert(TCP_SLOT >= RMSGI_HDR_SIZE + RMSGI_OP_PRE_MAX,
+	       "a header slot holds the header and the op's descriptor");
 
 #if defined(IOV_MAX) && IOV_MAX < TCP_WIOV
 #error "TCP_WIOV exceeds IOV_MAX"
