@@ -300,22 +300,32 @@ static void tcp_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	tcp_conn_unbusy(tc);
 }
 
+/* a client connection's object, handed to the core, in TCP_PH_CONNECT */
+static struct tcp_conn *tcp_client_new(struct rmsg_ctx *ctx,
+				       struct rmsg_conn *c,
+				       const struct rmsgi_tr_conn_info *ci)
+{
+	struct tcp_ctx *t = tcp_ctx_get(ctx);
+	struct tcp_conn *tc = t ? tcp_conn_new(t, c, ci) : NULL;
+
+	if (!tc)
+		return NULL;
+	rmsgi_conn_set_tc(c, tc);
+	tc->phase = TCP_PH_CONNECT;
+	return tc;
+}
+
 int tcp_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 		const struct rmsgi_uri *u)
 {
-	struct tcp_ctx *t = tcp_ctx_get(ci->ctx);
 	struct addrinfo hints, *res;
 	struct tcp_conn *tc;
 	char port[8];
 	int ret;
 
-	if (!t)
-		return -ENOMEM;
-	tc = tcp_conn_new(t, c, ci);
+	tc = tcp_client_new(ci->ctx, c, ci);
 	if (!tc)
 		return -ENOMEM;
-	rmsgi_conn_set_tc(c, tc);
-	tc->phase = TCP_PH_CONNECT;
 	tc->src = u->src;
 	tc->src_len = u->src_len;
 	memset(&hints, 0, sizeof(hints));
@@ -335,7 +345,8 @@ int tcp_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 		return 0;
 	}
 	tc->ai_list = tc->ai_next = res;
-	tcp_timer_start(t->env->loop, &tc->tmo, ci->cfg->timeout_ms / 1000.0);
+	tcp_timer_start(tc->t->env->loop, &tc->tmo,
+			ci->cfg->timeout_ms / 1000.0);
 	ret = tcp_connect_next(tc);
 	if (ret) {
 		/* no socket at all: nothing was reported, rmsg_connect()
@@ -362,23 +373,19 @@ int tcp_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 int tcp_conn_adopt(struct rmsg_ctx *ctx, struct rmsg_conn *c,
 		   const struct rmsgi_tr_conn_info *ci, int fd)
 {
-	struct tcp_ctx *t = tcp_ctx_get(ctx);
 	struct tcp_conn *tc;
 	int fl = fcntl(fd, F_GETFL);
 
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
 		return -errno;
-	if (!t)
-		return -ENOMEM;
-	tc = tcp_conn_new(t, c, ci);
+	tc = tcp_client_new(ctx, c, ci);
 	if (!tc)
 		return -ENOMEM;
-	rmsgi_conn_set_tc(c, tc);
-	tc->phase = TCP_PH_CONNECT;
 	tcp_nodelay(fd);
 	tcp_conn_set_fd(tc, fd);
 	tc->busy++;
-	tcp_timer_start(t->env->loop, &tc->tmo, ci->cfg->timeout_ms / 1000.0);
+	tcp_timer_start(tc->t->env->loop, &tc->tmo,
+			ci->cfg->timeout_ms / 1000.0);
 	tcp_connected(tc);
 	tcp_conn_unbusy(tc);
 	return 0;
