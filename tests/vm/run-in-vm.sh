@@ -194,18 +194,45 @@ cleanup()
 }
 trap cleanup INT TERM HUP
 
-t0=$(date +%s.%N)
-timeout -k 10 "$timeout_s" "${qemu[@]}" < /dev/null &
-qemu_pid=$!
-wait "$qemu_pid"
-qemu_rc=$?
-# wait returns early, above 128, when a trapped signal arrives.
-while kill -0 "$qemu_pid" 2> /dev/null; do
+# A boot that never reaches the command is stopped after $boot_max s and
+# tried once more: seen once under TCG on a busy host, qemu spinning with
+# no console output for the whole -t while the guest never wrote
+# "started" (a normal boot takes 5-17 s, VM-TESTBED facts above).
+boot_max=${RMSG_VM_BOOT_MAX:-180}
+boots=0
+while :; do
+	boots=$((boots + 1))
+	hung=0
+	t0=$(date +%s.%N)
+	timeout -k 10 "$timeout_s" "${qemu[@]}" < /dev/null &
+	qemu_pid=$!
+	waited=0
+	while [ ! -f "$results/started" ] && kill -0 "$qemu_pid" 2> /dev/null; do
+		if [ "$waited" -ge "$boot_max" ]; then
+			note "the VM did not reach the command in $boot_max s" \
+			     "(boot $boots): stopping it"
+			hung=1
+			kill "$qemu_pid" 2> /dev/null
+			break
+		fi
+		sleep 1
+		waited=$((waited + 1))
+	done
 	wait "$qemu_pid"
 	qemu_rc=$?
+	# wait returns early, above 128, when a trapped signal arrives.
+	while kill -0 "$qemu_pid" 2> /dev/null; do
+		wait "$qemu_pid"
+		qemu_rc=$?
+	done
+	qemu_pid=
+	t1=$(date +%s.%N)
+	if [ "$hung" -eq 0 ] || [ "$boots" -ge 2 ]; then
+		break
+	fi
+	note "booting again"
+	rm -f "$results"/{status,status.tmp,started,error,output.log,console.log}
 done
-qemu_pid=
-t1=$(date +%s.%N)
 
 # --- report -------------------------------------------------------------------
 
@@ -238,6 +265,9 @@ fi
 	echo "$me: ERROR: the VM reported no exit status for the command."
 	if [ -f "$results/error" ]; then
 		echo "$me: guest setup failed: $(cat "$results/error")"
+	elif [ "$hung" -eq 1 ]; then
+		echo "$me: $boots boots did not reach the command in" \
+		     "$boot_max s each (RMSG_VM_BOOT_MAX to raise)"
 	elif [ "$qemu_rc" -eq 124 ] || [ "$qemu_rc" -eq 137 ]; then
 		echo "$me: timed out after $timeout_s s (-t to raise)"
 	else
