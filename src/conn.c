@@ -341,15 +341,18 @@ int rmsgi_conn_start(struct rmsg_conn *c, const struct rmsgi_uri *u)
 void rmsgi_conn_ev_down(struct rmsg_conn *c)
 {
 	if (c->fallback_pending) {
+		/* the scheme's next backend, from the registry: for auto://
+		 * the one after RDMA */
+		const struct rmsgi_tr *v[RMSGI_TR_COUNT];
 		int ret;
 
+		rmsgi_tr_for_scheme(c->auto_uri.scheme, v);
 		c->fallback_pending = false;
 		c->auto_fallback = false;
 		rmsgi_info(c->ctx, "conn %u: RDMA failed (%s); using TCP",
 			   c->id, rmsgi_fallback_text(c->fallback_reason));
 		c->tr_priv = NULL;
-		ret = conn_start_tr(c, rmsgi_tr_get(RMSGI_TR_TCP),
-				    &c->auto_uri);
+		ret = conn_start_tr(c, v[1], &c->auto_uri);
 		if (ret == 0)
 			return;
 		c->close_reason = ret;

@@ -517,8 +517,28 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		  struct rmsg_msg *m);
 /* is a frame of type @type legal on an open connection of a backend with
  * @caps? (the handshake's frames, and RDMA-only frames over a backend
- * without them, are not) */
-bool rmsgi_tr_frame_ok(unsigned caps, uint8_t type);
+ * without them, are not). The core's rule, inline: it runs per frame */
+static inline bool rmsgi_tr_frame_ok(unsigned caps, uint8_t type)
+{
+	switch (type) {
+	case RMSGI_T_DATA:
+	case RMSGI_T_CREDIT:
+	case RMSGI_T_RNDV_ACK:
+		return true;
+	case RMSGI_T_RNDV_REQ:
+		return caps & RMSGI_TR_CAP_RNDV;
+	case RMSGI_T_IMM: /* the immediate of a native split write */
+		return caps & RMSGI_TR_CAP_RMA;
+	case RMSGI_T_WRITE:
+	case RMSGI_T_WRITE_IMM:
+	case RMSGI_T_READ_REQ:
+	case RMSGI_T_READ_RESP:
+		/* one-sided ops emulated in frames */
+		return !(caps & RMSGI_TR_CAP_RMA);
+	default: /* the handshake's, and unknown types */
+		return false;
+	}
+}
 /* a rendezvous payload read into @m is complete (or failed). -ENOMEM:
  * the backend found no memory for the payload and read nothing; only
  * this message fails (the peer's send completes with -ENOMEM) and the
@@ -547,7 +567,17 @@ void rmsgi_conn_put(struct rmsg_conn *c);
 void rmsgi_ctx_flush(struct rmsg_ctx *ctx);
 
 /* the frame header an op goes out with (type, aux, id, credits, length
- * of payload and descriptors); one place for every backend */
-void rmsgi_op_hdr(const struct rmsgi_op *op, struct rmsgi_hdr *h);
+ * of payload and descriptors); one place for every backend, inline: it
+ * runs per frame */
+static inline void rmsgi_op_hdr(const struct rmsgi_op *op, struct rmsgi_hdr *h)
+{
+	h->type = op->type;
+	h->flags = 0;
+	h->credits = op->credits;
+	h->aux = op->aux;
+	/* emulated one-sided ops: the descriptor, and a write's bytes */
+	h->len = op->pre_len + (op->iov_local ? 0 : op->len);
+	h->id = op->id;
+}
 
 #endif /* RMSG_TRANSPORT_H */

@@ -182,7 +182,7 @@ echo "$summary" | tee "$B/summary.txt"
 # 4. the stateful target: a connection (the whole core) behind a fake
 # transport; starts from its regression inputs, grows its own corpus
 CSRCS="src/async.c src/cfg.c src/conn.c src/send.c src/rx.c src/rma.c
- src/frame.c src/credit.c src/ctx.c src/err.c
+ src/credit.c src/ctx.c src/err.c
  src/keepalive.c src/listener.c src/log.c src/mr.c src/msg.c src/pool.c
  src/proto.c src/rpc.c src/uri.c tests/unit/fake_tr.c tests/unit/fake_registry.c"
 csecs=${FUZZ_CONN_SECONDS:-$secs}

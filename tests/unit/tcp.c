@@ -4,8 +4,8 @@
  * socketpair: the backend gets one end through tcp_conn_adopt(), the test
  * drives the other end raw with the wire codec (proto.h), and a fake core
  * written here implements the up-calls of transport.h, recording what the
- * backend reports. The fake core's policy is the test's: every frame type
- * but DATA and CREDIT is illegal on an open connection.
+ * backend reports. Which frames are legal is the core's rule, inline in
+ * transport.h (rmsgi_tr_frame_ok), as the backend sees it in the library.
  *
  * What is checked is the backend's side of the contract in transport.h
  * ("Posting", the up-calls, disconnect): frames go out whole and in order,
@@ -198,22 +198,6 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	m->lent = 0;
 	ev_add(c, 'R');
 	return 0;
-}
-
-bool rmsgi_tr_frame_ok(unsigned caps, uint8_t type)
-{
-	(void)caps;
-	return type == RMSGI_T_DATA || type == RMSGI_T_CREDIT;
-}
-
-void rmsgi_op_hdr(const struct rmsgi_op *op, struct rmsgi_hdr *h)
-{
-	memset(h, 0, sizeof(*h));
-	h->type = op->type;
-	h->credits = op->credits;
-	h->aux = op->aux;
-	h->len = op->len;
-	h->id = op->id;
 }
 
 void rmsgi_conn_tr_room(struct rmsg_conn *c)
