@@ -386,7 +386,7 @@ void rdma_rc_timer(struct rdma_conn *rc, unsigned ms);
 void rdma_rc_up(struct rdma_conn *rc);
 /* conn and listener ops */
 int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
-		    const struct rmsgi_uri *u);
+		    const struct rmsgi_uri *u, const struct rmsgi_addrs *to);
 int rdma_listen_op(struct rmsg_ctx *ctx, struct rmsg_listener *l,
 		   const struct rmsgi_uri *u, uint16_t *port_p, void **tl_p);
 void rdma_listen_close(void *p);
