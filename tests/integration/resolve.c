@@ -70,7 +70,7 @@ static void write_file(const char *path, const char *text)
 
 static void bind_over(const char *src, const char *dst)
 {
-	T_ASSERT(mount(src, dst, NULL, MS_BIND, NULL) == 0,
+	T_ASSERT(mount(src, dst, "none", MS_BIND, NULL) == 0,
 		 "bind %s over %s: %s", src, dst, strerror(errno));
 }
 
@@ -125,7 +125,7 @@ static void setup_ns(const char *addr, bool netns)
 		exit(T_SKIP);
 	}
 	/* nothing mounted here may reach the host's namespace */
-	T_ASSERT(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0,
+	T_ASSERT(mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) == 0,
 		 "private mounts: %s", strerror(errno));
 	if (netns)
 		lo_up();
