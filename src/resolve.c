@@ -196,6 +196,7 @@ static void rsv_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct rmsgi_rsv *j = RMSGI_CONTAINER_OF(w, struct rmsgi_rsv, tmo);
 	struct rmsg_conn *c = j->c;
+	struct rmsg_ctx *ctx = c->ctx;
 
 	(void)revents;
 	/* libev stopped the one-shot timer: give back its unref */
@@ -207,7 +208,7 @@ static void rsv_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	rmsgi_conn_get(c);
 	rmsgi_conn_resolved(c, -ETIMEDOUT, NULL);
 	rmsgi_conn_put(c);
-	rmsgi_ctx_flush(c->ctx);
+	rmsgi_ctx_flush(ctx);
 }
 
 /* starts the thread with every signal blocked: the app's handlers never

@@ -50,7 +50,7 @@ static int f_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 {
 	(void)ci;
 	(void)u;
-	(void)to;
+	ft.last_to = *to;
 	ft.nconnect++;
 	rmsgi_conn_set_tc(c, c);
 	return 0;

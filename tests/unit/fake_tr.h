@@ -41,6 +41,7 @@ struct fake_tr_state {
 	bool disconnecting; /* disconnect() was called */
 	unsigned linger_ms; /* ... with this */
 	int npost, nkick, ndisconnect, nrelease, nconnect;
+	struct rmsgi_addrs last_to; /* the last connect()'s addresses */
 };
 
 extern struct fake_tr_state ft;
