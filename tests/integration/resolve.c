@@ -64,7 +64,7 @@ static uint16_t port;
 /* progress on stderr: where a hung run stopped */
 static void step(const char *what)
 {
-	fprintf(stderr, "resolve: %.3f s: %s\n", ev_time(), what);
+	fprintf(stderr, "progress (%.3f s): %s\n", ev_time(), what);
 }
 
 static void write_file(const char *path, const char *text)
