@@ -73,6 +73,10 @@ struct rmsgi_cfgv {
 	void *log_arg;
 	uint8_t pdata[RMSG_PRIVATE_DATA_MAX];
 	uint8_t pdata_len;
+	/* the pre-shared key (rmsg_cfg_set_psk), psk_len 0: none; the
+	 * core's alone, no backend reads it */
+	uint8_t psk_len;
+	uint8_t psk[64];
 	size_t reg_limit;     /* registered bytes per context */
 	size_t tcp_rx_limit;  /* TCP large-frame receive memory per context */
 	unsigned max_conns;   /* per listener: open and in handshake */
@@ -524,6 +528,8 @@ static inline bool rmsgi_tr_frame_ok(unsigned caps, uint8_t type)
 	case RMSGI_T_DATA:
 	case RMSGI_T_CREDIT:
 	case RMSGI_T_RNDV_ACK:
+		return true;
+	case RMSGI_T_AUTH: /* the core checks it is authenticating */
 		return true;
 	case RMSGI_T_RNDV_REQ:
 		return caps & RMSGI_TR_CAP_RNDV;
