@@ -391,8 +391,7 @@ static void auth_fail(struct rmsg_conn *c, int err, const char *why, bool tell)
 
 static void auth_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct rmsg_conn *c =
-		RMSGI_CONTAINER_OF(w, struct rmsg_conn, auth_tmo);
+	struct rmsg_conn *c = RMSGI_CONTAINER_OF(w, struct rmsg_conn, auth_tmo);
 
 	rmsgi_conn_get(c);
 	auth_fail(c, -ETIMEDOUT, "the peer's proof did not come in time",
@@ -423,7 +422,8 @@ static void auth_begin(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	if (!h || !(h->flags & RMSGI_HELLO_F_AUTH) ||
 	    h->nonce_len != RMSGI_NONCE_SIZE) {
 		auth_fail(c, -EACCES,
-			  "the server did not ask for the pre-shared key", false);
+			  "the server did not ask for the pre-shared key",
+			  false);
 		return;
 	}
 	memcpy(c->auth_ns, h->nonce, RMSGI_NONCE_SIZE);
@@ -510,9 +510,8 @@ int rmsgi_conn_auth_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		m->free_fn(m);
 		return 0;
 	}
-	ok = h->type == RMSGI_T_AUTH && c->state == RMSGI_CS_AUTH &&
-	     m->ready && len <= sizeof(buf) &&
-	     rmsgi_credit_arrived(&c->cr) == 0;
+	ok = h->type == RMSGI_T_AUTH && c->state == RMSGI_CS_AUTH && m->ready &&
+	     len <= sizeof(buf) && rmsgi_credit_arrived(&c->cr) == 0;
 	if (ok)
 		memcpy(buf, m->data, len);
 	m->free_fn(m);

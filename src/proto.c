@@ -107,7 +107,8 @@ int rmsgi_hello_decode(const void *buf, size_t avail, struct rmsgi_hello *h)
 	 * hello may be there without one: only a server's reply to a key
 	 * holder is read for it */
 	if ((h->flags & RMSGI_HELLO_F_AUTH) &&
-	    avail >= RMSGI_HELLO_SIZE + (size_t)h->pdata_len + RMSGI_NONCE_SIZE) {
+	    avail >= RMSGI_HELLO_SIZE + (size_t)h->pdata_len +
+			     RMSGI_NONCE_SIZE) {
 		memcpy(h->nonce, p + RMSGI_HELLO_SIZE + h->pdata_len,
 		       RMSGI_NONCE_SIZE);
 		h->nonce_len = RMSGI_NONCE_SIZE;
