@@ -110,8 +110,11 @@ static struct rmsg_cfg *cfg_with(const char *key, const char *pd)
 	struct rmsg_cfg *cfg;
 
 	T_OK(rmsg_cfg_create(&cfg));
-	if (key)
-		T_OK(rmsg_cfg_set_psk(cfg, key, strlen(key)));
+	/* without a key: one set, then cleared (NULL, 0 clears it) */
+	T_OK(rmsg_cfg_set_psk(cfg, key ? key : key_b,
+			      strlen(key ? key : key_b)));
+	if (!key)
+		T_OK(rmsg_cfg_set_psk(cfg, NULL, 0));
 	if (pd)
 		T_OK(rmsg_cfg_set_private_data(cfg, pd, strlen(pd)));
 	return cfg;
@@ -128,7 +131,7 @@ static void one_case(const char *name, const char *ckey, const char *skey)
 {
 	struct rmsg_cfg *scfg = cfg_with(skey, NULL);
 	struct rmsg_cfg *ccfg = cfg_with(ckey, "hi-cli");
-	bool ok = ckey && skey && !strcmp(ckey, skey);
+	bool ok = (!ckey && !skey) || (ckey && skey && !strcmp(ckey, skey));
 	struct rmsg_listener *l;
 	struct rmsg_conn *c;
 	char uri[128];
@@ -389,6 +392,30 @@ static double median_connect(const char *key, int n)
 	return r;
 }
 
+/* the key's length is 16 to 64 bytes; NULL goes only with 0 */
+static void psk_einval(void)
+{
+	static const char k[65] = "0123456789abcdef0123456789abcdef"
+				  "0123456789abcdef0123456789abcdef";
+	struct rmsg_cfg *cfg;
+
+	T_OK(rmsg_cfg_create(&cfg));
+	/* covers: rmsg_cfg_set_psk.3 EINVAL */
+	T_ASSERT(rmsg_cfg_set_psk(cfg, k, 15) == -EINVAL, "15 bytes");
+	/* covers: rmsg_cfg_set_psk.3 EINVAL */
+	T_ASSERT(rmsg_cfg_set_psk(cfg, k, 65) == -EINVAL, "65 bytes");
+	/* covers: rmsg_cfg_set_psk.3 EINVAL */
+	T_ASSERT(rmsg_cfg_set_psk(cfg, NULL, 32) == -EINVAL, "NULL key");
+	/* covers: rmsg_cfg_set_psk.3 EINVAL */
+	T_ASSERT(rmsg_cfg_set_psk(cfg, k, 0) == -EINVAL, "a key of 0 bytes");
+	/* covers: rmsg_cfg_set_psk.3 EINVAL */
+	T_ASSERT(rmsg_cfg_set_psk(NULL, k, 32) == -EINVAL, "NULL cfg");
+	T_OK(rmsg_cfg_set_psk(cfg, k, 16));
+	T_OK(rmsg_cfg_set_psk(cfg, k, 64));
+	T_OK(rmsg_cfg_set_psk(cfg, NULL, 0));
+	rmsg_cfg_destroy(cfg);
+}
+
 int main(void)
 {
 	const char *bench = getenv("RMSG_AUTH_BENCH");
@@ -401,6 +428,8 @@ int main(void)
 	T_OK(rmsg_ctx_create(loop, NULL, &cctx));
 	t_deadline(loop, 300);
 
+	psk_einval();
+	one_case("no key on either side (one set, then cleared)", NULL, NULL);
 	one_case("the same key", key_a, key_a);
 	one_case("a wrong key", key_b, key_a);
 	one_case("a key on the client only", key_a, NULL);
