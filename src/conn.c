@@ -175,6 +175,12 @@ void rmsgi_conn_hello(const struct rmsg_conn *c, struct rmsgi_hello *h)
 	if (c->is_server) {
 		h->pdata_len = c->my_pdata_len;
 		memcpy(h->pdata, c->my_pdata, c->my_pdata_len);
+		/* accepting a key holder (auth_request): our nonce goes */
+		if (c->auth_wait) {
+			h->flags |= RMSGI_HELLO_F_AUTH;
+			h->nonce_len = RMSGI_NONCE_SIZE;
+			memcpy(h->nonce, c->auth_ns, RMSGI_NONCE_SIZE);
+		}
 	} else {
 		h->pdata_len = c->cfg.pdata_len;
 		memcpy(h->pdata, c->cfg.pdata, c->cfg.pdata_len);
@@ -235,10 +241,8 @@ static int auth_request(struct rmsg_conn *c, const struct rmsgi_hello *h,
 	c->auth_hello = *h;
 	c->auth_wait = true;
 	set_state(c, RMSGI_CS_ACCEPTING);
+	/* with the flag and our nonce (a backend may build it again) */
 	rmsgi_conn_hello(c, reply);
-	reply->flags |= RMSGI_HELLO_F_AUTH;
-	reply->nonce_len = RMSGI_NONCE_SIZE;
-	memcpy(reply->nonce, c->auth_ns, RMSGI_NONCE_SIZE);
 	return 0;
 }
 
@@ -454,7 +458,6 @@ static void auth_server_accept(struct rmsg_conn *c)
 		ret = -ECONNABORTED;
 	} else {
 		c->ops = l->ops;
-		c->arg = l->arg;
 		if (l->accept) {
 			c->in_accept = true;
 			c->ctx->in_cb++;

@@ -491,7 +491,8 @@ void rmsgi_conn_refusal(const struct rmsg_conn *c, int err,
 			struct rmsgi_hello *reply);
 /* client: the backend's state for @c, before any other up-call */
 void rmsgi_conn_set_tc(struct rmsg_conn *c, void *tc);
-/* fills the hello this side sends (status 0) */
+/* fills the hello this side sends (status 0); a server accepting a key
+ * holder: with the flag and its nonce, as the accepting reply needs */
 void rmsgi_conn_hello(const struct rmsg_conn *c, struct rmsgi_hello *h);
 /* the handshake finished; client: the peer accepted with @h (validated
  * here), server: @h is NULL. Calls the app's on_established. */
