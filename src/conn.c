@@ -509,7 +509,14 @@ int rmsgi_conn_auth_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 
 	c->last_rx = ev_now(c->ctx->loop);
 	if (c->state >= RMSGI_CS_CLOSING) {
-		/* an unauthenticated peer's last frames: dropped unread */
+		/* an unauthenticated peer's last frames: dropped unread; one
+		 * whose payload the transport still reads stays queued until
+		 * rmsgi_conn_rx_ready() drops it */
+		if (!m->ready) {
+			m->type = h->type;
+			rmsgi_conn_rx_enqueue(c, m);
+			return 0;
+		}
 		m->free_fn(m);
 		return 0;
 	}

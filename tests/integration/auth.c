@@ -356,41 +356,54 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static double median_connect(const char *key, int n)
+/* one connect to @uri with @ccfg: the time to on_established */
+static double connect_time(const char *uri, const struct rmsg_cfg *ccfg)
 {
-	struct rmsg_cfg *scfg = cfg_with(key, NULL);
-	struct rmsg_cfg *ccfg = cfg_with(key, "hi-cli");
-	struct rmsg_listener *l;
-	double t[64], r;
-	char uri[128];
+	struct rmsg_conn *c;
+	double t0;
+
+	reset();
+	ev_now_update(loop);
+	t0 = ev_time();
+	T_OK(rmsg_connect(cctx, uri, ccfg, &cops, NULL, &c));
+	/* one loop iteration at a time: the time is taken in the callback
+	 * (t_deadline bounds the wait) */
+	while (!cli_est && !cli_closed)
+		ev_run(loop, EVRUN_ONCE);
+	T_ASSERT(cli_est == 1, "timing: a connect failed: %d", cli_reason);
+	T_RUN_UNTIL(loop, cli_closed && srv_close, 30);
+	return cli_est_time - t0;
+}
+
+/* the medians of @n connects without and with a key, alternating */
+static void median_connects(int n, double *without, double *with)
+{
+	struct rmsg_cfg *s0 = cfg_with(NULL, NULL), *s1 = cfg_with(key_a, NULL);
+	struct rmsg_cfg *c0 = cfg_with(NULL, "hi-cli");
+	struct rmsg_cfg *c1 = cfg_with(key_a, "hi-cli");
+	struct rmsg_listener *l0, *l1;
+	double t0[64], t1[64];
+	char u0[128], u1[128];
 	int i;
 
-	t_listen(sctx, scfg, &sops, on_accept, NULL, &l, uri, sizeof(uri));
+	t_listen(sctx, s0, &sops, on_accept, NULL, &l0, u0, sizeof(u0));
+	t_listen(sctx, s1, &sops, on_accept, NULL, &l1, u1, sizeof(u1));
 	cli_close_on_est = true;
 	for (i = 0; i < n; i++) {
-		struct rmsg_conn *c;
-		double t0;
-
-		reset();
-		ev_now_update(loop);
-		t0 = ev_time();
-		T_OK(rmsg_connect(cctx, uri, ccfg, &cops, NULL, &c));
-		/* one loop iteration at a time: the time is taken in the
-		 * callback (t_deadline bounds the wait) */
-		while (!cli_est && !cli_closed)
-			ev_run(loop, EVRUN_ONCE);
-		T_ASSERT(cli_est == 1, "timing: connect %d failed: %d", i,
-			 cli_reason);
-		t[i] = cli_est_time - t0;
-		T_RUN_UNTIL(loop, cli_closed && srv_close, 30);
+		t0[i] = connect_time(u0, c0);
+		t1[i] = connect_time(u1, c1);
 	}
 	cli_close_on_est = false;
-	T_OK(rmsg_listener_close(l));
-	rmsg_cfg_destroy(scfg);
-	rmsg_cfg_destroy(ccfg);
-	qsort(t, (size_t)n, sizeof(t[0]), cmp_d);
-	r = t[n / 2];
-	return r;
+	T_OK(rmsg_listener_close(l0));
+	T_OK(rmsg_listener_close(l1));
+	rmsg_cfg_destroy(s0);
+	rmsg_cfg_destroy(s1);
+	rmsg_cfg_destroy(c0);
+	rmsg_cfg_destroy(c1);
+	qsort(t0, (size_t)n, sizeof(t0[0]), cmp_d);
+	qsort(t1, (size_t)n, sizeof(t1[0]), cmp_d);
+	*without = t0[n / 2];
+	*with = t1[n / 2];
 }
 
 /* the key's length is 16 to 64 bytes; NULL goes only with 0 */
@@ -442,8 +455,7 @@ int main(void)
 
 		if (n > 64)
 			n = 64;
-		without = median_connect(NULL, n);
-		with = median_connect(key_a, n);
+		median_connects(n, &without, &with);
 		printf("auth: %s: connect to on_established, median of "
 		       "%d: %.1f us without a key, %.1f us with one "
 		       "(+%.1f us)\n",
