@@ -11,6 +11,8 @@
  *          frames, rendezvous acknowledgements
  *  rma.c   rmsg_write/write_imm/read, and the receiving half of one-sided
  *          ops emulated in frames (TCP)
+ *  auth.c  the pre-shared key's nonces and proofs (nettle); conn.c runs
+ *          the protocol (AUTH state)
  *
  * The per-message helpers are static inline here, so that each file's hot
  * path keeps them inline (there is no LTO).
