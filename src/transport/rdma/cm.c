@@ -151,6 +151,43 @@ static void rc_conn_param(struct rdma_conn *rc, struct rdma_conn_param *p,
 	p->rnr_retry_count = RNR_RETRY;
 }
 
+/* an IP address of a cm id, with its port; false for none (AF_UNSPEC
+ * before resolution) or another family (AF_IB) */
+static bool cm_addr(const struct sockaddr *sa, struct sockaddr_storage *ss)
+{
+	size_t len;
+
+	switch (sa->sa_family) {
+	case AF_INET:
+		len = sizeof(struct sockaddr_in);
+		break;
+	case AF_INET6:
+		len = sizeof(struct sockaddr_in6);
+		break;
+	default:
+		return false;
+	}
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, sa, len);
+	return true;
+}
+
+/* conn op: the cm id's addresses, which librdmacm fills when the
+ * route resolves (client) and on a connect request's new id (server) */
+int rdma_addrs_op(void *p, struct sockaddr_storage *local,
+		  struct sockaddr_storage *peer)
+{
+	struct rdma_conn *rc = p;
+	struct sockaddr_storage l, d;
+
+	if (!rc->id || !cm_addr(rdma_get_local_addr(rc->id), &l) ||
+	    !cm_addr(rdma_get_peer_addr(rc->id), &d))
+		return -ENOTCONN;
+	*local = l;
+	*peer = d;
+	return 0;
+}
+
 static int rdma_resolve(const struct rmsgi_uri *u, bool passive,
 			struct rdma_addrinfo **res_p)
 {

@@ -391,6 +391,26 @@ int tcp_conn_adopt(struct rmsg_ctx *ctx, struct rmsg_conn *c,
 	return 0;
 }
 
+/* the socket's two ends (the addrs op): what getsockname() and
+ * getpeername() say; -ENOTCONN before the socket is connected (or once
+ * it is closed) */
+int tcp_addrs(void *tcp, struct sockaddr_storage *local,
+	      struct sockaddr_storage *peer)
+{
+	struct tcp_conn *tc = tcp;
+	struct sockaddr_storage l, p;
+	socklen_t ll = sizeof(l), pl = sizeof(p);
+
+	if (tc->fd < 0 || tc->phase == TCP_PH_CONNECT)
+		return -ENOTCONN;
+	if (getsockname(tc->fd, (struct sockaddr *)&l, &ll) < 0 ||
+	    getpeername(tc->fd, (struct sockaddr *)&p, &pl) < 0)
+		return -errno;
+	*local = l;
+	*peer = p;
+	return 0;
+}
+
 /*
  * A local close of an open connection lingers: what was posted (the BYE
  * last) is written, then a FIN, and the end waits for the peer's FIN,

@@ -350,6 +350,8 @@ void tcp_cli_answer(struct tcp_conn *tc, uint8_t type,
 int tcp_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 		const struct rmsgi_uri *u);
 void tcp_disconnect(void *tcp, unsigned linger_ms);
+int tcp_addrs(void *tcp, struct sockaddr_storage *local,
+	      struct sockaddr_storage *peer);
 /* a client connection over an already connected stream socket @fd,
  * starting at the handshake (the seam of an fd hand-over; unit tests) */
 int tcp_conn_adopt(struct rmsg_ctx *ctx, struct rmsg_conn *c,
