@@ -422,8 +422,8 @@ struct rmsgi_tr_conn_ops {
 	 * an AF_INET or AF_INET6 address with its port, as the endpoint has
 	 * them now (the socket's getsockname/getpeername, the cm id's
 	 * addresses): 0 with both written, or a negative errno
-	 * (-ENOTCONN: the endpoint has none, or not both) with neither
-	 * written. The core calls it on a server connection inside
+	 * (-ENOTCONN: the endpoint has none, or not both; -EAFNOSUPPORT:
+	 * they are not IP addresses) with neither written. The core calls it on a server connection inside
 	 * rmsgi_conn_ev_request(), before the accept callback, and on both
 	 * sides inside rmsgi_conn_ev_established(); it keeps what it got
 	 * (rmsg_conn_peer_addr), so a backend need not keep them after its

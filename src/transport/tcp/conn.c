@@ -393,7 +393,8 @@ int tcp_conn_adopt(struct rmsg_ctx *ctx, struct rmsg_conn *c,
 
 /* the socket's two ends (the addrs op): what getsockname() and
  * getpeername() say; -ENOTCONN before the socket is connected (or once
- * it is closed) */
+ * it is closed), -EAFNOSUPPORT for a socket that is not IP (an adopted
+ * unix socket) */
 int tcp_addrs(void *tcp, struct sockaddr_storage *local,
 	      struct sockaddr_storage *peer)
 {
@@ -406,6 +407,9 @@ int tcp_addrs(void *tcp, struct sockaddr_storage *local,
 	if (getsockname(tc->fd, (struct sockaddr *)&l, &ll) < 0 ||
 	    getpeername(tc->fd, (struct sockaddr *)&p, &pl) < 0)
 		return -errno;
+	if ((l.ss_family != AF_INET && l.ss_family != AF_INET6) ||
+	    p.ss_family != l.ss_family)
+		return -EAFNOSUPPORT;
 	*local = l;
 	*peer = p;
 	return 0;
