@@ -3,7 +3,7 @@
  * cm.c - connection management over rdma_cm (rdma.h tells the design):
  * resolving and connecting, listening, a peer's connect request, the
  * connection's QP on the shared CQ and SRQ, its timer (connect bound,
- * then teardown bound) and the rdma_cm events.
+ * then teardown bound), the rdma_cm events and the cm id's addresses.
  */
 #include <stdio.h>
 #include <arpa/inet.h>

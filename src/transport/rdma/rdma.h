@@ -62,7 +62,8 @@
  *  mem.c       registration hooks (the pool's, mr.c's) and type-2 memory
  *              windows (exports, rendezvous pieces)
  *  cm.c        connection management: resolve, connect, listen, a peer's
- *              request, the QP, the connection's timer, rdma_cm events
+ *              request, the QP, the connection's timer, rdma_cm events,
+ *              the cm id's addresses (addrs)
  *  send.c      the send ring: post (eager and rendezvous), send_direct,
  *              kick, and the retirement of completed slots
  *  recv.c      receiving: the CQ drain, eager frames, buffer reposts,

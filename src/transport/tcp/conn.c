@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * conn.c - TCP connections: the object and its end, the handshake,
- * connect and its address walk, the timeouts, disconnect and its linger.
+ * connect and its address walk, the timeouts, disconnect and its linger,
+ * the socket's addresses.
  */
 #define _GNU_SOURCE
 #include "tcp.h"

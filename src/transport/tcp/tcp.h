@@ -39,7 +39,8 @@
  *            memory of large frames (cfg.tcp_rx_limit: accounting,
  *            stalls, spare buffers and their sweep), the op tables
  *  conn.c    connection objects and their end, the handshake, connect
- *            and its address walk, the timeouts, disconnect and linger
+ *            and its address walk, the timeouts, disconnect and linger,
+ *            the socket's addresses (addrs)
  *  send.c    the output queue: post, send_direct, kick, writing
  *  recv.c    read buffers and message objects, reading and parsing
  *            frames, large frames, delivery to the core
