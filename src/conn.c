@@ -162,6 +162,22 @@ void rmsgi_conn_refusal(const struct rmsg_conn *c, int err,
 	reply->status = (int16_t)(err < 0 && err > -4096 ? err : -ECONNREFUSED);
 }
 
+/* asks the backend for the endpoint's addresses and keeps them, for the
+ * app to read until the connection is freed (after the backend let its
+ * endpoint go); a failed query keeps what was known. A client asks only
+ * once established, so after an auto:// fallback they are the second
+ * backend's (the first never got that far). */
+static void conn_addrs(struct rmsg_conn *c)
+{
+	struct sockaddr_storage local, peer;
+
+	if (!c->tr_priv || c->tops->addrs(c->tr_priv, &local, &peer))
+		return;
+	c->local_addr = local;
+	c->peer_addr = peer;
+	c->addrs_known = true;
+}
+
 int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 			  const struct rmsgi_hello *h,
 			  struct rmsgi_hello *reply)
@@ -172,6 +188,7 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 	c->ops = l->ops;
 	c->is_server = true;
 	set_peer(c, h);
+	conn_addrs(c);
 	if (h->credits < 4 || h->eager_size < 64)
 		ret = -EPROTO;
 	if (ret == 0 && l->accept) {
@@ -210,6 +227,7 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 		}
 		set_peer(c, h);
 	}
+	conn_addrs(c);
 	set_state(c, RMSGI_CS_ESTABLISHED);
 	/* what was queued before goes by what is known now */
 	rmsgi_conn_proto_queued(c);
@@ -553,6 +571,30 @@ int rmsg_conn_set_private_data(struct rmsg_conn *c, const void *data,
 		memcpy(c->my_pdata, data, len);
 	c->my_pdata_len = (uint8_t)len;
 	return 0;
+}
+
+/* both sides' addresses are known from the accept callback (server) or
+ * on_established on; a client that never got there has none */
+static int conn_addr(const struct rmsg_conn *c,
+		     const struct sockaddr_storage *a,
+		     struct sockaddr_storage *ss)
+{
+	if (!c || !ss)
+		return -EINVAL;
+	if (!c->addrs_known)
+		return -ENOTCONN;
+	*ss = *a;
+	return 0;
+}
+
+int rmsg_conn_peer_addr(const struct rmsg_conn *c, struct sockaddr_storage *ss)
+{
+	return conn_addr(c, c ? &c->peer_addr : NULL, ss);
+}
+
+int rmsg_conn_local_addr(const struct rmsg_conn *c, struct sockaddr_storage *ss)
+{
+	return conn_addr(c, c ? &c->local_addr : NULL, ss);
 }
 
 int rmsg_conn_peer_data(const struct rmsg_conn *c, const void **data_p,

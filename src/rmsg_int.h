@@ -275,6 +275,12 @@ struct rmsg_conn {
 	uint8_t peer_pdata_len;
 	uint8_t my_pdata[RMSG_PRIVATE_DATA_MAX]; /* accept/reject reply */
 	uint8_t my_pdata_len;
+
+	/* the endpoint's addresses, from the backend's addrs op at the
+	 * request (server) and at establishment: kept for the app until
+	 * the connection is freed (rmsg_conn_peer_addr) */
+	bool addrs_known;
+	struct sockaddr_storage local_addr, peer_addr;
 };
 
 /* creation, used by rmsg_connect and rmsgi_tr_incoming */
