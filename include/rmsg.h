@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #ifdef __cplusplus
@@ -420,8 +421,9 @@ struct ev_loop *rmsg_ctx_loop(const struct rmsg_ctx *ctx);
  * rmsg_accept_cb - decides on an incoming connection
  *
  * Return 0 to accept, a negative errno to reject. rmsg_conn_set_arg() and
- * rmsg_conn_set_private_data() may be called on @c from here. A rejected
- * connection never reaches the connection callbacks.
+ * rmsg_conn_set_private_data() may be called on @c from here, and
+ * rmsg_conn_peer_addr() and rmsg_conn_local_addr() tell who is knocking.
+ * A rejected connection never reaches the connection callbacks.
  */
 typedef int (*rmsg_accept_cb)(struct rmsg_listener *l, struct rmsg_conn *c,
 			      const void *pdata, size_t pdata_len, void *arg);
@@ -465,6 +467,7 @@ int rmsg_listener_close(struct rmsg_listener *l);
 /* ------------------------------------------------------------------ */
 /* connection (struct rmsg_conn): rmsg_connect(3),                    */
 /* rmsg_conn_close(3), rmsg_conn_transport(3), rmsg_conn_peer_data(3) */
+/* rmsg_conn_peer_addr(3)                                             */
 
 /**
  * struct rmsg_conn_ops - callbacks of a connection
@@ -573,6 +576,31 @@ int rmsg_conn_set_private_data(struct rmsg_conn *c, const void *data,
  */
 int rmsg_conn_peer_data(const struct rmsg_conn *c, const void **data_p,
 			size_t *len_p);
+
+/**
+ * rmsg_conn_peer_addr() - the address and port of the connection's peer
+ * @c: the connection
+ * @ss: where the address is stored (AF_INET or AF_INET6, port included)
+ *
+ * Known in the listener's accept callback (accepting side) and from
+ * on_established (both sides) until on_close has returned, on_close
+ * included; after an auto:// fallback, those of the TCP connection.
+ * Return: 0, or -EINVAL, -ENOTCONN (not known: still connecting, or the
+ * connection never got that far).
+ */
+int rmsg_conn_peer_addr(const struct rmsg_conn *c, struct sockaddr_storage *ss);
+
+/**
+ * rmsg_conn_local_addr() - this side's address and port of a connection
+ * @c: the connection
+ * @ss: where the address is stored (AF_INET or AF_INET6, port included)
+ *
+ * What the peer sees as rmsg_conn_peer_addr() (a "?src=" address, on a
+ * connecting side that gave one); known when rmsg_conn_peer_addr() is.
+ * Return: 0, or -EINVAL, -ENOTCONN.
+ */
+int rmsg_conn_local_addr(const struct rmsg_conn *c,
+			 struct sockaddr_storage *ss);
 
 /* ------------------------------------------------------------------ */
 /* messages (struct rmsg_msg): rmsg_send(3), rmsg_msg_data(3)         */

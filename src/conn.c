@@ -206,6 +206,22 @@ void rmsgi_conn_refusal(const struct rmsg_conn *c, int err,
 	reply->status = (int16_t)(err < 0 && err > -4096 ? err : -ECONNREFUSED);
 }
 
+/* asks the backend for the endpoint's addresses and keeps them, for the
+ * app to read until the connection is freed (after the backend let its
+ * endpoint go); a failed query keeps what was known. A client asks only
+ * once established, so after an auto:// fallback they are the second
+ * backend's (the first never got that far). */
+static void conn_addrs(struct rmsg_conn *c)
+{
+	struct sockaddr_storage local, peer;
+
+	if (!c->tr_priv || c->tops->addrs(c->tr_priv, &local, &peer))
+		return;
+	c->local_addr = local;
+	c->peer_addr = peer;
+	c->addrs_known = true;
+}
+
 static int refuse(struct rmsg_conn *c, int err, struct rmsgi_hello *reply)
 {
 	rmsgi_conn_refusal(c, err, reply);
@@ -254,6 +270,7 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 
 	c->is_server = true;
 	set_peer(c, h);
+	conn_addrs(c);
 	if (h->credits < 4 || h->eager_size < 64)
 		return refuse(c, -EPROTO, reply);
 	if (c->cfg.psk_len || (h->flags & RMSGI_HELLO_F_AUTH))
@@ -299,6 +316,7 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 		}
 		set_peer(c, h);
 	}
+	conn_addrs(c);
 	if (c->cfg.psk_len || (h && (h->flags & RMSGI_HELLO_F_AUTH))) {
 		auth_begin(c, h);
 		return;
@@ -933,6 +951,30 @@ int rmsg_conn_set_private_data(struct rmsg_conn *c, const void *data,
 		memcpy(c->my_pdata, data, len);
 	c->my_pdata_len = (uint8_t)len;
 	return 0;
+}
+
+/* both sides' addresses are known from the accept callback (server) or
+ * on_established on; a client that never got there has none */
+static int conn_addr(const struct rmsg_conn *c,
+		     const struct sockaddr_storage *a,
+		     struct sockaddr_storage *ss)
+{
+	if (!c || !ss)
+		return -EINVAL;
+	if (!c->addrs_known)
+		return -ENOTCONN;
+	*ss = *a;
+	return 0;
+}
+
+int rmsg_conn_peer_addr(const struct rmsg_conn *c, struct sockaddr_storage *ss)
+{
+	return conn_addr(c, c ? &c->peer_addr : NULL, ss);
+}
+
+int rmsg_conn_local_addr(const struct rmsg_conn *c, struct sockaddr_storage *ss)
+{
+	return conn_addr(c, c ? &c->local_addr : NULL, ss);
 }
 
 int rmsg_conn_peer_data(const struct rmsg_conn *c, const void **data_p,

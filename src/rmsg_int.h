@@ -280,6 +280,11 @@ struct rmsg_conn {
 	uint8_t my_pdata[RMSG_PRIVATE_DATA_MAX]; /* accept/reject reply */
 	uint8_t my_pdata_len;
 
+	/* the endpoint's addresses, from the backend's addrs op at the
+	 * request (server) and at establishment: kept for the app until
+	 * the connection is freed (rmsg_conn_peer_addr) */
+	bool addrs_known;
+	struct sockaddr_storage local_addr, peer_addr;
 	/* authentication (rmsg_cfg_set_psk; conn.c, AUTH state): set from
 	 * the handshake until the peer's proof checked out; every frame
 	 * goes to rmsgi_conn_auth_rx() meanwhile */

@@ -422,6 +422,19 @@ struct rmsgi_tr_conn_ops {
 	/* a rendezvous send was acknowledged: release what post() pinned.
 	 * May be NULL (a backend without RMSGI_TR_CAP_RNDV). */
 	void (*rndv_release)(void *tc, struct rmsgi_op *op);
+	/* the connection's own address (@local) and its peer's (@peer), each
+	 * an AF_INET or AF_INET6 address with its port, as the endpoint has
+	 * them now (the socket's getsockname/getpeername, the cm id's
+	 * addresses): 0 with both written, or a negative errno with neither
+	 * written (-ENOTCONN: the endpoint has none, or not both;
+	 * -EAFNOSUPPORT: they are not IP addresses). The core calls it on a
+	 * server connection inside rmsgi_conn_ev_request(), before the
+	 * accept callback, and on both sides inside
+	 * rmsgi_conn_ev_established(); it keeps what it got
+	 * (rmsg_conn_peer_addr), so a backend need not keep them after its
+	 * endpoint goes. Required. Never blocks; does not call back. */
+	int (*addrs)(void *tc, struct sockaddr_storage *local,
+		     struct sockaddr_storage *peer);
 };
 
 /*

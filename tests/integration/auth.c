@@ -40,9 +40,14 @@ static double cli_est_time;   /* ev_time() at on_established */
 static int on_accept(struct rmsg_listener *l, struct rmsg_conn *c,
 		     const void *pd, size_t pdlen, void *arg)
 {
+	struct sockaddr_storage ss;
+
 	accept_calls++;
 	T_ASSERT(pdlen == 6 && !memcmp(pd, "hi-cli", 6),
 		 "the client's private data in the accept callback");
+	/* the accept callback runs after the proof: the peer's address is
+	 * there as without a key (rmsg_conn_peer_addr.3) */
+	T_OK(rmsg_conn_peer_addr(c, &ss));
 	T_OK(rmsg_conn_set_private_data(c, "hi-srv", 6));
 	return 0;
 }

@@ -125,6 +125,19 @@ static void f_rndv_release(void *tc, struct rmsgi_op *op)
 	ft.nrelease++;
 }
 
+static int f_addrs(void *tc, struct sockaddr_storage *local,
+		   struct sockaddr_storage *peer)
+{
+	(void)tc;
+	FAKE_CHECK(!ft.down);
+	ft.naddrs++;
+	if (ft.addrs_ret)
+		return ft.addrs_ret;
+	*local = ft.addr_local;
+	*peer = ft.addr_peer;
+	return 0;
+}
+
 static const struct rmsgi_tr_ctx_ops f_ctx_ops = {.fini = f_fini};
 static const struct rmsgi_tr_listener_ops f_lst_ops = {
 	.listen = f_listen,
@@ -136,6 +149,7 @@ static const struct rmsgi_tr_conn_ops f_conn_ops = {
 	.post = f_post,
 	.kick = f_kick,
 	.rndv_release = f_rndv_release,
+	.addrs = f_addrs,
 };
 
 struct rmsgi_tr fake_tr = {

@@ -43,6 +43,10 @@ struct fake_tr_state {
 	bool disconnecting; /* disconnect() was called */
 	unsigned linger_ms; /* ... with this */
 	int npost, nkick, ndisconnect, nrelease, nconnect;
+	/* addrs(): returns addrs_ret (0: writes addr_local, addr_peer) */
+	int addrs_ret;
+	struct sockaddr_storage addr_local, addr_peer;
+	int naddrs;
 };
 
 extern struct fake_tr_state ft;

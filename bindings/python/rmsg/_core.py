@@ -25,6 +25,8 @@ import logging
 import math
 import mmap
 import os
+import socket
+import sys
 import threading
 import weakref
 from typing import (Any, AsyncIterator, Callable, Deque, Dict, List,
@@ -956,6 +958,30 @@ def _resolve(fut, exc, value):
         fut.set_result(value)
 
 
+#: a socket address: (host, port), host numeric ("10.0.0.1", "::1",
+#: "fe80::1%eth0")
+Address = Tuple[str, int]
+
+
+def _address(buf) -> Optional[Address]:
+    """(host, port) of a struct sockaddr_storage's bytes, for AF_INET and
+    AF_INET6; None for another family."""
+    family = int.from_bytes(buf[0:2], sys.byteorder)
+    port = int.from_bytes(buf[2:4], "big")
+    if family == socket.AF_INET:
+        return (socket.inet_ntop(socket.AF_INET, buf[4:8]), port)
+    if family == socket.AF_INET6:
+        host = socket.inet_ntop(socket.AF_INET6, buf[8:24])
+        scope = int.from_bytes(buf[24:28], sys.byteorder)
+        if scope:
+            try:
+                host += "%" + socket.if_indextoname(scope)
+            except OSError:
+                host += "%%%d" % scope
+        return (host, port)
+    return None
+
+
 class Connection:
     """One librmsg connection. Messages arrive as bytes (copied out of
     the receive buffer inside the callback)."""
@@ -979,6 +1005,8 @@ class Connection:
         self.transport = "none"
         self.fallback_reason = None
         self.peer_data = b""
+        self._peer_addr: Optional[Address] = None
+        self._local_addr: Optional[Address] = None
         self.close_reason = None
         self._msgs: Deque[bytes] = collections.deque()
         self._msg_waiter: Optional[asyncio.Future[None]] = None
@@ -1004,7 +1032,18 @@ class Connection:
         return (t.decode() if t else "none", f.decode() if f else None,
                 pdata)
 
+    def _lt_addrs(self):
+        """(peer, local) addresses (rmsg_conn_peer_addr/local_addr), None
+        each while not known."""
+        res = []
+        for fn in (lib.rmsg_conn_peer_addr, lib.rmsg_conn_local_addr):
+            buf = ctypes.create_string_buffer(_ffi.SOCKADDR_STORAGE_SIZE)
+            res.append(_address(buf.raw) if fn(self._cptr, buf) == 0
+                       else None)
+        return tuple(res)
+
     def _lt_established(self):
+        self._ctx._post(self._py_addrs, *self._lt_addrs())
         self._ctx._post(self._py_established, *self._lt_info())
         if self.listener is not None:
             self._ctx._post(self.listener._py_push, self)
@@ -1082,6 +1121,10 @@ class Connection:
 
     # -- asyncio thread ----------------------------------------------------
 
+    def _py_addrs(self, peer, local):
+        self._peer_addr = peer
+        self._local_addr = local
+
     def _py_established(self, transport, fallback, pdata):
         self.transport = transport
         self.fallback_reason = fallback
@@ -1131,6 +1174,19 @@ class Connection:
     @property
     def closed(self) -> bool:
         return self._closed.done()
+
+    @property
+    def peer_addr(self) -> Optional[Address]:
+        """The peer's address and port, (host, port), host numeric
+        (IPv4 or IPv6); known once established (rmsg_conn_peer_addr(3)),
+        also after the close; None before."""
+        return self._peer_addr
+
+    @property
+    def local_addr(self) -> Optional[Address]:
+        """This side's address and port, (host, port), as the peer sees
+        it in peer_addr (rmsg_conn_local_addr(3)); None before."""
+        return self._local_addr
 
     def send(self, data: Data) -> asyncio.Future[None]:
         """Send one message gathered from a bytes-like object, a Buffer or

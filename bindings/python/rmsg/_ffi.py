@@ -197,6 +197,10 @@ _decl("rmsg_conn_fallback_reason", c_char_p, P)
 _decl("rmsg_conn_set_arg", c_int, P, P)
 _decl("rmsg_conn_set_private_data", c_int, P, c_char_p, c_size_t)
 _decl("rmsg_conn_peer_data", c_int, P, POINTER(c_void_p), POINTER(c_size_t))
+# struct sockaddr_storage: 128 bytes on Linux
+SOCKADDR_STORAGE_SIZE = 128
+_decl("rmsg_conn_peer_addr", c_int, P, c_char_p)
+_decl("rmsg_conn_local_addr", c_int, P, c_char_p)
 _decl("rmsg_send", c_int, P, IOV_P, c_int, DONE_CB, P)
 _decl("rmsg_msg_data", c_void_p, P)
 _decl("rmsg_msg_len", c_size_t, P)
