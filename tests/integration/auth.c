@@ -263,10 +263,11 @@ static void replay(uint16_t port, const uint8_t *hello, size_t hlen,
 	_exit(0);
 }
 
+/* global, so that the forked peers (under valgrind) still reach them */
+static struct rmsg_cfg *rp_scfg, *rp_ccfg;
+
 static void replay_case(void)
 {
-	struct rmsg_cfg *scfg = cfg_with(key_a, NULL);
-	struct rmsg_cfg *ccfg = cfg_with(key_a, "hi-cli");
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	socklen_t salen = sizeof(sa);
 	uint8_t rec[1 << 16];
@@ -280,8 +281,10 @@ static void replay_case(void)
 	int lfd, pfd[2];
 	pid_t pid;
 
+	rp_scfg = cfg_with(key_a, NULL);
+	rp_ccfg = cfg_with(key_a, "hi-cli");
 	reset();
-	t_listen(sctx, scfg, &sops, on_accept, NULL, &l, uri, sizeof(uri));
+	t_listen(sctx, rp_scfg, &sops, on_accept, NULL, &l, uri, sizeof(uri));
 	T_OK(rmsg_listener_port(l, &port));
 	/* the relay's socket, before the fork: the parent knows its port */
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -303,7 +306,7 @@ static void replay_case(void)
 	t_child_watch(loop, &ch, pid, &child_done, NULL);
 	snprintf(uri, sizeof(uri), "tcp://127.0.0.1:%u",
 		 (unsigned)ntohs(sa.sin_port));
-	T_OK(rmsg_connect(cctx, uri, ccfg, &cops, NULL, &c));
+	T_OK(rmsg_connect(cctx, uri, rp_ccfg, &cops, NULL, &c));
 	T_RUN_UNTIL(loop, cli_closed && child_done, 60);
 	T_ASSERT(cli_reason == 0 && cli_pongs == 1,
 		 "the recorded connection worked: on_close %d", cli_reason);
@@ -345,8 +348,8 @@ static void replay_case(void)
 			 srv_msgs == 0,
 		 "replay: the server app saw the peer");
 	T_OK(rmsg_listener_close(l));
-	rmsg_cfg_destroy(scfg);
-	rmsg_cfg_destroy(ccfg);
+	rmsg_cfg_destroy(rp_scfg);
+	rmsg_cfg_destroy(rp_ccfg);
 	printf("auth: tcp: a recorded handshake replayed on a new "
 	       "connection: refused, the server app saw nothing\n");
 }
