@@ -454,7 +454,8 @@ int main(void)
 		}
 		T_OK(ret);
 		n_ok++;
-		T_ASSERT(n_ok <= 4 * SQ, "%d sends, the queue holds %d", n_ok, SQ);
+		T_ASSERT(n_ok <= 4 * SQ, "%d sends, the queue holds %d", n_ok,
+			 SQ);
 	}
 	{
 		struct iovec iov = {small, SMALL};
