@@ -608,8 +608,8 @@ int rmsg_conn_peer_data(const struct rmsg_conn *c, const void **data_p,
  * @conns_refused: context only: incoming connections refused by a
  *                 listener's limits (rmsg_cfg_set_max_conns(),
  *                 rmsg_cfg_set_max_pending()) or by its accept callback
- * @conns_closed: context only: connections whose on_close ran (or would
- *                have, without a callback)
+ * @conns_closed: context only: connections that ended, counted as their
+ *                on_close is called (or would be, without a callback)
  *
  * Every member is a count since the connection (the context) was created;
  * none ever goes back. A context's counters are the sums of those of all

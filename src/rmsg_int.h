@@ -279,7 +279,8 @@ struct rmsg_conn {
 	uint8_t my_pdata[RMSG_PRIVATE_DATA_MAX]; /* accept/reject reply */
 	uint8_t my_pdata_len;
 	/* counters (rmsg_conn_stats): plain increments on the loop thread;
-	 * added to the context's when the connection leaves it */
+	 * added to the context's when the connection leaves it; eager_*
+	 * are derived when read (stats.c) */
 	struct rmsg_stats st;
 };
 

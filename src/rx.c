@@ -135,7 +135,6 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	switch (h->type) {
 	case RMSGI_T_DATA:
 		c->st.msgs_recv++;
-		c->st.eager_recv++;
 		c->st.bytes_recv += m->len;
 		/* fall through */
 	case RMSGI_T_RNDV_REQ: /* counted once its data is read */
@@ -235,7 +234,6 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	/* in order with nothing ahead: what deliver_rx() would do, without
 	 * the queue */
 	c->st.msgs_recv++;
-	c->st.eager_recv++;
 	c->st.bytes_recv += m->len;
 	m->type = RMSGI_T_DATA;
 	m->aux = 0;

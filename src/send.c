@@ -296,9 +296,7 @@ static inline void stats_posted(struct rmsg_conn *c, const struct rmsgi_op *op)
 		c->st.msgs_sent++;
 		c->st.bytes_sent += op->len;
 		if (op->proto == RMSGI_OP_P_RNDV)
-			c->st.rndv_sent++;
-		else
-			c->st.eager_sent++;
+			c->st.rndv_sent++; /* eager_sent: the rest (stats.c) */
 		break;
 	case RMSGI_OP_WRITE:
 		if (op->type == RMSGI_T_WRITE_IMM)
@@ -318,7 +316,6 @@ static inline void stats_posted(struct rmsg_conn *c, const struct rmsgi_op *op)
 static inline void stats_direct(struct rmsg_conn *c, size_t len)
 {
 	c->st.msgs_sent++;
-	c->st.eager_sent++;
 	c->st.bytes_sent += len;
 }
 

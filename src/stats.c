@@ -21,15 +21,19 @@ static void add(struct rmsg_stats *to, const struct rmsg_stats *from)
 		t[i] += f[i];
 }
 
+/* eager_sent and eager_recv stay 0 in the stored counters (fill) */
 void rmsgi_stats_fold(struct rmsg_conn *c)
 {
 	add(&c->ctx->st, &c->st);
 }
 
-/* the first min(@size, ours) bytes of @src go to @st */
-static int fill(struct rmsg_stats *st, size_t size,
-		const struct rmsg_stats *src)
+/* the first min(@size, ours) bytes of @src go to @st; what is derived
+ * is filled in here, not counted per message: every message that did
+ * not go by rendezvous went eager */
+static int fill(struct rmsg_stats *st, size_t size, struct rmsg_stats *src)
 {
+	src->eager_sent = src->msgs_sent - src->rndv_sent;
+	src->eager_recv = src->msgs_recv - src->rndv_recv;
 	if (size > sizeof(*src))
 		size = sizeof(*src);
 	memcpy(st, src, size);
@@ -39,9 +43,12 @@ static int fill(struct rmsg_stats *st, size_t size,
 int rmsg_conn_stats(const struct rmsg_conn *c, struct rmsg_stats *st,
 		    size_t size)
 {
+	struct rmsg_stats v;
+
 	if (!c || !st || size < sizeof(uint64_t))
 		return -EINVAL;
-	return fill(st, size, &c->st);
+	v = c->st;
+	return fill(st, size, &v);
 }
 
 int rmsg_ctx_stats(const struct rmsg_ctx *ctx, struct rmsg_stats *st,
