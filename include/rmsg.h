@@ -584,9 +584,9 @@ int rmsg_conn_peer_data(const struct rmsg_conn *c, const void **data_p,
  *                 RDMA the device serves them unseen)
  * @reads_served: the peer's reads the library answered (TCP only)
  * @imm_recv: the peer's writes with immediate that landed (both transports)
- * @credit_stalls: messages and one-sided operations that found no credit
- *                 when their turn came and waited for the peer to return
- *                 one; each counted once
+ * @credit_stalls: messages and one-sided operations that waited for the
+ *                 peer to return a credit (for themselves, or for one
+ *                 queued ahead of them); each counted once
  * @sendq_full: calls that returned -EAGAIN because the send queue was full
  * @ka_probes: keepalive probes sent: the peer was silent for an interval
  *             and was asked to answer
