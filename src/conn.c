@@ -137,6 +137,7 @@ void rmsgi_conn_discard(struct rmsg_conn *c)
 	c->tr_priv = NULL;
 	set_state(c, RMSGI_CS_CLOSED);
 	rmsgi_list_del(&c->link);
+	rmsgi_stats_fold(c);
 	ev_unref(c->ctx->loop);
 	rmsgi_conn_put(c);
 }
@@ -247,6 +248,7 @@ static int auth_request(struct rmsg_conn *c, const struct rmsgi_hello *h,
 				     "listener requires one"
 				   : "the peer requires a pre-shared key and "
 				     "this listener has none");
+		c->ctx->st.conns_refused++;
 		ret = refuse(c, -EACCES, reply);
 		reply->flags |= RMSGI_HELLO_F_AUTH;
 		return ret;
@@ -287,12 +289,14 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 			ret = -ECONNREFUSED;
 	}
 	if (ret) {
+		c->ctx->st.conns_refused++;
 		memset(&c->ops, 0, sizeof(c->ops));
 		rmsgi_conn_refusal(c, ret, reply);
 		return reply->status;
 	}
 	set_state(c, RMSGI_CS_ACCEPTING);
 	c->app_accepted = true;
+	c->ctx->st.conns_accepted++;
 	rmsgi_conn_hello(c, reply);
 	return 0;
 }
@@ -379,6 +383,8 @@ static void auth_fail(struct rmsg_conn *c, int err, const char *why, bool tell)
 	if (c->state >= RMSGI_CS_CLOSING)
 		return;
 	c->ctx->auth_failures++;
+	if (c->is_server && !c->app_accepted)
+		c->ctx->st.conns_refused++;
 	rmsgi_warn(c->ctx, "conn %u: authentication failed: %s", c->id, why);
 	c->close_reason = err;
 	set_state(c, RMSGI_CS_CLOSING);
@@ -490,6 +496,7 @@ static void auth_server_accept(struct rmsg_conn *c)
 	if (ret) {
 		struct rmsgi_hello r;
 
+		c->ctx->st.conns_refused++;
 		memset(&c->ops, 0, sizeof(c->ops));
 		rmsgi_conn_refusal(c, ret, &r);
 		ret = r.status;
@@ -504,6 +511,7 @@ static void auth_server_accept(struct rmsg_conn *c)
 	}
 	if (ret == 0) {
 		c->app_accepted = true;
+		c->ctx->st.conns_accepted++;
 		conn_up(c);
 		return;
 	}
@@ -660,6 +668,8 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 {
 	if (c->state >= RMSGI_CS_CLOSING)
 		return;
+	if (reason == -EPROTO)
+		c->st.proto_errors++;
 	if (c->auto_fallback && c->state == RMSGI_CS_CONNECTING && !h) {
 		/* auto://: RDMA could not connect (an app's reject, which
 		 * carries a hello, is final); TCP once the backend is down */
@@ -732,6 +742,8 @@ int rmsgi_conn_start(struct rmsg_conn *c, const struct rmsgi_uri *u)
 		rmsgi_info(c->ctx, "auto://%s:%u: %s; using %s", u->host,
 			   u->port, rmsgi_fallback_text(ret), v[1]->name);
 		ret = conn_start_tr(c, v[1], u);
+		if (ret == 0)
+			c->st.fallbacks++;
 	}
 	return ret;
 }
@@ -751,8 +763,10 @@ void rmsgi_conn_ev_down(struct rmsg_conn *c)
 			   c->id, rmsgi_fallback_text(c->fallback_reason));
 		c->tr_priv = NULL;
 		ret = conn_start_tr(c, v[1], &c->auto_uri);
-		if (ret == 0)
+		if (ret == 0) {
+			c->st.fallbacks++;
 			return;
+		}
 		c->close_reason = ret;
 	}
 	c->tr_priv = NULL;
@@ -779,6 +793,8 @@ void rmsgi_conn_abort(struct rmsg_conn *c, int reason)
 		return;
 	rmsgi_log(c->ctx, reason == -ECANCELED ? RMSG_LOG_DEBUG : RMSG_LOG_WARN,
 		  "conn %u: closing: %s", c->id, rmsg_strerror(reason));
+	if (reason == -EPROTO)
+		c->st.proto_errors++;
 	c->close_reason = reason;
 	set_state(c, RMSGI_CS_CLOSING);
 	rmsgi_conn_cancel_queued(c, reason);
@@ -874,6 +890,7 @@ void rmsgi_conn_finalize(struct rmsg_conn *c)
 {
 	set_state(c, RMSGI_CS_CLOSED);
 	rmsgi_list_del(&c->link);
+	rmsgi_stats_fold(c);
 	rmsgi_keepalive_stop(c);
 	/* what was exported to this connection ends with it */
 	rmsgi_mr_conn_gone(c);
@@ -882,6 +899,8 @@ void rmsgi_conn_finalize(struct rmsg_conn *c)
 			      c->close_reason ? c->close_reason : -ECANCELED);
 	/* a client always learns how its connect ended; on the accepting
 	 * side, so does an app that accepted (it may hold state for it) */
+	if (c->was_established || !c->is_server || c->app_accepted)
+		c->ctx->st.conns_closed++;
 	if (c->ops.on_close &&
 	    (c->was_established || !c->is_server || c->app_accepted)) {
 		c->ctx->in_cb++;

@@ -111,12 +111,14 @@ int rmsgi_tr_incoming(struct rmsg_listener *l, const struct rmsgi_tr *tr,
 	ret = rmsgi_listener_admit(l);
 	if (ret) {
 		/* over the listener's limits: the peer logs why */
+		l->ctx->st.conns_refused++;
 		refusal->status = -EUSERS;
 		return ret;
 	}
 	/* no callbacks until the app's accept (rmsgi_conn_ev_request) */
 	ret = rmsgi_conn_new(l->ctx, &l->cfg, NULL, l->arg, &c);
 	if (ret) {
+		l->ctx->st.conns_refused++;
 		refusal->status = (int16_t)ret;
 		return ret;
 	}
@@ -224,6 +226,7 @@ int rmsg_connect(struct rmsg_ctx *ctx, const char *uri,
 		rmsgi_conn_discard(c);
 		return ret;
 	}
+	ctx->st.conns_opened++;
 	*c_p = c;
 	return 0;
 }

@@ -164,6 +164,9 @@ struct rmsg_ctx {
 	bool flushing;
 	uint32_t next_conn_id;
 	struct rmsgi_mrtab mrt;
+	/* closed connections' counters, summed, and the context-only ones
+	 * (stats.c) */
+	struct rmsg_stats st;
 	/* peers refused by the pre-shared key's check (conn.c): a wrong or
 	 * missing key, a bad proof, a frame before it, a timeout */
 	uint64_t auth_failures;
@@ -285,6 +288,10 @@ struct rmsg_conn {
 	 * the connection is freed (rmsg_conn_peer_addr) */
 	bool addrs_known;
 	struct sockaddr_storage local_addr, peer_addr;
+	/* counters (rmsg_conn_stats): plain increments on the loop thread;
+	 * added to the context's when the connection leaves it; eager_*
+	 * are derived when read (stats.c) */
+	struct rmsg_stats st;
 	/* authentication (rmsg_cfg_set_psk; conn.c, AUTH state): set from
 	 * the handshake until the peer's proof checked out; every frame
 	 * goes to rmsgi_conn_auth_rx() meanwhile */
@@ -355,8 +362,9 @@ void rmsgi_keepalive_answer(struct rmsg_conn *c);
 /* keepalive.c acts on a connection only through these (conn.c) */
 bool rmsgi_conn_is_established(const struct rmsg_conn *c);
 /* queues the connection's one CREDIT frame with @aux, unless it is on
- * its way already (that tells the peer too) or @c is not established */
-void rmsgi_conn_send_credit(struct rmsg_conn *c, uint32_t aux);
+ * its way already (that tells the peer too) or @c is not established;
+ * true if it was queued */
+bool rmsgi_conn_send_credit(struct rmsg_conn *c, uint32_t aux);
 /* the peer counts as heard from, and we as having spoken, at @now */
 void rmsgi_conn_ka_begin(struct rmsg_conn *c, ev_tstamp now);
 /* the loop stalled: the silence so far proves nothing; restarts the
@@ -372,6 +380,10 @@ const struct rmsgi_op *rmsgi_conn_oldest_wait(const struct rmsg_conn *c,
 ev_tstamp rmsgi_conn_rx_idle(struct rmsg_conn *c, ev_tstamp now);
 /* how long since we last posted a frame, at @now */
 ev_tstamp rmsgi_conn_tx_idle(const struct rmsg_conn *c, ev_tstamp now);
+
+/* counters (stats.c): adds @c's to its context's totals, once, when it
+ * leaves the context's list */
+void rmsgi_stats_fold(struct rmsg_conn *c);
 
 /* cross-thread submission (async.c) */
 int rmsgi_async_init(struct rmsg_ctx *ctx);

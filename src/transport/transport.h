@@ -188,7 +188,9 @@ struct rmsgi_op {
 	uint8_t iov_local;
 	int status;
 	uint16_t credits; /* piggybacked, set when posted */
-	size_t tr_off;	  /* frame bytes send_direct() already wrote */
+	/* the core's alone: counted once as a credit stall (send.c) */
+	uint8_t stalled;
+	size_t tr_off; /* frame bytes send_direct() already wrote */
 	uint32_t aux;
 	uint64_t id; /* rendezvous cookie */
 	size_t len;  /* payload bytes */

@@ -142,7 +142,11 @@ static void one_case(const char *name, const char *ckey, const char *skey)
 	struct rmsg_conn *c;
 	char uri[128];
 
+	struct rmsg_stats s0, s1, c0, c1;
+
 	reset();
+	T_ASSERT(rmsg_ctx_stats(sctx, &s0, sizeof(s0)) > 0, "stats");
+	T_ASSERT(rmsg_ctx_stats(cctx, &c0, sizeof(c0)) > 0, "stats");
 	t_listen(sctx, scfg, &sops, on_accept, NULL, &l, uri, sizeof(uri));
 	T_OK(rmsg_connect(cctx, uri, ccfg, &cops, NULL, &c));
 	T_RUN_UNTIL(loop, cli_closed, 60);
@@ -168,6 +172,19 @@ static void one_case(const char *name, const char *ckey, const char *skey)
 			 "close %d msgs %d)",
 			 name, accept_calls, srv_est, srv_close, srv_msgs);
 	}
+	/* the counters (rmsg_conn_stats.3): accepted or refused, and the
+	 * proofs are no messages (the client sent one: the ping) */
+	T_ASSERT(rmsg_ctx_stats(sctx, &s1, sizeof(s1)) > 0, "stats");
+	T_ASSERT(rmsg_ctx_stats(cctx, &c1, sizeof(c1)) > 0, "stats");
+	T_ASSERT(s1.conns_accepted - s0.conns_accepted == (ok ? 1u : 0u) &&
+			 s1.conns_refused - s0.conns_refused == (ok ? 0u : 1u),
+		 "%s: server accepted %llu refused %llu", name,
+		 (unsigned long long)(s1.conns_accepted - s0.conns_accepted),
+		 (unsigned long long)(s1.conns_refused - s0.conns_refused));
+	T_ASSERT(c1.msgs_sent - c0.msgs_sent == (ok ? 1u : 0u) &&
+			 c1.bytes_sent - c0.bytes_sent == (ok ? 4u : 0u),
+		 "%s: client sent %llu messages", name,
+		 (unsigned long long)(c1.msgs_sent - c0.msgs_sent));
 	T_OK(rmsg_listener_close(l));
 	rmsg_cfg_destroy(scfg);
 	rmsg_cfg_destroy(ccfg);

@@ -92,6 +92,15 @@ class ConnectionClosed(RmsgError, ConnectionError):
     (ECANCELED for a local close)."""
 
 
+def _lt_stats(fn, ptr) -> Dict[str, int]:
+    """Loop thread: rmsg_conn_stats / rmsg_ctx_stats of ptr as a dict."""
+    st = _ffi.rmsg_stats()
+    rc = fn(ptr, ctypes.byref(st), ctypes.sizeof(st))
+    if rc < 0:
+        raise _error(rc)
+    return {name: getattr(st, name) for name in _ffi.STATS_FIELDS}
+
+
 def _error(rc, cls=None):
     e = abs(rc)
     if cls is None:
@@ -690,6 +699,14 @@ class Context:
             raise
         return conn
 
+    async def stats(self) -> Dict[str, int]:
+        """The context's counters (rmsg_ctx_stats(3)): the sums over all
+        its connections, live and closed, and the context-only ones
+        (conns_opened, conns_accepted, conns_refused, conns_closed), as a
+        dict. Awaitable."""
+        return await self._await_lt(
+            lambda: _lt_stats(lib.rmsg_ctx_stats, self._ctx))
+
     async def _await_lt(self, fn, *args):
         cf = concurrent.futures.Future()
 
@@ -998,6 +1015,7 @@ class Connection:
         self.listener = listener
         self._handle = _register(self)
         self._cptr = None            # loop thread: NULL once closed
+        self._last_stats: Optional[Dict[str, int]] = None
         self._blocked: Deque[_Op] = collections.deque()  # after EAGAIN
         aloop = ctx._aloop
         self._established = aloop.create_future()
@@ -1049,6 +1067,8 @@ class Connection:
             self._ctx._post(self.listener._py_push, self)
 
     def _lt_close(self, reason):
+        # the counters as the connection ended: stats() after close
+        self._last_stats = _lt_stats(lib.rmsg_conn_stats, self._cptr)
         info = self._lt_info()
         self._lt_fail_blocked(reason or -_errno.ECANCELED)
         self._ctx._conns.pop(self._cptr, None)
@@ -1260,6 +1280,19 @@ class Connection:
         """Read len(into) bytes at offset of the peer's region into the
         writable buffer(s) `into`. Awaitable."""
         return self._onesided(lib.rmsg_read, into, remote_desc, offset, True)
+
+    async def stats(self) -> Dict[str, int]:
+        """The connection's counters (rmsg_conn_stats(3)) as a dict, one
+        key per member of struct rmsg_stats; after the close, as they were
+        when it closed. Awaitable (they are read on the loop thread)."""
+        def work():
+            if self._cptr is None:
+                return self._last_stats
+            return _lt_stats(lib.rmsg_conn_stats, self._cptr)
+        st = await self._ctx._await_lt(work)
+        if st is None:
+            raise RmsgError(_errno.ENOTCONN, "connection not open yet")
+        return st
 
     async def recv(self) -> bytes:
         """The next message as bytes; ConnectionClosed (errno = close

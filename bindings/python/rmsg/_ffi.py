@@ -137,6 +137,22 @@ class conn_ops(Structure):
                 ("on_close", CLOSE_CB)]
 
 
+# struct rmsg_stats (rmsg_conn_stats(3)), its members in order; the
+# library only ever appends members, so a new one is one more name here
+STATS_FIELDS = (
+    "msgs_sent", "bytes_sent", "msgs_recv", "bytes_recv",
+    "eager_sent", "rndv_sent", "eager_recv", "rndv_recv",
+    "writes", "writes_imm", "reads", "writes_served", "reads_served",
+    "imm_recv", "credit_stalls", "sendq_full", "ka_probes", "ka_timeouts",
+    "refused_peer", "refused_ours", "proto_errors", "fallbacks",
+    "conns_opened", "conns_accepted", "conns_refused", "conns_closed",
+)
+
+
+class rmsg_stats(Structure):
+    _fields_ = [(name, c_uint64) for name in STATS_FIELDS]
+
+
 def _decl(name, restype, *argtypes):
     f = getattr(lib, name)
     f.restype = restype
@@ -195,6 +211,8 @@ _decl("rmsg_conn_close", c_int, P)
 _decl("rmsg_conn_transport", c_char_p, P)
 _decl("rmsg_conn_fallback_reason", c_char_p, P)
 _decl("rmsg_conn_set_arg", c_int, P, P)
+_decl("rmsg_conn_stats", c_int, P, POINTER(rmsg_stats), c_size_t)
+_decl("rmsg_ctx_stats", c_int, P, POINTER(rmsg_stats), c_size_t)
 _decl("rmsg_conn_set_private_data", c_int, P, c_char_p, c_size_t)
 _decl("rmsg_conn_peer_data", c_int, P, POINTER(c_void_p), POINTER(c_size_t))
 # struct sockaddr_storage: 128 bytes on Linux
