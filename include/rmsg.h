@@ -338,6 +338,22 @@ int rmsg_cfg_get_reg_limit(const struct rmsg_cfg *cfg, size_t *bytes_p);
 int rmsg_cfg_set_private_data(struct rmsg_cfg *cfg, const void *data,
 			      size_t len);
 
+/**
+ * rmsg_cfg_set_psk() - require mutual authentication with a pre-shared key
+ * @cfg: the configuration (of a connect, a listen, or a context)
+ * @key: the key (copied), or NULL to clear it
+ * @len: 16 to 64 bytes, or 0 with a NULL @key
+ *
+ * A side with a key accepts only a peer that proves it holds the same
+ * key (HMAC-SHA-256 challenge-response, fresh nonces each way) before
+ * any message, credit or one-sided operation; a peer without it, with
+ * another key, or a side without a key talking to one with a key, is
+ * refused with -EACCES. It does not encrypt (rmsg.7, Authentication).
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_psk(struct rmsg_cfg *cfg, const void *key, size_t len);
+
 /** enum rmsg_log_level - severity of a log line */
 enum rmsg_log_level {
 	RMSG_LOG_ERROR = 0,
@@ -635,7 +651,8 @@ int rmsg_conn_local_addr(const struct rmsg_conn *c,
  *                  the app accepted
  * @conns_refused: context only: incoming connections refused by a
  *                 listener's limits (rmsg_cfg_set_max_conns(),
- *                 rmsg_cfg_set_max_pending()) or by its accept callback
+ *                 rmsg_cfg_set_max_pending()), by its accept callback,
+ *                 or by authentication (rmsg_cfg_set_psk())
  * @conns_closed: context only: connections that ended, counted as their
  *                on_close is called (or would be, without a callback)
  *

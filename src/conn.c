@@ -7,12 +7,33 @@
  *  state         event                      action -> next state
  *  ------------  -------------------------  ---------------------------------
  *  CONNECTING    tr established (hello ok)  on_established   -> ESTABLISHED
+ *  CONNECTING    ... with a key, N_s in it  send AUTH(N_c,P_c) -> AUTH
+ *  CONNECTING    ... key, no N_s in reply   abort(-EACCES)   -> CLOSING
  *  CONNECTING    tr failed (reject, ...)    fail queued ops  -> CLOSING
  *  (server)      tr request                 app accept cb:
  *                                           accept           -> ACCEPTING
  *                                           reject: never seen again
+ *  (server)      tr request, key on one     refuse -EACCES, no accept cb:
+ *                side only                  never seen again
+ *  (server)      tr request, key on both    reply with N_s, no accept cb
+ *                                           yet              -> ACCEPTING
  *  ACCEPTING     tr established             on_established   -> ESTABLISHED
+ *  ACCEPTING     ... with a key             wait for AUTH    -> AUTH
  *  ACCEPTING     tr failed                  fail queued ops  -> CLOSING
+ *  AUTH (server) AUTH, P_c right            app accept cb, send AUTH(status,
+ *                                           P_s, pdata): accept:
+ *                                           on_established   -> ESTABLISHED
+ *                                           reject: linger   -> CLOSING
+ *  AUTH (server) AUTH, P_c wrong            send AUTH(EACCES), linger; the
+ *                                           app never saw it -> CLOSING
+ *  AUTH (client) AUTH, P_s right, status 0  on_established   -> ESTABLISHED
+ *  AUTH (client) AUTH, P_s right, reject    as a reject      -> CLOSING
+ *  AUTH (client) AUTH, P_s wrong or absent  abort(-EACCES)   -> CLOSING
+ *  AUTH          any other frame, an AUTH   abort(-EACCES)   -> CLOSING
+ *                of a wrong size
+ *  AUTH          cfg.timeout_ms passed      abort(-ETIMEDOUT) -> CLOSING
+ *  AUTH          tr failed                  fail queued ops  -> CLOSING
+ *  ESTABLISHED   an AUTH frame              abort(-EACCES)   -> CLOSING
  *  ESTABLISHED   frame received             on_msg / credits / acks
  *  ESTABLISHED   bad frame                  abort(-EPROTO)   -> CLOSING
  *  ESTABLISHED   tr failed (peer gone)      fail queued ops  -> CLOSING
@@ -28,6 +49,15 @@
  * against its regions and acknowledges, and the op completes on that
  * answer, like a rendezvous send (rndvq).
  *
+ * Authentication (rmsg_cfg_set_psk, rmsg.7 "Authentication"): ops the app
+ * queues before ESTABLISHED wait as before; in AUTH only the AUTH frame
+ * goes (send.c), queued ahead of them, taking a credit like any frame
+ * that lands in a receive buffer. Until the peer's proof checked out
+ * (auth_wait) every frame goes to rmsgi_conn_auth_rx(): nothing of it
+ * reaches delivery, credits, rendezvous or one-sided handling. A server
+ * connection refused there never reaches the app (no accept callback,
+ * no on_close); ctx->auth_failures counts the refusals of both sides.
+ *
  * A failure after a local close keeps reason 0. Callbacks of completed ops
  * run from the context flush (never inside the API call that queued them),
  * and always before on_close.
@@ -41,6 +71,8 @@ static void set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
 {
 	size_t max;
 
+	if (c->state == RMSGI_CS_AUTH && s != RMSGI_CS_AUTH)
+		ev_timer_stop(c->ctx->loop, &c->auth_tmo);
 	c->state = s;
 	c->direct_lim = 0;
 	if (c->lst)
@@ -53,6 +85,8 @@ static void set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
 		max = RMSGI_MIN(max, (size_t)c->peer_eager);
 	c->direct_lim = max == SIZE_MAX ? SIZE_MAX : max + 1;
 }
+
+static void auth_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
 int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 		   const struct rmsg_conn_ops *ops, void *arg,
@@ -80,6 +114,7 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 	rmsgi_list_init(&c->doneq);
 	rmsgi_list_init(&c->dirty_link);
 	rmsgi_list_add_tail(&ctx->conns, &c->link);
+	ev_init(&c->auth_tmo, auth_tmo_cb);
 	c->credit_op.kind = RMSGI_OP_CTRL;
 	c->credit_op.type = RMSGI_T_CREDIT;
 	c->credit_op.iov = c->credit_op.iov_inline;
@@ -121,6 +156,7 @@ static void __attribute__((noinline)) conn_free(struct rmsg_conn *c)
 	rmsgi_mr_conn_gone(
 		c); /* rmsgi_conn_finalize() did, unless it never ran */
 	rmsgi_rpc_conn_free(c);
+	explicit_bzero(c->cfg.psk, sizeof(c->cfg.psk));
 	free(c);
 }
 
@@ -140,9 +176,17 @@ void rmsgi_conn_hello(const struct rmsg_conn *c, struct rmsgi_hello *h)
 	if (c->is_server) {
 		h->pdata_len = c->my_pdata_len;
 		memcpy(h->pdata, c->my_pdata, c->my_pdata_len);
+		/* accepting a key holder (auth_request): our nonce goes */
+		if (c->auth_wait) {
+			h->flags |= RMSGI_HELLO_F_AUTH;
+			h->nonce_len = RMSGI_NONCE_SIZE;
+			memcpy(h->nonce, c->auth_ns, RMSGI_NONCE_SIZE);
+		}
 	} else {
 		h->pdata_len = c->cfg.pdata_len;
 		memcpy(h->pdata, c->cfg.pdata, c->cfg.pdata_len);
+		if (c->cfg.psk_len)
+			h->flags |= RMSGI_HELLO_F_AUTH;
 	}
 }
 
@@ -179,20 +223,63 @@ static void conn_addrs(struct rmsg_conn *c)
 	c->addrs_known = true;
 }
 
+static int refuse(struct rmsg_conn *c, int err, struct rmsgi_hello *reply)
+{
+	rmsgi_conn_refusal(c, err, reply);
+	return reply->status;
+}
+
+/*
+ * A request to a listener with a key, or with the client's flag: a key on
+ * one side only is refused before the app hears of it, with the flag in
+ * the refusal so that the client reads -EACCES; with keys on both, the
+ * reply carries our nonce and the app's accept waits for the proof.
+ */
+static int auth_request(struct rmsg_conn *c, const struct rmsgi_hello *h,
+			struct rmsgi_hello *reply)
+{
+	int ret;
+
+	if (!c->cfg.psk_len || !(h->flags & RMSGI_HELLO_F_AUTH)) {
+		c->ctx->auth_failures++;
+		rmsgi_warn(c->ctx, "conn %u: refused: %s", c->id,
+			   c->cfg.psk_len
+				   ? "the peer has no pre-shared key and this "
+				     "listener requires one"
+				   : "the peer requires a pre-shared key and "
+				     "this listener has none");
+		c->ctx->st.conns_refused++;
+		ret = refuse(c, -EACCES, reply);
+		reply->flags |= RMSGI_HELLO_F_AUTH;
+		return ret;
+	}
+	ret = rmsgi_auth_nonce(c->auth_ns);
+	if (ret)
+		return refuse(c, ret, reply);
+	c->auth_hello = *h;
+	c->auth_wait = true;
+	set_state(c, RMSGI_CS_ACCEPTING);
+	/* with the flag and our nonce (a backend may build it again) */
+	rmsgi_conn_hello(c, reply);
+	return 0;
+}
+
 int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 			  const struct rmsgi_hello *h,
 			  struct rmsgi_hello *reply)
 {
 	int ret = 0;
 
-	/* from here on the app may see the connection */
-	c->ops = l->ops;
 	c->is_server = true;
 	set_peer(c, h);
 	conn_addrs(c);
 	if (h->credits < 4 || h->eager_size < 64)
-		ret = -EPROTO;
-	if (ret == 0 && l->accept) {
+		return refuse(c, -EPROTO, reply);
+	if (c->cfg.psk_len || (h->flags & RMSGI_HELLO_F_AUTH))
+		return auth_request(c, h, reply);
+	/* from here on the app may see the connection */
+	c->ops = l->ops;
+	if (l->accept) {
 		c->in_accept = true;
 		c->ctx->in_cb++;
 		ret = l->accept(l, c, h->pdata, h->pdata_len, l->arg);
@@ -219,6 +306,9 @@ void rmsgi_conn_set_tc(struct rmsg_conn *c, void *tc)
 	c->tr_priv = tc;
 }
 
+static void conn_up(struct rmsg_conn *c);
+static void auth_begin(struct rmsg_conn *c, const struct rmsgi_hello *h);
+
 void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 {
 	if (c->state != RMSGI_CS_CONNECTING && c->state != RMSGI_CS_ACCEPTING)
@@ -231,6 +321,17 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 		set_peer(c, h);
 	}
 	conn_addrs(c);
+	if (c->cfg.psk_len || (h && (h->flags & RMSGI_HELLO_F_AUTH))) {
+		auth_begin(c, h);
+		return;
+	}
+	conn_up(c);
+}
+
+/* -> ESTABLISHED: on_established */
+static void conn_up(struct rmsg_conn *c)
+{
+	c->auth_wait = false;
 	set_state(c, RMSGI_CS_ESTABLISHED);
 	/* what was queued before goes by what is known now */
 	rmsgi_conn_proto_queued(c);
@@ -244,6 +345,280 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	}
 	rmsgi_ctx_mark_dirty(c->ctx, c);
 	rmsgi_conn_put(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* authentication with a pre-shared key (proto.h has the frames)        */
+
+/* queues our AUTH frame ahead of what the app queued: @len bytes of
+ * c->auth_buf, @aux the status */
+static int auth_send(struct rmsg_conn *c, uint32_t aux, size_t len)
+{
+	struct rmsgi_op *op = rmsgi_op_get(c->ctx);
+
+	if (!op)
+		return -ENOMEM;
+	op->kind = RMSGI_OP_SEND;
+	op->type = RMSGI_T_AUTH;
+	op->aux = aux;
+	op->len = len;
+	op->iov[0].iov_base = c->auth_buf;
+	op->iov[0].iov_len = len;
+	op->iovcnt = len ? 1 : 0;
+	/* eager: at most RMSGI_AUTH_MAX bytes, below any eager size */
+	rmsgi_conn_op_proto(c, op, false);
+	op->type = RMSGI_T_AUTH;
+	c->sendq_len++;
+	op_state(c, op, RMSGI_OS_QUEUED);
+	rmsgi_list_add_head(&c->sendq, &op->link);
+	rmsgi_ctx_mark_dirty(c->ctx, c);
+	return 0;
+}
+
+/* a failure of the check: the connection ends with @err; @tell: the
+ * server answers a wrong proof (AUTH with EACCES, no proof of its own)
+ * and lingers so that it goes out */
+static void auth_fail(struct rmsg_conn *c, int err, const char *why, bool tell)
+{
+	if (c->state >= RMSGI_CS_CLOSING)
+		return;
+	c->ctx->auth_failures++;
+	if (c->is_server && !c->app_accepted)
+		c->ctx->st.conns_refused++;
+	rmsgi_warn(c->ctx, "conn %u: authentication failed: %s", c->id, why);
+	c->close_reason = err;
+	set_state(c, RMSGI_CS_CLOSING);
+	rmsgi_conn_cancel_queued(c, err);
+	rmsgi_conn_drop_rx(c);
+	if (tell && c->tr_priv) {
+		struct rmsgi_op *op = rmsgi_op_get(c->ctx);
+
+		if (op) {
+			op->kind = RMSGI_OP_CTRL;
+			op->type = RMSGI_T_AUTH;
+			op->aux = (uint32_t)-err;
+			rmsgi_conn_op_proto(c, op, false);
+			op->credits = credit_take(c);
+			op_state(c, op, RMSGI_OS_POSTED);
+			if (c->tops->post(c->tr_priv, op)) {
+				op_state(c, op, RMSGI_OS_DONE);
+				rmsgi_op_put(c->ctx, op);
+				tell = false;
+			} else if (c->tops->kick) {
+				c->tops->kick(c->tr_priv);
+			}
+		} else {
+			tell = false;
+		}
+	}
+	if (c->tr_priv)
+		c->tops->disconnect(c->tr_priv, tell ? RMSGI_LINGER_MS : 0);
+	else if (!c->tr)
+		rmsgi_conn_ev_down(c);
+}
+
+static void auth_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct rmsg_conn *c = RMSGI_CONTAINER_OF(w, struct rmsg_conn, auth_tmo);
+
+	rmsgi_conn_get(c);
+	auth_fail(c, -ETIMEDOUT, "the peer's proof did not come in time",
+		  false);
+	rmsgi_ctx_flush(c->ctx);
+	rmsgi_conn_put(c);
+}
+
+/* the transport is up on a connection that authenticates: the client
+ * sends its proof, the server waits for it; cfg.timeout_ms bounds both */
+static void auth_begin(struct rmsg_conn *c, const struct rmsgi_hello *h)
+{
+	struct rmsgi_hello mine;
+	int ret;
+
+	if (!c->cfg.psk_len) {
+		/* a server's reply that asks for a key we do not have */
+		auth_fail(c, -EACCES, "the server requires a pre-shared key",
+			  false);
+		return;
+	}
+	c->auth_wait = true;
+	set_state(c, RMSGI_CS_AUTH);
+	ev_timer_set(&c->auth_tmo, c->cfg.timeout_ms / 1000.0, 0.);
+	ev_timer_start(c->ctx->loop, &c->auth_tmo);
+	if (c->is_server)
+		return;
+	if (!h || !(h->flags & RMSGI_HELLO_F_AUTH) ||
+	    h->nonce_len != RMSGI_NONCE_SIZE) {
+		auth_fail(c, -EACCES,
+			  "the server did not ask for the pre-shared key",
+			  false);
+		return;
+	}
+	memcpy(c->auth_ns, h->nonce, RMSGI_NONCE_SIZE);
+	ret = rmsgi_auth_nonce(c->auth_nc);
+	if (ret) {
+		rmsgi_conn_abort(c, ret);
+		return;
+	}
+	rmsgi_conn_hello(c, &mine);
+	memcpy(c->auth_buf, c->auth_nc, RMSGI_NONCE_SIZE);
+	rmsgi_auth_client_mac(&c->cfg, c->auth_ns, c->auth_nc, &mine,
+			      c->auth_buf + RMSGI_NONCE_SIZE);
+	ret = auth_send(c, 0, RMSGI_NONCE_SIZE + RMSGI_MAC_SIZE);
+	if (ret)
+		rmsgi_conn_abort(c, ret);
+}
+
+/* server: the client's proof checked out; the app's accept decides */
+static void auth_server_accept(struct rmsg_conn *c)
+{
+	struct rmsg_listener *l = c->lst;
+	uint8_t *pd = c->auth_buf + RMSGI_MAC_SIZE;
+	uint32_t status;
+	int ret = 0;
+
+	if (!l) {
+		/* the listener closed meanwhile: nobody to accept */
+		ret = -ECONNABORTED;
+	} else {
+		c->ops = l->ops;
+		if (l->accept) {
+			c->in_accept = true;
+			c->ctx->in_cb++;
+			ret = l->accept(l, c, c->peer_pdata, c->peer_pdata_len,
+					l->arg);
+			c->ctx->in_cb--;
+			c->in_accept = false;
+			if (ret > 0)
+				ret = -ECONNREFUSED;
+		}
+	}
+	if (ret) {
+		struct rmsgi_hello r;
+
+		c->ctx->st.conns_refused++;
+		memset(&c->ops, 0, sizeof(c->ops));
+		rmsgi_conn_refusal(c, ret, &r);
+		ret = r.status;
+	}
+	status = (uint32_t)-ret;
+	memcpy(pd, c->my_pdata, c->my_pdata_len);
+	rmsgi_auth_server_mac(&c->cfg, c->auth_nc, c->auth_ns, status, pd,
+			      c->my_pdata_len, c->auth_buf);
+	if (auth_send(c, status, RMSGI_MAC_SIZE + c->my_pdata_len)) {
+		rmsgi_conn_abort(c, -ENOMEM);
+		return;
+	}
+	if (ret == 0) {
+		c->app_accepted = true;
+		c->ctx->st.conns_accepted++;
+		conn_up(c);
+		return;
+	}
+	/* refused: the answer goes, then the connection; no callbacks */
+	c->auth_wait = false;
+	rmsgi_conn_post_queued(c);
+	c->close_reason = ret;
+	set_state(c, RMSGI_CS_CLOSING);
+	rmsgi_conn_cancel_sendq(c, ret);
+	if (c->tr_priv)
+		c->tops->disconnect(c->tr_priv, RMSGI_LINGER_MS);
+}
+
+int rmsgi_conn_auth_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+		       struct rmsg_msg *m)
+{
+	uint8_t buf[RMSGI_AUTH_MAX], mac[RMSGI_MAC_SIZE];
+	size_t len = m->len;
+	bool ok;
+	int ret;
+
+	c->last_rx = ev_now(c->ctx->loop);
+	if (c->state >= RMSGI_CS_CLOSING) {
+		/* an unauthenticated peer's last frames: dropped unread; one
+		 * whose payload the transport still reads stays queued until
+		 * rmsgi_conn_rx_ready() drops it */
+		if (!m->ready) {
+			m->type = h->type;
+			rmsgi_conn_rx_enqueue(c, m);
+			return 0;
+		}
+		m->free_fn(m);
+		return 0;
+	}
+	ok = h->type == RMSGI_T_AUTH && c->state == RMSGI_CS_AUTH && m->ready &&
+	     len <= sizeof(buf) && rmsgi_credit_arrived(&c->cr) == 0;
+	if (ok)
+		memcpy(buf, m->data, len);
+	m->free_fn(m);
+	if (!ok) {
+		auth_fail(c, -EACCES,
+			  c->state == RMSGI_CS_AUTH
+				  ? "a frame other than AUTH before the "
+				    "peer's proof"
+				  : "an AUTH frame outside the handshake",
+			  false);
+		return -EACCES;
+	}
+	if (c->is_server) {
+		if (h->aux || len != RMSGI_NONCE_SIZE + RMSGI_MAC_SIZE) {
+			auth_fail(c, -EACCES, "a malformed proof", true);
+			return -EACCES;
+		}
+		memcpy(c->auth_nc, buf, RMSGI_NONCE_SIZE);
+		rmsgi_auth_client_mac(&c->cfg, c->auth_ns, c->auth_nc,
+				      &c->auth_hello, mac);
+		if (!rmsgi_auth_mac_eq(mac, buf + RMSGI_NONCE_SIZE)) {
+			auth_fail(c, -EACCES,
+				  "the peer's proof does not match the "
+				  "pre-shared key",
+				  true);
+			return -EACCES;
+		}
+	} else {
+		if (len < RMSGI_MAC_SIZE) {
+			auth_fail(c, -EACCES,
+				  "the server refused our proof (a different "
+				  "pre-shared key?)",
+				  false);
+			return -EACCES;
+		}
+		rmsgi_auth_server_mac(&c->cfg, c->auth_nc, c->auth_ns, h->aux,
+				      buf + RMSGI_MAC_SIZE,
+				      len - RMSGI_MAC_SIZE, mac);
+		if (!rmsgi_auth_mac_eq(mac, buf)) {
+			auth_fail(c, -EACCES,
+				  "the server's proof does not match the "
+				  "pre-shared key",
+				  false);
+			return -EACCES;
+		}
+		c->peer_pdata_len = (uint8_t)(len - RMSGI_MAC_SIZE);
+		memcpy(c->peer_pdata, buf + RMSGI_MAC_SIZE, c->peer_pdata_len);
+	}
+	/* proven: the credits it returned count now */
+	if (h->credits) {
+		ret = rmsgi_credit_returned(&c->cr, h->credits,
+					    c->peer_credits);
+		if (ret) {
+			rmsgi_conn_abort(c, ret);
+			return ret;
+		}
+	}
+	if (c->is_server) {
+		auth_server_accept(c);
+	} else if (h->aux) {
+		/* the app refused us after the proofs: as a reject */
+		c->auth_wait = false;
+		c->close_reason = -ECONNREFUSED;
+		set_state(c, RMSGI_CS_CLOSING);
+		rmsgi_conn_cancel_queued(c, c->close_reason);
+		if (c->tr_priv)
+			c->tops->disconnect(c->tr_priv, 0);
+	} else {
+		conn_up(c);
+	}
+	return 0;
 }
 
 /* why the peer's end went: a reset after its BYE was a close on purpose */
@@ -309,6 +684,16 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 		if (h->status == -EUSERS)
 			rmsgi_warn(c->ctx, "conn %u: refused: %s", c->id,
 				   rmsg_strerror(-EUSERS));
+		/* the two sides disagree on authentication (auth_request) */
+		if (h->status == -EACCES && (h->flags & RMSGI_HELLO_F_AUTH)) {
+			c->ctx->auth_failures++;
+			rmsgi_warn(c->ctx, "conn %u: refused: %s", c->id,
+				   c->cfg.psk_len
+					   ? "the server has no pre-shared key"
+					   : "the server requires a pre-shared "
+					     "key (rmsg_cfg_set_psk)");
+			reason = -EACCES;
+		}
 	}
 	c->close_reason = peer_reason(c, reason);
 	set_state(c, RMSGI_CS_CLOSING);

@@ -145,8 +145,10 @@ void rmsgi_listener_track(struct rmsg_conn *c, int state)
 {
 	struct rmsg_listener *l = c->lst;
 
+	/* authenticating counts as a handshake: unauthenticated peers hold
+	 * no more than max_pending */
 	if (c->lst_pending && state != RMSGI_CS_CONNECTING &&
-	    state != RMSGI_CS_ACCEPTING) {
+	    state != RMSGI_CS_ACCEPTING && state != RMSGI_CS_AUTH) {
 		c->lst_pending = false;
 		l->npending--;
 	}

@@ -167,6 +167,9 @@ struct rmsg_ctx {
 	/* closed connections' counters, summed, and the context-only ones
 	 * (stats.c) */
 	struct rmsg_stats st;
+	/* peers refused by the pre-shared key's check (conn.c): a wrong or
+	 * missing key, a bad proof, a frame before it, a timeout */
+	uint64_t auth_failures;
 };
 
 /* op objects, recycled per context */
@@ -210,6 +213,7 @@ void rmsgi_listener_track(struct rmsg_conn *c, int state);
 enum rmsgi_conn_state {
 	RMSGI_CS_CONNECTING,  /* client: transport handshake running */
 	RMSGI_CS_ACCEPTING,   /* server: app accepted, handshake finishing */
+	RMSGI_CS_AUTH,	      /* transport up, proving the key (AUTH frames) */
 	RMSGI_CS_ESTABLISHED, /* messages flow */
 	RMSGI_CS_CLOSING,     /* local close: transport tearing down */
 	RMSGI_CS_CLOSED,      /* on_close delivered; waits for last ref */
@@ -288,6 +292,15 @@ struct rmsg_conn {
 	 * added to the context's when the connection leaves it; eager_*
 	 * are derived when read (stats.c) */
 	struct rmsg_stats st;
+	/* authentication (rmsg_cfg_set_psk; conn.c, AUTH state): set from
+	 * the handshake until the peer's proof checked out; every frame
+	 * goes to rmsgi_conn_auth_rx() meanwhile */
+	bool auth_wait;
+	ev_timer auth_tmo; /* bounds the AUTH state: cfg.timeout_ms */
+	uint8_t auth_ns[RMSGI_NONCE_SIZE]; /* the server's nonce */
+	uint8_t auth_nc[RMSGI_NONCE_SIZE]; /* the client's */
+	struct rmsgi_hello auth_hello;	   /* server: the client's hello */
+	uint8_t auth_buf[RMSGI_AUTH_MAX];  /* our AUTH frame's payload */
 };
 
 /* creation, used by rmsg_connect and rmsgi_tr_incoming */

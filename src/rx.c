@@ -203,6 +203,9 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 {
 	int ret;
 
+	/* nothing of an unauthenticated peer goes further (conn.c) */
+	if (RMSGI_UNLIKELY(c->auth_wait || h->type == RMSGI_T_AUTH))
+		return rmsgi_conn_auth_rx(c, h, m);
 	/* any frame shows the peer alive and used one of its credits; one
 	 * beyond them (held messages count until released) is refused */
 	c->last_rx = ev_now(c->ctx->loop);

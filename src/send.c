@@ -293,6 +293,8 @@ static inline void stats_posted(struct rmsg_conn *c, const struct rmsgi_op *op)
 {
 	switch (op->kind) {
 	case RMSGI_OP_SEND:
+		if (RMSGI_UNLIKELY(op->type == RMSGI_T_AUTH))
+			break; /* the handshake's proof, not a message */
 		c->st.msgs_sent++;
 		c->st.bytes_sent += op->len;
 		if (op->proto == RMSGI_OP_P_RNDV)
@@ -355,20 +357,27 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 	int ret;
 
 	/* a CREDIT frame only when nothing else can carry the credits */
-	if (!credit_op_busy(c) && credit_due(c) &&
+	if (c->state == RMSGI_CS_ESTABLISHED && !credit_op_busy(c) &&
+	    credit_due(c) &&
 	    (rmsgi_list_empty(&c->sendq) ||
 	     !rmsgi_credit_can_send(&c->cr, true))) {
 		c->credit_op.aux = 0;
 		op_state(c, &c->credit_op, RMSGI_OS_QUEUED);
 		rmsgi_list_add_head(&c->sendq, &c->credit_op.link);
 	}
-	while (c->state == RMSGI_CS_ESTABLISHED &&
+	while ((c->state == RMSGI_CS_ESTABLISHED ||
+		c->state == RMSGI_CS_AUTH) &&
 	       (n = c->sendq.next) != &c->sendq) {
 		struct rmsgi_op *op =
 			rmsgi_list_entry(n, struct rmsgi_op, link);
 		bool native = op->proto == RMSGI_OP_P_RMA;
 		/* native write and read land in no receive buffer */
 		bool credit = !native || op->type == RMSGI_T_WRITE_IMM;
+
+		/* authenticating: only the AUTH frame (queued first) goes */
+		if (RMSGI_UNLIKELY(c->state == RMSGI_CS_AUTH) &&
+		    op->type != RMSGI_T_AUTH)
+			break;
 
 		/* only the CREDIT frame may take the last credit */
 		if (credit &&
@@ -438,7 +447,7 @@ void rmsgi_conn_flush(struct rmsg_conn *c)
 {
 	struct rmsgi_list *n;
 
-	if (c->state == RMSGI_CS_ESTABLISHED)
+	if (c->state == RMSGI_CS_ESTABLISHED || c->state == RMSGI_CS_AUTH)
 		rmsgi_conn_post_queued(c);
 	while ((n = rmsgi_list_pop(&c->doneq))) {
 		struct rmsgi_op *op =

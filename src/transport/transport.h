@@ -73,6 +73,10 @@ struct rmsgi_cfgv {
 	void *log_arg;
 	uint8_t pdata[RMSG_PRIVATE_DATA_MAX];
 	uint8_t pdata_len;
+	/* the pre-shared key (rmsg_cfg_set_psk), psk_len 0: none; the
+	 * core's alone, no backend reads it */
+	uint8_t psk_len;
+	uint8_t psk[64];
 	size_t reg_limit;     /* registered bytes per context */
 	size_t tcp_rx_limit;  /* TCP large-frame receive memory per context */
 	unsigned max_conns;   /* per listener: open and in handshake */
@@ -502,7 +506,8 @@ void rmsgi_conn_refusal(const struct rmsg_conn *c, int err,
 			struct rmsgi_hello *reply);
 /* client: the backend's state for @c, before any other up-call */
 void rmsgi_conn_set_tc(struct rmsg_conn *c, void *tc);
-/* fills the hello this side sends (status 0) */
+/* fills the hello this side sends (status 0); a server accepting a key
+ * holder: with the flag and its nonce, as the accepting reply needs */
 void rmsgi_conn_hello(const struct rmsg_conn *c, struct rmsgi_hello *h);
 /* the handshake finished; client: the peer accepted with @h (validated
  * here), server: @h is NULL. Calls the app's on_established. */
@@ -539,6 +544,8 @@ static inline bool rmsgi_tr_frame_ok(unsigned caps, uint8_t type)
 	case RMSGI_T_DATA:
 	case RMSGI_T_CREDIT:
 	case RMSGI_T_RNDV_ACK:
+		return true;
+	case RMSGI_T_AUTH: /* the core checks it is authenticating */
 		return true;
 	case RMSGI_T_RNDV_REQ:
 		return caps & RMSGI_TR_CAP_RNDV;

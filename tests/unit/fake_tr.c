@@ -63,8 +63,10 @@ static int f_post(void *tc, struct rmsgi_op *op)
 	ft.npost++;
 	if (ft.fail_nth && ft.npost == ft.fail_nth)
 		return -EIO;
-	/* only a local close's BYE is posted once the state has moved */
-	if (!(op->kind == RMSGI_OP_CTRL && op->aux == RMSGI_CREDIT_BYE))
+	/* only a local close's BYE is posted once the state has moved, and
+	 * the AUTH frames of authentication (AUTH state, or a refusal) */
+	if (!(op->kind == RMSGI_OP_CTRL && op->aux == RMSGI_CREDIT_BYE) &&
+	    op->type != RMSGI_T_AUTH)
 		FAKE_CHECK(c->state == RMSGI_CS_ESTABLISHED);
 	FAKE_CHECK(op->state == RMSGI_OS_POSTED);
 	if (ft.post_ret) {
@@ -90,6 +92,12 @@ static int f_post(void *tc, struct rmsgi_op *op)
 	p->aux = op->aux;
 	p->id = op->id;
 	p->len = op->len;
+	/* a small payload's bytes as posted (AUTH frames) */
+	p->data_len = 0;
+	if (op->iovcnt == 1 && op->iov[0].iov_len <= sizeof(p->data)) {
+		p->data_len = op->iov[0].iov_len;
+		memcpy(p->data, op->iov[0].iov_base, p->data_len);
+	}
 	return 0;
 }
 

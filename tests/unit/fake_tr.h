@@ -25,6 +25,8 @@ struct fake_posted {
 	uint32_t aux;
 	uint64_t id;
 	size_t len;
+	uint8_t data[64]; /* a payload of one piece up to 64 bytes */
+	size_t data_len;
 };
 
 struct fake_tr_state {

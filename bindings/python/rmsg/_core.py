@@ -209,6 +209,12 @@ def _make_cfg(opts, log_level=None):
                 v = bytes(v)
                 _check(lib.rmsg_cfg_set_private_data(cfg, v, len(v)))
                 continue
+            if k == "psk":
+                # the pre-shared key (16..64 bytes): both sides must
+                # hold it (rmsg_cfg_set_psk(3))
+                v = bytes(v)
+                _check(lib.rmsg_cfg_set_psk(cfg, v, len(v)))
+                continue
             setter = _CFG_SETTERS.get(k)
             if setter is None:
                 raise TypeError("unknown option %r" % k)
@@ -392,7 +398,9 @@ class Context:
 
     Options (all optional) set the context's rmsg_cfg: eager_size,
     credits, send_queue, busy_poll_us, max_msg_size, private_data,
-    timeout_ms, reg_limit, tcp_rx_limit, keepalive_ms, keepalive_misses
+    timeout_ms, reg_limit, tcp_rx_limit, keepalive_ms, keepalive_misses,
+    psk (a pre-shared key of 16 to 64 bytes: the peer must hold the same
+    one, else the connection fails with EACCES; rmsg_cfg_set_psk(3))
     (max_conns and max_pending apply to listeners).
     Use ``async with Context() as ctx`` or ``await ctx.close()``.
     """

@@ -341,7 +341,7 @@ static void on_connect_request(struct rdma_ctx *r, struct rdma_cm_event *ev,
 	const struct rmsgi_tr_conn_info *ci;
 	struct rdma_conn_param param;
 	struct rmsgi_hello h, reply;
-	uint8_t buf[64];
+	uint8_t buf[RMSGI_HELLO_MAX];
 	struct rdma_conn *rc;
 	struct rmsg_conn *c;
 	int ret;
@@ -409,7 +409,7 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 	struct rdma_conn *rc = ev->id->context;
 	struct rdma_conn_param param;
 	struct rmsgi_hello h;
-	uint8_t buf[64];
+	uint8_t buf[RMSGI_HELLO_MAX];
 	int ret;
 
 	if (!rc)

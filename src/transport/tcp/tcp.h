@@ -95,7 +95,7 @@
 /* a large frame's memory starts at this (or what already arrived) and
  * doubles as its bytes come, up to the frame's length */
 #define TCP_BIG_FIRST ((size_t)256 << 10)
-#define TCP_HS_MAX (RMSGI_HDR_SIZE + RMSGI_HELLO_SIZE + RMSG_PRIVATE_DATA_MAX)
+#define TCP_HS_MAX (RMSGI_HDR_SIZE + RMSGI_HELLO_MAX)
 /* no rendezvous, no native one-sided ops: the core emulates them */
 #define TCP_CAPS 0u
 /* a frame's header slot: the header and a one-sided op's RMA header */
