@@ -655,6 +655,11 @@ int rmsg_conn_local_addr(const struct rmsg_conn *c,
  *                 or by authentication (rmsg_cfg_set_psk())
  * @conns_closed: context only: connections that ended, counted as their
  *                on_close is called (or would be, without a callback)
+ * @auth_failures: context only: handshakes of this context's connections
+ *                 and listeners that failed authentication, on either
+ *                 side (rmsg_cfg_set_psk(): a key on one side only, a
+ *                 wrong key or proof, another frame before the proof, a
+ *                 timeout while authenticating)
  *
  * Every member is a count since the connection (the context) was created;
  * none ever goes back. A context's counters are the sums of those of all
@@ -689,6 +694,7 @@ struct rmsg_stats {
 	uint64_t conns_accepted;
 	uint64_t conns_refused;
 	uint64_t conns_closed;
+	uint64_t auth_failures;
 };
 
 /**

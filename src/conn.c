@@ -56,7 +56,7 @@
  * (auth_wait) every frame goes to rmsgi_conn_auth_rx(): nothing of it
  * reaches delivery, credits, rendezvous or one-sided handling. A server
  * connection refused there never reaches the app (no accept callback,
- * no on_close); ctx->auth_failures counts the refusals of both sides.
+ * no on_close); ctx->st.auth_failures counts the refusals of both sides.
  *
  * A failure after a local close keeps reason 0. Callbacks of completed ops
  * run from the context flush (never inside the API call that queued them),
@@ -241,7 +241,7 @@ static int auth_request(struct rmsg_conn *c, const struct rmsgi_hello *h,
 	int ret;
 
 	if (!c->cfg.psk_len || !(h->flags & RMSGI_HELLO_F_AUTH)) {
-		c->ctx->auth_failures++;
+		c->ctx->st.auth_failures++;
 		rmsgi_warn(c->ctx, "conn %u: refused: %s", c->id,
 			   c->cfg.psk_len
 				   ? "the peer has no pre-shared key and this "
@@ -382,7 +382,7 @@ static void auth_fail(struct rmsg_conn *c, int err, const char *why, bool tell)
 {
 	if (c->state >= RMSGI_CS_CLOSING)
 		return;
-	c->ctx->auth_failures++;
+	c->ctx->st.auth_failures++;
 	if (c->is_server && !c->app_accepted)
 		c->ctx->st.conns_refused++;
 	rmsgi_warn(c->ctx, "conn %u: authentication failed: %s", c->id, why);
@@ -686,7 +686,7 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 				   rmsg_strerror(-EUSERS));
 		/* the two sides disagree on authentication (auth_request) */
 		if (h->status == -EACCES && (h->flags & RMSGI_HELLO_F_AUTH)) {
-			c->ctx->auth_failures++;
+			c->ctx->st.auth_failures++;
 			rmsgi_warn(c->ctx, "conn %u: refused: %s", c->id,
 				   c->cfg.psk_len
 					   ? "the server has no pre-shared key"

@@ -167,9 +167,6 @@ struct rmsg_ctx {
 	/* closed connections' counters, summed, and the context-only ones
 	 * (stats.c) */
 	struct rmsg_stats st;
-	/* peers refused by the pre-shared key's check (conn.c): a wrong or
-	 * missing key, a bad proof, a frame before it, a timeout */
-	uint64_t auth_failures;
 };
 
 /* op objects, recycled per context */

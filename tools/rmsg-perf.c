@@ -272,7 +272,7 @@ static void print_stats(const char *what, const struct rmsg_stats *st)
 		STAT(sendq_full),    STAT(ka_probes),	 STAT(ka_timeouts),
 		STAT(refused_peer),  STAT(refused_ours), STAT(proto_errors),
 		STAT(fallbacks),     STAT(conns_opened), STAT(conns_accepted),
-		STAT(conns_refused), STAT(conns_closed),
+		STAT(conns_refused), STAT(conns_closed), STAT(auth_failures),
 	};
 #undef STAT
 	size_t i;

@@ -181,6 +181,11 @@ static void one_case(const char *name, const char *ckey, const char *skey)
 		 "%s: server accepted %llu refused %llu", name,
 		 (unsigned long long)(s1.conns_accepted - s0.conns_accepted),
 		 (unsigned long long)(s1.conns_refused - s0.conns_refused));
+	T_ASSERT(s1.auth_failures - s0.auth_failures == (ok ? 0u : 1u) &&
+			 c1.auth_failures - c0.auth_failures == (ok ? 0u : 1u),
+		 "%s: auth_failures server %llu client %llu", name,
+		 (unsigned long long)(s1.auth_failures - s0.auth_failures),
+		 (unsigned long long)(c1.auth_failures - c0.auth_failures));
 	T_ASSERT(c1.msgs_sent - c0.msgs_sent == (ok ? 1u : 0u) &&
 			 c1.bytes_sent - c0.bytes_sent == (ok ? 4u : 0u),
 		 "%s: client sent %llu messages", name,

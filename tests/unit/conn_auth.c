@@ -151,7 +151,7 @@ static void client__right_key(void **state)
 	flush(t);
 	assert_int_equal(ft.nposted, 1);
 	assert_int_equal(ft.posted[0].type, RMSGI_T_DATA);
-	assert_int_equal(t->ctx->auth_failures, 0);
+	assert_int_equal(t->ctx->st.auth_failures, 0);
 }
 
 /* a server proof made with another key, or over other data */
@@ -203,7 +203,7 @@ static void client__refused_proof(void **state)
 	assert_int_equal(t->established, 0);
 	/* covers: rmsg_cfg_set_psk.3 EACCES */
 	assert_int_equal(t->close_reason, -EACCES);
-	assert_int_equal(t->ctx->auth_failures, 1);
+	assert_int_equal(t->ctx->st.auth_failures, 1);
 }
 
 /* the app of the server rejected us after the proofs: as a reject */
@@ -463,7 +463,7 @@ static void server__right_key(void **state)
 	p_s(key, nc, reply.nonce, 0, "ok", 2, want);
 	assert_memory_equal(ft.posted[0].data, want, 32);
 	assert_memory_equal(ft.posted[0].data + 32, "ok", 2);
-	assert_int_equal(t->ctx->auth_failures, 0);
+	assert_int_equal(t->ctx->st.auth_failures, 0);
 }
 
 /* a proof with another key, over another nonce (a replay) or over a
@@ -493,7 +493,7 @@ static void server__wrong_proof(void **state)
 		assert_int_equal(ft.posted[0].aux, EACCES);
 		assert_int_equal(ft.posted[0].len, 0);
 		assert_true(ft.disconnecting && ft.linger_ms > 0);
-		assert_int_equal(t->ctx->auth_failures, 1);
+		assert_int_equal(t->ctx->st.auth_failures, 1);
 		server_gone_unseen(t);
 	}
 }
@@ -513,7 +513,7 @@ static void server__flag_mismatch(void **state)
 		assert_int_equal(reply.status, -EACCES);
 		assert_true(reply.flags & RMSGI_HELLO_F_AUTH);
 		assert_int_equal(accept_calls, 0);
-		assert_int_equal(t->ctx->auth_failures, 1);
+		assert_int_equal(t->ctx->st.auth_failures, 1);
 		rmsgi_conn_discard(t->c);
 		t->c = NULL;
 		assert_int_equal(t->nlog, 0);
@@ -594,7 +594,7 @@ static void server__timeout(void **state)
 	assert_int_equal(lst.nconns, 0);
 	t->c = NULL;
 	assert_int_equal(t->nlog, 0);
-	assert_int_equal(t->ctx->auth_failures, 1);
+	assert_int_equal(t->ctx->st.auth_failures, 1);
 }
 
 int main(void)
