@@ -53,7 +53,7 @@
  * queues before ESTABLISHED wait as before; in AUTH only the AUTH frame
  * goes (send.c), queued ahead of them, taking a credit like any frame
  * that lands in a receive buffer. Until the peer's proof checked out
- * (auth_wait) every frame goes to rmsgi_conn_auth_rx(): nothing of it
+ * (auth_wait) every frame goes to rmsgi_conn_auth_rx() (auth.c): nothing of it
  * reaches delivery, credits, rendezvous or one-sided handling. A server
  * connection refused there never reaches the app (no accept callback,
  * no on_close); ctx->st.auth_failures counts the refusals of both sides.
@@ -67,7 +67,7 @@
 #include "conn_int.h"
 
 /* every state change goes through here: the direct-send limit follows */
-static void set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
+void rmsgi_conn_set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
 {
 	size_t max;
 
@@ -85,8 +85,6 @@ static void set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
 		max = RMSGI_MIN(max, (size_t)c->peer_eager);
 	c->direct_lim = max == SIZE_MAX ? SIZE_MAX : max + 1;
 }
-
-static void auth_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
 int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 		   const struct rmsg_conn_ops *ops, void *arg,
@@ -106,7 +104,7 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 	c->ti.ctx = ctx;
 	c->ti.cfg = &c->cfg;
 	c->ti.id = c->id;
-	set_state(c, RMSGI_CS_CONNECTING);
+	rmsgi_conn_set_state(c, RMSGI_CS_CONNECTING);
 	rmsgi_list_init(&c->sendq);
 	rmsgi_list_init(&c->rndvq);
 	rmsgi_list_init(&c->rxq);
@@ -114,7 +112,7 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 	rmsgi_list_init(&c->doneq);
 	rmsgi_list_init(&c->dirty_link);
 	rmsgi_list_add_tail(&ctx->conns, &c->link);
-	ev_init(&c->auth_tmo, auth_tmo_cb);
+	ev_init(&c->auth_tmo, rmsgi_auth_tmo_cb);
 	c->credit_op.kind = RMSGI_OP_CTRL;
 	c->credit_op.type = RMSGI_T_CREDIT;
 	c->credit_op.iov = c->credit_op.iov_inline;
@@ -135,7 +133,7 @@ void rmsgi_conn_discard(struct rmsg_conn *c)
 	c->tr = NULL;
 	c->tops = NULL;
 	c->tr_priv = NULL;
-	set_state(c, RMSGI_CS_CLOSED);
+	rmsgi_conn_set_state(c, RMSGI_CS_CLOSED);
 	rmsgi_list_del(&c->link);
 	rmsgi_stats_fold(c);
 	ev_unref(c->ctx->loop);
@@ -223,45 +221,10 @@ static void conn_addrs(struct rmsg_conn *c)
 	c->addrs_known = true;
 }
 
-static int refuse(struct rmsg_conn *c, int err, struct rmsgi_hello *reply)
+int rmsgi_conn_refuse(struct rmsg_conn *c, int err, struct rmsgi_hello *reply)
 {
 	rmsgi_conn_refusal(c, err, reply);
 	return reply->status;
-}
-
-/*
- * A request to a listener with a key, or with the client's flag: a key on
- * one side only is refused before the app hears of it, with the flag in
- * the refusal so that the client reads -EACCES; with keys on both, the
- * reply carries our nonce and the app's accept waits for the proof.
- */
-static int auth_request(struct rmsg_conn *c, const struct rmsgi_hello *h,
-			struct rmsgi_hello *reply)
-{
-	int ret;
-
-	if (!c->cfg.psk_len || !(h->flags & RMSGI_HELLO_F_AUTH)) {
-		c->ctx->st.auth_failures++;
-		rmsgi_warn(c->ctx, "conn %u: refused: %s", c->id,
-			   c->cfg.psk_len
-				   ? "the peer has no pre-shared key and this "
-				     "listener requires one"
-				   : "the peer requires a pre-shared key and "
-				     "this listener has none");
-		c->ctx->st.conns_refused++;
-		ret = refuse(c, -EACCES, reply);
-		reply->flags |= RMSGI_HELLO_F_AUTH;
-		return ret;
-	}
-	ret = rmsgi_auth_nonce(c->auth_ns);
-	if (ret)
-		return refuse(c, ret, reply);
-	c->auth_hello = *h;
-	c->auth_wait = true;
-	set_state(c, RMSGI_CS_ACCEPTING);
-	/* with the flag and our nonce (a backend may build it again) */
-	rmsgi_conn_hello(c, reply);
-	return 0;
 }
 
 int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
@@ -274,9 +237,9 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 	set_peer(c, h);
 	conn_addrs(c);
 	if (h->credits < 4 || h->eager_size < 64)
-		return refuse(c, -EPROTO, reply);
+		return rmsgi_conn_refuse(c, -EPROTO, reply);
 	if (c->cfg.psk_len || (h->flags & RMSGI_HELLO_F_AUTH))
-		return auth_request(c, h, reply);
+		return rmsgi_auth_request(c, h, reply);
 	/* from here on the app may see the connection */
 	c->ops = l->ops;
 	if (l->accept) {
@@ -294,7 +257,7 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 		rmsgi_conn_refusal(c, ret, reply);
 		return reply->status;
 	}
-	set_state(c, RMSGI_CS_ACCEPTING);
+	rmsgi_conn_set_state(c, RMSGI_CS_ACCEPTING);
 	c->app_accepted = true;
 	c->ctx->st.conns_accepted++;
 	rmsgi_conn_hello(c, reply);
@@ -305,9 +268,6 @@ void rmsgi_conn_set_tc(struct rmsg_conn *c, void *tc)
 {
 	c->tr_priv = tc;
 }
-
-static void conn_up(struct rmsg_conn *c);
-static void auth_begin(struct rmsg_conn *c, const struct rmsgi_hello *h);
 
 void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 {
@@ -322,17 +282,17 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	}
 	conn_addrs(c);
 	if (c->cfg.psk_len || (h && (h->flags & RMSGI_HELLO_F_AUTH))) {
-		auth_begin(c, h);
+		rmsgi_auth_begin(c, h);
 		return;
 	}
-	conn_up(c);
+	rmsgi_conn_up(c);
 }
 
 /* -> ESTABLISHED: on_established */
-static void conn_up(struct rmsg_conn *c)
+void rmsgi_conn_up(struct rmsg_conn *c)
 {
 	c->auth_wait = false;
-	set_state(c, RMSGI_CS_ESTABLISHED);
+	rmsgi_conn_set_state(c, RMSGI_CS_ESTABLISHED);
 	/* what was queued before goes by what is known now */
 	rmsgi_conn_proto_queued(c);
 	c->was_established = true;
@@ -345,280 +305,6 @@ static void conn_up(struct rmsg_conn *c)
 	}
 	rmsgi_ctx_mark_dirty(c->ctx, c);
 	rmsgi_conn_put(c);
-}
-
-/* ------------------------------------------------------------------ */
-/* authentication with a pre-shared key (proto.h has the frames)        */
-
-/* queues our AUTH frame ahead of what the app queued: @len bytes of
- * c->auth_buf, @aux the status */
-static int auth_send(struct rmsg_conn *c, uint32_t aux, size_t len)
-{
-	struct rmsgi_op *op = rmsgi_op_get(c->ctx);
-
-	if (!op)
-		return -ENOMEM;
-	op->kind = RMSGI_OP_SEND;
-	op->type = RMSGI_T_AUTH;
-	op->aux = aux;
-	op->len = len;
-	op->iov[0].iov_base = c->auth_buf;
-	op->iov[0].iov_len = len;
-	op->iovcnt = len ? 1 : 0;
-	/* eager: at most RMSGI_AUTH_MAX bytes, below any eager size */
-	rmsgi_conn_op_proto(c, op, false);
-	op->type = RMSGI_T_AUTH;
-	c->sendq_len++;
-	op_state(c, op, RMSGI_OS_QUEUED);
-	rmsgi_list_add_head(&c->sendq, &op->link);
-	rmsgi_ctx_mark_dirty(c->ctx, c);
-	return 0;
-}
-
-/* a failure of the check: the connection ends with @err; @tell: the
- * server answers a wrong proof (AUTH with EACCES, no proof of its own)
- * and lingers so that it goes out */
-static void auth_fail(struct rmsg_conn *c, int err, const char *why, bool tell)
-{
-	if (c->state >= RMSGI_CS_CLOSING)
-		return;
-	c->ctx->st.auth_failures++;
-	if (c->is_server && !c->app_accepted)
-		c->ctx->st.conns_refused++;
-	rmsgi_warn(c->ctx, "conn %u: authentication failed: %s", c->id, why);
-	c->close_reason = err;
-	set_state(c, RMSGI_CS_CLOSING);
-	rmsgi_conn_cancel_queued(c, err);
-	rmsgi_conn_drop_rx(c);
-	if (tell && c->tr_priv) {
-		struct rmsgi_op *op = rmsgi_op_get(c->ctx);
-
-		if (op) {
-			op->kind = RMSGI_OP_CTRL;
-			op->type = RMSGI_T_AUTH;
-			op->aux = (uint32_t)-err;
-			rmsgi_conn_op_proto(c, op, false);
-			op->credits = credit_take(c);
-			op_state(c, op, RMSGI_OS_POSTED);
-			if (c->tops->post(c->tr_priv, op)) {
-				op_state(c, op, RMSGI_OS_DONE);
-				rmsgi_op_put(c->ctx, op);
-				tell = false;
-			} else if (c->tops->kick) {
-				c->tops->kick(c->tr_priv);
-			}
-		} else {
-			tell = false;
-		}
-	}
-	if (c->tr_priv)
-		c->tops->disconnect(c->tr_priv, tell ? RMSGI_LINGER_MS : 0);
-	else if (!c->tr)
-		rmsgi_conn_ev_down(c);
-}
-
-static void auth_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct rmsg_conn *c = RMSGI_CONTAINER_OF(w, struct rmsg_conn, auth_tmo);
-
-	rmsgi_conn_get(c);
-	auth_fail(c, -ETIMEDOUT, "the peer's proof did not come in time",
-		  false);
-	rmsgi_ctx_flush(c->ctx);
-	rmsgi_conn_put(c);
-}
-
-/* the transport is up on a connection that authenticates: the client
- * sends its proof, the server waits for it; cfg.timeout_ms bounds both */
-static void auth_begin(struct rmsg_conn *c, const struct rmsgi_hello *h)
-{
-	struct rmsgi_hello mine;
-	int ret;
-
-	if (!c->cfg.psk_len) {
-		/* a server's reply that asks for a key we do not have */
-		auth_fail(c, -EACCES, "the server requires a pre-shared key",
-			  false);
-		return;
-	}
-	c->auth_wait = true;
-	set_state(c, RMSGI_CS_AUTH);
-	ev_timer_set(&c->auth_tmo, c->cfg.timeout_ms / 1000.0, 0.);
-	ev_timer_start(c->ctx->loop, &c->auth_tmo);
-	if (c->is_server)
-		return;
-	if (!h || !(h->flags & RMSGI_HELLO_F_AUTH) ||
-	    h->nonce_len != RMSGI_NONCE_SIZE) {
-		auth_fail(c, -EACCES,
-			  "the server did not ask for the pre-shared key",
-			  false);
-		return;
-	}
-	memcpy(c->auth_ns, h->nonce, RMSGI_NONCE_SIZE);
-	ret = rmsgi_auth_nonce(c->auth_nc);
-	if (ret) {
-		rmsgi_conn_abort(c, ret);
-		return;
-	}
-	rmsgi_conn_hello(c, &mine);
-	memcpy(c->auth_buf, c->auth_nc, RMSGI_NONCE_SIZE);
-	rmsgi_auth_client_mac(&c->cfg, c->auth_ns, c->auth_nc, &mine,
-			      c->auth_buf + RMSGI_NONCE_SIZE);
-	ret = auth_send(c, 0, RMSGI_NONCE_SIZE + RMSGI_MAC_SIZE);
-	if (ret)
-		rmsgi_conn_abort(c, ret);
-}
-
-/* server: the client's proof checked out; the app's accept decides */
-static void auth_server_accept(struct rmsg_conn *c)
-{
-	struct rmsg_listener *l = c->lst;
-	uint8_t *pd = c->auth_buf + RMSGI_MAC_SIZE;
-	uint32_t status;
-	int ret = 0;
-
-	if (!l) {
-		/* the listener closed meanwhile: nobody to accept */
-		ret = -ECONNABORTED;
-	} else {
-		c->ops = l->ops;
-		if (l->accept) {
-			c->in_accept = true;
-			c->ctx->in_cb++;
-			ret = l->accept(l, c, c->peer_pdata, c->peer_pdata_len,
-					l->arg);
-			c->ctx->in_cb--;
-			c->in_accept = false;
-			if (ret > 0)
-				ret = -ECONNREFUSED;
-		}
-	}
-	if (ret) {
-		struct rmsgi_hello r;
-
-		c->ctx->st.conns_refused++;
-		memset(&c->ops, 0, sizeof(c->ops));
-		rmsgi_conn_refusal(c, ret, &r);
-		ret = r.status;
-	}
-	status = (uint32_t)-ret;
-	memcpy(pd, c->my_pdata, c->my_pdata_len);
-	rmsgi_auth_server_mac(&c->cfg, c->auth_nc, c->auth_ns, status, pd,
-			      c->my_pdata_len, c->auth_buf);
-	if (auth_send(c, status, RMSGI_MAC_SIZE + c->my_pdata_len)) {
-		rmsgi_conn_abort(c, -ENOMEM);
-		return;
-	}
-	if (ret == 0) {
-		c->app_accepted = true;
-		c->ctx->st.conns_accepted++;
-		conn_up(c);
-		return;
-	}
-	/* refused: the answer goes, then the connection; no callbacks */
-	c->auth_wait = false;
-	rmsgi_conn_post_queued(c);
-	c->close_reason = ret;
-	set_state(c, RMSGI_CS_CLOSING);
-	rmsgi_conn_cancel_sendq(c, ret);
-	if (c->tr_priv)
-		c->tops->disconnect(c->tr_priv, RMSGI_LINGER_MS);
-}
-
-int rmsgi_conn_auth_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
-		       struct rmsg_msg *m)
-{
-	uint8_t buf[RMSGI_AUTH_MAX], mac[RMSGI_MAC_SIZE];
-	size_t len = m->len;
-	bool ok;
-	int ret;
-
-	c->last_rx = ev_now(c->ctx->loop);
-	if (c->state >= RMSGI_CS_CLOSING) {
-		/* an unauthenticated peer's last frames: dropped unread; one
-		 * whose payload the transport still reads stays queued until
-		 * rmsgi_conn_rx_ready() drops it */
-		if (!m->ready) {
-			m->type = h->type;
-			rmsgi_conn_rx_enqueue(c, m);
-			return 0;
-		}
-		m->free_fn(m);
-		return 0;
-	}
-	ok = h->type == RMSGI_T_AUTH && c->state == RMSGI_CS_AUTH && m->ready &&
-	     len <= sizeof(buf) && rmsgi_credit_arrived(&c->cr) == 0;
-	if (ok)
-		memcpy(buf, m->data, len);
-	m->free_fn(m);
-	if (!ok) {
-		auth_fail(c, -EACCES,
-			  c->state == RMSGI_CS_AUTH
-				  ? "a frame other than AUTH before the "
-				    "peer's proof"
-				  : "an AUTH frame outside the handshake",
-			  false);
-		return -EACCES;
-	}
-	if (c->is_server) {
-		if (h->aux || len != RMSGI_NONCE_SIZE + RMSGI_MAC_SIZE) {
-			auth_fail(c, -EACCES, "a malformed proof", true);
-			return -EACCES;
-		}
-		memcpy(c->auth_nc, buf, RMSGI_NONCE_SIZE);
-		rmsgi_auth_client_mac(&c->cfg, c->auth_ns, c->auth_nc,
-				      &c->auth_hello, mac);
-		if (!rmsgi_auth_mac_eq(mac, buf + RMSGI_NONCE_SIZE)) {
-			auth_fail(c, -EACCES,
-				  "the peer's proof does not match the "
-				  "pre-shared key",
-				  true);
-			return -EACCES;
-		}
-	} else {
-		if (len < RMSGI_MAC_SIZE) {
-			auth_fail(c, -EACCES,
-				  "the server refused our proof (a different "
-				  "pre-shared key?)",
-				  false);
-			return -EACCES;
-		}
-		rmsgi_auth_server_mac(&c->cfg, c->auth_nc, c->auth_ns, h->aux,
-				      buf + RMSGI_MAC_SIZE,
-				      len - RMSGI_MAC_SIZE, mac);
-		if (!rmsgi_auth_mac_eq(mac, buf)) {
-			auth_fail(c, -EACCES,
-				  "the server's proof does not match the "
-				  "pre-shared key",
-				  false);
-			return -EACCES;
-		}
-		c->peer_pdata_len = (uint8_t)(len - RMSGI_MAC_SIZE);
-		memcpy(c->peer_pdata, buf + RMSGI_MAC_SIZE, c->peer_pdata_len);
-	}
-	/* proven: the credits it returned count now */
-	if (h->credits) {
-		ret = rmsgi_credit_returned(&c->cr, h->credits,
-					    c->peer_credits);
-		if (ret) {
-			rmsgi_conn_abort(c, ret);
-			return ret;
-		}
-	}
-	if (c->is_server) {
-		auth_server_accept(c);
-	} else if (h->aux) {
-		/* the app refused us after the proofs: as a reject */
-		c->auth_wait = false;
-		c->close_reason = -ECONNREFUSED;
-		set_state(c, RMSGI_CS_CLOSING);
-		rmsgi_conn_cancel_queued(c, c->close_reason);
-		if (c->tr_priv)
-			c->tops->disconnect(c->tr_priv, 0);
-	} else {
-		conn_up(c);
-	}
-	return 0;
 }
 
 /* why the peer's end went: a reset after its BYE was a close on purpose */
@@ -696,7 +382,7 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 		}
 	}
 	c->close_reason = peer_reason(c, reason);
-	set_state(c, RMSGI_CS_CLOSING);
+	rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
 	rmsgi_conn_cancel_queued(c, c->close_reason);
 	rmsgi_conn_drop_rx(c);
 }
@@ -780,7 +466,7 @@ void rmsgi_conn_ev_down(struct rmsg_conn *c)
 	if (c->state < RMSGI_CS_CLOSING) {
 		/* a backend that went down without saying why */
 		c->close_reason = peer_reason(c, 0);
-		set_state(c, RMSGI_CS_CLOSING);
+		rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
 		rmsgi_conn_cancel_queued(c, c->close_reason);
 	}
 	rmsgi_conn_drop_rx(c);
@@ -796,7 +482,7 @@ void rmsgi_conn_abort(struct rmsg_conn *c, int reason)
 	if (reason == -EPROTO)
 		c->st.proto_errors++;
 	c->close_reason = reason;
-	set_state(c, RMSGI_CS_CLOSING);
+	rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
 	rmsgi_conn_cancel_queued(c, reason);
 	rmsgi_conn_drop_rx(c);
 	/* a failure does not linger */
@@ -815,7 +501,7 @@ int rmsg_conn_close(struct rmsg_conn *c)
 	if (c->state >= RMSGI_CS_CLOSING)
 		return 0;
 	c->close_reason = 0;
-	set_state(c, RMSGI_CS_CLOSING);
+	rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
 	/* what the peer was already asked to read (rendezvous) or answer
 	 * (emulated one-sided ops) stays: the transport lingers for its
 	 * acknowledgements; the rest fails with -ECANCELED when it is
@@ -888,7 +574,7 @@ ev_tstamp rmsgi_conn_tx_idle(const struct rmsg_conn *c, ev_tstamp now)
 
 void rmsgi_conn_finalize(struct rmsg_conn *c)
 {
-	set_state(c, RMSGI_CS_CLOSED);
+	rmsgi_conn_set_state(c, RMSGI_CS_CLOSED);
 	rmsgi_list_del(&c->link);
 	rmsgi_stats_fold(c);
 	rmsgi_keepalive_stop(c);
