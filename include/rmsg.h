@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #ifdef __cplusplus
@@ -337,6 +338,22 @@ int rmsg_cfg_get_reg_limit(const struct rmsg_cfg *cfg, size_t *bytes_p);
 int rmsg_cfg_set_private_data(struct rmsg_cfg *cfg, const void *data,
 			      size_t len);
 
+/**
+ * rmsg_cfg_set_psk() - require mutual authentication with a pre-shared key
+ * @cfg: the configuration (of a connect, a listen, or a context)
+ * @key: the key (copied), or NULL to clear it
+ * @len: 16 to 64 bytes, or 0 with a NULL @key
+ *
+ * A side with a key accepts only a peer that proves it holds the same
+ * key (HMAC-SHA-256 challenge-response, fresh nonces each way) before
+ * any message, credit or one-sided operation; a peer without it, with
+ * another key, or a side without a key talking to one with a key, is
+ * refused with -EACCES. It does not encrypt (rmsg.7, Authentication).
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_psk(struct rmsg_cfg *cfg, const void *key, size_t len);
+
 /** enum rmsg_log_level - severity of a log line */
 enum rmsg_log_level {
 	RMSG_LOG_ERROR = 0,
@@ -404,8 +421,9 @@ struct ev_loop *rmsg_ctx_loop(const struct rmsg_ctx *ctx);
  * rmsg_accept_cb - decides on an incoming connection
  *
  * Return 0 to accept, a negative errno to reject. rmsg_conn_set_arg() and
- * rmsg_conn_set_private_data() may be called on @c from here. A rejected
- * connection never reaches the connection callbacks.
+ * rmsg_conn_set_private_data() may be called on @c from here, and
+ * rmsg_conn_peer_addr() and rmsg_conn_local_addr() tell who is knocking.
+ * A rejected connection never reaches the connection callbacks.
  */
 typedef int (*rmsg_accept_cb)(struct rmsg_listener *l, struct rmsg_conn *c,
 			      const void *pdata, size_t pdata_len, void *arg);
@@ -449,6 +467,7 @@ int rmsg_listener_close(struct rmsg_listener *l);
 /* ------------------------------------------------------------------ */
 /* connection (struct rmsg_conn): rmsg_connect(3),                    */
 /* rmsg_conn_close(3), rmsg_conn_transport(3), rmsg_conn_peer_data(3) */
+/* rmsg_conn_peer_addr(3)                                             */
 
 /**
  * struct rmsg_conn_ops - callbacks of a connection
@@ -557,6 +576,155 @@ int rmsg_conn_set_private_data(struct rmsg_conn *c, const void *data,
  */
 int rmsg_conn_peer_data(const struct rmsg_conn *c, const void **data_p,
 			size_t *len_p);
+
+/**
+ * rmsg_conn_peer_addr() - the address and port of the connection's peer
+ * @c: the connection
+ * @ss: where the address is stored (AF_INET or AF_INET6, port included)
+ *
+ * Known in the listener's accept callback (accepting side) and from
+ * on_established (both sides) until on_close has returned, on_close
+ * included; after an auto:// fallback, those of the TCP connection.
+ * Return: 0, or -EINVAL, -ENOTCONN (not known: still connecting, or the
+ * connection never got that far).
+ */
+int rmsg_conn_peer_addr(const struct rmsg_conn *c, struct sockaddr_storage *ss);
+
+/**
+ * rmsg_conn_local_addr() - this side's address and port of a connection
+ * @c: the connection
+ * @ss: where the address is stored (AF_INET or AF_INET6, port included)
+ *
+ * What the peer sees as rmsg_conn_peer_addr() (a "?src=" address, on a
+ * connecting side that gave one); known when rmsg_conn_peer_addr() is.
+ * Return: 0, or -EINVAL, -ENOTCONN.
+ */
+int rmsg_conn_local_addr(const struct rmsg_conn *c,
+			 struct sockaddr_storage *ss);
+
+/* ------------------------------------------------------------------ */
+/* counters (struct rmsg_stats): rmsg_conn_stats(3)                   */
+
+/**
+ * struct rmsg_stats - what a connection, or a context, has seen
+ * @msgs_sent: messages handed to the transport: rmsg_send(), and RPC
+ *             requests and replies (rmsg_call(), rmsg_reply(),
+ *             rmsg_reply_error())
+ * @bytes_sent: their payload bytes (an RPC message's with its header)
+ * @msgs_recv: messages that arrived whole (eager, or a rendezvous whose
+ *             data was read), RPC requests and replies included
+ * @bytes_recv: their payload bytes
+ * @eager_sent: of @msgs_sent, those whose bytes went in the frame itself
+ *              (every message over TCP)
+ * @rndv_sent: of @msgs_sent, those the peer read (RDMA, larger than its
+ *             eager size); @eager_sent + @rndv_sent == @msgs_sent
+ * @eager_recv: of @msgs_recv, eager ones
+ * @rndv_recv: of @msgs_recv, those read from the peer (RDMA)
+ * @writes: rmsg_write() operations handed to the transport
+ * @writes_imm: rmsg_write_imm() operations handed to the transport
+ * @reads: rmsg_read() operations handed to the transport
+ * @writes_served: the peer's writes (with immediate or not) that the
+ *                 library carried out into exported memory (TCP only: over
+ *                 RDMA the device serves them unseen)
+ * @reads_served: the peer's reads the library answered (TCP only)
+ * @imm_recv: the peer's writes with immediate that landed (both transports)
+ * @credit_stalls: messages and one-sided operations that waited for the
+ *                 peer to return a credit (for themselves, or for one
+ *                 queued ahead of them); each counted once
+ * @sendq_full: calls that returned -EAGAIN because the send queue was full
+ * @ka_probes: keepalive probes sent: the peer was silent for an interval
+ *             and was asked to answer
+ * @ka_timeouts: connections the keepalive closed with -ETIMEDOUT (the
+ *               peer silent, or an answer missing, for keepalive_ms x
+ *               keepalive_misses)
+ * @refused_peer: the peer's one-sided requests refused (no such export,
+ *                rights, bounds; TCP only: the RDMA device refuses unseen)
+ * @refused_ours: our one-sided operations the peer refused (TCP: answered
+ *                with an error; RDMA: completed with a remote access or
+ *                remote operation error)
+ * @proto_errors: connections that ended with -EPROTO (the peer broke the
+ *                protocol: a malformed or illegal frame, more frames than
+ *                its credits)
+ * @fallbacks: auto:// connections that fell back to TCP
+ * @conns_opened: context only: rmsg_connect() calls that returned 0
+ * @conns_accepted: context only: incoming connections the listener and
+ *                  the app accepted
+ * @conns_refused: context only: incoming connections refused by a
+ *                 listener's limits (rmsg_cfg_set_max_conns(),
+ *                 rmsg_cfg_set_max_pending()), by its accept callback,
+ *                 or by authentication (rmsg_cfg_set_psk())
+ * @conns_closed: context only: connections that ended, counted as their
+ *                on_close is called (or would be, without a callback)
+ * @auth_failures: context only: handshakes of this context's connections
+ *                 and listeners that failed authentication, on either
+ *                 side (rmsg_cfg_set_psk(): a key on one side only, a
+ *                 wrong key or proof, another frame before the proof, a
+ *                 timeout while authenticating)
+ *
+ * Every member is a count since the connection (the context) was created;
+ * none ever goes back. A context's counters are the sums of those of all
+ * its connections, live and closed (a connection's are added to the
+ * context's totals when it closes), plus the context-only ones, which are
+ * 0 in a connection's. New members are only ever appended.
+ */
+struct rmsg_stats {
+	uint64_t msgs_sent;
+	uint64_t bytes_sent;
+	uint64_t msgs_recv;
+	uint64_t bytes_recv;
+	uint64_t eager_sent;
+	uint64_t rndv_sent;
+	uint64_t eager_recv;
+	uint64_t rndv_recv;
+	uint64_t writes;
+	uint64_t writes_imm;
+	uint64_t reads;
+	uint64_t writes_served;
+	uint64_t reads_served;
+	uint64_t imm_recv;
+	uint64_t credit_stalls;
+	uint64_t sendq_full;
+	uint64_t ka_probes;
+	uint64_t ka_timeouts;
+	uint64_t refused_peer;
+	uint64_t refused_ours;
+	uint64_t proto_errors;
+	uint64_t fallbacks;
+	uint64_t conns_opened;
+	uint64_t conns_accepted;
+	uint64_t conns_refused;
+	uint64_t conns_closed;
+	uint64_t auth_failures;
+};
+
+/**
+ * rmsg_conn_stats() - read a connection's counters
+ * @c: the connection (also inside on_close)
+ * @st: where they are written
+ * @size: sizeof(*@st) as the caller knows it
+ *
+ * Fills the first min(@size, sizeof(struct rmsg_stats)) bytes of @st, so
+ * that a program built against an older, smaller struct keeps working; a
+ * larger @size leaves the bytes beyond the library's struct untouched.
+ * Only the loop thread may call it.
+ * Return: the number of bytes filled, or -EINVAL (NULL, or @size smaller
+ * than the first member).
+ */
+int rmsg_conn_stats(const struct rmsg_conn *c, struct rmsg_stats *st,
+		    size_t size);
+
+/**
+ * rmsg_ctx_stats() - read a context's counters
+ * @ctx: the context
+ * @st: where they are written
+ * @size: sizeof(*@st) as the caller knows it
+ *
+ * The sums over every connection the context had, live or closed, and the
+ * context-only counters. Filled like rmsg_conn_stats().
+ * Return: the number of bytes filled, or -EINVAL.
+ */
+int rmsg_ctx_stats(const struct rmsg_ctx *ctx, struct rmsg_stats *st,
+		   size_t size);
 
 /* ------------------------------------------------------------------ */
 /* messages (struct rmsg_msg): rmsg_send(3), rmsg_msg_data(3)         */

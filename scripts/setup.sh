@@ -6,7 +6,8 @@ set -e
 cd "$(dirname "$0")/.."
 
 BUILD_PKGS="autoconf automake libtool pkgconf make gcc libc6-dev
- libibverbs-dev librdmacm-dev libev-dev libcmocka-dev ibverbs-providers"
+ libibverbs-dev librdmacm-dev libev-dev libcmocka-dev ibverbs-providers
+ nettle-dev"
 TEST_PKGS="mandoc groff-base qemu-system-x86 busybox-static kmod cpio
  rdma-core ibverbs-utils rdmacm-utils perftest iproute2 clang-format
  python3 python3-pytest clang valgrind libclang-rt-14-dev llvm cmake

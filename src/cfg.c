@@ -38,6 +38,8 @@ int rmsg_cfg_create(struct rmsg_cfg **cfg_p)
 
 void rmsg_cfg_destroy(struct rmsg_cfg *cfg)
 {
+	if (cfg)
+		explicit_bzero(cfg->v.psk, sizeof(cfg->v.psk));
 	free(cfg);
 }
 
@@ -85,6 +87,18 @@ int rmsg_cfg_set_private_data(struct rmsg_cfg *cfg, const void *data,
 	if (len)
 		memcpy(cfg->v.pdata, data, len);
 	cfg->v.pdata_len = (uint8_t)len;
+	return 0;
+}
+
+int rmsg_cfg_set_psk(struct rmsg_cfg *cfg, const void *key, size_t len)
+{
+	if (!cfg || (len && !key) || (key && len == 0) ||
+	    (len && (len < 16 || len > sizeof(cfg->v.psk))))
+		return -EINVAL;
+	explicit_bzero(cfg->v.psk, sizeof(cfg->v.psk));
+	if (len)
+		memcpy(cfg->v.psk, key, len);
+	cfg->v.psk_len = (uint8_t)len;
 	return 0;
 }
 

@@ -7,12 +7,33 @@
  *  state         event                      action -> next state
  *  ------------  -------------------------  ---------------------------------
  *  CONNECTING    tr established (hello ok)  on_established   -> ESTABLISHED
+ *  CONNECTING    ... with a key, N_s in it  send AUTH(N_c,P_c) -> AUTH
+ *  CONNECTING    ... key, no N_s in reply   abort(-EACCES)   -> CLOSING
  *  CONNECTING    tr failed (reject, ...)    fail queued ops  -> CLOSING
  *  (server)      tr request                 app accept cb:
  *                                           accept           -> ACCEPTING
  *                                           reject: never seen again
+ *  (server)      tr request, key on one     refuse -EACCES, no accept cb:
+ *                side only                  never seen again
+ *  (server)      tr request, key on both    reply with N_s, no accept cb
+ *                                           yet              -> ACCEPTING
  *  ACCEPTING     tr established             on_established   -> ESTABLISHED
+ *  ACCEPTING     ... with a key             wait for AUTH    -> AUTH
  *  ACCEPTING     tr failed                  fail queued ops  -> CLOSING
+ *  AUTH (server) AUTH, P_c right            app accept cb, send AUTH(status,
+ *                                           P_s, pdata): accept:
+ *                                           on_established   -> ESTABLISHED
+ *                                           reject: linger   -> CLOSING
+ *  AUTH (server) AUTH, P_c wrong            send AUTH(EACCES), linger; the
+ *                                           app never saw it -> CLOSING
+ *  AUTH (client) AUTH, P_s right, status 0  on_established   -> ESTABLISHED
+ *  AUTH (client) AUTH, P_s right, reject    as a reject      -> CLOSING
+ *  AUTH (client) AUTH, P_s wrong or absent  abort(-EACCES)   -> CLOSING
+ *  AUTH          any other frame, an AUTH   abort(-EACCES)   -> CLOSING
+ *                of a wrong size
+ *  AUTH          cfg.timeout_ms passed      abort(-ETIMEDOUT) -> CLOSING
+ *  AUTH          tr failed                  fail queued ops  -> CLOSING
+ *  ESTABLISHED   an AUTH frame              abort(-EACCES)   -> CLOSING
  *  ESTABLISHED   frame received             on_msg / credits / acks
  *  ESTABLISHED   bad frame                  abort(-EPROTO)   -> CLOSING
  *  ESTABLISHED   tr failed (peer gone)      fail queued ops  -> CLOSING
@@ -28,6 +49,15 @@
  * against its regions and acknowledges, and the op completes on that
  * answer, like a rendezvous send (rndvq).
  *
+ * Authentication (rmsg_cfg_set_psk, rmsg.7 "Authentication"): ops the app
+ * queues before ESTABLISHED wait as before; in AUTH only the AUTH frame
+ * goes (send.c), queued ahead of them, taking a credit like any frame
+ * that lands in a receive buffer. Until the peer's proof checked out
+ * (auth_wait) every frame goes to rmsgi_conn_auth_rx() (auth.c): nothing of it
+ * reaches delivery, credits, rendezvous or one-sided handling. A server
+ * connection refused there never reaches the app (no accept callback,
+ * no on_close); ctx->st.auth_failures counts the refusals of both sides.
+ *
  * A failure after a local close keeps reason 0. Callbacks of completed ops
  * run from the context flush (never inside the API call that queued them),
  * and always before on_close.
@@ -37,10 +67,12 @@
 #include "conn_int.h"
 
 /* every state change goes through here: the direct-send limit follows */
-static void set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
+void rmsgi_conn_set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
 {
 	size_t max;
 
+	if (c->state == RMSGI_CS_AUTH && s != RMSGI_CS_AUTH)
+		ev_timer_stop(c->ctx->loop, &c->auth_tmo);
 	c->state = s;
 	c->direct_lim = 0;
 	if (c->lst)
@@ -72,7 +104,7 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 	c->ti.ctx = ctx;
 	c->ti.cfg = &c->cfg;
 	c->ti.id = c->id;
-	set_state(c, RMSGI_CS_CONNECTING);
+	rmsgi_conn_set_state(c, RMSGI_CS_CONNECTING);
 	rmsgi_list_init(&c->sendq);
 	rmsgi_list_init(&c->rndvq);
 	rmsgi_list_init(&c->rxq);
@@ -80,6 +112,7 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 	rmsgi_list_init(&c->doneq);
 	rmsgi_list_init(&c->dirty_link);
 	rmsgi_list_add_tail(&ctx->conns, &c->link);
+	ev_init(&c->auth_tmo, rmsgi_auth_tmo_cb);
 	c->credit_op.kind = RMSGI_OP_CTRL;
 	c->credit_op.type = RMSGI_T_CREDIT;
 	c->credit_op.iov = c->credit_op.iov_inline;
@@ -100,8 +133,9 @@ void rmsgi_conn_discard(struct rmsg_conn *c)
 	c->tr = NULL;
 	c->tops = NULL;
 	c->tr_priv = NULL;
-	set_state(c, RMSGI_CS_CLOSED);
+	rmsgi_conn_set_state(c, RMSGI_CS_CLOSED);
 	rmsgi_list_del(&c->link);
+	rmsgi_stats_fold(c);
 	ev_unref(c->ctx->loop);
 	rmsgi_conn_put(c);
 }
@@ -121,6 +155,7 @@ static void __attribute__((noinline)) conn_free(struct rmsg_conn *c)
 		c); /* rmsgi_conn_finalize() did, unless it never ran */
 	rmsgi_rpc_conn_free(c);
 	free(c->auto_to);
+	explicit_bzero(c->cfg.psk, sizeof(c->cfg.psk));
 	free(c);
 }
 
@@ -140,9 +175,17 @@ void rmsgi_conn_hello(const struct rmsg_conn *c, struct rmsgi_hello *h)
 	if (c->is_server) {
 		h->pdata_len = c->my_pdata_len;
 		memcpy(h->pdata, c->my_pdata, c->my_pdata_len);
+		/* accepting a key holder (auth_request): our nonce goes */
+		if (c->auth_wait) {
+			h->flags |= RMSGI_HELLO_F_AUTH;
+			h->nonce_len = RMSGI_NONCE_SIZE;
+			memcpy(h->nonce, c->auth_ns, RMSGI_NONCE_SIZE);
+		}
 	} else {
 		h->pdata_len = c->cfg.pdata_len;
 		memcpy(h->pdata, c->cfg.pdata, c->cfg.pdata_len);
+		if (c->cfg.psk_len)
+			h->flags |= RMSGI_HELLO_F_AUTH;
 	}
 }
 
@@ -163,19 +206,44 @@ void rmsgi_conn_refusal(const struct rmsg_conn *c, int err,
 	reply->status = (int16_t)(err < 0 && err > -4096 ? err : -ECONNREFUSED);
 }
 
+/* asks the backend for the endpoint's addresses and keeps them, for the
+ * app to read until the connection is freed (after the backend let its
+ * endpoint go); a failed query keeps what was known. A client asks only
+ * once established, so after an auto:// fallback they are the second
+ * backend's (the first never got that far). */
+static void conn_addrs(struct rmsg_conn *c)
+{
+	struct sockaddr_storage local, peer;
+
+	if (!c->tr_priv || c->tops->addrs(c->tr_priv, &local, &peer))
+		return;
+	c->local_addr = local;
+	c->peer_addr = peer;
+	c->addrs_known = true;
+}
+
+int rmsgi_conn_refuse(struct rmsg_conn *c, int err, struct rmsgi_hello *reply)
+{
+	rmsgi_conn_refusal(c, err, reply);
+	return reply->status;
+}
+
 int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 			  const struct rmsgi_hello *h,
 			  struct rmsgi_hello *reply)
 {
 	int ret = 0;
 
-	/* from here on the app may see the connection */
-	c->ops = l->ops;
 	c->is_server = true;
 	set_peer(c, h);
+	conn_addrs(c);
 	if (h->credits < 4 || h->eager_size < 64)
-		ret = -EPROTO;
-	if (ret == 0 && l->accept) {
+		return rmsgi_conn_refuse(c, -EPROTO, reply);
+	if (c->cfg.psk_len || (h->flags & RMSGI_HELLO_F_AUTH))
+		return rmsgi_auth_request(c, h, reply);
+	/* from here on the app may see the connection */
+	c->ops = l->ops;
+	if (l->accept) {
 		c->in_accept = true;
 		c->ctx->in_cb++;
 		ret = l->accept(l, c, h->pdata, h->pdata_len, l->arg);
@@ -185,12 +253,14 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 			ret = -ECONNREFUSED;
 	}
 	if (ret) {
+		c->ctx->st.conns_refused++;
 		memset(&c->ops, 0, sizeof(c->ops));
 		rmsgi_conn_refusal(c, ret, reply);
 		return reply->status;
 	}
-	set_state(c, RMSGI_CS_ACCEPTING);
+	rmsgi_conn_set_state(c, RMSGI_CS_ACCEPTING);
 	c->app_accepted = true;
+	c->ctx->st.conns_accepted++;
 	rmsgi_conn_hello(c, reply);
 	return 0;
 }
@@ -211,7 +281,19 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 		}
 		set_peer(c, h);
 	}
-	set_state(c, RMSGI_CS_ESTABLISHED);
+	conn_addrs(c);
+	if (c->cfg.psk_len || (h && (h->flags & RMSGI_HELLO_F_AUTH))) {
+		rmsgi_auth_begin(c, h);
+		return;
+	}
+	rmsgi_conn_up(c);
+}
+
+/* -> ESTABLISHED: on_established */
+void rmsgi_conn_up(struct rmsg_conn *c)
+{
+	c->auth_wait = false;
+	rmsgi_conn_set_state(c, RMSGI_CS_ESTABLISHED);
 	/* what was queued before goes by what is known now */
 	rmsgi_conn_proto_queued(c);
 	c->was_established = true;
@@ -273,6 +355,8 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 {
 	if (c->state >= RMSGI_CS_CLOSING)
 		return;
+	if (reason == -EPROTO)
+		c->st.proto_errors++;
 	if (c->auto_fallback && c->state == RMSGI_CS_CONNECTING && !h) {
 		/* auto://: RDMA could not connect (an app's reject, which
 		 * carries a hello, is final); TCP once the backend is down */
@@ -287,9 +371,19 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 		if (h->status == -EUSERS)
 			rmsgi_warn(c->ctx, "conn %u: refused: %s", c->id,
 				   rmsg_strerror(-EUSERS));
+		/* the two sides disagree on authentication (auth_request) */
+		if (h->status == -EACCES && (h->flags & RMSGI_HELLO_F_AUTH)) {
+			c->ctx->st.auth_failures++;
+			rmsgi_warn(c->ctx, "conn %u: refused: %s", c->id,
+				   c->cfg.psk_len
+					   ? "the server has no pre-shared key"
+					   : "the server requires a pre-shared "
+					     "key (rmsg_cfg_set_psk)");
+			reason = -EACCES;
+		}
 	}
 	c->close_reason = peer_reason(c, reason);
-	set_state(c, RMSGI_CS_CLOSING);
+	rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
 	rmsgi_conn_cancel_queued(c, c->close_reason);
 	rmsgi_conn_drop_rx(c);
 }
@@ -343,6 +437,8 @@ static int conn_start_addrs(struct rmsg_conn *c, const struct rmsgi_uri *u,
 		rmsgi_info(c->ctx, "auto://%s:%u: %s; using %s", u->host,
 			   u->port, rmsgi_fallback_text(ret), v[1]->name);
 		ret = conn_start_tr(c, v[1], u, to);
+		if (ret == 0)
+			c->st.fallbacks++;
 	}
 	return ret;
 }
@@ -401,8 +497,10 @@ void rmsgi_conn_ev_down(struct rmsg_conn *c)
 			   c->id, rmsgi_fallback_text(c->fallback_reason));
 		c->tr_priv = NULL;
 		ret = conn_start_tr(c, v[1], &c->auto_uri, c->auto_to);
-		if (ret == 0)
+		if (ret == 0) {
+			c->st.fallbacks++;
 			return;
+		}
 		c->close_reason = ret;
 	}
 	c->tr_priv = NULL;
@@ -416,7 +514,7 @@ void rmsgi_conn_ev_down(struct rmsg_conn *c)
 	if (c->state < RMSGI_CS_CLOSING) {
 		/* a backend that went down without saying why */
 		c->close_reason = peer_reason(c, 0);
-		set_state(c, RMSGI_CS_CLOSING);
+		rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
 		rmsgi_conn_cancel_queued(c, c->close_reason);
 	}
 	rmsgi_conn_drop_rx(c);
@@ -429,8 +527,10 @@ void rmsgi_conn_abort(struct rmsg_conn *c, int reason)
 		return;
 	rmsgi_log(c->ctx, reason == -ECANCELED ? RMSG_LOG_DEBUG : RMSG_LOG_WARN,
 		  "conn %u: closing: %s", c->id, rmsg_strerror(reason));
+	if (reason == -EPROTO)
+		c->st.proto_errors++;
 	c->close_reason = reason;
-	set_state(c, RMSGI_CS_CLOSING);
+	rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
 	rmsgi_conn_cancel_queued(c, reason);
 	rmsgi_conn_drop_rx(c);
 	/* a failure does not linger */
@@ -452,7 +552,7 @@ int rmsg_conn_close(struct rmsg_conn *c)
 	if (c->state >= RMSGI_CS_CLOSING)
 		return 0;
 	c->close_reason = 0;
-	set_state(c, RMSGI_CS_CLOSING);
+	rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
 	/* what the peer was already asked to read (rendezvous) or answer
 	 * (emulated one-sided ops) stays: the transport lingers for its
 	 * acknowledgements; the rest fails with -ECANCELED when it is
@@ -528,8 +628,9 @@ ev_tstamp rmsgi_conn_tx_idle(const struct rmsg_conn *c, ev_tstamp now)
 
 void rmsgi_conn_finalize(struct rmsg_conn *c)
 {
-	set_state(c, RMSGI_CS_CLOSED);
+	rmsgi_conn_set_state(c, RMSGI_CS_CLOSED);
 	rmsgi_list_del(&c->link);
+	rmsgi_stats_fold(c);
 	rmsgi_keepalive_stop(c);
 	/* what was exported to this connection ends with it */
 	rmsgi_mr_conn_gone(c);
@@ -538,6 +639,8 @@ void rmsgi_conn_finalize(struct rmsg_conn *c)
 			      c->close_reason ? c->close_reason : -ECANCELED);
 	/* a client always learns how its connect ended; on the accepting
 	 * side, so does an app that accepted (it may hold state for it) */
+	if (c->was_established || !c->is_server || c->app_accepted)
+		c->ctx->st.conns_closed++;
 	if (c->ops.on_close &&
 	    (c->was_established || !c->is_server || c->app_accepted)) {
 		c->ctx->in_cb++;
@@ -607,6 +710,30 @@ int rmsg_conn_set_private_data(struct rmsg_conn *c, const void *data,
 		memcpy(c->my_pdata, data, len);
 	c->my_pdata_len = (uint8_t)len;
 	return 0;
+}
+
+/* both sides' addresses are known from the accept callback (server) or
+ * on_established on; a client that never got there has none */
+static int conn_addr(const struct rmsg_conn *c,
+		     const struct sockaddr_storage *a,
+		     struct sockaddr_storage *ss)
+{
+	if (!c || !ss)
+		return -EINVAL;
+	if (!c->addrs_known)
+		return -ENOTCONN;
+	*ss = *a;
+	return 0;
+}
+
+int rmsg_conn_peer_addr(const struct rmsg_conn *c, struct sockaddr_storage *ss)
+{
+	return conn_addr(c, c ? &c->peer_addr : NULL, ss);
+}
+
+int rmsg_conn_local_addr(const struct rmsg_conn *c, struct sockaddr_storage *ss)
+{
+	return conn_addr(c, c ? &c->local_addr : NULL, ss);
 }
 
 int rmsg_conn_peer_data(const struct rmsg_conn *c, const void **data_p,

@@ -11,6 +11,8 @@
  *          frames, rendezvous acknowledgements
  *  rma.c   rmsg_write/write_imm/read, and the receiving half of one-sided
  *          ops emulated in frames (TCP)
+ *  auth.c  authentication with a pre-shared key: the AUTH state of the
+ *          state machine (conn.c's table names it), nonces, proofs
  *
  * The per-message helpers are static inline here, so that each file's hot
  * path keeps them inline (there is no LTO).
@@ -209,6 +211,45 @@ void rmsgi_conn_drop_rx(struct rmsg_conn *c);
 struct rmsgi_op *rmsgi_conn_rndv_find(struct rmsg_conn *c, uint64_t id);
 /* queues a message-like object for in-order delivery */
 void rmsgi_conn_rx_enqueue(struct rmsg_conn *c, struct rmsg_msg *m);
+
+/* conn.c: the state machine's moves that auth.c makes too */
+void rmsgi_conn_set_state(struct rmsg_conn *c, enum rmsgi_conn_state s);
+/* -> ESTABLISHED: on_established */
+void rmsgi_conn_up(struct rmsg_conn *c);
+/* a refusal hello in @reply; returns its status */
+int rmsgi_conn_refuse(struct rmsg_conn *c, int err, struct rmsgi_hello *reply);
+
+/* auth.c: the pre-shared key's crypto (nettle) and the AUTH state of
+ * conn.c's state machine */
+/* RMSGI_NONCE_SIZE bytes from getrandom(2): 0 or a negative errno */
+int rmsgi_auth_nonce(uint8_t nonce[RMSGI_NONCE_SIZE]);
+/* P_c over @hello as the client's core built it (proto.h) */
+void rmsgi_auth_client_mac(const struct rmsgi_cfgv *cfg,
+			   const uint8_t ns[RMSGI_NONCE_SIZE],
+			   const uint8_t nc[RMSGI_NONCE_SIZE],
+			   const struct rmsgi_hello *hello,
+			   uint8_t mac[RMSGI_MAC_SIZE]);
+/* P_s over the status and the reply private data */
+void rmsgi_auth_server_mac(const struct rmsgi_cfgv *cfg,
+			   const uint8_t nc[RMSGI_NONCE_SIZE],
+			   const uint8_t ns[RMSGI_NONCE_SIZE], uint32_t status,
+			   const uint8_t *pdata, size_t len,
+			   uint8_t mac[RMSGI_MAC_SIZE]);
+/* timing-safe: are the two MACs equal? */
+bool rmsgi_auth_mac_eq(const uint8_t *a, const uint8_t *b);
+/* a request with a key on either side (rmsgi_conn_ev_request): a key on
+ * one side only is refused (-EACCES, the flag in @reply); with both, the
+ * reply carries our nonce and the app's accept waits for the proof */
+int rmsgi_auth_request(struct rmsg_conn *c, const struct rmsgi_hello *h,
+		       struct rmsgi_hello *reply);
+/* the transport is up on a connection that authenticates: the client
+ * sends its proof, the server waits for it (rmsgi_conn_ev_established) */
+void rmsgi_auth_begin(struct rmsg_conn *c, const struct rmsgi_hello *h);
+/* bounds the AUTH state (c->auth_tmo) */
+void rmsgi_auth_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents);
+/* a frame while authenticating, or an AUTH frame (rmsgi_conn_rx) */
+int rmsgi_conn_auth_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+		       struct rmsg_msg *m);
 
 /* rma.c: frames of one-sided ops emulated by the peer (TCP) */
 int rmsgi_conn_rma_rx_write(struct rmsg_conn *c, const struct rmsgi_hdr *h,

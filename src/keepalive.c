@@ -61,6 +61,7 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 				   : op->kind == RMSGI_OP_WRITE ? "write"
 								: "large send",
 				   op->len, now - since);
+			c->st.ka_timeouts++;
 			rmsgi_conn_abort(c, -ETIMEDOUT);
 			rmsgi_ctx_flush(c->ctx);
 			return;
@@ -84,12 +85,14 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			   "(keepalive %u ms x %u): peer dead",
 			   c->id, idle, c->cfg.keepalive_ms,
 			   c->cfg.keepalive_misses);
+		c->st.ka_timeouts++;
 		rmsgi_conn_abort(c, -ETIMEDOUT);
 		rmsgi_ctx_flush(c->ctx);
 		return;
 	}
 	if (idle >= iv) {
-		rmsgi_conn_send_credit(c, RMSGI_CREDIT_PROBE);
+		if (rmsgi_conn_send_credit(c, RMSGI_CREDIT_PROBE))
+			c->st.ka_probes++;
 		rmsgi_ctx_flush(c->ctx);
 	} else if (rmsgi_conn_tx_idle(c, now) >= iv) {
 		/* we said nothing for an interval: tell the peer we live.

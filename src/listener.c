@@ -111,12 +111,14 @@ int rmsgi_tr_incoming(struct rmsg_listener *l, const struct rmsgi_tr *tr,
 	ret = rmsgi_listener_admit(l);
 	if (ret) {
 		/* over the listener's limits: the peer logs why */
+		l->ctx->st.conns_refused++;
 		refusal->status = -EUSERS;
 		return ret;
 	}
 	/* no callbacks until the app's accept (rmsgi_conn_ev_request) */
 	ret = rmsgi_conn_new(l->ctx, &l->cfg, NULL, l->arg, &c);
 	if (ret) {
+		l->ctx->st.conns_refused++;
 		refusal->status = (int16_t)ret;
 		return ret;
 	}
@@ -143,8 +145,10 @@ void rmsgi_listener_track(struct rmsg_conn *c, int state)
 {
 	struct rmsg_listener *l = c->lst;
 
+	/* authenticating counts as a handshake: unauthenticated peers hold
+	 * no more than max_pending */
 	if (c->lst_pending && state != RMSGI_CS_CONNECTING &&
-	    state != RMSGI_CS_ACCEPTING) {
+	    state != RMSGI_CS_ACCEPTING && state != RMSGI_CS_AUTH) {
 		c->lst_pending = false;
 		l->npending--;
 	}
@@ -222,6 +226,7 @@ int rmsg_connect(struct rmsg_ctx *ctx, const char *uri,
 		rmsgi_conn_discard(c);
 		return ret;
 	}
+	ctx->st.conns_opened++;
 	*c_p = c;
 	return 0;
 }

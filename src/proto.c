@@ -41,9 +41,16 @@ int rmsgi_hdr_check_type(const struct rmsgi_hdr *h, uint64_t max_len)
 			return -EMSGSIZE;
 		break;
 	case RMSGI_T_HELLO:
-	case RMSGI_T_HELLO_ACK:
 	case RMSGI_T_REJECT:
 		if (h->len < RMSGI_HELLO_SIZE || h->len > RMSGI_HELLO_SIZE + 32)
+			return -EPROTO;
+		break;
+	case RMSGI_T_HELLO_ACK: /* may carry the server's nonce */
+		if (h->len < RMSGI_HELLO_SIZE || h->len > RMSGI_HELLO_MAX)
+			return -EPROTO;
+		break;
+	case RMSGI_T_AUTH:
+		if (h->len > RMSGI_AUTH_MAX || h->aux > 4095)
 			return -EPROTO;
 		break;
 	default:
@@ -68,6 +75,11 @@ size_t rmsgi_hello_encode(const struct rmsgi_hello *h, void *buf)
 	rmsgi_put32(p + 8, h->eager_size);
 	rmsgi_put32(p + 12, h->conn_id);
 	memcpy(p + RMSGI_HELLO_SIZE, h->pdata, n);
+	if ((h->flags & RMSGI_HELLO_F_AUTH) &&
+	    h->nonce_len == RMSGI_NONCE_SIZE) {
+		memcpy(p + RMSGI_HELLO_SIZE + n, h->nonce, RMSGI_NONCE_SIZE);
+		return RMSGI_HELLO_SIZE + n + RMSGI_NONCE_SIZE;
+	}
 	return RMSGI_HELLO_SIZE + n;
 }
 
@@ -91,6 +103,16 @@ int rmsgi_hello_decode(const void *buf, size_t avail, struct rmsgi_hello *h)
 	if (h->status > 0)
 		return -EPROTO;
 	memcpy(h->pdata, p + RMSGI_HELLO_SIZE, h->pdata_len);
+	/* a server's nonce; RDMA pads private data, so bytes beyond the
+	 * hello may be there without one: only a server's reply to a key
+	 * holder is read for it */
+	if ((h->flags & RMSGI_HELLO_F_AUTH) &&
+	    avail >= RMSGI_HELLO_SIZE + (size_t)h->pdata_len +
+			     RMSGI_NONCE_SIZE) {
+		memcpy(h->nonce, p + RMSGI_HELLO_SIZE + h->pdata_len,
+		       RMSGI_NONCE_SIZE);
+		h->nonce_len = RMSGI_NONCE_SIZE;
+	}
 	return 0;
 }
 

@@ -39,6 +39,25 @@
  *   0 magic, 1 version, 2 pdata_len, 3 flags, 4 credits (u16),
  *   6 status (i16, negative errno of a reject), 8 eager size (u32),
  *   12 connection id (u32), 16 user private data.
+ * flags: RMSGI_HELLO_F_AUTH, the sender has a pre-shared key and requires
+ * authentication (rmsg_cfg_set_psk; a refusal with it and status -EACCES:
+ * refused because the two sides disagree on authentication). A server's
+ * accepting reply with it carries, after the private data, the server's
+ * 32-byte nonce N_s (so up to 80 bytes; the connect direction never
+ * carries one and stays within RDMA's 56 bytes).
+ *
+ * AUTH (only while a connection authenticates, conn.c's AUTH state; one
+ * each way, in a receive buffer like DATA, credits piggybacked):
+ *   client -> server: aux 0, payload N_c (32 random bytes) || P_c, where
+ *     P_c = HMAC-SHA-256(K, "rmsg-psk-1 client" || N_s || N_c || H_c)
+ *     and H_c is the client's hello encoded with credits, status and
+ *     eager size zero (its flags, connection id and private data: the
+ *     backends adjust credits and eager size to their resources)
+ *   server -> client: aux = status (0: accepted, else the positive errno
+ *     of the app's reject), payload P_s || reply private data, where
+ *     P_s = HMAC-SHA-256(K, "rmsg-psk-1 server" || N_c || N_s ||
+ *     status (u32) || reply private data); a wrong P_c is answered with
+ *     aux EACCES and no payload, then the server closes
  */
 #ifndef RMSG_PROTO_H
 #define RMSG_PROTO_H
@@ -54,6 +73,14 @@
 #define RMSGI_HDR_SIZE 32
 #define RMSGI_HELLO_SIZE 16
 #define RMSGI_SEG_SIZE 16
+/* the hello's flags */
+#define RMSGI_HELLO_F_AUTH 0x01
+#define RMSGI_NONCE_SIZE 32
+#define RMSGI_MAC_SIZE 32
+/* a hello's largest encoding: header, private data, a server's nonce */
+#define RMSGI_HELLO_MAX (RMSGI_HELLO_SIZE + 32 + RMSGI_NONCE_SIZE)
+/* an AUTH frame's largest payload: a MAC and a nonce or private data */
+#define RMSGI_AUTH_MAX (RMSGI_MAC_SIZE + 32)
 
 enum rmsgi_type {
 	RMSGI_T_DATA = 1,	/* a message, payload follows */
@@ -68,7 +95,8 @@ enum rmsgi_type {
 	RMSGI_T_READ_REQ = 10,	/* TCP: one-sided read request */
 	RMSGI_T_READ_RESP = 11, /* TCP: the bytes of a read, or its error */
 	RMSGI_T_IMM = 12,	/* RDMA: immediate of a split write */
-	RMSGI_T_MAX_ = 13,
+	RMSGI_T_AUTH = 13,	/* PSK authentication, after the handshake */
+	RMSGI_T_MAX_ = 14,
 };
 
 #define RMSGI_RMA_SIZE 16      /* RMA header of WRITE and READ_REQ */
@@ -91,6 +119,9 @@ struct rmsgi_hello {
 	uint32_t eager_size;
 	uint32_t conn_id;
 	uint8_t pdata[32];
+	/* RMSGI_NONCE_SIZE with a nonce (flag RMSGI_HELLO_F_AUTH), else 0 */
+	uint8_t nonce_len;
+	uint8_t nonce[RMSGI_NONCE_SIZE];
 };
 
 struct rmsgi_seg {

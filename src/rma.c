@@ -69,6 +69,10 @@ int rmsgi_conn_rma_rx_write(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	dlen = m->len - RMSGI_RMA_SIZE;
 	st = rmsgi_mr_target(c, r.token, r.off, dlen, RMSG_ACCESS_REMOTE_WRITE,
 			     &dst, NULL);
+	if (st)
+		c->st.refused_peer++;
+	else
+		c->st.writes_served++;
 	if (st && refused(c, "write", dlen, r.off, r.token, st)) {
 		m->free_fn(m);
 		return -EACCES;
@@ -123,6 +127,10 @@ int rmsgi_conn_rma_rx_read(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	else
 		st = rmsgi_mr_target(c, r.token, r.off, r.len,
 				     RMSG_ACCESS_REMOTE_READ, &src, &mr);
+	if (st)
+		c->st.refused_peer++;
+	else
+		c->st.reads_served++;
 	if (st && st != -EMSGSIZE &&
 	    refused(c, "read", r.len, r.off, r.token, st))
 		return -EACCES;
@@ -164,6 +172,8 @@ int rmsgi_conn_rma_rx_read_resp(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		rmsgi_conn_abort(c, -EPROTO);
 		return -EPROTO;
 	}
+	if (h->aux)
+		c->st.refused_ours++;
 	for (i = 0; !h->aux && i < op->iovcnt; i++) {
 		memcpy(op->iov[i].iov_base, p, op->iov[i].iov_len);
 		p += op->iov[i].iov_len;
@@ -200,6 +210,7 @@ static int rma_queue(struct rmsg_conn *c, uint8_t kind, uint8_t type,
 		return ret;
 	if (c->sendq_len >= c->cfg.send_queue) {
 		c->want_writable = true;
+		c->st.sendq_full++;
 		return -EAGAIN;
 	}
 	op = rmsgi_conn_op_with_iov(c, iov, iovcnt);

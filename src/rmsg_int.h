@@ -166,6 +166,9 @@ struct rmsg_ctx {
 	struct rmsgi_list resolves;
 	uint32_t next_conn_id;
 	struct rmsgi_mrtab mrt;
+	/* closed connections' counters, summed, and the context-only ones
+	 * (stats.c) */
+	struct rmsg_stats st;
 };
 
 /* op objects, recycled per context */
@@ -209,6 +212,7 @@ void rmsgi_listener_track(struct rmsg_conn *c, int state);
 enum rmsgi_conn_state {
 	RMSGI_CS_CONNECTING,  /* client: transport handshake running */
 	RMSGI_CS_ACCEPTING,   /* server: app accepted, handshake finishing */
+	RMSGI_CS_AUTH,	      /* transport up, proving the key (AUTH frames) */
 	RMSGI_CS_ESTABLISHED, /* messages flow */
 	RMSGI_CS_CLOSING,     /* local close: transport tearing down */
 	RMSGI_CS_CLOSED,      /* on_close delivered; waits for last ref */
@@ -281,6 +285,25 @@ struct rmsg_conn {
 	uint8_t peer_pdata_len;
 	uint8_t my_pdata[RMSG_PRIVATE_DATA_MAX]; /* accept/reject reply */
 	uint8_t my_pdata_len;
+
+	/* the endpoint's addresses, from the backend's addrs op at the
+	 * request (server) and at establishment: kept for the app until
+	 * the connection is freed (rmsg_conn_peer_addr) */
+	bool addrs_known;
+	struct sockaddr_storage local_addr, peer_addr;
+	/* counters (rmsg_conn_stats): plain increments on the loop thread;
+	 * added to the context's when the connection leaves it; eager_*
+	 * are derived when read (stats.c) */
+	struct rmsg_stats st;
+	/* authentication (rmsg_cfg_set_psk; conn.c, AUTH state): set from
+	 * the handshake until the peer's proof checked out; every frame
+	 * goes to rmsgi_conn_auth_rx() meanwhile */
+	bool auth_wait;
+	ev_timer auth_tmo; /* bounds the AUTH state: cfg.timeout_ms */
+	uint8_t auth_ns[RMSGI_NONCE_SIZE]; /* the server's nonce */
+	uint8_t auth_nc[RMSGI_NONCE_SIZE]; /* the client's */
+	struct rmsgi_hello auth_hello;	   /* server: the client's hello */
+	uint8_t auth_buf[RMSGI_AUTH_MAX];  /* our AUTH frame's payload */
 };
 
 /* creation, used by rmsg_connect and rmsgi_tr_incoming */
@@ -342,8 +365,9 @@ void rmsgi_keepalive_answer(struct rmsg_conn *c);
 /* keepalive.c acts on a connection only through these (conn.c) */
 bool rmsgi_conn_is_established(const struct rmsg_conn *c);
 /* queues the connection's one CREDIT frame with @aux, unless it is on
- * its way already (that tells the peer too) or @c is not established */
-void rmsgi_conn_send_credit(struct rmsg_conn *c, uint32_t aux);
+ * its way already (that tells the peer too) or @c is not established;
+ * true if it was queued */
+bool rmsgi_conn_send_credit(struct rmsg_conn *c, uint32_t aux);
 /* the peer counts as heard from, and we as having spoken, at @now */
 void rmsgi_conn_ka_begin(struct rmsg_conn *c, ev_tstamp now);
 /* the loop stalled: the silence so far proves nothing; restarts the
@@ -378,6 +402,9 @@ void rmsgi_resolve_ctx_fini(struct rmsg_ctx *ctx);
  * fails; from the loop */
 void rmsgi_conn_resolved(struct rmsg_conn *c, int err,
 			 const struct rmsgi_addrs *to);
+/* counters (stats.c): adds @c's to its context's totals, once, when it
+ * leaves the context's list */
+void rmsgi_stats_fold(struct rmsg_conn *c);
 
 /* cross-thread submission (async.c) */
 int rmsgi_async_init(struct rmsg_ctx *ctx);

@@ -75,6 +75,7 @@ static void deliver_rx(struct rmsg_conn *c)
 		if (m->type == RMSGI_T_IMM) {
 			/* a write-with-immediate landed: in order with the
 			 * messages around it */
+			c->st.imm_recv++;
 			if (c->state == RMSGI_CS_ESTABLISHED && c->ops.on_imm) {
 				c->ctx->in_cb++;
 				c->ops.on_imm(c, m->aux, m->len, c->arg);
@@ -133,7 +134,10 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 
 	switch (h->type) {
 	case RMSGI_T_DATA:
-	case RMSGI_T_RNDV_REQ:
+		c->st.msgs_recv++;
+		c->st.bytes_recv += m->len;
+		/* fall through */
+	case RMSGI_T_RNDV_REQ: /* counted once its data is read */
 		m->type = h->type;
 		m->aux = h->aux;
 		m->id = h->id;
@@ -173,6 +177,8 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 			rmsgi_conn_abort(c, -EPROTO);
 			return -EPROTO;
 		}
+		if (h->aux && op->kind == RMSGI_OP_WRITE)
+			c->st.refused_ours++;
 		rmsgi_list_del(&op->rlink);
 		rmsgi_conn_rndv_settle(c, op, -(int)h->aux);
 		return 0;
@@ -197,6 +203,9 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 {
 	int ret;
 
+	/* nothing of an unauthenticated peer goes further (conn.c) */
+	if (RMSGI_UNLIKELY(c->auth_wait || h->type == RMSGI_T_AUTH))
+		return rmsgi_conn_auth_rx(c, h, m);
 	/* any frame shows the peer alive and used one of its credits; one
 	 * beyond them (held messages count until released) is refused */
 	c->last_rx = ev_now(c->ctx->loop);
@@ -227,6 +236,8 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		return rx_other(c, h, m);
 	/* in order with nothing ahead: what deliver_rx() would do, without
 	 * the queue */
+	c->st.msgs_recv++;
+	c->st.bytes_recv += m->len;
 	m->type = RMSGI_T_DATA;
 	m->aux = 0;
 	m->id = h->id;
@@ -269,6 +280,10 @@ void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status)
 		m->free_fn(m);
 		rmsgi_conn_abort(c, status);
 		return;
+	} else {
+		c->st.msgs_recv++;
+		c->st.rndv_recv++;
+		c->st.bytes_recv += m->len;
 	}
 	rmsgi_conn_get(c);
 	deliver_rx(c);

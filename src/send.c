@@ -232,6 +232,9 @@ void rmsgi_conn_op_done(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 			rmsgi_ctx_mark_dirty(c->ctx, c);
 		return;
 	}
+	if (RMSGI_UNLIKELY(status) && op->proto == RMSGI_OP_P_RMA &&
+	    (status == -EACCES || status == -EREMOTEIO))
+		c->st.refused_ours++; /* the peer's device refused it */
 	if (status == -ECANCELED && c->close_reason)
 		status = c->close_reason;
 	if (op->rndv) {
@@ -257,14 +260,15 @@ void rmsgi_conn_tr_room(struct rmsg_conn *c)
 		rmsgi_ctx_mark_dirty(c->ctx, c);
 }
 
-void rmsgi_conn_send_credit(struct rmsg_conn *c, uint32_t aux)
+bool rmsgi_conn_send_credit(struct rmsg_conn *c, uint32_t aux)
 {
 	if (credit_op_busy(c) || c->state != RMSGI_CS_ESTABLISHED)
-		return; /* a frame is on its way: that tells the peer */
+		return false; /* a frame is on its way: that tells the peer */
 	c->credit_op.aux = aux;
 	op_state(c, &c->credit_op, RMSGI_OS_QUEUED);
 	rmsgi_list_add_head(&c->sendq, &c->credit_op.link);
 	rmsgi_ctx_mark_dirty(c->ctx, c);
+	return true;
 }
 
 /* queues a header-only control frame */
@@ -284,6 +288,67 @@ int rmsgi_conn_send_ctrl(struct rmsg_conn *c, uint8_t type, uint32_t aux,
 	return 0;
 }
 
+/* counters: an op handed to the transport */
+static inline void stats_posted(struct rmsg_conn *c, const struct rmsgi_op *op)
+{
+	switch (op->kind) {
+	case RMSGI_OP_SEND:
+		if (RMSGI_UNLIKELY(op->type == RMSGI_T_AUTH))
+			break; /* the handshake's proof, not a message */
+		c->st.msgs_sent++;
+		c->st.bytes_sent += op->len;
+		if (op->proto == RMSGI_OP_P_RNDV)
+			c->st.rndv_sent++; /* eager_sent: the rest (stats.c) */
+		break;
+	case RMSGI_OP_WRITE:
+		if (op->type == RMSGI_T_WRITE_IMM)
+			c->st.writes_imm++;
+		else
+			c->st.writes++;
+		break;
+	case RMSGI_OP_READ:
+		c->st.reads++;
+		break;
+	default:
+		break;
+	}
+}
+
+/* counters: a message sent directly (always eager) */
+static inline void stats_direct(struct rmsg_conn *c, size_t len)
+{
+	c->st.msgs_sent++;
+	c->st.bytes_sent += len;
+}
+
+/* counters: no credit for the op at the head of the queue; it and every
+ * user op behind it wait for the peer's, each counted once (newest
+ * first, stopping at one counted already: each op is looked at once) */
+static void __attribute__((noinline, cold))
+stats_stall(struct rmsg_conn *c, struct rmsgi_op *head)
+{
+	struct rmsgi_list *n;
+
+	for (n = c->sendq.prev; n != &c->sendq; n = n->prev) {
+		struct rmsgi_op *op =
+			rmsgi_list_entry(n, struct rmsgi_op, link);
+
+		if (op->stalled)
+			break;
+		if (op->kind == RMSGI_OP_SEND || op->kind == RMSGI_OP_WRITE ||
+		    op->kind == RMSGI_OP_READ) {
+			op->stalled = 1;
+			c->st.credit_stalls++;
+		}
+	}
+	if (!head->stalled && head != &c->credit_op &&
+	    (head->kind == RMSGI_OP_SEND || head->kind == RMSGI_OP_WRITE ||
+	     head->kind == RMSGI_OP_READ)) {
+		head->stalled = 1;
+		c->st.credit_stalls++;
+	}
+}
+
 /* hands queued frames to the transport as far as credits and room go */
 void rmsgi_conn_post_queued(struct rmsg_conn *c)
 {
@@ -292,14 +357,16 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 	int ret;
 
 	/* a CREDIT frame only when nothing else can carry the credits */
-	if (!credit_op_busy(c) && credit_due(c) &&
+	if (c->state == RMSGI_CS_ESTABLISHED && !credit_op_busy(c) &&
+	    credit_due(c) &&
 	    (rmsgi_list_empty(&c->sendq) ||
 	     !rmsgi_credit_can_send(&c->cr, true))) {
 		c->credit_op.aux = 0;
 		op_state(c, &c->credit_op, RMSGI_OS_QUEUED);
 		rmsgi_list_add_head(&c->sendq, &c->credit_op.link);
 	}
-	while (c->state == RMSGI_CS_ESTABLISHED &&
+	while ((c->state == RMSGI_CS_ESTABLISHED ||
+		c->state == RMSGI_CS_AUTH) &&
 	       (n = c->sendq.next) != &c->sendq) {
 		struct rmsgi_op *op =
 			rmsgi_list_entry(n, struct rmsgi_op, link);
@@ -307,10 +374,18 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		/* native write and read land in no receive buffer */
 		bool credit = !native || op->type == RMSGI_T_WRITE_IMM;
 
+		/* authenticating: only the AUTH frame (queued first) goes */
+		if (RMSGI_UNLIKELY(c->state == RMSGI_CS_AUTH) &&
+		    op->type != RMSGI_T_AUTH)
+			break;
+
 		/* only the CREDIT frame may take the last credit */
 		if (credit &&
-		    !rmsgi_credit_can_send(&c->cr, op != &c->credit_op))
+		    !rmsgi_credit_can_send(&c->cr, op != &c->credit_op)) {
+			if (op != &c->credit_op)
+				stats_stall(c, op);
 			break;
+		}
 		if (!native) {
 			op->credits = credit_take(c);
 		} else {
@@ -323,8 +398,10 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		rmsgi_list_del(&op->link);
 		op_state(c, op, RMSGI_OS_POSTED);
 		ret = c->tops->post(c->tr_priv, op);
-		if (ret == 0)
+		if (ret == 0) {
 			posted = true;
+			stats_posted(c, op);
+		}
 		if (ret == 0 && op->rndv) {
 			if (rmsgi_list_empty(&c->rndvq))
 				c->rndv_mark = ev_now(c->ctx->loop);
@@ -370,7 +447,7 @@ void rmsgi_conn_flush(struct rmsg_conn *c)
 {
 	struct rmsgi_list *n;
 
-	if (c->state == RMSGI_CS_ESTABLISHED)
+	if (c->state == RMSGI_CS_ESTABLISHED || c->state == RMSGI_CS_AUTH)
 		rmsgi_conn_post_queued(c);
 	while ((n = rmsgi_list_pop(&c->doneq))) {
 		struct rmsgi_op *op =
@@ -471,6 +548,8 @@ static int send_direct_end(struct rmsg_conn *c, const struct iovec *iov,
 		return -EAGAIN;
 	}
 	c->last_tx = now;
+	if (w > 0)
+		stats_direct(c, len);
 	if (w < 0 || (size_t)w == RMSGI_HDR_SIZE + len) {
 		/* written, or the connection failed: the callback is due */
 		if (op) {
@@ -538,6 +617,7 @@ send_direct(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	w = c->tops->send_direct(c->tr_priv, &h, iov, iovcnt);
 	if (RMSGI_LIKELY(!op && w == (ssize_t)(RMSGI_HDR_SIZE + len))) {
 		c->last_tx = now;
+		stats_direct(c, len);
 		return 0;
 	}
 	return send_direct_end(c, iov, iovcnt, &h, w, op, cb, arg, now);
@@ -559,6 +639,7 @@ conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 		return ret;
 	if (c->sendq_len >= c->cfg.send_queue && !unbounded) {
 		c->want_writable = true;
+		c->st.sendq_full++;
 		return -EAGAIN;
 	}
 	if (send_now(c, iovcnt, len, &now)) {

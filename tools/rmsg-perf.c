@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,7 @@ struct ready {
 static struct ev_loop *loop;
 static struct rmsg_ctx *ctx;
 static unsigned poll_us;
+static int verbose; /* -v: counters at the end */
 static const char *prog = "rmsg-perf";
 
 static void die(const char *what, int err)
@@ -251,8 +253,64 @@ static void srv_call(struct rmsg_conn *c, struct rmsg_req *req,
 		die("rmsg_reply", ret);
 }
 
+/* -v: one "name value" line per counter of @st, under @what */
+static void print_stats(const char *what, const struct rmsg_stats *st)
+{
+#define STAT(f)                                    \
+	{                                          \
+#f, offsetof(struct rmsg_stats, f) \
+	}
+	static const struct {
+		const char *name;
+		size_t off;
+	} f[] = {
+		STAT(msgs_sent),     STAT(bytes_sent),	 STAT(msgs_recv),
+		STAT(bytes_recv),    STAT(eager_sent),	 STAT(rndv_sent),
+		STAT(eager_recv),    STAT(rndv_recv),	 STAT(writes),
+		STAT(writes_imm),    STAT(reads),	 STAT(writes_served),
+		STAT(reads_served),  STAT(imm_recv),	 STAT(credit_stalls),
+		STAT(sendq_full),    STAT(ka_probes),	 STAT(ka_timeouts),
+		STAT(refused_peer),  STAT(refused_ours), STAT(proto_errors),
+		STAT(fallbacks),     STAT(conns_opened), STAT(conns_accepted),
+		STAT(conns_refused), STAT(conns_closed), STAT(auth_failures),
+	};
+#undef STAT
+	size_t i;
+
+	printf("# %s counters\n", what);
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		printf("#   %-15s %llu\n", f[i].name,
+		       (unsigned long long)*(
+			       const uint64_t *)((const char *)st + f[i].off));
+	fflush(stdout);
+}
+
+static void print_conn_stats(const char *who, struct rmsg_conn *c)
+{
+	struct rmsg_stats st;
+	char what[64];
+
+	if (!verbose || rmsg_conn_stats(c, &st, sizeof(st)) < 0)
+		return;
+	snprintf(what, sizeof(what), "%s connection (%s)", who,
+		 rmsg_conn_transport(c));
+	print_stats(what, &st);
+}
+
+static void print_ctx_stats(const char *who)
+{
+	struct rmsg_stats st;
+	char what[64];
+
+	if (!verbose || rmsg_ctx_stats(ctx, &st, sizeof(st)) < 0)
+		return;
+	snprintf(what, sizeof(what), "%s context", who);
+	print_stats(what, &st);
+}
+
 static void srv_close(struct rmsg_conn *c, int reason, void *arg)
 {
+	print_conn_stats("server", c);
 	if (!srv.keep)
 		ev_break(loop, EVBREAK_ALL);
 }
@@ -276,6 +334,7 @@ static int run_server(const char *uri)
 	printf("rmsg-perf server port=%u\n", (unsigned)port);
 	fflush(stdout);
 	ev_run(loop, 0);
+	print_ctx_stats("server");
 	region_free(&srv.reg);
 	return 0;
 }
@@ -574,6 +633,7 @@ static void cli_writable(struct rmsg_conn *c, void *arg)
 
 static void cli_close(struct rmsg_conn *c, int reason, void *arg)
 {
+	print_conn_stats("client", c);
 	cli.failed = reason;
 	ev_break(loop, EVBREAK_ALL);
 }
@@ -607,6 +667,7 @@ static int run_client(const char *uri)
 		die(uri, ret);
 	ev_run(loop, 0);
 	print_lines();
+	print_ctx_stats("client");
 	if (cli.failed)
 		die("connection", cli.failed);
 	if (cli.idx != cli.nsizes) {
@@ -628,11 +689,11 @@ static int run_client(const char *uri)
 static void usage(int status)
 {
 	fprintf(status ? stderr : stdout,
-		"usage: %s [-b US] [-c CREDITS] [-k] server URI\n"
+		"usage: %s [-b US] [-c CREDITS] [-k] [-v] server URI\n"
 		"       %s [-o send|write_imm|rpc] [-m lat|bw|rate]\n"
 		"                 [-s SIZE,... | -a] [-n ITERS] [-w WARMUP] "
 		"[-W WINDOW]\n"
-		"                 [-b US] [-c CREDITS] [-P] client URI\n"
+		"                 [-b US] [-c CREDITS] [-P] [-v] client URI\n"
 		"       %s -h | --help | --version\n"
 		"URI: rdma://HOST:PORT, tcp://HOST:PORT or auto://HOST:PORT\n",
 		prog, prog, prog);
@@ -657,6 +718,8 @@ static void usage(int status)
 	      "  -c CREDITS  receive buffers granted to the peer\n"
 	      "  -P          print only the result lines, no table\n"
 	      "  -k          server: keep serving after a client leaves\n"
+	      "  -v          print the connection's and the context's "
+	      "counters at the end\n"
 	      "  -h, --help  print this help and exit\n"
 	      "  --version   print the tool's and librmsg's version and "
 	      "exit\n"
@@ -722,8 +785,8 @@ int main(int argc, char **argv)
 	ret = rmsg_cfg_create(&cfg);
 	if (ret)
 		die("rmsg_cfg_create", ret);
-	while ((opt = getopt_long(argc, argv, "+ab:c:hkm:n:o:Ps:w:W:", longopts,
-				  NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+ab:c:hkm:n:o:Ps:vw:W:",
+				  longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'a':
 			all = 1;
@@ -764,6 +827,9 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			sizes = optarg;
+			break;
+		case 'v':
+			verbose = 1;
 			break;
 		case 'w':
 			warmup = atol(optarg);

@@ -73,6 +73,10 @@ struct rmsgi_cfgv {
 	void *log_arg;
 	uint8_t pdata[RMSG_PRIVATE_DATA_MAX];
 	uint8_t pdata_len;
+	/* the pre-shared key (rmsg_cfg_set_psk), psk_len 0: none; the
+	 * core's alone, no backend reads it */
+	uint8_t psk_len;
+	uint8_t psk[64];
 	size_t reg_limit;     /* registered bytes per context */
 	size_t tcp_rx_limit;  /* TCP large-frame receive memory per context */
 	unsigned max_conns;   /* per listener: open and in handshake */
@@ -194,7 +198,9 @@ struct rmsgi_op {
 	uint8_t iov_local;
 	int status;
 	uint16_t credits; /* piggybacked, set when posted */
-	size_t tr_off;	  /* frame bytes send_direct() already wrote */
+	/* the core's alone: counted once as a credit stall (send.c) */
+	uint8_t stalled;
+	size_t tr_off; /* frame bytes send_direct() already wrote */
 	uint32_t aux;
 	uint64_t id; /* rendezvous cookie */
 	size_t len;  /* payload bytes */
@@ -433,6 +439,19 @@ struct rmsgi_tr_conn_ops {
 	/* a rendezvous send was acknowledged: release what post() pinned.
 	 * May be NULL (a backend without RMSGI_TR_CAP_RNDV). */
 	void (*rndv_release)(void *tc, struct rmsgi_op *op);
+	/* the connection's own address (@local) and its peer's (@peer), each
+	 * an AF_INET or AF_INET6 address with its port, as the endpoint has
+	 * them now (the socket's getsockname/getpeername, the cm id's
+	 * addresses): 0 with both written, or a negative errno with neither
+	 * written (-ENOTCONN: the endpoint has none, or not both;
+	 * -EAFNOSUPPORT: they are not IP addresses). The core calls it on a
+	 * server connection inside rmsgi_conn_ev_request(), before the
+	 * accept callback, and on both sides inside
+	 * rmsgi_conn_ev_established(); it keeps what it got
+	 * (rmsg_conn_peer_addr), so a backend need not keep them after its
+	 * endpoint goes. Required. Never blocks; does not call back. */
+	int (*addrs)(void *tc, struct sockaddr_storage *local,
+		     struct sockaddr_storage *peer);
 };
 
 /*
@@ -502,7 +521,8 @@ void rmsgi_conn_refusal(const struct rmsg_conn *c, int err,
 			struct rmsgi_hello *reply);
 /* client: the backend's state for @c, before any other up-call */
 void rmsgi_conn_set_tc(struct rmsg_conn *c, void *tc);
-/* fills the hello this side sends (status 0) */
+/* fills the hello this side sends (status 0); a server accepting a key
+ * holder: with the flag and its nonce, as the accepting reply needs */
 void rmsgi_conn_hello(const struct rmsg_conn *c, struct rmsgi_hello *h);
 /* the handshake finished; client: the peer accepted with @h (validated
  * here), server: @h is NULL. Calls the app's on_established. */
@@ -539,6 +559,8 @@ static inline bool rmsgi_tr_frame_ok(unsigned caps, uint8_t type)
 	case RMSGI_T_DATA:
 	case RMSGI_T_CREDIT:
 	case RMSGI_T_RNDV_ACK:
+		return true;
+	case RMSGI_T_AUTH: /* the core checks it is authenticating */
 		return true;
 	case RMSGI_T_RNDV_REQ:
 		return caps & RMSGI_TR_CAP_RNDV;

@@ -316,8 +316,10 @@ static struct srv_conn *srv_find(struct rmsg_conn *c)
 {
 	int i;
 
+	/* a closed one's memory may serve a later connection (malloc reuses
+	 * it): only open ones match */
 	for (i = 0; i < nraws; i++)
-		if (raws[i].c == c)
+		if (raws[i].c == c && !raws[i].closed)
 			return &raws[i];
 	return NULL;
 }

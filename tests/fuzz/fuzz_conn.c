@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rmsg_int.h"
+#include "conn_int.h" /* rmsg_int.h, and the AUTH proofs */
 #include "../unit/fake_tr.h"
 
 #define CHECK(cond)                                                          \
@@ -210,17 +210,11 @@ static void call_result(uintptr_t k, int ret)
 
 static void peer_frame(struct rmsg_conn *c)
 {
-	static const uint8_t types[] = {RMSGI_T_DATA,
-					RMSGI_T_CREDIT,
-					RMSGI_T_RNDV_REQ,
-					RMSGI_T_RNDV_ACK,
-					RMSGI_T_WRITE,
-					RMSGI_T_WRITE_IMM,
-					RMSGI_T_READ_REQ,
-					RMSGI_T_READ_RESP,
-					RMSGI_T_IMM,
-					RMSGI_T_HELLO,
-					77};
+	static const uint8_t types[] = {
+		RMSGI_T_DATA,	  RMSGI_T_CREDIT,    RMSGI_T_RNDV_REQ,
+		RMSGI_T_RNDV_ACK, RMSGI_T_WRITE,     RMSGI_T_WRITE_IMM,
+		RMSGI_T_READ_REQ, RMSGI_T_READ_RESP, RMSGI_T_IMM,
+		RMSGI_T_HELLO,	  RMSGI_T_AUTH,	     77};
 	struct rmsgi_hdr h = {0};
 	uint8_t sel = u8();
 	size_t len = u8() % 64;
@@ -313,6 +307,27 @@ static void app_call(struct rmsg_conn *c)
 	call_result(k, ret);
 }
 
+/* keyed mode: the server's proof, right (status 0 or a reject) or with
+ * one byte wrong, so that the connection gets past the AUTH state */
+static void auth_proof(struct rmsg_conn *c)
+{
+	uint8_t pd[32], mac[RMSGI_MAC_SIZE];
+	uint8_t n = u8() % 33, sel = u8();
+	uint32_t status = sel & 1 ? 0 : u8() % 3 * 13;
+	struct rmsgi_hdr h = {.type = RMSGI_T_AUTH, .aux = status};
+	struct rmsg_msg *m = fmsg_new(c, RMSGI_MAC_SIZE + n);
+
+	memcpy(pd, m->data + RMSGI_MAC_SIZE, n);
+	rmsgi_auth_server_mac(&c->cfg, c->auth_nc, c->auth_ns, status, pd, n,
+			      mac);
+	if (sel & 2)
+		mac[sel % RMSGI_MAC_SIZE] ^= 1;
+	memcpy((uint8_t *)m->data, mac, RMSGI_MAC_SIZE);
+	h.len = m->len;
+	h.credits = (uint16_t)(u8() % (GRANT + 2));
+	rmsgi_conn_rx(c, &h, m);
+}
+
 static void app_release(void)
 {
 	int i;
@@ -356,6 +371,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct ev_loop *loop;
 	struct rmsgi_hello hello = {0};
+	uint8_t mode;
 	struct rmsgi_cfgv v;
 	struct rmsg_cfg *cfg;
 	struct rmsg_conn *c;
@@ -381,12 +397,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	v.credits = GRANT;
 	CHECK(rmsgi_conn_new(app.ctx, &v, &ops, NULL, &c) == 0);
 	app.c = c;
-	/* with or without rendezvous */
-	fake_tr_reset(u8() & 1 ? RMSGI_TR_CAP_RNDV : 0);
+	/* with or without rendezvous; with a key (bit 1): the connection
+	 * starts in the AUTH state, the server's proof is an action */
+	mode = u8();
+	fake_tr_reset(mode & 1 ? RMSGI_TR_CAP_RNDV : 0);
 	ft.room = POSTED_MAX;
 	fake_tr_attach(c);
 	hello.credits = (uint16_t)(4 + u8() % 8);
 	hello.eager_size = 8192;
+	if (mode & 2) {
+		memset(c->cfg.psk, 0x42, 32);
+		c->cfg.psk_len = 32;
+		hello.flags = RMSGI_HELLO_F_AUTH;
+		hello.nonce_len = RMSGI_NONCE_SIZE;
+		memset(hello.nonce, mode, RMSGI_NONCE_SIZE);
+	}
 	rmsgi_conn_get(c); /* the test looks at it until the end */
 	rmsgi_conn_ev_established(c, &hello);
 	{
@@ -445,6 +470,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 14:
 			if (ft.disconnecting || c->state >= RMSGI_CS_CLOSING)
 				tr_down(c);
+			break;
+		case 15:
+			if (c->state == RMSGI_CS_AUTH)
+				auth_proof(c);
 			break;
 		default:
 			break;

@@ -52,7 +52,7 @@
 
 /* fixed payload overheads a header may announce beyond max_len: the RMA
  * header of WRITE, a READ_REQ, a handshake with full private data */
-#define OVERHEAD_MAX (RMSGI_HELLO_SIZE + RMSG_PRIVATE_DATA_MAX)
+#define OVERHEAD_MAX RMSGI_HELLO_MAX
 
 /* independent little-endian readers (not proto.c's) */
 static uint16_t rd16(const uint8_t *p)
@@ -96,7 +96,9 @@ static int hello_eq(const struct rmsgi_hello *a, const struct rmsgi_hello *b)
 	       a->credits == b->credits && a->status == b->status &&
 	       a->eager_size == b->eager_size && a->conn_id == b->conn_id &&
 	       a->pdata_len <= sizeof(a->pdata) &&
-	       memcmp(a->pdata, b->pdata, a->pdata_len) == 0;
+	       memcmp(a->pdata, b->pdata, a->pdata_len) == 0 &&
+	       a->nonce_len == b->nonce_len &&
+	       memcmp(a->nonce, b->nonce, a->nonce_len) == 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -176,9 +178,15 @@ static int hdr_one(const uint8_t *d, size_t n, uint64_t max_len,
 		CHECK(h.len == RMSGI_READ_REQ_SIZE);
 		break;
 	case RMSGI_T_HELLO:
-	case RMSGI_T_HELLO_ACK:
 	case RMSGI_T_REJECT:
-		CHECK(h.len >= RMSGI_HELLO_SIZE && h.len <= OVERHEAD_MAX);
+		CHECK(h.len >= RMSGI_HELLO_SIZE &&
+		      h.len <= RMSGI_HELLO_SIZE + RMSG_PRIVATE_DATA_MAX);
+		break;
+	case RMSGI_T_HELLO_ACK: /* a server's nonce may follow */
+		CHECK(h.len >= RMSGI_HELLO_SIZE && h.len <= RMSGI_HELLO_MAX);
+		break;
+	case RMSGI_T_AUTH:
+		CHECK(h.len <= RMSGI_AUTH_MAX && h.aux <= 4095);
 		break;
 	default:
 		break;
@@ -277,7 +285,7 @@ static void roundtrip_hdr(const uint8_t *d, size_t n)
 static int fuzz_hello(const uint8_t *d, size_t n)
 {
 	struct rmsgi_hello h, h2;
-	uint8_t enc[RMSGI_HELLO_SIZE + RMSG_PRIVATE_DATA_MAX];
+	uint8_t enc[RMSGI_HELLO_MAX];
 	size_t m;
 	int rc;
 
@@ -298,17 +306,31 @@ static int fuzz_hello(const uint8_t *d, size_t n)
 	CHECK(h.pdata_len == d[2] && h.flags == d[3] &&
 	      h.credits == rd16(d + 4) && h.status == (int16_t)rd16(d + 6) &&
 	      h.eager_size == rd32(d + 8) && h.conn_id == rd32(d + 12));
+	/* the server's nonce: with the flag, when its bytes are there */
+	if ((h.flags & RMSGI_HELLO_F_AUTH) &&
+	    n >= RMSGI_HELLO_SIZE + (size_t)h.pdata_len + RMSGI_NONCE_SIZE)
+		CHECK(h.nonce_len == RMSGI_NONCE_SIZE &&
+		      memcmp(h.nonce, d + RMSGI_HELLO_SIZE + h.pdata_len,
+			     RMSGI_NONCE_SIZE) == 0);
+	else
+		CHECK(h.nonce_len == 0);
 	m = rmsgi_hello_encode(&h, enc);
-	CHECK(m == RMSGI_HELLO_SIZE + (size_t)h.pdata_len);
+	CHECK(m == RMSGI_HELLO_SIZE + (size_t)h.pdata_len + h.nonce_len);
 	CHECK(memcmp(enc, d, m) == 0);
-	/* exactly the encoded bytes suffice; one fewer never does */
+	/* exactly the encoded bytes suffice; one fewer never does (a
+	 * nonce cut short: a hello without one) */
 	{
 		uint8_t *c = dup_exact(enc, m);
 
 		memset(&h2, 0, sizeof(h2));
 		CHECK(rmsgi_hello_decode(c, m, &h2) == 0);
 		CHECK(hello_eq(&h, &h2));
-		CHECK(rmsgi_hello_decode(c, m - 1, &h2) == -EPROTO);
+		if (h.nonce_len) {
+			CHECK(rmsgi_hello_decode(c, m - 1, &h2) == 0);
+			CHECK(h2.nonce_len == 0);
+		} else {
+			CHECK(rmsgi_hello_decode(c, m - 1, &h2) == -EPROTO);
+		}
 		free(c);
 	}
 	return 0;
@@ -317,7 +339,7 @@ static int fuzz_hello(const uint8_t *d, size_t n)
 static void roundtrip_hello(const uint8_t *d, size_t n)
 {
 	struct rmsgi_hello x, y;
-	uint8_t enc[RMSGI_HELLO_SIZE + RMSG_PRIVATE_DATA_MAX];
+	uint8_t enc[RMSGI_HELLO_MAX];
 	size_t m;
 
 	if (n < 15)
@@ -342,8 +364,14 @@ static void roundtrip_hello(const uint8_t *d, size_t n)
 		CHECK(m == RMSGI_HELLO_SIZE + RMSG_PRIVATE_DATA_MAX);
 		x.pdata_len = RMSG_PRIVATE_DATA_MAX;
 	} else {
+		/* a server's accepting hello to a key holder: its nonce */
+		if ((x.flags & RMSGI_HELLO_F_AUTH) && (d[13] & 0x40)) {
+			x.nonce_len = RMSGI_NONCE_SIZE;
+			memset(x.nonce, d[12], RMSGI_NONCE_SIZE);
+		}
 		m = rmsgi_hello_encode(&x, enc);
-		CHECK(m == RMSGI_HELLO_SIZE + (size_t)x.pdata_len);
+		CHECK(m ==
+		      RMSGI_HELLO_SIZE + (size_t)x.pdata_len + x.nonce_len);
 	}
 	memset(&y, 0, sizeof(y));
 	CHECK(rmsgi_hello_decode(enc, m, &y) == 0);

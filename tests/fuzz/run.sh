@@ -184,7 +184,7 @@ echo "$summary" | tee "$B/summary.txt"
 CSRCS="src/async.c src/cfg.c src/conn.c src/send.c src/rx.c src/rma.c
  src/credit.c src/ctx.c src/err.c
  src/keepalive.c src/listener.c src/log.c src/mr.c src/msg.c src/pool.c
- src/proto.c src/rpc.c src/uri.c tests/unit/fake_tr.c tests/unit/fake_registry.c"
+ src/proto.c src/rpc.c src/stats.c src/uri.c src/auth.c tests/unit/fake_tr.c tests/unit/fake_registry.c"
 csecs=${FUZZ_CONN_SECONDS:-$secs}
 t0=$(date +%s)
 # shellcheck disable=SC2086
@@ -192,7 +192,7 @@ t0=$(date +%s)
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-Wall -DFAKE_TR_ABORT -DRMSGI_STRICT -I include -I src -o "$B/fuzz_conn" \
 	tests/fuzz/fuzz_conn.c \
-	$CSRCS -lev)
+	$CSRCS -lev -lnettle)
 n=0
 for f in "$fz"/regressions-conn/*; do
 	[ -f "$f" ] || continue

@@ -64,8 +64,10 @@ static int f_post(void *tc, struct rmsgi_op *op)
 	ft.npost++;
 	if (ft.fail_nth && ft.npost == ft.fail_nth)
 		return -EIO;
-	/* only a local close's BYE is posted once the state has moved */
-	if (!(op->kind == RMSGI_OP_CTRL && op->aux == RMSGI_CREDIT_BYE))
+	/* only a local close's BYE is posted once the state has moved, and
+	 * the AUTH frames of authentication (AUTH state, or a refusal) */
+	if (!(op->kind == RMSGI_OP_CTRL && op->aux == RMSGI_CREDIT_BYE) &&
+	    op->type != RMSGI_T_AUTH)
 		FAKE_CHECK(c->state == RMSGI_CS_ESTABLISHED);
 	FAKE_CHECK(op->state == RMSGI_OS_POSTED);
 	if (ft.post_ret) {
@@ -91,6 +93,12 @@ static int f_post(void *tc, struct rmsgi_op *op)
 	p->aux = op->aux;
 	p->id = op->id;
 	p->len = op->len;
+	/* a small payload's bytes as posted (AUTH frames) */
+	p->data_len = 0;
+	if (op->iovcnt == 1 && op->iov[0].iov_len <= sizeof(p->data)) {
+		p->data_len = op->iov[0].iov_len;
+		memcpy(p->data, op->iov[0].iov_base, p->data_len);
+	}
 	return 0;
 }
 
@@ -118,6 +126,19 @@ static void f_rndv_release(void *tc, struct rmsgi_op *op)
 	ft.nrelease++;
 }
 
+static int f_addrs(void *tc, struct sockaddr_storage *local,
+		   struct sockaddr_storage *peer)
+{
+	(void)tc;
+	FAKE_CHECK(!ft.down);
+	ft.naddrs++;
+	if (ft.addrs_ret)
+		return ft.addrs_ret;
+	*local = ft.addr_local;
+	*peer = ft.addr_peer;
+	return 0;
+}
+
 static const struct rmsgi_tr_ctx_ops f_ctx_ops = {.fini = f_fini};
 static const struct rmsgi_tr_listener_ops f_lst_ops = {
 	.listen = f_listen,
@@ -129,6 +150,7 @@ static const struct rmsgi_tr_conn_ops f_conn_ops = {
 	.post = f_post,
 	.kick = f_kick,
 	.rndv_release = f_rndv_release,
+	.addrs = f_addrs,
 };
 
 struct rmsgi_tr fake_tr = {

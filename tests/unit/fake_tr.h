@@ -25,6 +25,8 @@ struct fake_posted {
 	uint32_t aux;
 	uint64_t id;
 	size_t len;
+	uint8_t data[64]; /* a payload of one piece up to 64 bytes */
+	size_t data_len;
 };
 
 struct fake_tr_state {
@@ -41,6 +43,10 @@ struct fake_tr_state {
 	bool disconnecting; /* disconnect() was called */
 	unsigned linger_ms; /* ... with this */
 	int npost, nkick, ndisconnect, nrelease, nconnect;
+	/* addrs(): returns addrs_ret (0: writes addr_local, addr_peer) */
+	int addrs_ret;
+	struct sockaddr_storage addr_local, addr_peer;
+	int naddrs;
 	struct rmsgi_addrs last_to; /* the last connect()'s addresses */
 };
 

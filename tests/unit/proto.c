@@ -65,6 +65,7 @@ static void hdr_encode__roundtrip_every_type(void **state)
 		{RMSGI_T_READ_REQ, RMSGI_READ_REQ_SIZE, 0},
 		{RMSGI_T_READ_RESP, MAX_LEN, 0},
 		{RMSGI_T_IMM, 0, UINT32_MAX},
+		{RMSGI_T_AUTH, RMSGI_AUTH_MAX, 4095},
 	};
 	size_t i;
 
@@ -331,29 +332,90 @@ static void hdr_decode__ctrl_len_nonzero(void **state)
 	}
 }
 
-/* handshake frames carry 16..48 bytes, whatever max_len says */
+/* handshake frames carry 16..48 bytes, whatever max_len says; a
+ * server's HELLO_ACK up to 80 (its nonce after the private data) */
 static void hdr_decode__hello_len_bounds(void **state)
 {
 	static const uint8_t types[] = {RMSGI_T_HELLO, RMSGI_T_HELLO_ACK,
 					RMSGI_T_REJECT};
 	struct rmsgi_hdr out;
 	uint8_t buf[RMSGI_HDR_SIZE];
-	size_t i;
+	size_t i, max;
 
 	(void)state;
 	for (i = 0; i < sizeof(types); i++) {
+		max = RMSGI_HELLO_SIZE + 32;
+		if (types[i] == RMSGI_T_HELLO_ACK)
+			max += RMSGI_NONCE_SIZE;
 		mkhdr(buf, types[i], 0);
 		assert_int_equal(decode(buf), -EPROTO);
 		mkhdr(buf, types[i], RMSGI_HELLO_SIZE - 1);
 		assert_int_equal(decode(buf), -EPROTO);
 		mkhdr(buf, types[i], RMSGI_HELLO_SIZE);
 		assert_int_equal(decode(buf), 0);
-		mkhdr(buf, types[i], RMSGI_HELLO_SIZE + 32);
+		mkhdr(buf, types[i], max);
 		assert_int_equal(rmsgi_hdr_decode(buf, sizeof(buf), 0, &out),
 				 0);
-		mkhdr(buf, types[i], RMSGI_HELLO_SIZE + 33);
+		mkhdr(buf, types[i], max + 1);
 		assert_int_equal(decode(buf), -EPROTO);
 	}
+}
+
+/* AUTH: a MAC and 32 bytes at most, aux a status (an errno) */
+static void hdr_decode__auth_bounds(void **state)
+{
+	uint8_t buf[RMSGI_HDR_SIZE];
+
+	(void)state;
+	mkhdr(buf, RMSGI_T_AUTH, 0);
+	assert_int_equal(decode(buf), 0);
+	mkhdr(buf, RMSGI_T_AUTH, 64);
+	assert_int_equal(decode(buf), 0);
+	mkhdr(buf, RMSGI_T_AUTH, 65);
+	assert_int_equal(decode(buf), -EPROTO);
+	mkhdr(buf, RMSGI_T_AUTH, 0);
+	buf[8] = 0xff;
+	buf[9] = 0x0f; /* aux 4095 */
+	assert_int_equal(decode(buf), 0);
+	buf[9] = 0x10; /* aux 4096: not an errno */
+	assert_int_equal(decode(buf), -EPROTO);
+}
+
+/* the flag and a server's nonce after the private data round-trip */
+static void hello_encode__auth_nonce(void **state)
+{
+	struct rmsgi_hello in = {.pdata_len = 3,
+				 .flags = RMSGI_HELLO_F_AUTH,
+				 .credits = 8,
+				 .eager_size = 4096,
+				 .nonce_len = RMSGI_NONCE_SIZE};
+	struct rmsgi_hello out;
+	uint8_t buf[RMSGI_HELLO_MAX];
+	size_t n;
+
+	(void)state;
+	memcpy(in.pdata, "abc", 3);
+	memset(in.nonce, 0xa5, sizeof(in.nonce));
+	n = rmsgi_hello_encode(&in, buf);
+	assert_int_equal(n, RMSGI_HELLO_SIZE + 3 + RMSGI_NONCE_SIZE);
+	assert_int_equal(rmsgi_hello_decode(buf, n, &out), 0);
+	assert_int_equal(out.flags, RMSGI_HELLO_F_AUTH);
+	assert_int_equal(out.pdata_len, 3);
+	assert_memory_equal(out.pdata, "abc", 3);
+	assert_int_equal(out.nonce_len, RMSGI_NONCE_SIZE);
+	assert_memory_equal(out.nonce, in.nonce, RMSGI_NONCE_SIZE);
+	/* without the flag no nonce goes, whatever nonce_len says */
+	in.flags = 0;
+	n = rmsgi_hello_encode(&in, buf);
+	assert_int_equal(n, RMSGI_HELLO_SIZE + 3);
+	/* the flag without the bytes: a client's hello, no nonce */
+	in.flags = RMSGI_HELLO_F_AUTH;
+	in.nonce_len = 0;
+	n = rmsgi_hello_encode(&in, buf);
+	assert_int_equal(n, RMSGI_HELLO_SIZE + 3);
+	assert_int_equal(rmsgi_hello_decode(buf, n, &out), 0);
+	assert_int_equal(out.flags, RMSGI_HELLO_F_AUTH);
+	assert_int_equal(out.nonce_len, 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -545,6 +607,8 @@ int main(void)
 		cmocka_unit_test(hello_decode__bad_magic_version),
 		cmocka_unit_test(hello_decode__positive_status),
 		cmocka_unit_test(seg_encode__roundtrip),
+		cmocka_unit_test(hdr_decode__auth_bounds),
+		cmocka_unit_test(hello_encode__auth_nonce),
 	};
 
 	unit_filter();

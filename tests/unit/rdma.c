@@ -797,6 +797,56 @@ static void accept__first_frame_before_established(void **state)
 	assert_int_equal(t->established, 1);
 }
 
+/* the addrs op: the cm id's addresses, IPv6 included, on a connect
+ * request's id, known once the app decided and once established */
+static void accept__addresses(void **state)
+{
+	struct rt *t = *state;
+	struct sockaddr_storage peer, local;
+	struct sockaddr_in6 *me, *them;
+	struct rdma_cm_id *lid, *id;
+	uint8_t buf[64];
+
+	rt_ctx(t);
+	assert_int_equal(rmsg_listen(t->ctx, "rdma://[::]:7471", t->cfg, &ops,
+				     accept_cb, t, &t->l),
+			 0);
+	lid = mock.last_id;
+	id = mock_cm_push_request(lid, buf, hello(buf, 16, 4096, 0, "abc"));
+	me = &id->route.addr.src_sin6;
+	them = &id->route.addr.dst_sin6;
+	me->sin6_family = them->sin6_family = AF_INET6;
+	me->sin6_port = htons(7471);
+	them->sin6_port = htons(40001);
+	me->sin6_addr.s6_addr[0] = them->sin6_addr.s6_addr[0] = 0xfd;
+	me->sin6_addr.s6_addr[15] = 1;
+	them->sin6_addr.s6_addr[15] = 2;
+	accepted = NULL;
+	cm_deliver(t);
+	assert_non_null(accepted);
+	assert_int_equal(rmsg_conn_peer_addr(accepted, &peer), 0);
+	assert_int_equal(rmsg_conn_local_addr(accepted, &local), 0);
+	assert_memory_equal(&peer, them, sizeof(*them));
+	assert_memory_equal(&local, me, sizeof(*me));
+	cm_event(t, id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	assert_int_equal(t->established, 1);
+	memset(&peer, 0, sizeof(peer));
+	assert_int_equal(rmsg_conn_peer_addr(accepted, &peer), 0);
+	assert_memory_equal(&peer, them, sizeof(*them));
+}
+
+/* a client's id without IP addresses (the mock leaves AF_UNSPEC; AF_IB
+ * alike): the core knows none */
+static void connect__addresses_not_ip(void **state)
+{
+	struct rt *t = *state;
+	struct sockaddr_storage ss;
+
+	connect_peer(t, 16, 4096);
+	assert_int_equal(rmsg_conn_peer_addr(t->c, &ss), -ENOTCONN);
+	assert_int_equal(rmsg_conn_local_addr(t->c, &ss), -ENOTCONN);
+}
+
 /* ------------------------------------------------------------------ */
 /* sending                                                              */
 
@@ -2465,6 +2515,8 @@ int main(void)
 		T(accept__bad_hello),
 		T(accept__over_limits),
 		T(accept__first_frame_before_established),
+		T(accept__addresses),
+		T(connect__addresses_not_ip),
 		T(send__selective_signaling),
 		T(send__inline_small),
 		T(send__zero_copy_pool_memory),

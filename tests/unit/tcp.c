@@ -793,6 +793,21 @@ static void tcp__disconnect_now(void **state)
 	free(big);
 }
 
+/* the addrs op over a socket that is not IP: no addresses to tell */
+static void tcp__addrs_not_ip(void **state)
+{
+	struct sockaddr_storage l, p, untouched;
+
+	(void)state;
+	open_conn();
+	memset(&l, 0x5a, sizeof(l));
+	memset(&p, 0x5a, sizeof(p));
+	memset(&untouched, 0x5a, sizeof(untouched));
+	assert_int_equal(tops()->addrs(conn.tc, &l, &p), -EAFNOSUPPORT);
+	assert_memory_equal(&l, &untouched, sizeof(l));
+	assert_memory_equal(&p, &untouched, sizeof(p));
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -810,6 +825,7 @@ int main(void)
 		T(tcp__peer_close),
 		T(tcp__disconnect_linger),
 		T(tcp__disconnect_now),
+		T(tcp__addrs_not_ip),
 	};
 #undef T
 

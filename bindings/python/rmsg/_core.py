@@ -25,6 +25,8 @@ import logging
 import math
 import mmap
 import os
+import socket
+import sys
 import threading
 import weakref
 from typing import (Any, AsyncIterator, Callable, Deque, Dict, List,
@@ -88,6 +90,15 @@ class RmsgTimeoutError(RmsgError, TimeoutError):
 class ConnectionClosed(RmsgError, ConnectionError):
     """recv() on a closed connection; .errno is the close reason
     (ECANCELED for a local close)."""
+
+
+def _lt_stats(fn, ptr) -> Dict[str, int]:
+    """Loop thread: rmsg_conn_stats / rmsg_ctx_stats of ptr as a dict."""
+    st = _ffi.rmsg_stats()
+    rc = fn(ptr, ctypes.byref(st), ctypes.sizeof(st))
+    if rc < 0:
+        raise _error(rc)
+    return {name: getattr(st, name) for name in _ffi.STATS_FIELDS}
 
 
 def _error(rc, cls=None):
@@ -197,6 +208,12 @@ def _make_cfg(opts, log_level=None):
             if k == "private_data":
                 v = bytes(v)
                 _check(lib.rmsg_cfg_set_private_data(cfg, v, len(v)))
+                continue
+            if k == "psk":
+                # the pre-shared key (16..64 bytes): both sides must
+                # hold it (rmsg_cfg_set_psk(3))
+                v = bytes(v)
+                _check(lib.rmsg_cfg_set_psk(cfg, v, len(v)))
                 continue
             setter = _CFG_SETTERS.get(k)
             if setter is None:
@@ -381,7 +398,9 @@ class Context:
 
     Options (all optional) set the context's rmsg_cfg: eager_size,
     credits, send_queue, busy_poll_us, max_msg_size, private_data,
-    timeout_ms, reg_limit, tcp_rx_limit, keepalive_ms, keepalive_misses
+    timeout_ms, reg_limit, tcp_rx_limit, keepalive_ms, keepalive_misses,
+    psk (a pre-shared key of 16 to 64 bytes: the peer must hold the same
+    one, else the connection fails with EACCES; rmsg_cfg_set_psk(3))
     (max_conns and max_pending apply to listeners).
     Use ``async with Context() as ctx`` or ``await ctx.close()``.
     """
@@ -680,6 +699,14 @@ class Context:
             raise
         return conn
 
+    async def stats(self) -> Dict[str, int]:
+        """The context's counters (rmsg_ctx_stats(3)): the sums over all
+        its connections, live and closed, and the context-only ones
+        (conns_opened, conns_accepted, conns_refused, conns_closed), as a
+        dict. Awaitable."""
+        return await self._await_lt(
+            lambda: _lt_stats(lib.rmsg_ctx_stats, self._ctx))
+
     async def _await_lt(self, fn, *args):
         cf = concurrent.futures.Future()
 
@@ -948,6 +975,30 @@ def _resolve(fut, exc, value):
         fut.set_result(value)
 
 
+#: a socket address: (host, port), host numeric ("10.0.0.1", "::1",
+#: "fe80::1%eth0")
+Address = Tuple[str, int]
+
+
+def _address(buf) -> Optional[Address]:
+    """(host, port) of a struct sockaddr_storage's bytes, for AF_INET and
+    AF_INET6; None for another family."""
+    family = int.from_bytes(buf[0:2], sys.byteorder)
+    port = int.from_bytes(buf[2:4], "big")
+    if family == socket.AF_INET:
+        return (socket.inet_ntop(socket.AF_INET, buf[4:8]), port)
+    if family == socket.AF_INET6:
+        host = socket.inet_ntop(socket.AF_INET6, buf[8:24])
+        scope = int.from_bytes(buf[24:28], sys.byteorder)
+        if scope:
+            try:
+                host += "%" + socket.if_indextoname(scope)
+            except OSError:
+                host += "%%%d" % scope
+        return (host, port)
+    return None
+
+
 class Connection:
     """One librmsg connection. Messages arrive as bytes (copied out of
     the receive buffer inside the callback)."""
@@ -964,6 +1015,7 @@ class Connection:
         self.listener = listener
         self._handle = _register(self)
         self._cptr = None            # loop thread: NULL once closed
+        self._last_stats: Optional[Dict[str, int]] = None
         self._blocked: Deque[_Op] = collections.deque()  # after EAGAIN
         aloop = ctx._aloop
         self._established = aloop.create_future()
@@ -971,6 +1023,8 @@ class Connection:
         self.transport = "none"
         self.fallback_reason = None
         self.peer_data = b""
+        self._peer_addr: Optional[Address] = None
+        self._local_addr: Optional[Address] = None
         self.close_reason = None
         self._msgs: Deque[bytes] = collections.deque()
         self._msg_waiter: Optional[asyncio.Future[None]] = None
@@ -996,12 +1050,25 @@ class Connection:
         return (t.decode() if t else "none", f.decode() if f else None,
                 pdata)
 
+    def _lt_addrs(self):
+        """(peer, local) addresses (rmsg_conn_peer_addr/local_addr), None
+        each while not known."""
+        res = []
+        for fn in (lib.rmsg_conn_peer_addr, lib.rmsg_conn_local_addr):
+            buf = ctypes.create_string_buffer(_ffi.SOCKADDR_STORAGE_SIZE)
+            res.append(_address(buf.raw) if fn(self._cptr, buf) == 0
+                       else None)
+        return tuple(res)
+
     def _lt_established(self):
+        self._ctx._post(self._py_addrs, *self._lt_addrs())
         self._ctx._post(self._py_established, *self._lt_info())
         if self.listener is not None:
             self._ctx._post(self.listener._py_push, self)
 
     def _lt_close(self, reason):
+        # the counters as the connection ended: stats() after close
+        self._last_stats = _lt_stats(lib.rmsg_conn_stats, self._cptr)
         info = self._lt_info()
         self._lt_fail_blocked(reason or -_errno.ECANCELED)
         self._ctx._conns.pop(self._cptr, None)
@@ -1074,6 +1141,10 @@ class Connection:
 
     # -- asyncio thread ----------------------------------------------------
 
+    def _py_addrs(self, peer, local):
+        self._peer_addr = peer
+        self._local_addr = local
+
     def _py_established(self, transport, fallback, pdata):
         self.transport = transport
         self.fallback_reason = fallback
@@ -1123,6 +1194,19 @@ class Connection:
     @property
     def closed(self) -> bool:
         return self._closed.done()
+
+    @property
+    def peer_addr(self) -> Optional[Address]:
+        """The peer's address and port, (host, port), host numeric
+        (IPv4 or IPv6); known once established (rmsg_conn_peer_addr(3)),
+        also after the close; None before."""
+        return self._peer_addr
+
+    @property
+    def local_addr(self) -> Optional[Address]:
+        """This side's address and port, (host, port), as the peer sees
+        it in peer_addr (rmsg_conn_local_addr(3)); None before."""
+        return self._local_addr
 
     def send(self, data: Data) -> asyncio.Future[None]:
         """Send one message gathered from a bytes-like object, a Buffer or
@@ -1196,6 +1280,19 @@ class Connection:
         """Read len(into) bytes at offset of the peer's region into the
         writable buffer(s) `into`. Awaitable."""
         return self._onesided(lib.rmsg_read, into, remote_desc, offset, True)
+
+    async def stats(self) -> Dict[str, int]:
+        """The connection's counters (rmsg_conn_stats(3)) as a dict, one
+        key per member of struct rmsg_stats; after the close, as they were
+        when it closed. Awaitable (they are read on the loop thread)."""
+        def work():
+            if self._cptr is None:
+                return self._last_stats
+            return _lt_stats(lib.rmsg_conn_stats, self._cptr)
+        st = await self._ctx._await_lt(work)
+        if st is None:
+            raise RmsgError(_errno.ENOTCONN, "connection not open yet")
+        return st
 
     async def recv(self) -> bytes:
         """The next message as bytes; ConnectionClosed (errno = close

@@ -137,6 +137,23 @@ class conn_ops(Structure):
                 ("on_close", CLOSE_CB)]
 
 
+# struct rmsg_stats (rmsg_conn_stats(3)), its members in order; the
+# library only ever appends members, so a new one is one more name here
+STATS_FIELDS = (
+    "msgs_sent", "bytes_sent", "msgs_recv", "bytes_recv",
+    "eager_sent", "rndv_sent", "eager_recv", "rndv_recv",
+    "writes", "writes_imm", "reads", "writes_served", "reads_served",
+    "imm_recv", "credit_stalls", "sendq_full", "ka_probes", "ka_timeouts",
+    "refused_peer", "refused_ours", "proto_errors", "fallbacks",
+    "conns_opened", "conns_accepted", "conns_refused", "conns_closed",
+    "auth_failures",
+)
+
+
+class rmsg_stats(Structure):
+    _fields_ = [(name, c_uint64) for name in STATS_FIELDS]
+
+
 def _decl(name, restype, *argtypes):
     f = getattr(lib, name)
     f.restype = restype
@@ -154,6 +171,7 @@ _decl("rmsg_cfg_set_send_queue", c_int, P, c_uint)
 _decl("rmsg_cfg_set_busy_poll_us", c_int, P, c_uint)
 _decl("rmsg_cfg_set_max_msg_size", c_int, P, c_size_t)
 _decl("rmsg_cfg_set_private_data", c_int, P, c_char_p, c_size_t)
+_decl("rmsg_cfg_set_psk", c_int, P, c_char_p, c_size_t)
 _decl("rmsg_cfg_set_timeout_ms", c_int, P, c_uint)
 _decl("rmsg_cfg_set_reg_limit", c_int, P, c_size_t)
 _decl("rmsg_cfg_set_tcp_rx_limit", c_int, P, c_size_t)
@@ -194,8 +212,14 @@ _decl("rmsg_conn_close", c_int, P)
 _decl("rmsg_conn_transport", c_char_p, P)
 _decl("rmsg_conn_fallback_reason", c_char_p, P)
 _decl("rmsg_conn_set_arg", c_int, P, P)
+_decl("rmsg_conn_stats", c_int, P, POINTER(rmsg_stats), c_size_t)
+_decl("rmsg_ctx_stats", c_int, P, POINTER(rmsg_stats), c_size_t)
 _decl("rmsg_conn_set_private_data", c_int, P, c_char_p, c_size_t)
 _decl("rmsg_conn_peer_data", c_int, P, POINTER(c_void_p), POINTER(c_size_t))
+# struct sockaddr_storage: 128 bytes on Linux
+SOCKADDR_STORAGE_SIZE = 128
+_decl("rmsg_conn_peer_addr", c_int, P, c_char_p)
+_decl("rmsg_conn_local_addr", c_int, P, c_char_p)
 _decl("rmsg_send", c_int, P, IOV_P, c_int, DONE_CB, P)
 _decl("rmsg_msg_data", c_void_p, P)
 _decl("rmsg_msg_len", c_size_t, P)

@@ -3,7 +3,7 @@
  * cm.c - connection management over rdma_cm (rdma.h tells the design):
  * resolving and connecting, listening, a peer's connect request, the
  * connection's QP on the shared CQ and SRQ, its timer (connect bound,
- * then teardown bound) and the rdma_cm events.
+ * then teardown bound), the rdma_cm events and the cm id's addresses.
  */
 #include <stdio.h>
 #include <arpa/inet.h>
@@ -149,6 +149,43 @@ static void rc_conn_param(struct rdma_conn *rc, struct rdma_conn_param *p,
 	 * which retries forever: a live receiver that never reposts would
 	 * stall our sends for good */
 	p->rnr_retry_count = RNR_RETRY;
+}
+
+/* an IP address of a cm id, with its port; false for none (AF_UNSPEC
+ * before resolution) or another family (AF_IB) */
+static bool cm_addr(const struct sockaddr *sa, struct sockaddr_storage *ss)
+{
+	size_t len;
+
+	switch (sa->sa_family) {
+	case AF_INET:
+		len = sizeof(struct sockaddr_in);
+		break;
+	case AF_INET6:
+		len = sizeof(struct sockaddr_in6);
+		break;
+	default:
+		return false;
+	}
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, sa, len);
+	return true;
+}
+
+/* conn op: the cm id's addresses, which librdmacm fills when the
+ * route resolves (client) and on a connect request's new id (server) */
+int rdma_addrs_op(void *p, struct sockaddr_storage *local,
+		  struct sockaddr_storage *peer)
+{
+	struct rdma_conn *rc = p;
+	struct sockaddr_storage l, d;
+
+	if (!rc->id || !cm_addr(rdma_get_local_addr(rc->id), &l) ||
+	    !cm_addr(rdma_get_peer_addr(rc->id), &d))
+		return -ENOTCONN;
+	*local = l;
+	*peer = d;
+	return 0;
 }
 
 static int rdma_resolve(const struct rmsgi_uri *u, bool passive,
@@ -307,7 +344,7 @@ static void on_connect_request(struct rdma_ctx *r, struct rdma_cm_event *ev,
 	const struct rmsgi_tr_conn_info *ci;
 	struct rdma_conn_param param;
 	struct rmsgi_hello h, reply;
-	uint8_t buf[64];
+	uint8_t buf[RMSGI_HELLO_MAX];
 	struct rdma_conn *rc;
 	struct rmsg_conn *c;
 	int ret;
@@ -375,7 +412,7 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 	struct rdma_conn *rc = ev->id->context;
 	struct rdma_conn_param param;
 	struct rmsgi_hello h;
-	uint8_t buf[64];
+	uint8_t buf[RMSGI_HELLO_MAX];
 	int ret;
 
 	if (!rc)

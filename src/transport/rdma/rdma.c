@@ -24,6 +24,7 @@ static const struct rmsgi_tr_conn_ops rdma_conn_ops = {
 	.direct_max = rdma_direct_max,
 	.kick = rdma_kick,
 	.rndv_release = rdma_rndv_release,
+	.addrs = rdma_addrs_op,
 };
 
 const struct rmsgi_tr rmsgi_tr_rdma = {

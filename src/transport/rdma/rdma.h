@@ -62,7 +62,8 @@
  *  mem.c       registration hooks (the pool's, mr.c's) and type-2 memory
  *              windows (exports, rendezvous pieces)
  *  cm.c        connection management: resolve, connect, listen, a peer's
- *              request, the QP, the connection's timer, rdma_cm events
+ *              request, the QP, the connection's timer, rdma_cm events,
+ *              the cm id's addresses (addrs)
  *  send.c      the send ring: post (eager and rendezvous), send_direct,
  *              kick, and the retirement of completed slots
  *  recv.c      receiving: the CQ drain, eager frames, buffer reposts,
@@ -387,6 +388,8 @@ void rdma_rc_up(struct rdma_conn *rc);
 /* conn and listener ops */
 int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 		    const struct rmsgi_uri *u, const struct rmsgi_addrs *to);
+int rdma_addrs_op(void *p, struct sockaddr_storage *local,
+		  struct sockaddr_storage *peer);
 int rdma_listen_op(struct rmsg_ctx *ctx, struct rmsg_listener *l,
 		   const struct rmsgi_uri *u, uint16_t *port_p, void **tl_p);
 void rdma_listen_close(void *p);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * conn.c - TCP connections: the object and its end, the handshake,
- * connect and its address walk, the timeouts, disconnect and its linger.
+ * connect and its address walk, the timeouts, disconnect and its linger,
+ * the socket's addresses.
  */
 #define _GNU_SOURCE
 #include "tcp.h"
@@ -377,6 +378,30 @@ int tcp_conn_adopt(struct rmsg_ctx *ctx, struct rmsg_conn *c,
 			ci->cfg->timeout_ms / 1000.0);
 	tcp_connected(tc);
 	tcp_conn_unbusy(tc);
+	return 0;
+}
+
+/* the socket's two ends (the addrs op): what getsockname() and
+ * getpeername() say; -ENOTCONN before the socket is connected (or once
+ * it is closed), -EAFNOSUPPORT for a socket that is not IP (an adopted
+ * unix socket) */
+int tcp_addrs(void *tcp, struct sockaddr_storage *local,
+	      struct sockaddr_storage *peer)
+{
+	struct tcp_conn *tc = tcp;
+	struct sockaddr_storage l, p;
+	socklen_t ll = sizeof(l), pl = sizeof(p);
+
+	if (tc->fd < 0 || tc->phase == TCP_PH_CONNECT)
+		return -ENOTCONN;
+	if (getsockname(tc->fd, (struct sockaddr *)&l, &ll) < 0 ||
+	    getpeername(tc->fd, (struct sockaddr *)&p, &pl) < 0)
+		return -errno;
+	if ((l.ss_family != AF_INET && l.ss_family != AF_INET6) ||
+	    p.ss_family != l.ss_family)
+		return -EAFNOSUPPORT;
+	*local = l;
+	*peer = p;
 	return 0;
 }
 

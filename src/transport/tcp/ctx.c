@@ -250,6 +250,7 @@ static const struct rmsgi_tr_conn_ops tcp_conn_ops = {
 	.direct_max = tcp_direct_max,
 	.kick = tcp_kick,
 	.rndv_release = NULL, /* no rendezvous */
+	.addrs = tcp_addrs,
 };
 
 const struct rmsgi_tr rmsgi_tr_tcp = {

@@ -181,7 +181,8 @@ static void tcp_frame(struct tcp_conn *tc, const struct rmsgi_hdr *h,
 		tcp_deliver(tc, h, data, own, cap);
 		return;
 	}
-	/* handshake frames are at most 48 bytes: always in tc->rb */
+	/* handshake frames are at most RMSGI_HELLO_MAX bytes: always in
+	 * tc->rb */
 	ret = rmsgi_hello_decode(data, (size_t)h->len, &peer);
 	if (ret) {
 		tcp_conn_end(tc, ret, NULL);

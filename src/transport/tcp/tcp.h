@@ -39,7 +39,8 @@
  *            memory of large frames (cfg.tcp_rx_limit: accounting,
  *            stalls, spare buffers and their sweep), the op tables
  *  conn.c    connection objects and their end, the handshake, connect
- *            and its address walk, the timeouts, disconnect and linger
+ *            and its address walk, the timeouts, disconnect and linger,
+ *            the socket's addresses (addrs)
  *  send.c    the output queue: post, send_direct, kick, writing
  *  recv.c    read buffers and message objects, reading and parsing
  *            frames, large frames, delivery to the core
@@ -94,7 +95,7 @@
 /* a large frame's memory starts at this (or what already arrived) and
  * doubles as its bytes come, up to the frame's length */
 #define TCP_BIG_FIRST ((size_t)256 << 10)
-#define TCP_HS_MAX (RMSGI_HDR_SIZE + RMSGI_HELLO_SIZE + RMSG_PRIVATE_DATA_MAX)
+#define TCP_HS_MAX (RMSGI_HDR_SIZE + RMSGI_HELLO_MAX)
 /* no rendezvous, no native one-sided ops: the core emulates them */
 #define TCP_CAPS 0u
 /* a frame's header slot: the header and a one-sided op's RMA header */
@@ -352,6 +353,8 @@ void tcp_cli_answer(struct tcp_conn *tc, uint8_t type,
 int tcp_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 		const struct rmsgi_uri *u, const struct rmsgi_addrs *to);
 void tcp_disconnect(void *tcp, unsigned linger_ms);
+int tcp_addrs(void *tcp, struct sockaddr_storage *local,
+	      struct sockaddr_storage *peer);
 /* a client connection over an already connected stream socket @fd,
  * starting at the handshake (the seam of an fd hand-over; unit tests) */
 int tcp_conn_adopt(struct rmsg_ctx *ctx, struct rmsg_conn *c,
