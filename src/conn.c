@@ -154,6 +154,7 @@ static void __attribute__((noinline)) conn_free(struct rmsg_conn *c)
 	rmsgi_mr_conn_gone(
 		c); /* rmsgi_conn_finalize() did, unless it never ran */
 	rmsgi_rpc_conn_free(c);
+	free(c->auto_to);
 	explicit_bzero(c->cfg.psk, sizeof(c->cfg.psk));
 	free(c);
 }
@@ -393,20 +394,23 @@ bool rmsgi_conn_awaits_peer(const struct rmsg_conn *c)
 }
 
 static int conn_start_tr(struct rmsg_conn *c, const struct rmsgi_tr *tr,
-			 const struct rmsgi_uri *u)
+			 const struct rmsgi_uri *u,
+			 const struct rmsgi_addrs *to)
 {
 	int ret;
 
 	c->tr = tr;
 	c->tops = tr->conn;
 	c->tr_priv = NULL;
-	ret = tr->conn->connect(c, &c->ti, u);
+	ret = tr->conn->connect(c, &c->ti, u, to);
 	if (ret)
 		c->tr_priv = NULL; /* nothing started */
 	return ret;
 }
 
-int rmsgi_conn_start(struct rmsg_conn *c, const struct rmsgi_uri *u)
+/* the backends for @u's scheme, with the addresses @to */
+static int conn_start_addrs(struct rmsg_conn *c, const struct rmsgi_uri *u,
+			    const struct rmsgi_addrs *to)
 {
 	const struct rmsgi_tr *v[RMSGI_TR_COUNT];
 	int n = rmsgi_tr_for_scheme(u->scheme, v);
@@ -416,22 +420,66 @@ int rmsgi_conn_start(struct rmsg_conn *c, const struct rmsgi_uri *u)
 		return -EINVAL;
 	if (n > 1) {
 		/* auto://: the first that connects; a failure after the
-		 * start falls back in rmsgi_conn_ev_failed/ev_down */
+		 * start falls back in rmsgi_conn_ev_failed/ev_down, to the
+		 * same addresses (the name is resolved once) */
+		c->auto_to = malloc(sizeof(*c->auto_to));
+		if (!c->auto_to)
+			return -ENOMEM;
+		*c->auto_to = *to;
 		c->auto_fallback = true;
 		c->auto_uri = *u;
 	}
-	ret = conn_start_tr(c, v[0], u);
+	ret = conn_start_tr(c, v[0], u, to);
 	if (ret && n > 1) {
 		/* no RDMA here (no device, or no route through one) */
 		c->auto_fallback = false;
 		c->fallback_reason = ret;
 		rmsgi_info(c->ctx, "auto://%s:%u: %s; using %s", u->host,
 			   u->port, rmsgi_fallback_text(ret), v[1]->name);
-		ret = conn_start_tr(c, v[1], u);
+		ret = conn_start_tr(c, v[1], u, to);
 		if (ret == 0)
 			c->st.fallbacks++;
 	}
 	return ret;
+}
+
+int rmsgi_conn_start(struct rmsg_conn *c, const struct rmsgi_uri *u)
+{
+	const struct rmsgi_tr *v[RMSGI_TR_COUNT];
+	struct rmsgi_addrs to;
+	int ret;
+
+	if (rmsgi_tr_for_scheme(u->scheme, v) < 1)
+		return -EINVAL;
+	/* a numeric host now; a name by a resolver thread, and the
+	 * connection goes on in rmsgi_conn_resolved() */
+	ret = rmsgi_resolve(c, u, &to);
+	if (ret == -EINPROGRESS) {
+		c->auto_uri = *u;
+		return 0;
+	}
+	if (ret)
+		return ret;
+	return conn_start_addrs(c, u, &to);
+}
+
+void rmsgi_conn_resolved(struct rmsg_conn *c, int err,
+			 const struct rmsgi_addrs *to)
+{
+	if (c->state >= RMSGI_CS_CLOSING)
+		return; /* closed meanwhile (it cancelled the resolution) */
+	if (!err)
+		err = conn_start_addrs(c, &c->auto_uri, to);
+	if (!err)
+		return;
+	/* not resolved, timed out, or no backend could start: the app
+	 * learns it from on_close, as of any failure to connect */
+	c->tr = NULL;
+	c->tops = NULL;
+	c->tr_priv = NULL;
+	c->auto_fallback = false;
+	rmsgi_conn_ev_failed(c, err, NULL);
+	rmsgi_conn_ev_down(c);
 }
 
 void rmsgi_conn_ev_down(struct rmsg_conn *c)
@@ -448,7 +496,7 @@ void rmsgi_conn_ev_down(struct rmsg_conn *c)
 		rmsgi_info(c->ctx, "conn %u: RDMA failed (%s); using TCP",
 			   c->id, rmsgi_fallback_text(c->fallback_reason));
 		c->tr_priv = NULL;
-		ret = conn_start_tr(c, v[1], &c->auto_uri);
+		ret = conn_start_tr(c, v[1], &c->auto_uri, c->auto_to);
 		if (ret == 0) {
 			c->st.fallbacks++;
 			return;
@@ -488,8 +536,11 @@ void rmsgi_conn_abort(struct rmsg_conn *c, int reason)
 	/* a failure does not linger */
 	if (c->tr_priv)
 		c->tops->disconnect(c->tr_priv, 0);
-	else if (!c->tr)
+	else if (!c->tr) {
+		/* never waits for a resolver thread */
+		rmsgi_resolve_cancel(c);
 		rmsgi_conn_ev_down(c);
+	}
 }
 
 int rmsg_conn_close(struct rmsg_conn *c)
@@ -513,8 +564,11 @@ int rmsg_conn_close(struct rmsg_conn *c)
 	/* the app's close lingers (the backend decides nothing of it) */
 	if (c->tr_priv)
 		c->tops->disconnect(c->tr_priv, RMSGI_LINGER_MS);
-	else if (!c->tr)
+	else if (!c->tr) {
+		/* never waits for a resolver thread */
+		rmsgi_resolve_cancel(c);
 		rmsgi_conn_ev_down(c);
+	}
 	return 0;
 }
 

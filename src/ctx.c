@@ -210,6 +210,7 @@ int rmsg_ctx_create(struct ev_loop *loop, const struct rmsg_cfg *cfg,
 	rmsgi_list_init(&ctx->listeners);
 	rmsgi_list_init(&ctx->dirty);
 	rmsgi_list_init(&ctx->op_free);
+	rmsgi_list_init(&ctx->resolves);
 	rmsgi_mr_init(ctx);
 	ret = rmsgi_pool_create(0, &ctx->pool);
 	if (ret) {
@@ -241,6 +242,8 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 		return -EINVAL;
 	if (ctx->in_cb)
 		return -EBUSY;
+	/* no resolver thread may submit to the context from here on */
+	rmsgi_resolve_ctx_fini(ctx);
 	rmsgi_async_fini(ctx);
 	ctx->destroying = true;
 	rmsgi_list_for_each_safe (n, t, &ctx->listeners)

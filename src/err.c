@@ -97,8 +97,14 @@ static const struct {
 	{EADDRNOTAVAIL, "address not available: no local interface has it, "
 			"or (RDMA) no RDMA device is bound to it"},
 	{EADDRINUSE, "address in use: another listener has this port"},
-	{EHOSTUNREACH, "host unreachable: no route to the peer (RDMA: "
-		       "the route or address did not resolve)"},
+	{EHOSTUNREACH, "host unreachable: no route to the peer, or none of "
+		       "its addresses is of the ?src= address's family "
+		       "(RDMA: the route or the address's hardware "
+		       "address did not resolve)"},
+	{ENXIO, "name not resolved: the host name has no IPv4 or IPv6 "
+		"address (not in /etc/hosts, unknown to DNS), or the name "
+		"service failed to answer; check the name and "
+		"/etc/resolv.conf"},
 	{ENETUNREACH, "network unreachable: no route to the peer"},
 	{ECONNRESET, "connection reset: the peer died, or its end was reset "
 		     "without closing"},

@@ -162,6 +162,8 @@ struct rmsg_ctx {
 	struct rmsgi_rpc_ctx *rpc; /* RPC handlers (rpc.c) */
 	struct rmsgi_async *async; /* cross-thread queue (async.c) */
 	bool flushing;
+	/* name resolutions the loop holds (resolve.c) */
+	struct rmsgi_list resolves;
 	uint32_t next_conn_id;
 	struct rmsgi_mrtab mrt;
 	/* closed connections' counters, summed, and the context-only ones
@@ -246,6 +248,10 @@ struct rmsg_conn {
 	bool fallback_pending;
 	int fallback_reason; /* why RDMA was not used, or 0 */
 	struct rmsgi_uri auto_uri;
+	/* auto://: the addresses TCP falls back to */
+	struct rmsgi_addrs *auto_to;
+	/* its host name being resolved (resolve.c), or NULL */
+	struct rmsgi_rsv *rsv;
 	struct rmsgi_rpc_conn *rpc; /* calls in flight (rpc.c) */
 	struct rmsg_listener *lst;  /* counts against its limits (listener.c) */
 	bool lst_pending;	    /* ... as a handshake too */
@@ -378,6 +384,24 @@ ev_tstamp rmsgi_conn_rx_idle(struct rmsg_conn *c, ev_tstamp now);
 /* how long since we last posted a frame, at @now */
 ev_tstamp rmsgi_conn_tx_idle(const struct rmsg_conn *c, ev_tstamp now);
 
+/*
+ * Name resolution (resolve.c). rmsgi_resolve() fills @to at once for a
+ * numeric host (0), or returns -EINPROGRESS having started a resolver
+ * thread for @c's name: the result then comes from the loop, through
+ * the context's ev_async, as rmsgi_conn_resolved(); so does -ETIMEDOUT
+ * after the connection's timeout. Other negative errnos: nothing
+ * started. rmsgi_resolve_cancel() forgets @c's resolution (the thread
+ * finishes on its own); rmsgi_resolve_ctx_fini() before the context's
+ * ev_async goes: no thread reaches the context after it.
+ */
+int rmsgi_resolve(struct rmsg_conn *c, const struct rmsgi_uri *u,
+		  struct rmsgi_addrs *to);
+void rmsgi_resolve_cancel(struct rmsg_conn *c);
+void rmsgi_resolve_ctx_fini(struct rmsg_ctx *ctx);
+/* conn.c: @c's name resolved (@err 0, @to) or not (@err): connects or
+ * fails; from the loop */
+void rmsgi_conn_resolved(struct rmsg_conn *c, int err,
+			 const struct rmsgi_addrs *to);
 /* counters (stats.c): adds @c's to its context's totals, once, when it
  * leaves the context's list */
 void rmsgi_stats_fold(struct rmsg_conn *c);

@@ -120,6 +120,16 @@ struct rmsgi_uri {
 	socklen_t src_len;
 };
 
+/* the addresses a client connects to, resolved by the core (resolve.c)
+ * before any backend starts: in the resolver's order, each with the
+ * URI's port; never empty */
+#define RMSGI_ADDRS_MAX 8
+struct rmsgi_addrs {
+	unsigned n; /* 1..RMSGI_ADDRS_MAX */
+	socklen_t len[RMSGI_ADDRS_MAX];
+	struct sockaddr_storage a[RMSGI_ADDRS_MAX];
+};
+
 /* ------------------------------------------------------------------ */
 /* operations queued on a connection                                    */
 
@@ -384,16 +394,21 @@ struct rmsgi_tr_listener_ops {
  * backend's rmsgi_conn_ev_down() or rmsgi_conn_discard().
  */
 struct rmsgi_tr_conn_ops {
-	/* client: starts resolving, connecting and the hello for @c, whose
-	 * fixed facts are @ci. Returns 0 once started (having called
-	 * rmsgi_conn_set_tc()); from then on every outcome is reported
-	 * through the up-calls, from the loop or from inside this call (a
-	 * failure found at once: rmsgi_conn_ev_failed + ev_down). A negative
-	 * errno (no device, no memory, no socket) means nothing started and
-	 * nothing was reported: the core may try another backend. May block
-	 * in the resolver for names not in local files. */
+	/* client: starts connecting and the hello for @c, whose fixed facts
+	 * are @ci, to the addresses @to (the core resolved u->host: the
+	 * backend never resolves a name and never blocks; @to is valid
+	 * only during the call). TCP tries them in order; RDMA takes the
+	 * first of the ?src= address's family (any without one). None of
+	 * that family: the failure is -EHOSTUNREACH. @u gives the ?src=
+	 * address (u->src_len 0: none) and the names for log lines.
+	 * Returns 0 once started (having called rmsgi_conn_set_tc()); from
+	 * then on every outcome is reported through the up-calls, from the
+	 * loop or from inside this call (a failure found at once:
+	 * rmsgi_conn_ev_failed + ev_down). A negative errno (no device, no
+	 * memory, no socket) means nothing started and nothing was
+	 * reported: the core may try another backend. */
 	int (*connect)(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
-		       const struct rmsgi_uri *u);
+		       const struct rmsgi_uri *u, const struct rmsgi_addrs *to);
 	/* a local close (the core's decision): with @linger_ms > 0 what was
 	 * posted (the BYE last) still goes out and the peer's answers still
 	 * come in, for at most that long; with 0, at once. Either way the

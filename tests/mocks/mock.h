@@ -82,6 +82,7 @@ struct mock_state {
 	int create_qp_fail;    /* so many rdma_create_qp calls fail */
 	int cm_channel_errno;  /* rdma_create_event_channel */
 	int getaddrinfo_errno; /* rdma_getaddrinfo */
+	int n_getaddrinfo;     /* rdma_getaddrinfo calls */
 	int connect_errno;     /* rdma_connect */
 	int accept_errno;      /* rdma_accept */
 
@@ -119,6 +120,11 @@ struct mock_state {
 	/* librdmacm */
 	int n_connect, n_accept, n_reject, n_disconnect;
 	int n_resolve_addr, n_resolve_route, n_listen;
+	/* last rdma_resolve_addr: the destination (IPv4 only), and whether
+	 * it had a source */
+	uint32_t resolve_dst4; /* host order */
+	uint16_t resolve_port;
+	bool resolve_src;
 	uint8_t connect_pdata[MOCK_PDATA_MAX]; /* last rdma_connect */
 	uint8_t connect_pdata_len;
 	uint8_t accept_pdata[MOCK_PDATA_MAX]; /* last rdma_accept */

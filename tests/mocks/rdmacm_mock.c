@@ -194,6 +194,7 @@ int rdma_getaddrinfo(const char *node, const char *service,
 	struct rdma_addrinfo *ai;
 	struct sockaddr_in *sin;
 
+	mock.n_getaddrinfo++;
 	if (mock.getaddrinfo_errno) {
 		errno = mock.getaddrinfo_errno;
 		return -1;
@@ -233,6 +234,15 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 		      struct sockaddr *dst_addr, int timeout_ms)
 {
 	mock.n_resolve_addr++;
+	mock.resolve_src = src_addr != NULL;
+	mock.resolve_dst4 = 0;
+	mock.resolve_port = 0;
+	if (dst_addr && dst_addr->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)dst_addr;
+
+		mock.resolve_dst4 = ntohl(in->sin_addr.s_addr);
+		mock.resolve_port = ntohs(in->sin_port);
+	}
 	return 0;
 }
 

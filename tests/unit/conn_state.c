@@ -5,6 +5,10 @@
  * over an open connection, closing, failures reported by the backend, the
  * handshake's hellos, and received messages the app holds or closes in.
  */
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include "conn_t.h"
 
 /* ------------------------------------------------------------------ */
@@ -417,6 +421,103 @@ static void conn_msg__close_in_on_msg(void **state)
 	assert_int_equal(t->close_reason, 0);
 }
 
+/* ------------------------------------------------------------------ */
+/* rmsg_connect and host names                                          */
+
+/* runs @loop without blocking until the fake's connect() ran @n times,
+ * for at most 5 s */
+static void run_until_connects(struct ev_loop *loop, int n)
+{
+	int i;
+
+	for (i = 0; i < 500 && ft.nconnect < n; i++) {
+		ev_run(loop, EVRUN_NOWAIT);
+		usleep(10000);
+	}
+}
+
+static uint16_t to_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	assert_int_equal(ss->ss_family, AF_INET6);
+	return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+}
+
+/* rmsg_connect.3: a numeric host reaches the backend inside the call (no
+ * thread, no loop iteration); a name is resolved off the loop thread and
+ * the backend gets its addresses from the loop, never inside the call;
+ * sends queued meanwhile wait */
+static void conn_connect__numeric_inline_name_later(void **state)
+{
+	struct t *t = *state, t2, t3;
+	const struct sockaddr_in *sin;
+	unsigned i;
+
+	memset(&t2, 0, sizeof(t2));
+	memset(&t3, 0, sizeof(t3));
+	assert_int_equal(rmsg_connect(t->ctx, "tcp://127.0.0.1:7000", NULL,
+				      &ops, &t2, &t2.c),
+			 0);
+	assert_int_equal(ft.nconnect, 1);
+	assert_int_equal(ft.last_to.n, 1);
+	sin = (const struct sockaddr_in *)&ft.last_to.a[0];
+	assert_int_equal(sin->sin_family, AF_INET);
+	assert_int_equal(ntohl(sin->sin_addr.s_addr), INADDR_LOOPBACK);
+	assert_int_equal(ntohs(sin->sin_port), 7000);
+
+	assert_int_equal(rmsg_connect(t->ctx, "tcp://localhost:7001", NULL,
+				      &ops, &t3, &t3.c),
+			 0);
+	assert_int_equal(ft.nconnect, 1); /* not inside the call */
+	t3.loop = t->loop;
+	assert_int_equal(send_str(&t3, "early", 1), 0);
+	flush(t);
+	assert_int_equal(ft.npost, 0);
+	run_until_connects(t->loop, 2);
+	assert_int_equal(ft.nconnect, 2);
+	assert_true(ft.last_to.n >= 1);
+	for (i = 0; i < ft.last_to.n; i++)
+		assert_int_equal(to_port(&ft.last_to.a[i]), 7001);
+	assert_int_equal(t3.closed, 0);
+
+	/* the fake goes down once (ft.down): once per connection here */
+	ft.auto_down = true;
+	assert_int_equal(rmsg_conn_close(t2.c), 0);
+	ft.down = false;
+	assert_int_equal(rmsg_conn_close(t3.c), 0);
+	ft.down = false;
+	ft.auto_down = false;
+	flush(t);
+	assert_int_equal(t2.closed, 1);
+	assert_int_equal(t3.closed, 1);
+	assert_int_equal(done_count(&t3, 1, NULL), 1);
+}
+
+/* a close while the name resolves: on_close once, from the loop, reason
+ * 0; the answer that comes later connects nothing */
+static void conn_connect__close_while_resolving(void **state)
+{
+	struct t *t = *state, t2;
+	int i;
+
+	memset(&t2, 0, sizeof(t2));
+	assert_int_equal(rmsg_connect(t->ctx, "tcp://localhost:7002", NULL,
+				      &ops, &t2, &t2.c),
+			 0);
+	assert_int_equal(rmsg_conn_close(t2.c), 0);
+	assert_int_equal(t2.closed, 0); /* never inside the call */
+	flush(t);
+	assert_int_equal(t2.closed, 1);
+	assert_int_equal(t2.close_reason, 0);
+	for (i = 0; i < 30; i++) {
+		ev_run(t->loop, EVRUN_NOWAIT);
+		usleep(10000);
+	}
+	assert_int_equal(ft.nconnect, 0);
+	assert_int_equal(t2.closed, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -436,6 +537,8 @@ int main(void)
 		CONN_T(conn_close__request_during_linger),
 		CONN_T(conn_msg__held_outlives_close),
 		CONN_T(conn_msg__close_in_on_msg),
+		CONN_T(conn_connect__numeric_inline_name_later),
+		CONN_T(conn_connect__close_while_resolving),
 	};
 
 	unit_filter();

@@ -146,6 +146,7 @@ static const int lib_errnos[] = {
 	EADDRNOTAVAIL, EADDRINUSE,  EHOSTUNREACH, ECONNRESET,	EPROTONOSUPPORT,
 	EACCES,	       EBUSY,	    EALREADY,	  EIO,		ENOBUFS,
 	EREMOTEIO,     ENETUNREACH, ECONNABORTED, ENOTSUP,	EPIPE,
+	ENXIO,
 };
 
 static void rmsg_strerror__every_errno(void **state)

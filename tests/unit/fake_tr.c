@@ -46,10 +46,11 @@ static void f_listen_close(void *tl)
 }
 
 static int f_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
-		     const struct rmsgi_uri *u)
+		     const struct rmsgi_uri *u, const struct rmsgi_addrs *to)
 {
 	(void)ci;
 	(void)u;
+	ft.last_to = *to;
 	ft.nconnect++;
 	rmsgi_conn_set_tc(c, c);
 	return 0;

@@ -47,6 +47,7 @@ struct fake_tr_state {
 	int addrs_ret;
 	struct sockaddr_storage addr_local, addr_peer;
 	int naddrs;
+	struct rmsgi_addrs last_to; /* the last connect()'s addresses */
 };
 
 extern struct fake_tr_state ft;

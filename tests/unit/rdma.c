@@ -537,21 +537,38 @@ static void connect__no_rdma_stack(void **state)
 	assert_int_equal(t->nlog, 0);
 }
 
+/* transport.h: the core resolves, the backend connects to what it is
+ * given: no rdma_getaddrinfo for a client; the destination and port
+ * reach rdma_resolve_addr unchanged */
+static void connect__resolved_address(void **state)
+{
+	struct rt *t = *state;
+	struct rmsg_conn *c = NULL;
+
+	rt_ctx(t);
+	mock.getaddrinfo_errno = ENODEV; /* would fail if it were called */
+	assert_int_equal(rmsg_connect(t->ctx, URI, t->cfg, &ops, t, &c), 0);
+	assert_non_null(c);
+	assert_int_equal(mock.n_getaddrinfo, 0);
+	assert_int_equal(mock.n_resolve_addr, 1);
+	assert_int_equal(mock.resolve_dst4, 0xc0000201); /* 192.0.2.1 */
+	assert_int_equal(mock.resolve_port, 7471);
+	assert_false(mock.resolve_src);
+	assert_int_equal(rmsg_conn_close(c), 0);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(t->closed, 1);
+}
+
 static void connect__resolve_failure(void **state)
 {
 	struct rt *t = *state;
 	struct rmsg_conn *c = NULL;
 
 	rt_ctx(t);
-	mock.getaddrinfo_errno = ENODEV;
-	assert_int_equal(rmsg_connect(t->ctx, URI, t->cfg, &ops, t, &c),
-			 -ENODEV);
-	assert_null(c);
-	assert_int_equal(mock.live_id, 0);
-	/* a name or address that does not resolve is the network's answer:
+	/* no address of the ?src= family is the network's answer:
 	 * rmsg_connect.3 lists no such error, on_close gets it (as on TCP) */
-	mock.getaddrinfo_errno = EADDRNOTAVAIL;
-	assert_int_equal(rmsg_connect(t->ctx, URI, t->cfg, &ops, t, &c), 0);
+	assert_int_equal(
+		rmsg_connect(t->ctx, URI "?src=::1", t->cfg, &ops, t, &c), 0);
 	assert_non_null(c);
 	assert_int_equal(t->closed, 0); /* never inside the call */
 	rmsgi_ctx_flush(t->ctx);
@@ -559,6 +576,7 @@ static void connect__resolve_failure(void **state)
 	assert_int_equal(t->close_reason, -EHOSTUNREACH);
 	assert_int_equal(t->established, 0);
 	assert_int_equal(mock.live_id, 0);
+	assert_int_equal(mock.n_resolve_addr, 0);
 	assert_int_equal(t->nlog, 1); /* the on_close */
 }
 
@@ -2488,6 +2506,7 @@ int main(void)
 		T(connect__device_setup_failure),
 		T(connect__query_device_failure),
 		T(connect__no_rdma_stack),
+		T(connect__resolved_address),
 		T(connect__resolve_failure),
 		T(connect__timeout),
 		T(connect__qp_fallback),

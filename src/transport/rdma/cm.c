@@ -207,10 +207,23 @@ static int rdma_resolve(const struct rmsgi_uri *u, bool passive,
 	return 0;
 }
 
-int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
-		    const struct rmsgi_uri *u)
+/* the first address of @to of the ?src= address's family (any without
+ * one), or NULL */
+static const struct sockaddr *rdma_pick(const struct rmsgi_uri *u,
+					const struct rmsgi_addrs *to)
 {
-	struct rdma_addrinfo *res;
+	unsigned i;
+
+	for (i = 0; i < to->n; i++)
+		if (!u->src_len || to->a[i].ss_family == u->src.ss_family)
+			return (const struct sockaddr *)&to->a[i];
+	return NULL;
+}
+
+int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
+		    const struct rmsgi_uri *u, const struct rmsgi_addrs *to)
+{
+	const struct sockaddr *dst = rdma_pick(u, to);
 	struct rdma_conn *rc;
 	struct rdma_ctx *r;
 	int ret;
@@ -218,42 +231,34 @@ int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 	ret = rdma_ctx_get(ci->ctx, &r);
 	if (ret)
 		return ret;
-	ret = rdma_resolve(u, false, &res);
-	if (ret == -EHOSTUNREACH) {
-		/* the network's answer, not a misuse: like every later
-		 * failure (and like TCP) it reaches the core as one (for
-		 * the app, on_close from the loop; auto:// falls back) */
-		ret = rc_new(r, c, ci, &rc);
-		if (ret)
-			return ret;
+	ret = rc_new(r, c, ci, &rc);
+	if (ret)
+		return ret;
+	if (!dst) {
+		/* no address of the ?src= family: the network's answer,
+		 * not a misuse: like every later failure (and like TCP) it
+		 * reaches the core as one (for the app, on_close from the
+		 * loop; auto:// falls back) */
 		rdma_rc_teardown(rc, -EHOSTUNREACH);
 		return 0;
 	}
-	if (ret)
-		return ret;
-	ret = rc_new(r, c, ci, &rc);
-	if (ret)
-		goto undo_res;
 	ret = rmsgi_err_cm(rdma_create_id(r->ech, &rc->id, rc, RDMA_PS_TCP));
 	if (ret)
 		goto undo_rc;
 	/* "?src=": without it the source is the one the route picks, which
 	 * for two local devices is always the same device */
 	ret = rmsgi_err_cm(rdma_resolve_addr(
-		rc->id,
-		u->src_len ? (struct sockaddr *)&u->src : res->ai_src_addr,
-		res->ai_dst_addr,
+		rc->id, u->src_len ? (struct sockaddr *)&u->src : NULL,
+		(struct sockaddr *)dst,
 		(int)RMSGI_MIN(ci->cfg->timeout_ms, RESOLVE_SLICE_MS)));
 	if (ret && ret != -ENODEV && ret != -ENOENT && ret != -ENOMEM) {
 		/* e.g. a ?src= that is no address of this host, or no
 		 * route: on_close, as for TCP */
-		rdma_freeaddrinfo(res);
 		rdma_rc_teardown(rc, ret);
 		return 0;
 	}
 	if (ret)
 		goto undo_id;
-	rdma_freeaddrinfo(res);
 	rc->state = RC_RESOLVING;
 	rdma_rc_timer(rc, ci->cfg->timeout_ms);
 	return 0;
@@ -263,8 +268,6 @@ undo_id:
 undo_rc:
 	r->nconns--;
 	free(rc);
-undo_res:
-	rdma_freeaddrinfo(res);
 	return ret == -ENOENT ? -ENODEV : ret;
 }
 

@@ -387,7 +387,7 @@ void rdma_rc_timer(struct rdma_conn *rc, unsigned ms);
 void rdma_rc_up(struct rdma_conn *rc);
 /* conn and listener ops */
 int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
-		    const struct rmsgi_uri *u);
+		    const struct rmsgi_uri *u, const struct rmsgi_addrs *to);
 int rdma_addrs_op(void *p, struct sockaddr_storage *local,
 		  struct sockaddr_storage *peer);
 int rdma_listen_op(struct rmsg_ctx *ctx, struct rmsg_listener *l,

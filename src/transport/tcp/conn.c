@@ -65,8 +65,7 @@ void tcp_conn_release(struct tcp_conn *tc)
 	tcp_timer_stop(tc->t->env->loop, &tc->tmo);
 	tcp_conn_close_fd(tc);
 	rmsgi_list_del(&tc->link);
-	if (tc->ai_list)
-		freeaddrinfo(tc->ai_list);
+	free(tc->to);
 	free(tc->hdr);
 	if (tc->rb)
 		tcp_rbuf_put(tc->t, tc->rb);
@@ -185,9 +184,8 @@ static void tcp_connected(struct tcp_conn *tc)
 
 	tcp_io_stop(loop, &tc->ww);
 	tcp_user_timeout(tc->fd, tc->ci->cfg);
-	if (tc->ai_list)
-		freeaddrinfo(tc->ai_list);
-	tc->ai_list = tc->ai_next = NULL;
+	free(tc->to);
+	tc->to = NULL;
 	tc->phase = TCP_PH_HELLO;
 	tcp_io_start(loop, &tc->rw);
 	rmsgi_conn_hello(tc->c, &h);
@@ -202,16 +200,19 @@ static void tcp_connected(struct tcp_conn *tc)
 static int tcp_connect_next(struct tcp_conn *tc)
 {
 	struct ev_loop *loop = tc->t->env->loop;
-	struct addrinfo *ai;
+	const struct sockaddr_storage *sa;
+	socklen_t salen;
 	int fd;
 
-	while ((ai = tc->ai_next)) {
-		tc->ai_next = ai->ai_next;
-		if (tc->src_len && ai->ai_family != tc->src.ss_family) {
+	while (tc->to && tc->to_next < tc->to->n) {
+		sa = &tc->to->a[tc->to_next];
+		salen = tc->to->len[tc->to_next];
+		tc->to_next++;
+		if (tc->src_len && sa->ss_family != tc->src.ss_family) {
 			tc->sock_err = -EAFNOSUPPORT;
 			continue;
 		}
-		fd = socket(ai->ai_family,
+		fd = socket(sa->ss_family,
 			    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0) {
 			tc->sock_err = -errno;
@@ -225,7 +226,7 @@ static int tcp_connect_next(struct tcp_conn *tc)
 			tcp_conn_close_fd(tc);
 			continue;
 		}
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+		if (connect(fd, (const struct sockaddr *)sa, salen) == 0) {
 			tcp_connected(tc);
 			return 0;
 		}
@@ -317,35 +318,23 @@ static struct tcp_conn *tcp_client_new(struct rmsg_ctx *ctx,
 }
 
 int tcp_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
-		const struct rmsgi_uri *u)
+		const struct rmsgi_uri *u, const struct rmsgi_addrs *to)
 {
-	struct addrinfo hints, *res;
 	struct tcp_conn *tc;
-	char port[8];
 	int ret;
 
 	tc = tcp_client_new(ci->ctx, c, ci);
 	if (!tc)
 		return -ENOMEM;
+	tc->to = malloc(sizeof(*tc->to));
+	if (!tc->to) {
+		tcp_conn_release(tc);
+		return -ENOMEM;
+	}
+	*tc->to = *to;
 	tc->src = u->src;
 	tc->src_len = u->src_len;
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_protocol = IPPROTO_TCP;
-	hints.ai_flags = AI_NUMERICSERV;
-	snprintf(port, sizeof(port), "%u", u->port);
 	tc->busy++;
-	/* blocks for a name that is not in /etc/hosts; numeric hosts and
-	 * local names resolve at once */
-	ret = getaddrinfo(u->host, port, &hints, &res);
-	if (ret) {
-		/* reported like any connect failure: on_close follows */
-		tcp_conn_end(tc, tcp_gai_err(ret, false), NULL);
-		tcp_conn_unbusy(tc);
-		return 0;
-	}
-	tc->ai_list = tc->ai_next = res;
 	tcp_timer_start(tc->t->env->loop, &tc->tmo,
 			ci->cfg->timeout_ms / 1000.0);
 	ret = tcp_connect_next(tc);

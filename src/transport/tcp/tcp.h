@@ -194,8 +194,10 @@ struct tcp_conn {
 	ev_timer tmo; /* connection setup bound, then the linger bound */
 
 	/* connecting */
-	struct addrinfo *ai_list;
-	struct addrinfo *ai_next;
+	/* client, while connecting: the core's addresses (a copy), and
+	 * the next one to try */
+	struct rmsgi_addrs *to;
+	unsigned to_next;
 	int conn_err;		     /* why the last address failed */
 	int sock_err;		     /* why socket() failed */
 	struct sockaddr_storage src; /* "?src=" address, if src_len */
@@ -349,7 +351,7 @@ void tcp_srv_hello(struct tcp_conn *tc, const struct rmsgi_hello *peer);
 void tcp_cli_answer(struct tcp_conn *tc, uint8_t type,
 		    const struct rmsgi_hello *peer);
 int tcp_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
-		const struct rmsgi_uri *u);
+		const struct rmsgi_uri *u, const struct rmsgi_addrs *to);
 void tcp_disconnect(void *tcp, unsigned linger_ms);
 int tcp_addrs(void *tcp, struct sockaddr_storage *local,
 	      struct sockaddr_storage *peer);
