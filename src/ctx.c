@@ -126,12 +126,31 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Rounds of completions one prepare runs at most. Completions beget
+ * completions (a message's callback sends the next one; returned credits
+ * let the peer send more), so "until the queue is empty" can last for
+ * ever under steady traffic, and the loop would never get back to its
+ * timers (keepalive, deadlines), its other watchers and ev_async. After
+ * this many the loop turns once (without blocking: ctx->idle) and the
+ * next prepare goes on.
+ */
+#define RMSGI_POLL_ROUNDS 16
+
+/* the idle watcher's only job is to keep the loop from blocking */
+static void ctx_idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	(void)revents;
+	ev_idle_stop(loop, w);
+}
+
 /* before the loop blocks: flush, spin if asked to, re-arm notification */
 static void ctx_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
 	struct rmsg_ctx *ctx = w->data;
 	uint64_t start, budget;
 	bool idle = rmsgi_list_empty(&ctx->dirty);
+	unsigned rounds = 0;
 
 	(void)revents;
 	rmsgi_ctx_flush(ctx);
@@ -150,13 +169,24 @@ static void ctx_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 				/* each round is a fresh burst for the
 				 * direct send (send.c send_now) */
 				ev_now_update(loop);
+				if (++rounds == RMSGI_POLL_ROUNDS)
+					break;
 			}
 		}
 	}
 	/* closes the notify race: arm, then poll once more */
-	while (ctx_poll(ctx, true) > 0)
+	while (rounds < RMSGI_POLL_ROUNDS && ctx_poll(ctx, true) > 0) {
 		rmsgi_ctx_flush(ctx);
+		rounds++;
+	}
 	rmsgi_ctx_flush(ctx);
+	if (rounds >= RMSGI_POLL_ROUNDS) {
+		/* completions may remain, unannounced: the loop runs its
+		 * other watchers and timers, does not block, and comes
+		 * back here */
+		ev_idle_start(loop, &ctx->idle);
+		return;
+	}
 	/* nothing to do this time: sleep until a conn is marked dirty
 	 * (kept on after work, so a busy loop does not toggle it) */
 	if (idle && rmsgi_list_empty(&ctx->dirty) && !ctx_can_poll(ctx)) {
@@ -227,6 +257,7 @@ int rmsg_ctx_create(struct ev_loop *loop, const struct rmsg_cfg *cfg,
 	}
 	ev_prepare_init(&ctx->prepare, ctx_prepare_cb);
 	ctx->prepare.data = ctx;
+	ev_idle_init(&ctx->idle, ctx_idle_cb);
 	ev_prepare_start(loop, &ctx->prepare);
 	ev_unref(loop);
 	*ctx_p = ctx;
@@ -263,6 +294,7 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 		ev_ref(ctx->loop);
 		ev_prepare_stop(ctx->loop, &ctx->prepare);
 	}
+	ev_idle_stop(ctx->loop, &ctx->idle);
 	while ((n = rmsgi_list_pop(&ctx->op_free)))
 		free(rmsgi_list_entry(n, struct rmsgi_op, link));
 	rmsgi_pool_destroy(ctx->pool);

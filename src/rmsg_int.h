@@ -148,7 +148,7 @@ struct rmsg_ctx {
 	struct rmsgi_cfgv cfg;
 	int log_max;		 /* rmsgi_log_max(&cfg) */
 	ev_prepare prepare;	 /* flushes queues before the loop blocks */
-	ev_idle idle;		 /* keeps the loop turning while work remains */
+	ev_idle idle; /* no blocking while completions may remain (ctx.c) */
 	struct rmsgi_list conns; /* every live connection */
 	struct rmsgi_list listeners;
 	struct rmsgi_list dirty; /* connections with queued work */
