@@ -146,8 +146,8 @@ struct rmsgi_pool;
 struct rmsg_ctx {
 	struct ev_loop *loop;
 	struct rmsgi_cfgv cfg;
-	int log_max;		 /* rmsgi_log_max(&cfg) */
-	ev_prepare prepare;	 /* flushes queues before the loop blocks */
+	int log_max;	    /* rmsgi_log_max(&cfg) */
+	ev_prepare prepare; /* flushes queues before the loop blocks */
 	ev_idle idle; /* no blocking while completions may remain (ctx.c) */
 	struct rmsgi_list conns; /* every live connection */
 	struct rmsgi_list listeners;
