@@ -47,6 +47,8 @@ static void a_close(struct rmsg_conn *c, int reason, void *arg)
 	look(c, &in_close);
 	t->closed++;
 	t->close_reason = reason;
+	if (t->c == c)
+		t->c = NULL; /* freed after this (teardown must not look) */
 }
 
 static const struct rmsg_conn_ops aops = {

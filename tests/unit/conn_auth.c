@@ -69,7 +69,8 @@ static int rx_auth(struct rmsg_conn *c, uint32_t aux, const uint8_t *data,
 	struct rmsg_msg *m = tmsg_new(c, NULL);
 	struct tmsg *t = RMSGI_CONTAINER_OF(m, struct tmsg, m);
 
-	memcpy(t->data, data, len);
+	if (len)
+		memcpy(t->data, data, len);
 	m->len = len;
 	return rx(c, RMSGI_T_AUTH, 0, aux, 0, m);
 }
