@@ -61,6 +61,10 @@ static int ops_done, ops_status[W + I + R + 1];
 static int refused_status = 1;
 /* each connection's counters at its on_close */
 static struct rmsg_stats at_close_cli, at_close_srv;
+/* c's and s's at their on_close: over RDMA the device's refusal (step 6)
+ * ends both, and a connection is freed once its on_close returned */
+static struct rmsg_stats last_c, last_s;
+static bool c_gone, s_gone;
 
 static void add(struct rmsg_stats *to, const struct rmsg_stats *f)
 {
@@ -123,6 +127,10 @@ static void cli_close(struct rmsg_conn *x, int reason, void *arg)
 		c4_reason = reason;
 	}
 	add(&at_close_cli, &st);
+	if (x == c) {
+		last_c = st;
+		c_gone = true;
+	}
 	if (x != c4)
 		closes++;
 }
@@ -167,6 +175,10 @@ static void srv_close(struct rmsg_conn *x, int reason, void *arg)
 	struct rmsg_stats st = cst(x);
 
 	add(&at_close_srv, &st);
+	if (x == s) {
+		last_s = st;
+		s_gone = true;
+	}
 	closes++;
 }
 
@@ -530,8 +542,9 @@ int main(void)
 	}
 	T_RUN_UNTIL(loop, refused_status != 1, 60);
 	T_ASSERT(refused_status < 0, "revoked write: %d", refused_status);
-	ca = cst(c);
-	sa = cst(s);
+	/* (over RDMA c and s may be closed and freed by now) */
+	ca = c_gone ? last_c : cst(c);
+	sa = s_gone ? last_s : cst(s);
 	printf("refused write: %s; c refused_ours %llu, s refused_peer "
 	       "%llu\n",
 	       rmsg_strerror(refused_status),
