@@ -58,7 +58,7 @@ void rmsgi_auth_client_mac(const struct rmsgi_cfgv *cfg,
 	hmac_sha256_update(&h, RMSGI_NONCE_SIZE, nc);
 	hmac_sha256_update(&h, n, buf);
 	hmac_sha256_digest(&h, RMSGI_MAC_SIZE, mac);
-	memset(&h, 0, sizeof(h));
+	explicit_bzero(&h, sizeof(h)); /* key-derived state */
 }
 
 void rmsgi_auth_server_mac(const struct rmsgi_cfgv *cfg,
@@ -79,7 +79,7 @@ void rmsgi_auth_server_mac(const struct rmsgi_cfgv *cfg,
 	hmac_sha256_update(&h, sizeof(st), st);
 	hmac_sha256_update(&h, len, pdata);
 	hmac_sha256_digest(&h, RMSGI_MAC_SIZE, mac);
-	memset(&h, 0, sizeof(h));
+	explicit_bzero(&h, sizeof(h)); /* key-derived state */
 }
 
 bool rmsgi_auth_mac_eq(const uint8_t *a, const uint8_t *b)

@@ -6,7 +6,29 @@
 #include <limits.h>
 #include <infiniband/verbs.h>
 
+#include <netdb.h>
+
 #include "rmsg_int.h"
+
+int rmsgi_err_gai(int gai_err, int sys_err, int unknown)
+{
+	switch (gai_err) {
+	case 0:
+		return 0;
+	case EAI_MEMORY:
+		return -ENOMEM;
+	case EAI_FAMILY:
+		return -EAFNOSUPPORT;
+	case EAI_SYSTEM:
+		return sys_err > 0 ? -sys_err : -EIO;
+	case EAI_SERVICE:
+	case EAI_SOCKTYPE:
+	case EAI_BADFLAGS:
+		return -EINVAL;
+	default:
+		return unknown;
+	}
+}
 
 int rmsgi_err_cm(int ret)
 {

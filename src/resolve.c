@@ -85,27 +85,6 @@ static const struct addrinfo rsv_hints = {
 	.ai_flags = AI_NUMERICSERV,
 };
 
-/* a getaddrinfo() error as the library reports it: a name that does not
- * resolve (no such name, no address, or no usable answer from the name
- * service) is -ENXIO on every transport */
-static int rsv_err(int gai_err, int sys_err)
-{
-	switch (gai_err) {
-	case 0:
-		return 0;
-	case EAI_MEMORY:
-		return -ENOMEM;
-	case EAI_SYSTEM:
-		return sys_err > 0 ? -sys_err : -EIO;
-	case EAI_SERVICE:
-	case EAI_SOCKTYPE:
-	case EAI_BADFLAGS:
-		return -EINVAL;
-	default:
-		return -ENXIO;
-	}
-}
-
 /* copies @res into @to in the resolver's order (at most
  * RMSGI_ADDRS_MAX); -ENXIO if it holds no IPv4 or IPv6 address */
 static int rsv_fill(const struct addrinfo *res, struct rmsgi_addrs *to)
@@ -153,7 +132,7 @@ static void rsv_done(struct rmsg_ctx *ctx, void *arg)
 	rmsgi_list_del(&j->link);
 	if (c) {
 		rsv_detach(j);
-		err = rsv_err(j->gai_err, j->sys_err);
+		err = rmsgi_err_gai(j->gai_err, j->sys_err, -ENXIO);
 		if (!err)
 			err = rsv_fill(j->res, &to);
 		if (err == -ENXIO)
@@ -250,7 +229,7 @@ int rmsgi_resolve(struct rmsg_conn *c, const struct rmsgi_uri *u,
 		return ret;
 	}
 	if (ret != EAI_NONAME)
-		return rsv_err(ret, errno);
+		return rmsgi_err_gai(ret, errno, -ENXIO);
 
 	j = calloc(1, sizeof(*j));
 	if (!j)

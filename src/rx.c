@@ -143,6 +143,8 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		m->id = h->id;
 		rmsgi_conn_rx_enqueue(c, m);
 		return 0;
+	case RMSGI_T_AUTH: /* after the handshake: refused there */
+		return rmsgi_conn_auth_rx(c, h, m);
 	case RMSGI_T_CREDIT:
 		m->free_fn(m);
 		if (h->aux == RMSGI_CREDIT_PROBE)
@@ -203,8 +205,9 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 {
 	int ret;
 
-	/* nothing of an unauthenticated peer goes further (conn.c) */
-	if (RMSGI_UNLIKELY(c->auth_wait || h->type == RMSGI_T_AUTH))
+	/* nothing of an unauthenticated peer goes further (auth.c); an
+	 * AUTH frame afterwards ends in rx_other() */
+	if (RMSGI_UNLIKELY(c->auth_wait))
 		return rmsgi_conn_auth_rx(c, h, m);
 	/* any frame shows the peer alive and used one of its credits; one
 	 * beyond them (held messages count until released) is refused */

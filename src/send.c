@@ -322,10 +322,10 @@ static inline void stats_direct(struct rmsg_conn *c, size_t len)
 }
 
 /* counters: no credit for the op at the head of the queue; it and every
- * user op behind it wait for the peer's, each counted once (newest
- * first, stopping at one counted already: each op is looked at once) */
-static void __attribute__((noinline, cold))
-stats_stall(struct rmsg_conn *c, struct rmsgi_op *head)
+ * user op behind it wait for the peer's, each counted once. Newest
+ * first, stopping at one counted already: every op ahead of that one was
+ * counted in the same walk, so each op is looked at once. */
+static void __attribute__((noinline, cold)) stats_stall(struct rmsg_conn *c)
 {
 	struct rmsgi_list *n;
 
@@ -335,17 +335,11 @@ stats_stall(struct rmsg_conn *c, struct rmsgi_op *head)
 
 		if (op->stalled)
 			break;
-		if (op->kind == RMSGI_OP_SEND || op->kind == RMSGI_OP_WRITE ||
-		    op->kind == RMSGI_OP_READ) {
+		if ((op->kind == RMSGI_OP_SEND && op->type != RMSGI_T_AUTH) ||
+		    op->kind == RMSGI_OP_WRITE || op->kind == RMSGI_OP_READ) {
 			op->stalled = 1;
 			c->st.credit_stalls++;
 		}
-	}
-	if (!head->stalled && head != &c->credit_op &&
-	    (head->kind == RMSGI_OP_SEND || head->kind == RMSGI_OP_WRITE ||
-	     head->kind == RMSGI_OP_READ)) {
-		head->stalled = 1;
-		c->st.credit_stalls++;
 	}
 }
 
@@ -383,7 +377,7 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		if (credit &&
 		    !rmsgi_credit_can_send(&c->cr, op != &c->credit_op)) {
 			if (op != &c->credit_op)
-				stats_stall(c, op);
+				stats_stall(c);
 			break;
 		}
 		if (!native) {

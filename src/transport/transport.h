@@ -100,6 +100,11 @@ int rmsgi_log_max(const struct rmsgi_cfgv *cfg);
 int rmsgi_err_cm(int ret);	 /* librdmacm: -1 and errno */
 int rmsgi_err_verbs(int ret);	 /* libibverbs: positive errno */
 int rmsgi_err_wc(int wc_status); /* enum ibv_wc_status */
+/* getaddrinfo()'s EAI_* (@sys_err: errno, for EAI_SYSTEM); a name that
+ * does not resolve (no such name, no address, no usable answer) is
+ * @unknown: -ENXIO for a connection's host, -EADDRNOTAVAIL for a
+ * listener's address */
+int rmsgi_err_gai(int gai_err, int sys_err, int unknown);
 
 /* ------------------------------------------------------------------ */
 /* URIs (uri.c)                                                         */

@@ -188,18 +188,15 @@ int rdma_addrs_op(void *p, struct sockaddr_storage *local,
 	return 0;
 }
 
-static int rdma_resolve(const struct rmsgi_uri *u, bool passive,
-			struct rdma_addrinfo **res_p)
+/* a listener's address (a client's come resolved from the core) */
+static int rdma_resolve(const struct rmsgi_uri *u, struct rdma_addrinfo **res_p)
 {
 	struct rdma_addrinfo hints = {0};
 	char port[8];
 	int ret;
 
 	hints.ai_port_space = RDMA_PS_TCP;
-	if (passive)
-		hints.ai_flags = RAI_PASSIVE;
-	if (u->src_len) /* a destination of the source's family */
-		hints.ai_family = u->src.ss_family;
+	hints.ai_flags = RAI_PASSIVE;
 	snprintf(port, sizeof(port), "%u", u->port);
 	ret = rdma_getaddrinfo(u->host, port, &hints, res_p);
 	if (ret)
@@ -282,7 +279,7 @@ int rdma_listen_op(struct rmsg_ctx *ctx, struct rmsg_listener *l,
 	ret = rdma_ctx_get(ctx, &r);
 	if (ret)
 		return ret;
-	ret = rdma_resolve(u, true, &res);
+	ret = rdma_resolve(u, &res);
 	if (ret)
 		return ret == -EHOSTUNREACH ? -EADDRNOTAVAIL : ret;
 	rl = calloc(1, sizeof(*rl));

@@ -10,26 +10,6 @@
 /* ------------------------------------------------------------------ */
 /* sockets                                                              */
 
-/* a getaddrinfo() error as the library reports it; @passive: for a
- * listener (an unknown name: no such local address) */
-int tcp_gai_err(int err, bool passive)
-{
-	switch (err) {
-	case EAI_MEMORY:
-		return -ENOMEM;
-	case EAI_FAMILY:
-		return -EAFNOSUPPORT;
-	case EAI_SERVICE:
-	case EAI_SOCKTYPE:
-	case EAI_BADFLAGS:
-		return -EINVAL;
-	case EAI_SYSTEM:
-		return errno > 0 ? -errno : -EIO;
-	default: /* no such name, or no answer */
-		return passive ? -EADDRNOTAVAIL : -EHOSTUNREACH;
-	}
-}
-
 /* small frames must not wait for the ACK of the previous one */
 void tcp_nodelay(int fd)
 {

@@ -248,7 +248,8 @@ int tcp_listen(struct rmsg_ctx *ctx, struct rmsg_listener *l,
 	snprintf(pstr, sizeof(pstr), "%u", u->port);
 	ret = getaddrinfo(u->host, pstr, &hints, &res);
 	if (ret)
-		return tcp_gai_err(ret, true);
+		/* an unknown name: no such local address */
+		return rmsgi_err_gai(ret, errno, -EADDRNOTAVAIL);
 	tl = calloc(1, sizeof(*tl));
 	if (!tl) {
 		ret = -ENOMEM;

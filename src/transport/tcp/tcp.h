@@ -305,7 +305,6 @@ static inline int tcp_errno(int err)
 /* ctx.c                                                                */
 
 /* sockets */
-int tcp_gai_err(int err, bool passive);
 void tcp_nodelay(int fd);
 void tcp_user_timeout(int fd, const struct rmsgi_cfgv *cfg);
 
