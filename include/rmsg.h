@@ -414,6 +414,74 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx);
 struct ev_loop *rmsg_ctx_loop(const struct rmsg_ctx *ctx);
 
 /* ------------------------------------------------------------------ */
+/* any event loop: a context behind one file descriptor,              */
+/* rmsg_ctx_create_fd(3), rmsg_ctx_progress(3)                        */
+
+/**
+ * rmsg_ctx_create_fd() - create a context on a private loop, for any event loop
+ * @cfg: configuration, or NULL for defaults
+ * @ctx_p: where the new context is stored
+ *
+ * The context owns a libev loop of its own and is driven by the caller's
+ * event loop (epoll, libuv, GLib, asyncio, ...) through one file
+ * descriptor, rmsg_ctx_fd(): when it is readable, or when the time from
+ * rmsg_ctx_timeout() has passed, call rmsg_ctx_progress(). Callbacks run
+ * only inside rmsg_ctx_progress(), on the thread that calls it; every
+ * other rule is that of rmsg_ctx_create(). Linux only (epoll, eventfd,
+ * timerfd).
+ * Return: 0, or -EINVAL, -ENOMEM, -EMFILE, -EOPNOTSUPP if libev cannot
+ * give an epoll loop.
+ */
+int rmsg_ctx_create_fd(const struct rmsg_cfg *cfg, struct rmsg_ctx **ctx_p);
+
+/**
+ * rmsg_ctx_fd() - the file descriptor that says a context has work
+ * @ctx: a context from rmsg_ctx_create_fd()
+ *
+ * The descriptor becomes readable (level-triggered) whenever the context
+ * has something to do: a socket or completion channel is ready, a timer
+ * is due, rmsg_ctx_submit() queued work, or an API call queued a send.
+ * Watch it for reading only; never read, write or close it. It stays the
+ * same for the context's life and is closed by rmsg_ctx_destroy().
+ * Return: the descriptor, or -EINVAL for NULL, -EOPNOTSUPP for a context
+ * on the application's libev loop.
+ */
+int rmsg_ctx_fd(const struct rmsg_ctx *ctx);
+
+/**
+ * rmsg_ctx_timeout() - how long a context can wait before it needs progress
+ * @ctx: a context from rmsg_ctx_create_fd()
+ * @ms_p: where the time is stored: milliseconds (rounded up) until the
+ *        context's next timer, 0 if work is ready now, -1 if no timer
+ *        runs
+ *
+ * The descriptor from rmsg_ctx_fd() also becomes readable when a timer
+ * is due, so a loop may ignore this; a loop that blocks with a timeout
+ * of its own can use it to block no longer than needed. Valid until the
+ * next call into the library.
+ * Return: 0, or -EINVAL, -EOPNOTSUPP for a context on the application's
+ * libev loop.
+ */
+int rmsg_ctx_timeout(const struct rmsg_ctx *ctx, int *ms_p);
+
+/**
+ * rmsg_ctx_progress() - run what is ready, without blocking
+ * @ctx: the context
+ *
+ * On a context from rmsg_ctx_create_fd(): handles every event that is
+ * ready (sockets, completions, due timers, submitted work, queued sends)
+ * and runs their callbacks, then returns; call it when rmsg_ctx_fd() is
+ * readable or the timeout has passed, or in a loop to busy-poll. On a
+ * context on the application's libev loop: sends what API calls queued
+ * and polls the completion queues of RDMA connections once, running the
+ * callbacks of what completed; socket events stay with the loop. Either
+ * way it never blocks and never waits for the network.
+ * Return: the number of events handled (0: nothing was ready), or
+ * -EINVAL, -EBUSY if called from one of the context's callbacks.
+ */
+int rmsg_ctx_progress(struct rmsg_ctx *ctx);
+
+/* ------------------------------------------------------------------ */
 /* listener (struct rmsg_listener): rmsg_listen(3); the callbacks of  */
 /* its connections (struct rmsg_conn_ops) come with rmsg_connect()    */
 

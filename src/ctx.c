@@ -319,3 +319,31 @@ void rmsg_buf_free(struct rmsg_ctx *ctx, void *buf)
 	if (ctx)
 		rmsgi_pool_free(ctx->pool, buf);
 }
+
+/* declared for issue 19; the implementation (src/ownloop.c) follows in
+ * the next commit: until then these refuse */
+int rmsg_ctx_create_fd(const struct rmsg_cfg *cfg, struct rmsg_ctx **ctx_p)
+{
+	(void)cfg;
+	(void)ctx_p;
+	return -ENOSYS;
+}
+
+int rmsg_ctx_fd(const struct rmsg_ctx *ctx)
+{
+	(void)ctx;
+	return -ENOSYS;
+}
+
+int rmsg_ctx_timeout(const struct rmsg_ctx *ctx, int *ms_p)
+{
+	(void)ctx;
+	(void)ms_p;
+	return -ENOSYS;
+}
+
+int rmsg_ctx_progress(struct rmsg_ctx *ctx)
+{
+	(void)ctx;
+	return -ENOSYS;
+}
