@@ -53,6 +53,7 @@
 #define NFLIGHT 16
 #define BIG 200000
 #define NSPIN 4
+#define MAX_HELD 64
 
 static const char *phase = "start";
 static int ep;			   /* the epoll set of the fd-mode contexts */
@@ -171,6 +172,7 @@ static void inside(struct rmsg_conn *c)
 
 static struct rmsg_ctx *srv;
 static int s_est, s_msgs, s_never, s_closed, s_busy_checked;
+static struct rmsg_req *held[MAX_HELD];
 static char s_last[64];
 
 static void s_echoed(struct rmsg_conn *c, int status, void *arg)
@@ -229,7 +231,9 @@ static void h_never(struct rmsg_conn *c, struct rmsg_req *req,
 		    struct rmsg_msg *m, void *arg)
 {
 	inside(c);
-	s_never++; /* never answered: the connection's end drops it */
+	/* answered at the end, once its connection is gone */
+	T_ASSERT(s_never < MAX_HELD, "more than %d requests held", MAX_HELD);
+	held[s_never++] = req;
 }
 
 /* ---- clients ------------------------------------------------------ */
@@ -564,7 +568,7 @@ struct ev_server {
 	struct rmsg_ctx *ctx;
 	struct rmsg_listener *l;
 	char uri[128];
-	int ready;
+	int ready, submitted;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 };
@@ -608,6 +612,12 @@ static void *ev_server_main(void *arg)
 	pthread_mutex_unlock(&es->mu);
 	/* until the listener and the connection are gone */
 	ev_run(es->loop, 0);
+	/* no rmsg_ctx_submit() may still be running when the destroy
+	 * starts (rmsg_ctx_submit.3): wait for the main thread's to return */
+	pthread_mutex_lock(&es->mu);
+	while (!es->submitted)
+		pthread_cond_wait(&es->cv, &es->mu);
+	pthread_mutex_unlock(&es->mu);
 	T_OK(rmsg_ctx_destroy(es->ctx));
 	ev_loop_destroy(es->loop);
 	return NULL;
@@ -651,6 +661,10 @@ static void phase_libev_peer(struct rmsg_ctx *cli)
 	T_ASSERT(p.close_reason == 0, "local close: %s",
 		 rmsg_strerror(p.close_reason));
 	T_OK(rmsg_ctx_submit(es.ctx, es_stop, &es));
+	pthread_mutex_lock(&es.mu);
+	es.submitted = 1;
+	pthread_cond_signal(&es.cv);
+	pthread_mutex_unlock(&es.mu);
 	pthread_join(t, NULL);
 }
 
@@ -790,7 +804,7 @@ static void serve(int fd)
 	struct ev_loop *loop = ev_default_loop(0);
 	struct rmsg_listener *l;
 	struct rmsg_ctx *ctx;
-	char uri[128];
+	char uri[128] = "";
 
 	if (!loop || rmsg_ctx_create(loop, NULL, &ctx))
 		_exit(3);
@@ -866,6 +880,7 @@ int main(int argc, char **argv)
 	struct rmsg_ctx *cli;
 	struct peer p = {.fdmode = 1};
 	char uri[128];
+	int i;
 
 	if (argc == 3 && !strcmp(argv[1], "--serve"))
 		serve(atoi(argv[2]));
@@ -921,6 +936,14 @@ int main(int argc, char **argv)
 	UNTIL(p.closed && s_closed == 3);
 	T_ASSERT(p.close_reason == 0, "local close: %s",
 		 rmsg_strerror(p.close_reason));
+	/* a handler answers exactly once, also after the connection went:
+	 * the reply is dropped (rmsg_reply.3) */
+	for (i = 0; i < s_never; i++) {
+		int ret = rmsg_reply_error(held[i], -ECANCELED);
+
+		T_ASSERT(ret == -ENOTCONN, "answer to a closed connection: %s",
+			 rmsg_strerror(ret));
+	}
 	unwatch(ep, cli);
 	unwatch(ep, srv);
 	T_OK(rmsg_ctx_destroy(cli));
