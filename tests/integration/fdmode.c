@@ -527,8 +527,6 @@ static void phase_deadline(struct peer *p, struct rmsg_ctx *cli)
 	UNTIL(o.done);
 	T_ASSERT(o.status == -ETIMEDOUT, "late call: %s",
 		 rmsg_strerror(o.status));
-	T_ASSERT(now() - t0 >= DEADLINE_MS * t_scale() / 1000.0 - 0.01,
-		 "the deadline passed after %.3f s", now() - t0);
 }
 
 /* ---- 4. rmsg_ctx_submit() from another thread ---------------------- */
