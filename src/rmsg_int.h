@@ -301,6 +301,9 @@ struct rmsg_conn {
 	uint64_t next_rndv_id;
 	uint32_t peer_eager;
 	uint16_t peer_credits;
+	/* the peer's hello had RMSGI_HELLO_F_PACK: queued small messages
+	 * may go to it packed (send.c) */
+	bool peer_pack;
 
 	uint8_t peer_pdata[RMSG_PRIVATE_DATA_MAX];
 	uint8_t peer_pdata_len;

@@ -145,6 +145,9 @@ enum rmsgi_op_kind {
 	RMSGI_OP_WRITE, /* one-sided write (type WRITE or WRITE_IMM) */
 	RMSGI_OP_READ,	/* one-sided read */
 	RMSGI_OP_RESP,	/* TCP: the answer to a peer's read, heap payload */
+	/* a PACK frame the core built from several queued messages: to a
+	 * backend a frame like a message's (header, payload in iov) */
+	RMSGI_OP_PACK,
 };
 
 /* the remote side of a one-sided op, from the peer's descriptor */
@@ -565,6 +568,7 @@ static inline bool rmsgi_tr_frame_ok(unsigned caps, uint8_t type)
 {
 	switch (type) {
 	case RMSGI_T_DATA:
+	case RMSGI_T_PACK: /* the core checks its entries */
 	case RMSGI_T_CREDIT:
 	case RMSGI_T_RNDV_ACK:
 		return true;

@@ -38,6 +38,7 @@
 #define SMALL 100
 #define EAGER 1024
 #define BIG 4096
+#define LONE (EAGER * 3 / 4)
 #define W 2
 #define I 3
 #define R 4
@@ -457,7 +458,9 @@ int main(void)
 	s_hold = true;
 	s_msgs = 0;
 	for (;;) {
-		struct iovec iov = {small, SMALL};
+		/* more than half the eager size: one message a frame (smaller
+		 * ones that queue up go packed, several to a credit) */
+		struct iovec iov = {big, LONE};
 		int ret = rmsg_send(c, &iov, 1, NULL, NULL);
 
 		if (ret == -EAGAIN) {
@@ -470,7 +473,7 @@ int main(void)
 			 SQ);
 	}
 	{
-		struct iovec iov = {small, SMALL};
+		struct iovec iov = {big, LONE};
 
 		/* covers: rmsg_send.3 EAGAIN */
 		T_ASSERT(rmsg_send(c, &iov, 1, NULL, NULL) == -EAGAIN,
