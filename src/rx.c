@@ -137,18 +137,42 @@ void rmsgi_conn_rx_enqueue(struct rmsg_conn *c, struct rmsg_msg *m)
  * duration of this call.
  */
 struct rmsgi_pack {
+	struct rmsgi_list link; /* the context's pack_live, then pack_done */
 	struct rmsg_msg *frame;
 	uint32_t refs;
 	struct rmsg_msg msgs[];
 };
 
+/* packs kept after their last message went: a message object stays
+ * readable (released, so a second release does nothing) until this many
+ * more packed frames of the context were done with (rmsg_msg_release(3)) */
+#define PACK_DONE_KEEP 256
+
+void rmsgi_pack_fini(struct rmsg_ctx *ctx)
+{
+	struct rmsgi_list *n;
+
+	while ((n = rmsgi_list_pop(&ctx->pack_live)))
+		free(rmsgi_list_entry(n, struct rmsgi_pack, link));
+	while ((n = rmsgi_list_pop(&ctx->pack_done)))
+		free(rmsgi_list_entry(n, struct rmsgi_pack, link));
+	ctx->pack_done_len = 0;
+}
+
 static void pack_unref(struct rmsgi_pack *pk)
 {
 	struct rmsg_msg *f = pk->frame;
+	struct rmsg_ctx *ctx = f->conn->ctx;
 
 	if (--pk->refs)
 		return;
-	free(pk);
+	rmsgi_list_del(&pk->link);
+	rmsgi_list_add_tail(&ctx->pack_done, &pk->link);
+	if (++ctx->pack_done_len > PACK_DONE_KEEP) {
+		ctx->pack_done_len--;
+		free(rmsgi_list_entry(rmsgi_list_pop(&ctx->pack_done),
+				      struct rmsgi_pack, link));
+	}
 	if (f->lent) {
 		/* still inside rmsgi_conn_rx(): the transport recycles it */
 		f->lent = 0;
@@ -185,6 +209,7 @@ rx_pack(struct rmsg_conn *c, const struct rmsgi_hdr *h, struct rmsg_msg *f)
 		goto fail;
 	pk->frame = f;
 	pk->refs = n + 1;
+	rmsgi_list_add_tail(&c->ctx->pack_live, &pk->link);
 	c->st.packs_recv++;
 	c->st.packed_recv += n;
 	c->st.msgs_recv += n;

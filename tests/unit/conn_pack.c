@@ -319,6 +319,11 @@ static void conn_pack__held_keep_the_buffer(void **state)
 	rmsg_msg_release(kept[0]);
 	assert_int_equal(msgs_freed, 1);
 	assert_int_equal(t->c->cr.to_return, 1);
+	/* a second release does nothing (rmsg_msg_release(3)) */
+	rmsg_msg_release(kept[0]);
+	rmsg_msg_release(kept[1]);
+	assert_int_equal(msgs_freed, 1);
+	assert_int_equal(t->c->cr.to_return, 1);
 }
 
 /* a malformed frame of @len bytes at @b: nothing delivered, -EPROTO
