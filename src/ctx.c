@@ -152,6 +152,9 @@ unsigned rmsgi_ctx_work(struct rmsg_ctx *ctx, bool spin, bool arm, bool *more_p)
 	unsigned rounds = 0, n = 0;
 	int got;
 
+	*more_p = false;
+	if (rmsgi_list_empty(&ctx->dirty) && !ctx_can_poll(ctx))
+		return 0; /* nothing queued, nothing to poll */
 	rmsgi_ctx_flush(ctx);
 	if (spin && ctx->cfg.busy_poll_us && !rmsgi_list_empty(&ctx->conns) &&
 	    ctx_can_poll(ctx)) {
@@ -192,7 +195,10 @@ static void ctx_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 	bool idle = rmsgi_list_empty(&ctx->dirty), more;
 
 	(void)revents;
-	rmsgi_ctx_work(ctx, true, true, &more);
+	/* rmsg_ctx_progress() never waits: there the caller spins, if
+	 * it wants to, by calling it again */
+	rmsgi_ctx_work(ctx, !ctx->own || !rmsgi_own_busy(ctx->own), true,
+		       &more);
 	if (more) {
 		/* completions may remain, unannounced: the loop runs its
 		 * other watchers and timers, does not block, and comes
@@ -204,8 +210,12 @@ static void ctx_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 		return;
 	}
 	/* nothing to do this time: sleep until a conn is marked dirty
-	 * (kept on after work, so a busy loop does not toggle it) */
-	if (idle && rmsgi_list_empty(&ctx->dirty) && !ctx_can_poll(ctx)) {
+	 * (kept on after work, so a busy loop does not toggle it). On a
+	 * private loop it stays: rmsg_ctx_progress() flushes after each
+	 * pass, so the next one would always find it idle and a busy
+	 * connection would toggle it once per message */
+	if (idle && rmsgi_list_empty(&ctx->dirty) && !ctx_can_poll(ctx) &&
+	    !ctx->own) {
 		ev_ref(loop);
 		ev_prepare_stop(loop, w);
 	}
