@@ -17,6 +17,7 @@
 # second table, at FD_SIZES:
 #   fd_lat_poll   send lat -b POLL_US      fd_lat_event  send lat
 #   fd_rpc_event  rpc lat                  fd_rate_send  send rate
+# (in their result lines rmsg= is the fd mode, base= the libev mode)
 # Prints, per metric and size, the median of each side, the ratio of the
 # medians and the lowest and highest per-round ratio; lines
 # "round=R metric=M size=S rmsg=X base=Y" go to the results file, which
