@@ -298,6 +298,24 @@ cg_top() {
 		sort -rn | head -"$count"
 }
 
+# cg_diff A1 A2 B1 B2 N COUNT: per function, instructions per round trip
+# of profile pair A minus those of pair B, the largest differences
+# either way (what the fd mode adds to, or saves on, the libev mode)
+cg_diff() {
+	{
+		cg_top "$1" "$2" "$5" 100000 | sed 's/^/A\t/'
+		cg_top "$3" "$4" "$5" 100000 | sed 's/^/B\t/'
+	} | awk -F'\t' '{ v = $2; f = $2; sub(/^ *[-0-9.]+  /, "", f)
+		sub(/^ */, "", v); sub(/ .*/, "", v)
+		if (f ~ /^PROGRAM TOTALS/) next
+		if ($1 == "A") d[f] += v; else d[f] -= v }
+		END { for (f in d) if (d[f] >= 0.5 || d[f] <= -0.5)
+			printf "%+10.1f  %s\n", d[f], f }' |
+		sort -gr | awk -v c="$6" '{ l[NR] = $0 } END {
+			for (i = 1; i <= NR; i++)
+				if (i <= c || i > NR - c / 2) print l[i] }'
+}
+
 # the same, summed per object file (inlined code counts under its file)
 cg_by_object() {
 	cg_top "$1" "$2" "$3" 1000 | awk '$2 != "PROGRAM" {
@@ -496,6 +514,12 @@ if [ $have_cg = 1 ]; then
 			echo "## librmsg fd mode (-L epoll, inside epoll_loop), by function"
 			cg_top "$cgdir/rmsg_epoll-$CG_ROUNDS-$CG_ITERS.out" \
 				"$cgdir/rmsg_epoll-$CG_ROUNDS-$n2.out" "$CG_ITERS" 40
+			echo "## fd mode minus libev mode, by function" \
+				"(+: the fd mode spends more)"
+			cg_diff "$cgdir/rmsg_epoll-$CG_ROUNDS-$CG_ITERS.out" \
+				"$cgdir/rmsg_epoll-$CG_ROUNDS-$n2.out" \
+				"$cgdir/rmsg-$CG_ROUNDS-$CG_ITERS.out" \
+				"$cgdir/rmsg-$CG_ROUNDS-$n2.out" "$CG_ITERS" 30
 		fi
 	} >>"$RESULTS"
 else
