@@ -448,6 +448,26 @@ row() {
 			name, ma, mb, ma/mb, lo, hi, n, t }'
 }
 
+# fd_row NAME TARGET N A[] B[]: as row, and the median of the per-round
+# ratios (each round's A over the same round's B)
+fd_row() {
+	local name=$1 target=$2 n=$3
+	shift 3
+	local a=("${@:1:n}") b=("${@:n+1:n}")
+	local ma mb ratios
+	ma=$(printf '%s\n' "${a[@]}" | median)
+	mb=$(printf '%s\n' "${b[@]}" | median)
+	ratios=$(for i in $(seq 0 $((n - 1))); do
+		awk -v x="${a[i]}" -v y="${b[i]}" 'BEGIN{printf "%.4f\n", x/y}'
+	done | sort -g)
+	awk -v name="$name" -v ma="$ma" -v mb="$mb" -v t="$target" \
+		-v md="$(echo "$ratios" | median)" \
+		-v lo="$(echo "$ratios" | head -1)" \
+		-v hi="$(echo "$ratios" | tail -1)" -v n="$n" 'BEGIN{
+		printf "| %s | %.4g | %.4g | %.3f | %.3f | %.3f | %.3f | %d | %s |\n",
+			name, ma, mb, ma/mb, md, lo, hi, n, t }'
+}
+
 table=$(
 	echo "| metric | librmsg (median) | raw (median) | ratio of medians | min ratio | max ratio | rounds | target |"
 	echo "|---|---|---|---|---|---|---|---|"
@@ -468,16 +488,16 @@ table=$(
 fd_table=
 if [ "$FD_COMPARE" = 1 ]; then
 	fd_table=$(
-		echo "| metric | fd mode (median) | libev mode (median) | ratio of medians | min ratio | max ratio | rounds | target |"
-		echo "|---|---|---|---|---|---|---|---|"
-		row "fd mode: send ping-pong ${PING_SIZE} B, half RTT, us" \
+		echo "| metric | fd mode (median) | libev mode (median) | ratio of medians | median ratio | min ratio | max ratio | rounds | target |"
+		echo "|---|---|---|---|---|---|---|---|---|"
+		fd_row "fd mode: send ping-pong ${PING_SIZE} B, half RTT, us" \
 			"<= 1.05" "$ROUNDS" "${fsl_a[@]}" "${fsl_b[@]}"
-		row "fd mode: rpc ping-pong ${PING_SIZE} B, half RTT, us" \
+		fd_row "fd mode: rpc ping-pong ${PING_SIZE} B, half RTT, us" \
 			"<= 1.05" "$ROUNDS" "${frl_a[@]}" "${frl_b[@]}"
-		row "fd mode: send rate ${PING_SIZE} B, Mmsg/s" \
+		fd_row "fd mode: send rate ${PING_SIZE} B, Mmsg/s" \
 			"(none)" "$ROUNDS" "${frt_a[@]}" "${frt_b[@]}"
 		if [ $have_cg = 1 ]; then
-			row "fd mode: instructions per ${PING_SIZE} B round trip (client)" \
+			fd_row "fd mode: instructions per ${PING_SIZE} B round trip (client)" \
 				"(none)" "$CG_ROUNDS" "${ins_f[@]}" "${ins_a[@]}"
 		fi
 	)
