@@ -302,16 +302,19 @@ tables() {
 		}
 	}' "$RESULTS"
 }
-table=$(
-	echo "| metric | size | librmsg median | $bname median | ratio of medians | min ratio | max ratio | rounds |"
-	echo "|---|---|---|---|---|---|---|---|"
-	tables base
-)
+base_rows=$(tables base)
+table=
+if [ -n "$base_rows" ]; then
+	table=$(
+		echo "| metric | size | librmsg median | $bname median | ratio of medians | min ratio | max ratio | rounds |"
+		echo "|---|---|---|---|---|---|---|---|"
+		echo "$base_rows"
+	)
+fi
 fd_rows=$(tables fd)
 if [ -n "$fd_rows" ]; then
 	table=$(
-		echo "$table"
-		echo
+		[ -z "$table" ] || printf '%s\n\n' "$table"
 		echo "| metric | size | fd mode median | libev mode median | ratio of medians | median ratio | min ratio | max ratio | rounds |"
 		echo "|---|---|---|---|---|---|---|---|---|"
 		echo "$fd_rows"
