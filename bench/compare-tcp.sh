@@ -47,7 +47,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
 	--rounds) ROUNDS=$2; shift ;;
-	-h | --help) sed -n '3,37p' "$0"; exit 0 ;;
+	-h | --help) sed -n '3,40p' "$0"; exit 0 ;;
 	*) echo "compare-tcp.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
