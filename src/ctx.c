@@ -69,8 +69,13 @@ void rmsgi_ctx_mark_dirty(struct rmsg_ctx *ctx, struct rmsg_conn *c)
 		return;
 	c->dirty = true;
 	rmsgi_list_add_tail(&ctx->dirty, &c->dirty_link);
-	if (ctx->own)
+	if (ctx->own) {
+		/* inside rmsg_ctx_progress(), which flushes after its pass,
+		 * the prepare watcher is not needed */
+		if (rmsgi_own_busy(ctx->own))
+			return;
 		rmsgi_own_dirty(ctx->own);
+	}
 	if (!ev_is_active(&ctx->prepare)) {
 		ev_prepare_start(ctx->loop, &ctx->prepare);
 		ev_unref(ctx->loop);
@@ -210,12 +215,8 @@ static void ctx_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 		return;
 	}
 	/* nothing to do this time: sleep until a conn is marked dirty
-	 * (kept on after work, so a busy loop does not toggle it). On a
-	 * private loop it stays: rmsg_ctx_progress() flushes after each
-	 * pass, so the next one would always find it idle and a busy
-	 * connection would toggle it once per message */
-	if (idle && rmsgi_list_empty(&ctx->dirty) && !ctx_can_poll(ctx) &&
-	    !ctx->own) {
+	 * (kept on after work, so a busy loop does not toggle it) */
+	if (idle && rmsgi_list_empty(&ctx->dirty) && !ctx_can_poll(ctx)) {
 		ev_ref(loop);
 		ev_prepare_stop(loop, w);
 	}
