@@ -54,7 +54,8 @@ int rmsgi_hdr_check_type(const struct rmsgi_hdr *h, uint64_t max_len)
 			return -EPROTO;
 		break;
 	case RMSGI_T_PACK: /* the entries: rmsgi_pack_check */
-		if (h->aux == 0 || h->len < RMSGI_PACK_ENT_SIZE || h->len % 8 ||
+		if (h->aux == 0 || h->aux > RMSGI_PACK_MAX_ENT ||
+		    h->len < RMSGI_PACK_ENT_SIZE || h->len % 8 ||
 		    h->len / RMSGI_PACK_ENT_SIZE < h->aux ||
 		    h->len > RMSGI_PACK_MAX)
 			return -EPROTO;
@@ -127,7 +128,7 @@ int rmsgi_pack_check(const uint8_t *p, size_t len, uint32_t n, uint64_t max_len)
 	size_t off = 0, sz, j;
 	uint32_t i, l;
 
-	if (n == 0 || (len && !p))
+	if (n == 0 || n > RMSGI_PACK_MAX_ENT || (len && !p))
 		return -EPROTO;
 	for (i = 0; i < n; i++) {
 		if (len - off < RMSGI_PACK_ENT_SIZE)

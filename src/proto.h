@@ -61,8 +61,9 @@
  *
  * PACK (only toward a peer whose hello has RMSGI_HELLO_F_PACK): several
  * plain messages (DATA, aux 0) in one frame, so one receive buffer and
- * one credit; aux = the number of entries (at least 1), id = 0 (not
- * read), len =
+ * one credit; aux = the number of entries (1 to RMSGI_PACK_MAX_ENT, so
+ * that a frame of tiny messages cannot make the receiver allocate many
+ * message objects per buffer), id = 0 (not read), len =
  * the payload's bytes (a multiple of 8, no more than the receiver's
  * eager size). The payload is the entries back to back, each
  *   0 u32 length L of the message, 4 u32 0 (reserved), 8 the L bytes,
@@ -120,6 +121,8 @@ enum rmsgi_type {
 /* a PACK frame's largest payload: the largest eager size there is
  * (rmsg_cfg_set_eager_size); the receiver's own is the real bound */
 #define RMSGI_PACK_MAX ((size_t)1 << 20)
+/* the most entries a PACK frame may carry */
+#define RMSGI_PACK_MAX_ENT 256
 #define RMSGI_PACK_ENT_SIZE 8 /* a PACK entry's header: u32 len, u32 0 */
 /* the bytes an entry of @len takes in a PACK frame, header included */
 #define RMSGI_PACK_ENT(len) \
@@ -263,8 +266,8 @@ void rmsgi_rma_encode(const struct rmsgi_rma *r, int read, void *buf);
 int rmsgi_rma_decode(const void *buf, size_t avail, int read,
 		     struct rmsgi_rma *r);
 
-/* a PACK frame's payload @p of @len bytes, announced with @n entries:
- * 0 if it holds exactly @n well-formed entries (reserved fields and
+/* a PACK frame's payload @p of @len bytes, announced with @n entries
+ * (1 to RMSGI_PACK_MAX_ENT): 0 if it holds exactly @n well-formed entries (reserved fields and
  * padding zero), none longer than @max_len, and nothing after them;
  * else -EPROTO */
 int rmsgi_pack_check(const uint8_t *p, size_t len, uint32_t n,

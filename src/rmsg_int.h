@@ -161,8 +161,8 @@ struct rmsg_ctx {
 	 * and those whose messages are all freed, oldest first, kept a
 	 * while so that a late second release stays harmless */
 	struct rmsgi_list pack_live, pack_done;
-	unsigned pack_done_len;
-	int in_cb; /* depth of user callbacks on the stack */
+	unsigned pack_done_len; /* messages in pack_done */
+	int in_cb;		/* depth of user callbacks on the stack */
 	bool destroying;
 	struct rmsgi_rpc_ctx *rpc; /* RPC handlers (rpc.c) */
 	struct rmsgi_async *async; /* cross-thread queue (async.c) */

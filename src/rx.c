@@ -140,13 +140,14 @@ struct rmsgi_pack {
 	struct rmsgi_list link; /* the context's pack_live, then pack_done */
 	struct rmsg_msg *frame;
 	uint32_t refs;
+	uint32_t n; /* messages */
 	struct rmsg_msg msgs[];
 };
 
-/* packs kept after their last message went: a message object stays
+/* packs are kept after their last message went: a message object stays
  * readable (released, so a second release does nothing) until this many
- * more packed frames of the context were done with (rmsg_msg_release(3)) */
-#define PACK_DONE_KEEP 256
+ * more messages that came packed were freed (rmsg_msg_release(3)) */
+#define PACK_DONE_KEEP 255
 
 void rmsgi_pack_fini(struct rmsg_ctx *ctx)
 {
@@ -168,10 +169,16 @@ static void pack_unref(struct rmsgi_pack *pk)
 		return;
 	rmsgi_list_del(&pk->link);
 	rmsgi_list_add_tail(&ctx->pack_done, &pk->link);
-	if (++ctx->pack_done_len > PACK_DONE_KEEP) {
-		ctx->pack_done_len--;
-		free(rmsgi_list_entry(rmsgi_list_pop(&ctx->pack_done),
-				      struct rmsgi_pack, link));
+	ctx->pack_done_len += pk->n;
+	for (;;) {
+		struct rmsgi_pack *o = rmsgi_list_entry(
+			ctx->pack_done.next, struct rmsgi_pack, link);
+
+		if (ctx->pack_done_len - o->n < PACK_DONE_KEEP)
+			break;
+		ctx->pack_done_len -= o->n;
+		rmsgi_list_del(&o->link);
+		free(o);
 	}
 	if (f->lent) {
 		/* still inside rmsgi_conn_rx(): the transport recycles it */
@@ -209,6 +216,7 @@ rx_pack(struct rmsg_conn *c, const struct rmsgi_hdr *h, struct rmsg_msg *f)
 		goto fail;
 	pk->frame = f;
 	pk->refs = n + 1;
+	pk->n = n;
 	rmsgi_list_add_tail(&c->ctx->pack_live, &pk->link);
 	c->st.packs_recv++;
 	c->st.packed_recv += n;

@@ -217,7 +217,7 @@ pack_build(struct rmsg_conn *c, struct rmsgi_op *first)
 		if (!op_packable(c, op))
 			break;
 		sz = RMSGI_PACK_ENT(op->len);
-		if (total + sz > lim)
+		if (total + sz > lim || cnt == RMSGI_PACK_MAX_ENT)
 			break;
 		total += sz;
 		cnt++;

@@ -192,8 +192,8 @@ static int hdr_one(const uint8_t *d, size_t n, uint64_t max_len,
 		CHECK(h.len <= RMSGI_AUTH_MAX && h.aux <= 4095);
 		break;
 	case RMSGI_T_PACK: /* at least one entry of 8 bytes or more each */
-		CHECK(h.aux >= 1 && h.len % 8 == 0 && h.len <= (1u << 20) &&
-		      h.len / 8 >= h.aux);
+		CHECK(h.aux >= 1 && h.aux <= 256 && h.len % 8 == 0 &&
+		      h.len <= (1u << 20) && h.len / 8 >= h.aux);
 		break;
 	default:
 		break;
@@ -554,7 +554,7 @@ static void fuzz_pack(const uint8_t *d, size_t n, uint32_t cnt,
 {
 	size_t off = 0;
 	uint32_t i;
-	int rc, ok = cnt > 0;
+	int rc, ok = cnt > 0 && cnt <= 256;
 
 	rc = rmsgi_pack_check(d, n, cnt, max_len);
 	CHECK(rc == 0 || rc == -EPROTO);
@@ -598,6 +598,9 @@ static void fuzz_packs(const uint8_t *d, size_t n)
 	for (i = 0; i < sizeof(maxes) / sizeof(maxes[0]); i++)
 		for (cnt = 0; cnt <= (uint32_t)(d[0] & 7) + 1; cnt++)
 			fuzz_pack(c, n - 1, cnt, maxes[i]);
+	/* counts around the bound: all-zero input is 257 empty entries */
+	fuzz_pack(c, n - 1, 256, UINT64_MAX);
+	fuzz_pack(c, n - 1, 257, UINT64_MAX);
 	free(c);
 	if (n >= 4) {
 		CHECK(rmsgi_pack_ent_encode(enc, rd32(d)) == enc + 8);

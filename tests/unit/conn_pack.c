@@ -423,6 +423,49 @@ static void conn_pack__rx_entry_above_max_msg(void **state)
 	rx_bad(state, 2, good, sizeof(good), &v);
 }
 
+/* more entries than a frame may carry (proto.h), each well-formed */
+static void conn_pack__rx_too_many_entries(void **state)
+{
+	static uint8_t zeros[(RMSGI_PACK_MAX_ENT + 1) * RMSGI_PACK_ENT_SIZE];
+	struct t *t = *state;
+	struct rmsg_msg *m;
+
+	/* the bound itself is fine: that many empty messages */
+	establish(t, 32, 8192);
+	m = tmsg_new(t->c, NULL);
+	m->data = zeros;
+	m->len = RMSGI_PACK_MAX_ENT * RMSGI_PACK_ENT_SIZE;
+	assert_int_equal(rx(t->c, RMSGI_T_PACK, 0, RMSGI_PACK_MAX_ENT, 0, m),
+			 0);
+	assert_int_equal(t->msgs, RMSGI_PACK_MAX_ENT);
+	t = replace_t(state, NULL, 0);
+	rx_bad(state, RMSGI_PACK_MAX_ENT + 1, zeros, sizeof(zeros), NULL);
+}
+
+/* the sender never packs more than that either */
+static void conn_pack__tx_entries_bounded(void **state)
+{
+	static const char e[1];
+	struct t *t = *state;
+	struct iovec iov = {(void *)e, 0};
+	int i, k, total = 0;
+
+	establish_pack(t, 32, 8192);
+	for (i = 0; i < 300; i++)
+		assert_int_equal(rmsg_send(t->c, &iov, 1, NULL, NULL), 0);
+	flush(t);
+	for (k = 0; k < ft.nposted; k++) {
+		if (ft.posted[k].type == RMSGI_T_PACK) {
+			assert_true(ft.posted[k].aux <= RMSGI_PACK_MAX_ENT);
+			total += (int)ft.posted[k].aux;
+		} else {
+			total++;
+		}
+	}
+	assert_int_equal(total, 300);
+	assert_true(ft.nposted < 300);
+}
+
 static void conn_pack__rx_frame_above_eager(void **state)
 {
 	struct rmsgi_cfgv v;
@@ -456,6 +499,8 @@ int main(void)
 		CONN_T(conn_pack__rx_cut_in_header),
 		CONN_T(conn_pack__rx_entry_above_max_msg),
 		CONN_T(conn_pack__rx_frame_above_eager),
+		CONN_T(conn_pack__rx_too_many_entries),
+		CONN_T(conn_pack__tx_entries_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
