@@ -557,8 +557,9 @@ bool rmsgi_conn_awaits_peer(const struct rmsg_conn *c);
 /* a posted op finished (status 0 or -errno) */
 void rmsgi_conn_op_done(struct rmsg_conn *c, struct rmsgi_op *op, int status);
 /* a frame arrived; @m->ready says whether its payload is complete; the
- * backend has decoded the header (rmsgi_hdr_decode). Returns 0, or
- * -EPROTO: the core closes the connection (an illegal frame). */
+ * backend has decoded the header (rmsgi_hdr_decode). Returns 0, or a
+ * negative errno: the core closes the connection with it (-EPROTO: an
+ * illegal frame; -ENOMEM: no memory to unpack a PACK frame). */
 int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		  struct rmsg_msg *m);
 /* is a frame of type @type legal on an open connection of a backend with
