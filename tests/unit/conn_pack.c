@@ -182,6 +182,35 @@ static void conn_pack__within_peer_eager(void **state)
 	check_done_in_order(t, 9, 0);
 }
 
+/* an RPC message (aux in its own header) is never packed: the plain
+ * messages around it pack on either side of it, order kept */
+static void conn_pack__rpc_goes_alone(void **state)
+{
+	static const char rpc[16] = {0};
+	struct t *t = *state;
+	struct iovec iov = {(void *)rpc, sizeof(rpc)};
+
+	establish_pack(t, 32, 8192);
+	assert_int_equal(send_m(t, 1), 0);
+	assert_int_equal(send_m(t, 2), 0);
+	assert_int_equal(rmsgi_conn_send(t->c, &iov, 1, RMSGI_AUX_RPC_REQ,
+					 false, done_cb, (void *)(intptr_t)3),
+			 0);
+	assert_int_equal(send_m(t, 4), 0);
+	assert_int_equal(send_m(t, 5), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 3);
+	check_pack(&ft.posted[0], 1);
+	assert_int_equal(ft.posted[0].aux, 2);
+	assert_int_equal(ft.posted[1].type, RMSGI_T_DATA);
+	assert_int_equal(ft.posted[1].aux, RMSGI_AUX_RPC_REQ);
+	check_pack(&ft.posted[2], 4);
+	assert_int_equal(ft.posted[2].aux, 2);
+	tr_complete_all(t->c, 0);
+	flush(t);
+	check_done_in_order(t, 5, 0);
+}
+
 /* a failed frame fails each of its messages once, as a plain one would */
 static void conn_pack__failed_frame_fails_each(void **state)
 {
@@ -485,6 +514,7 @@ int main(void)
 		CONN_T(conn_pack__lone_message_goes_plain),
 		CONN_T(conn_pack__old_peer_never_gets_pack),
 		CONN_T(conn_pack__within_peer_eager),
+		CONN_T(conn_pack__rpc_goes_alone),
 		CONN_T(conn_pack__failed_frame_fails_each),
 		CONN_T(conn_pack__cancelled_in_queue),
 		CONN_T(conn_pack__rx_delivers_each_in_order),
