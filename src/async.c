@@ -105,5 +105,9 @@ int rmsg_ctx_submit(struct rmsg_ctx *ctx, rmsg_work_cb fn, void *arg)
 	a->tail = wk;
 	pthread_mutex_unlock(&a->mu);
 	ev_async_send(ctx->loop, &a->w);
+	/* a private loop never blocks in libev, so libev's own wake-up
+	 * is not written: its descriptor must become readable */
+	if (ctx->own)
+		rmsgi_own_wake(ctx->own);
 	return 0;
 }

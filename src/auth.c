@@ -159,7 +159,8 @@ static void auth_fail(struct rmsg_conn *c, int err, const char *why, bool tell)
 
 void rmsgi_auth_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct rmsg_conn *c = RMSGI_CONTAINER_OF(w, struct rmsg_conn, auth_tmo);
+	struct rmsg_conn *c =
+		RMSGI_CONTAINER_OF(w, struct rmsg_conn, auth_tmo.w);
 
 	rmsgi_conn_get(c);
 	auth_fail(c, -ETIMEDOUT, "the peer's proof did not come in time",
@@ -183,8 +184,8 @@ void rmsgi_auth_begin(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	}
 	c->auth_wait = true;
 	rmsgi_conn_set_state(c, RMSGI_CS_AUTH);
-	ev_timer_set(&c->auth_tmo, c->cfg.timeout_ms / 1000.0, 0.);
-	ev_timer_start(c->ctx->loop, &c->auth_tmo);
+	rmsgi_timer_start(c->ctx->loop, &c->auth_tmo,
+			  c->cfg.timeout_ms / 1000.0, 0.);
 	if (c->is_server)
 		return;
 	if (!h || !(h->flags & RMSGI_HELLO_F_AUTH) ||

@@ -72,7 +72,7 @@ void rmsgi_conn_set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
 	size_t max;
 
 	if (c->state == RMSGI_CS_AUTH && s != RMSGI_CS_AUTH)
-		ev_timer_stop(c->ctx->loop, &c->auth_tmo);
+		rmsgi_timer_stop(c->ctx->loop, &c->auth_tmo);
 	c->state = s;
 	c->direct_lim = 0;
 	if (c->lst)
@@ -112,7 +112,7 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 	rmsgi_list_init(&c->doneq);
 	rmsgi_list_init(&c->dirty_link);
 	rmsgi_list_add_tail(&ctx->conns, &c->link);
-	ev_init(&c->auth_tmo, rmsgi_auth_tmo_cb);
+	rmsgi_timer_init(&c->auth_tmo, ctx->env.timers, rmsgi_auth_tmo_cb);
 	c->credit_op.kind = RMSGI_OP_CTRL;
 	c->credit_op.type = RMSGI_T_CREDIT;
 	c->credit_op.iov = c->credit_op.iov_inline;

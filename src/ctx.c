@@ -69,6 +69,8 @@ void rmsgi_ctx_mark_dirty(struct rmsg_ctx *ctx, struct rmsg_conn *c)
 		return;
 	c->dirty = true;
 	rmsgi_list_add_tail(&ctx->dirty, &c->dirty_link);
+	if (ctx->own)
+		rmsgi_own_dirty(ctx->own);
 	if (!ev_is_active(&ctx->prepare)) {
 		ev_prepare_start(ctx->loop, &ctx->prepare);
 		ev_unref(ctx->loop);
@@ -144,17 +146,14 @@ static void ctx_idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 	ev_idle_stop(loop, w);
 }
 
-/* before the loop blocks: flush, spin if asked to, re-arm notification */
-static void ctx_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+unsigned rmsgi_ctx_work(struct rmsg_ctx *ctx, bool spin, bool arm, bool *more_p)
 {
-	struct rmsg_ctx *ctx = w->data;
 	uint64_t start, budget;
-	bool idle = rmsgi_list_empty(&ctx->dirty);
-	unsigned rounds = 0;
+	unsigned rounds = 0, n = 0;
+	int got;
 
-	(void)revents;
 	rmsgi_ctx_flush(ctx);
-	if (ctx->cfg.busy_poll_us && !rmsgi_list_empty(&ctx->conns) &&
+	if (spin && ctx->cfg.busy_poll_us && !rmsgi_list_empty(&ctx->conns) &&
 	    ctx_can_poll(ctx)) {
 		unsigned spins = 0;
 
@@ -163,28 +162,45 @@ static void ctx_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 		/* the clock is read every 16th empty poll only: a tighter
 		 * spin notices a completion sooner */
 		while ((++spins & 15) || now_ns() - start < budget) {
-			if (ctx_poll(ctx, false) > 0) {
+			if ((got = ctx_poll(ctx, false)) > 0) {
+				n += (unsigned)got;
 				rmsgi_ctx_flush(ctx);
 				start = now_ns();
 				/* each round is a fresh burst for the
 				 * direct send (send.c send_now) */
-				ev_now_update(loop);
+				ev_now_update(ctx->loop);
 				if (++rounds == RMSGI_POLL_ROUNDS)
 					break;
 			}
 		}
 	}
-	/* closes the notify race: arm, then poll once more */
-	while (rounds < RMSGI_POLL_ROUNDS && ctx_poll(ctx, true) > 0) {
+	/* with @arm: closes the notify race: arm, then poll once more */
+	while (rounds < RMSGI_POLL_ROUNDS && (got = ctx_poll(ctx, arm)) > 0) {
+		n += (unsigned)got;
 		rmsgi_ctx_flush(ctx);
 		rounds++;
 	}
 	rmsgi_ctx_flush(ctx);
-	if (rounds >= RMSGI_POLL_ROUNDS) {
+	*more_p = rounds >= RMSGI_POLL_ROUNDS;
+	return n;
+}
+
+/* before the loop blocks: flush, spin if asked to, re-arm notification */
+static void ctx_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	struct rmsg_ctx *ctx = w->data;
+	bool idle = rmsgi_list_empty(&ctx->dirty), more;
+
+	(void)revents;
+	rmsgi_ctx_work(ctx, true, true, &more);
+	if (more) {
 		/* completions may remain, unannounced: the loop runs its
 		 * other watchers and timers, does not block, and comes
-		 * back here */
-		ev_idle_start(loop, &ctx->idle);
+		 * back here (a private loop: its fd stays readable) */
+		if (ctx->own)
+			rmsgi_own_wake(ctx->own);
+		else
+			ev_idle_start(loop, &ctx->idle);
 		return;
 	}
 	/* nothing to do this time: sleep until a conn is marked dirty
@@ -211,22 +227,19 @@ static const struct rmsgi_pool_budget pool_budget = {
 	.give = pool_give,
 };
 
-int rmsg_ctx_create(struct ev_loop *loop, const struct rmsg_cfg *cfg,
-		    struct rmsg_ctx **ctx_p)
+int rmsgi_ctx_new(struct ev_loop *loop, const struct rmsg_cfg *cfg,
+		  struct rmsgi_ownloop *own, struct rmsgi_timers *ts,
+		  struct rmsg_ctx **ctx_p)
 {
 	struct rmsg_ctx *ctx;
 	int ret;
 
-	if (!ctx_p)
-		return -EINVAL;
-	if (!loop)
-		loop = EV_DEFAULT;
-	if (!loop)
-		return -ENOMEM;
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
 	ctx->loop = loop;
+	ctx->own = own;
+	ctx->env.timers = ts;
 	if (cfg)
 		ctx->cfg = cfg->v;
 	else
@@ -264,6 +277,18 @@ int rmsg_ctx_create(struct ev_loop *loop, const struct rmsg_cfg *cfg,
 	return 0;
 }
 
+int rmsg_ctx_create(struct ev_loop *loop, const struct rmsg_cfg *cfg,
+		    struct rmsg_ctx **ctx_p)
+{
+	if (!ctx_p)
+		return -EINVAL;
+	if (!loop)
+		loop = EV_DEFAULT;
+	if (!loop)
+		return -ENOMEM;
+	return rmsgi_ctx_new(loop, cfg, NULL, NULL, ctx_p);
+}
+
 int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 {
 	struct rmsgi_list *n, *t;
@@ -298,6 +323,8 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 	while ((n = rmsgi_list_pop(&ctx->op_free)))
 		free(rmsgi_list_entry(n, struct rmsgi_op, link));
 	rmsgi_pool_destroy(ctx->pool);
+	if (ctx->own)
+		rmsgi_own_destroy(ctx->own);
 	free(ctx);
 	return 0;
 }
@@ -318,32 +345,4 @@ void rmsg_buf_free(struct rmsg_ctx *ctx, void *buf)
 {
 	if (ctx)
 		rmsgi_pool_free(ctx->pool, buf);
-}
-
-/* declared for issue 19; the implementation (src/ownloop.c) follows in
- * the next commit: until then these refuse */
-int rmsg_ctx_create_fd(const struct rmsg_cfg *cfg, struct rmsg_ctx **ctx_p)
-{
-	(void)cfg;
-	(void)ctx_p;
-	return -ENOSYS;
-}
-
-int rmsg_ctx_fd(const struct rmsg_ctx *ctx)
-{
-	(void)ctx;
-	return -ENOSYS;
-}
-
-int rmsg_ctx_timeout(const struct rmsg_ctx *ctx, int *ms_p)
-{
-	(void)ctx;
-	(void)ms_p;
-	return -ENOSYS;
-}
-
-int rmsg_ctx_progress(struct rmsg_ctx *ctx)
-{
-	(void)ctx;
-	return -ENOSYS;
 }

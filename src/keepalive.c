@@ -112,9 +112,9 @@ void rmsgi_keepalive_start(struct rmsg_conn *c)
 	if (!c->cfg.keepalive_ms || c->ka_on)
 		return;
 	iv = c->cfg.keepalive_ms / 1000.0;
-	ev_timer_init(&c->ka, ka_cb, iv / 2, iv / 2);
-	c->ka.data = c;
-	ev_timer_start(c->ctx->loop, &c->ka);
+	rmsgi_timer_init(&c->ka, c->ctx->env.timers, ka_cb);
+	c->ka.w.data = c;
+	rmsgi_timer_start(c->ctx->loop, &c->ka, iv / 2, iv / 2);
 	/* the connection itself keeps the loop alive, not its heartbeat */
 	ev_unref(c->ctx->loop);
 	c->ka_on = true;
@@ -125,6 +125,6 @@ void rmsgi_keepalive_stop(struct rmsg_conn *c)
 	if (!c->ka_on)
 		return;
 	ev_ref(c->ctx->loop);
-	ev_timer_stop(c->ctx->loop, &c->ka);
+	rmsgi_timer_stop(c->ctx->loop, &c->ka);
 	c->ka_on = false;
 }

@@ -42,7 +42,7 @@ struct rmsgi_rsv {
 	/* loop thread only */
 	struct rmsgi_list link; /* ctx->resolves: the loop's reference */
 	struct rmsg_conn *c;	/* waiting for the answer, or NULL */
-	ev_timer tmo;		/* the connection's timeout */
+	struct rmsgi_timer tmo; /* the connection's timeout */
 	bool tmo_on;
 	/* fixed before the thread starts */
 	char host[sizeof(((struct rmsgi_uri *)0)->host)];
@@ -113,7 +113,7 @@ static void rsv_detach(struct rmsgi_rsv *j)
 		struct ev_loop *loop = c->ctx->loop;
 
 		ev_ref(loop);
-		ev_timer_stop(loop, &j->tmo);
+		rmsgi_timer_stop(loop, &j->tmo);
 		j->tmo_on = false;
 	}
 	c->rsv = NULL;
@@ -173,7 +173,7 @@ static void *rsv_thread(void *arg)
 
 static void rsv_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct rmsgi_rsv *j = RMSGI_CONTAINER_OF(w, struct rmsgi_rsv, tmo);
+	struct rmsgi_rsv *j = RMSGI_CONTAINER_OF(w, struct rmsgi_rsv, tmo.w);
 	struct rmsg_conn *c = j->c;
 	struct rmsg_ctx *ctx = c->ctx;
 
@@ -246,8 +246,8 @@ int rmsgi_resolve(struct rmsg_conn *c, const struct rmsgi_uri *u,
 	}
 	rmsgi_list_add_tail(&c->ctx->resolves, &j->link);
 	c->rsv = j;
-	ev_timer_init(&j->tmo, rsv_tmo_cb, c->cfg.timeout_ms / 1000.0, 0);
-	ev_timer_start(c->ctx->loop, &j->tmo);
+	rmsgi_timer_init(&j->tmo, c->ctx->env.timers, rsv_tmo_cb);
+	rmsgi_timer_start(c->ctx->loop, &j->tmo, c->cfg.timeout_ms / 1000.0, 0);
 	ev_unref(c->ctx->loop); /* the connection holds the loop */
 	j->tmo_on = true;
 	return -EINPROGRESS;

@@ -169,6 +169,9 @@ struct rmsg_ctx {
 	/* closed connections' counters, summed, and the context-only ones
 	 * (stats.c) */
 	struct rmsg_stats st;
+	/* the private loop of rmsg_ctx_create_fd(3) (ownloop.c); NULL on
+	 * the application's loop */
+	struct rmsgi_ownloop *own;
 };
 
 /* op objects, recycled per context */
@@ -179,6 +182,24 @@ void rmsgi_op_put(struct rmsg_ctx *ctx, struct rmsgi_op *op);
 void rmsgi_ctx_mark_dirty(struct rmsg_ctx *ctx, struct rmsg_conn *c);
 /* runs one flush pass; used by busy polling too */
 void rmsgi_ctx_flush(struct rmsg_ctx *ctx);
+/* flushes, polls completions (spinning for cfg.busy_poll_us if @spin,
+ * re-arming their notification if @arm) and flushes again, for a bounded
+ * number of rounds; returns the completions handled, *more_p whether
+ * some may remain */
+unsigned rmsgi_ctx_work(struct rmsg_ctx *ctx, bool spin, bool arm,
+			bool *more_p);
+int rmsgi_ctx_new(struct ev_loop *loop, const struct rmsg_cfg *cfg,
+		  struct rmsgi_ownloop *own, struct rmsgi_timers *ts,
+		  struct rmsg_ctx **ctx_p);
+
+/* a context on a private loop (ownloop.c) */
+struct rmsgi_ownloop;
+/* work was queued: makes the context's fd readable unless the context
+ * is inside rmsg_ctx_progress() (which flushes before it returns) */
+void rmsgi_own_dirty(struct rmsgi_ownloop *own);
+/* makes the fd readable; from any thread */
+void rmsgi_own_wake(struct rmsgi_ownloop *own);
+void rmsgi_own_destroy(struct rmsgi_ownloop *own);
 
 /* ------------------------------------------------------------------ */
 /* listeners (listener.c)                                               */
@@ -255,7 +276,7 @@ struct rmsg_conn {
 	struct rmsgi_rpc_conn *rpc; /* calls in flight (rpc.c) */
 	struct rmsg_listener *lst;  /* counts against its limits (listener.c) */
 	bool lst_pending;	    /* ... as a handshake too */
-	ev_timer ka;		    /* keepalive (keepalive.c) */
+	struct rmsgi_timer ka;	    /* keepalive (keepalive.c) */
 	bool ka_on;
 	ev_tstamp last_rx, last_tx, ka_tick;
 	/* answers generated for the peer (READ_RESP, RNDV_ACK, RPC replies)
@@ -299,7 +320,7 @@ struct rmsg_conn {
 	 * the handshake until the peer's proof checked out; every frame
 	 * goes to rmsgi_conn_auth_rx() meanwhile */
 	bool auth_wait;
-	ev_timer auth_tmo; /* bounds the AUTH state: cfg.timeout_ms */
+	struct rmsgi_timer auth_tmo; /* bounds the AUTH state: cfg.timeout_ms */
 	uint8_t auth_ns[RMSGI_NONCE_SIZE]; /* the server's nonce */
 	uint8_t auth_nc[RMSGI_NONCE_SIZE]; /* the client's */
 	struct rmsgi_hello auth_hello;	   /* server: the client's hello */

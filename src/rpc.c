@@ -38,7 +38,7 @@ struct rpc_call {
 	uint64_t id;
 	rmsg_reply_cb cb;
 	void *arg;
-	ev_timer timer; /* deadline, then the deferred callback */
+	struct rmsgi_timer timer; /* deadline, then the deferred callback */
 	bool timer_on;
 	bool sent;     /* the request's send callback ran */
 	bool finished; /* status is known */
@@ -213,7 +213,7 @@ static struct rpc_call *call_find(struct rmsg_conn *c, uint64_t id)
 static void call_timer_stop(struct rpc_call *call)
 {
 	if (call->timer_on) {
-		ev_timer_stop(call->c->ctx->loop, &call->timer);
+		rmsgi_timer_stop(call->c->ctx->loop, &call->timer);
 		call->timer_on = false;
 	}
 }
@@ -281,8 +281,7 @@ static void call_end(struct rpc_call *call, int status)
 	call_unhash(call);
 	call_timer_stop(call);
 	if (call->sent) {
-		ev_timer_set(&call->timer, 0, 0);
-		ev_timer_start(call->c->ctx->loop, &call->timer);
+		rmsgi_timer_start(call->c->ctx->loop, &call->timer, 0, 0);
 		call->timer_on = true;
 	}
 }
@@ -362,13 +361,14 @@ int rmsg_call(struct rmsg_conn *c, uint32_t method, const struct iovec *iov,
 	call->hnext = rc->hash[call->id % RPC_BUCKETS];
 	rc->hash[call->id % RPC_BUCKETS] = call;
 	call->hashed = true;
-	ev_timer_init(&call->timer, call_timer_cb, timeout_ms / 1000.0, 0);
-	call->timer.data = call;
+	rmsgi_timer_init(&call->timer, c->ctx->env.timers, call_timer_cb);
+	call->timer.w.data = call;
 	if (timeout_ms) {
 		/* from this call, as rmsg_call(3) says: the loop's cached
 		 * time is as old as the app's work since it woke */
 		ev_now_update(c->ctx->loop);
-		ev_timer_start(c->ctx->loop, &call->timer);
+		rmsgi_timer_start(c->ctx->loop, &call->timer,
+				  timeout_ms / 1000.0, 0);
 		call->timer_on = true;
 	}
 	if (call_id_p)

@@ -42,6 +42,7 @@
 #include "../list.h"
 #include "../pool.h"
 #include "../proto.h"
+#include "../timer.h"
 
 struct rmsg_ctx;
 struct rmsg_conn;
@@ -325,6 +326,8 @@ struct rmsgi_tr_env {
 	const struct rmsgi_cfgv *cfg;
 	struct rmsgi_pool *pool; /* registered buffers */
 	int log_max;		 /* rmsgi_log_max(cfg) */
+	/* a private loop's deadlines (timer.h): NULL on the app's loop */
+	struct rmsgi_timers *timers;
 };
 
 const struct rmsgi_tr_env *rmsgi_ctx_env(struct rmsg_ctx *ctx);

@@ -25,8 +25,8 @@ static int rc_new(struct rdma_ctx *r, struct rmsg_conn *c,
 	rc->ci = ci;
 	rc->r = r;
 	rmsgi_list_init(&rc->mws);
-	ev_timer_init(&rc->timer, rdma_rc_timer_cb, 0, 0);
-	rc->timer.data = rc;
+	rmsgi_timer_init(&rc->timer, r->env->timers, rdma_rc_timer_cb);
+	rc->timer.w.data = rc;
 	if (c)
 		rmsgi_conn_set_tc(c, rc);
 	r->nconns++;
@@ -40,10 +40,9 @@ void rdma_rc_timer(struct rdma_conn *rc, unsigned ms)
 
 	if (rc->timer_on) {
 		ev_ref(loop);
-		ev_timer_stop(loop, &rc->timer);
+		rmsgi_timer_stop(loop, &rc->timer);
 	}
-	ev_timer_set(&rc->timer, ms / 1000.0, 0);
-	ev_timer_start(loop, &rc->timer);
+	rmsgi_timer_start(loop, &rc->timer, ms / 1000.0, 0);
 	ev_unref(loop);
 	rc->timer_on = true;
 }

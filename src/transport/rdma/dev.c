@@ -150,6 +150,7 @@ int rdma_dev_open(struct rdma_ctx *r, struct ibv_context *verbs)
 	r->cq_io.data = r;
 	ev_io_start(r->env->loop, &r->cq_io);
 	ev_unref(r->env->loop);
+	rmsgi_timers_touch(r->env->timers);
 	rmsgi_info(r->ctx,
 		   "RDMA device %s: max_msg_sz %llu, rd_atom %u, type-2 "
 		   "memory windows %s",
@@ -206,6 +207,7 @@ int rdma_ctx_get(struct rmsg_ctx *ctx, struct rdma_ctx **r_p)
 	r->cm_io.data = r;
 	ev_io_start(r->env->loop, &r->cm_io);
 	ev_unref(r->env->loop);
+	rmsgi_timers_touch(r->env->timers);
 	*slot = r;
 	*r_p = r;
 	return 0;

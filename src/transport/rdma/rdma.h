@@ -245,9 +245,9 @@ struct rdma_conn {
 	uint32_t max_inline;
 	uint32_t max_sge;
 	struct rndv_rx *pending_reads, *pending_tail;
-	struct rmsgi_op *rma_op; /* one-sided op still being posted */
-	struct rmsgi_list mws;	 /* memory windows bound on the QP */
-	ev_timer timer;		 /* connect bound, then teardown bound */
+	struct rmsgi_op *rma_op;  /* one-sided op still being posted */
+	struct rmsgi_list mws;	  /* memory windows bound on the QP */
+	struct rmsgi_timer timer; /* connect bound, then teardown bound */
 	bool timer_on;
 	bool room_wanted;
 	bool silent; /* rejected before the app saw it */
@@ -399,7 +399,7 @@ static inline void rc_timer_stop(struct rdma_conn *rc)
 	if (!rc->timer_on)
 		return;
 	ev_ref(rc->r->env->loop);
-	ev_timer_stop(rc->r->env->loop, &rc->timer);
+	rmsgi_timer_stop(rc->r->env->loop, &rc->timer);
 	rc->timer_on = false;
 }
 

@@ -30,7 +30,7 @@ struct tcp_conn *tcp_conn_new(struct tcp_ctx *t, struct rmsg_conn *c,
 	rmsgi_list_init(&tc->outq);
 	ev_io_init(&tc->rw, tcp_rw_cb, -1, EV_READ);
 	ev_io_init(&tc->ww, tcp_ww_cb, -1, EV_WRITE);
-	ev_timer_init(&tc->tmo, tcp_tmo_cb, 0, 0);
+	rmsgi_timer_init(&tc->tmo, t->env->timers, tcp_tmo_cb);
 	rmsgi_list_add_tail(&t->conns, &tc->link);
 	return tc;
 }
@@ -187,7 +187,7 @@ static void tcp_connected(struct tcp_conn *tc)
 	free(tc->to);
 	tc->to = NULL;
 	tc->phase = TCP_PH_HELLO;
-	tcp_io_start(loop, &tc->rw);
+	tcp_io_start(tc->t->env, &tc->rw);
 	rmsgi_conn_hello(tc->c, &h);
 	tcp_send_hs(tc, RMSGI_T_HELLO, &h);
 }
@@ -199,7 +199,6 @@ static void tcp_connected(struct tcp_conn *tc)
  */
 static int tcp_connect_next(struct tcp_conn *tc)
 {
-	struct ev_loop *loop = tc->t->env->loop;
 	const struct sockaddr_storage *sa;
 	socklen_t salen;
 	int fd;
@@ -231,7 +230,7 @@ static int tcp_connect_next(struct tcp_conn *tc)
 			return 0;
 		}
 		if (errno == EINPROGRESS) {
-			tcp_io_start(loop, &tc->ww);
+			tcp_io_start(tc->t->env, &tc->ww);
 			return 0;
 		}
 		tc->conn_err = tcp_errno(errno);
@@ -284,7 +283,7 @@ static void tcp_ww_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 static void tcp_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct tcp_conn *tc = RMSGI_CONTAINER_OF(w, struct tcp_conn, tmo);
+	struct tcp_conn *tc = RMSGI_CONTAINER_OF(w, struct tcp_conn, tmo.w);
 
 	(void)revents;
 	/* libev stopped the one-shot timer itself: give back its unref */

@@ -54,8 +54,7 @@ struct tcp_ctx *tcp_ctx_get(struct rmsg_ctx *ctx)
 	rmsgi_list_init(&t->conns);
 	rmsgi_list_init(&t->listeners);
 	rmsgi_list_init(&t->stalled);
-	ev_timer_init(&t->sweep, tcp_sweep_cb, TCP_SPARE_IDLE_S,
-		      TCP_SPARE_IDLE_S);
+	rmsgi_timer_init(&t->sweep, t->env->timers, tcp_sweep_cb);
 	*slot = t;
 	return t;
 }
@@ -81,7 +80,7 @@ void tcp_rx_give(struct tcp_ctx *t, size_t n)
 			tc->stall_tmo = false;
 			tcp_timer_stop(loop, &tc->tmo);
 		}
-		tcp_io_start(loop, &tc->rw);
+		tcp_io_start(tc->t->env, &tc->rw);
 		ev_feed_event(loop, &tc->rw, EV_READ);
 	}
 }
@@ -113,7 +112,7 @@ void tcp_rx_stall(struct tcp_conn *tc)
 	if (ka > 0 && ka / 2 < bound)
 		bound = ka / 2;
 	rmsgi_conn_heard(tc->c);
-	if (!ev_is_active(&tc->tmo)) {
+	if (!rmsgi_timer_active(&tc->tmo)) {
 		tc->stall_tmo = true;
 		tcp_timer_start(loop, &tc->tmo, bound);
 	}
@@ -122,7 +121,7 @@ void tcp_rx_stall(struct tcp_conn *tc)
 /* every TCP_SPARE_IDLE_S: a spare unused since the last pass goes */
 static void tcp_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct tcp_ctx *t = RMSGI_CONTAINER_OF(w, struct tcp_ctx, sweep);
+	struct tcp_ctx *t = RMSGI_CONTAINER_OF(w, struct tcp_ctx, sweep.w);
 	struct rmsgi_list *n;
 	bool any = false;
 
@@ -142,16 +141,16 @@ static void tcp_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	if (!any) {
 		ev_ref(loop);
-		ev_timer_stop(loop, w);
+		rmsgi_timer_stop(loop, &t->sweep);
 	}
 }
 
 static void tcp_sweep_arm(struct tcp_ctx *t)
 {
-	if (ev_is_active(&t->sweep))
+	if (rmsgi_timer_active(&t->sweep))
 		return;
-	ev_timer_set(&t->sweep, TCP_SPARE_IDLE_S, TCP_SPARE_IDLE_S);
-	ev_timer_start(t->env->loop, &t->sweep);
+	rmsgi_timer_start(t->env->loop, &t->sweep, TCP_SPARE_IDLE_S,
+			  TCP_SPARE_IDLE_S);
 	ev_unref(t->env->loop);
 }
 
@@ -205,9 +204,9 @@ static void tcp_ctx_fini(void *p)
 		t->rb_free = rb->next;
 		free(rb);
 	}
-	if (ev_is_active(&t->sweep)) {
+	if (rmsgi_timer_active(&t->sweep)) {
 		ev_ref(loop);
-		ev_timer_stop(loop, &t->sweep);
+		rmsgi_timer_stop(loop, &t->sweep);
 	}
 	*rmsgi_ctx_tr_slot(t->ctx, RMSGI_TR_TCP) = NULL;
 	free(t);

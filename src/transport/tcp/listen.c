@@ -63,7 +63,7 @@ static void tcp_accept_one(struct tcp_listener *tl, int fd)
 	tc->tl = tl;
 	tc->phase = TCP_PH_HELLO;
 	tcp_conn_set_fd(tc, fd);
-	tcp_io_start(loop, &tc->rw);
+	tcp_io_start(tl->t->env, &tc->rw);
 	tcp_timer_start(loop, &tc->tmo, ci->cfg->timeout_ms / 1000.0);
 }
 
@@ -72,13 +72,13 @@ static void tcp_listener_resume(struct tcp_listener *tl)
 	int i;
 
 	for (i = 0; i < tl->nsock; i++)
-		tcp_io_start(tl->t->env->loop, &tl->sock[i].w);
+		tcp_io_start(tl->t->env, &tl->sock[i].w);
 }
 
 static void tcp_pause_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct tcp_listener *tl =
-		RMSGI_CONTAINER_OF(w, struct tcp_listener, pause);
+		RMSGI_CONTAINER_OF(w, struct tcp_listener, pause.w);
 
 	(void)revents;
 	ev_ref(loop); /* the one-shot timer stopped itself */
@@ -258,7 +258,7 @@ int tcp_listen(struct rmsg_ctx *ctx, struct rmsg_listener *l,
 	tl->t = t;
 	tl->l = l;
 	rmsgi_list_init(&tl->link);
-	ev_timer_init(&tl->pause, tcp_pause_cb, 0, 0);
+	rmsgi_timer_init(&tl->pause, t->env->timers, tcp_pause_cb);
 	for (ai = res; ai; ai = ai->ai_next) {
 		has4 |= ai->ai_family == AF_INET;
 		has6 |= ai->ai_family == AF_INET6;

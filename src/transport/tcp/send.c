@@ -146,7 +146,7 @@ void tcp_write(struct tcp_conn *tc)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
 				tc->blocked = true;
-				tcp_io_start(loop, &tc->ww);
+				tcp_io_start(tc->t->env, &tc->ww);
 				return;
 			}
 			tcp_conn_end(tc, tcp_errno(errno), NULL);
@@ -156,7 +156,7 @@ void tcp_write(struct tcp_conn *tc)
 		if ((size_t)w < want) {
 			/* a short write means the socket buffer is full */
 			tc->blocked = true;
-			tcp_io_start(loop, &tc->ww);
+			tcp_io_start(tc->t->env, &tc->ww);
 			return;
 		}
 		if (n == &tc->outq && cnt < TCP_WIOV) {

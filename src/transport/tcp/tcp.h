@@ -131,7 +131,7 @@ struct tcp_ctx {
 	 * cfg.tcp_rx_limit */
 	size_t rx_bytes;
 	struct rmsgi_list stalled;   /* connections waiting for rx_bytes */
-	ev_timer sweep;		     /* frees idle spare buffers */
+	struct rmsgi_timer sweep;    /* frees idle spare buffers */
 	struct iovec wiov[TCP_WIOV]; /* sendmsg() scratch */
 };
 
@@ -148,8 +148,8 @@ struct tcp_listener {
 	struct tcp_ctx *t;
 	struct rmsg_listener *l; /* the core's, for rmsgi_tr_incoming */
 	uint16_t port;
-	ev_timer pause; /* accepting paused after EMFILE */
-	double backoff; /* the current pause; 0 outside an episode */
+	struct rmsgi_timer pause; /* accepting paused after EMFILE */
+	double backoff;		  /* the current pause; 0 outside an episode */
 	ev_tstamp episode_t0;
 	uint64_t episode_fails;
 	int nsock;
@@ -191,7 +191,7 @@ struct tcp_conn {
 	bool fin_sent;
 	ev_io rw;
 	ev_io ww;
-	ev_timer tmo; /* connection setup bound, then the linger bound */
+	struct rmsgi_timer tmo; /* setup bound, then the linger bound */
 
 	/* connecting */
 	/* client, while connecting: the core's addresses (a copy), and
@@ -246,12 +246,13 @@ extern const struct rmsgi_tr rmsgi_tr_tcp;
 
 /* internal watchers never keep ev_run() alive: the listener or the
  * connection holds the loop reference */
-static inline void tcp_io_start(struct ev_loop *loop, ev_io *w)
+static inline void tcp_io_start(const struct rmsgi_tr_env *env, ev_io *w)
 {
 	if (ev_is_active(w))
 		return;
-	ev_io_start(loop, w);
-	ev_unref(loop);
+	ev_io_start(env->loop, w);
+	ev_unref(env->loop);
+	rmsgi_timers_touch(env->timers);
 }
 
 static inline void tcp_io_stop(struct ev_loop *loop, ev_io *w)
@@ -262,29 +263,24 @@ static inline void tcp_io_stop(struct ev_loop *loop, ev_io *w)
 	ev_io_stop(loop, w);
 }
 
-static inline void tcp_timer_start(struct ev_loop *loop, ev_timer *w,
+static inline void tcp_timer_start(struct ev_loop *loop, struct rmsgi_timer *t,
 				   double after)
 {
-	if (ev_is_active(w))
+	if (rmsgi_timer_active(t))
 		return;
-	ev_timer_set(w, after, 0);
-	ev_timer_start(loop, w);
+	rmsgi_timer_start(loop, t, after, 0);
 	ev_unref(loop);
 }
 
 /* a one-shot timer that already fired is inactive but may still be
  * pending in this loop iteration: its callback must not run now */
-static inline void tcp_timer_stop(struct ev_loop *loop, ev_timer *w)
+static inline void tcp_timer_stop(struct ev_loop *loop, struct rmsgi_timer *t)
 {
-	if (ev_is_active(w)) {
+	/* a pending one: libev stopped it, taking the reference its
+	 * callback would have given back */
+	if (rmsgi_timer_active(t) || ev_is_pending(&t->w))
 		ev_ref(loop);
-		ev_timer_stop(loop, w);
-	} else if (ev_is_pending(w)) {
-		/* libev stopped it, taking the reference its callback
-		 * would have given back */
-		ev_clear_pending(loop, w);
-		ev_ref(loop);
-	}
+	rmsgi_timer_stop(loop, t);
 }
 
 /* a socket error as the library reports it */
