@@ -196,12 +196,23 @@ def _addr_of(obj: Any, writable: bool) -> Tuple[Optional[int], int, Any]:
 
 
 class _Iov:
-    """An iovec array over one buffer or a list of buffers."""
+    """An iovec array over one buffer or a list of buffers; .addr is
+    its address for the library, which copies the array at once."""
 
-    __slots__ = ("arr", "n", "keep", "nbytes", "bufs")
+    __slots__ = ("arr", "addr", "n", "keep", "nbytes", "bufs")
 
     def __init__(self, data: Any, writable: bool = False,
                  max_n: int = IOV_MAX) -> None:
+        if type(data) is bytes and not writable:
+            # the common case, made cheap: one iovec pointing into the
+            # bytes object (which the iovec keeps referenced)
+            self.n = 1
+            self.nbytes = len(data)
+            self.arr: Any = _ffi.iovec_bytes(data, self.nbytes)
+            self.addr = ctypes.addressof(self.arr)
+            self.keep: Any = None
+            self.bufs: Sequence[Buffer] = ()
+            return
         if data is None:
             data = []
         elif not isinstance(data, (list, tuple)):
@@ -210,24 +221,32 @@ class _Iov:
             raise ValueError("at most %d buffers" % max_n)
         self.n = len(data)
         self.arr = (_ffi.iovec * max(1, self.n))()
-        self.keep: List[Any] = []
-        self.bufs: List[Buffer] = []
+        self.addr = ctypes.addressof(self.arr)
+        keep: List[Any] = []
+        bufs: List[Buffer] = []
         self.nbytes = 0
         for i, d in enumerate(data):
-            addr, ln, keep = _addr_of(d, writable)
+            addr, ln, k = _addr_of(d, writable)
             self.arr[i].iov_base = addr
             self.arr[i].iov_len = ln
             self.nbytes += ln
-            if keep is not None:
-                self.keep.append(keep)
-            if isinstance(keep, Buffer):
-                self.bufs.append(keep)
+            if k is not None:
+                keep.append(k)
+            if isinstance(k, Buffer):
+                bufs.append(k)
+        self.keep = keep
+        self.bufs = bufs
+
+
+_msg_len = lib.rmsg_msg_len
+_msg_data = lib.rmsg_msg_data
+_string_at = ctypes.string_at
 
 
 def _msg_bytes(m: int) -> bytes:
     """The bytes of a struct rmsg_msg, copied."""
-    n = lib.rmsg_msg_len(m)
-    return ctypes.string_at(lib.rmsg_msg_data(m), n) if n else b""
+    n = _msg_len(m)
+    return _string_at(_msg_data(m), n) if n else b""
 
 
 _CFG_SETTERS = {
@@ -407,7 +426,11 @@ _on_done = _ffi.DONE_CB(_on_done_py)
 def _on_reply_py(c: int, status: int, m: int, h: int) -> None:
     op = _handles.pop(h, None)
     if op is not None:
-        op.conn._op_done(op, status, _msg_bytes(m) if status == 0 else None)
+        data = None
+        if status == 0:
+            n = _msg_len(m)
+            data = _string_at(_msg_data(m), n) if n else b""
+        op.conn._op_done(op, status, data)
 
 
 _on_reply = _ffi.REPLY_CB(_on_reply_py)
@@ -748,7 +771,9 @@ class Context:
         except BaseException as e:
             self._reply(req, None, e)
             return
-        if inspect.isawaitable(r):
+        if r is None or type(r) is bytes:
+            self._reply(req, r, None)
+        elif inspect.isawaitable(r):
             task: asyncio.Future[Any] = asyncio.ensure_future(
                 r, loop=self._aloop)
 
@@ -769,7 +794,9 @@ class Context:
             return  # answered by the context's destroy
         iov: Optional[_Iov] = None
         err = 0
-        if exc is None:
+        if exc is None and result is None:
+            rc = lib.rmsg_reply(req, None, 0)  # an empty reply
+        elif exc is None:
             try:
                 iov = _Iov(result, max_n=IOV_MAX - 1)
             except BaseException as e:
@@ -782,10 +809,10 @@ class Context:
                     log.error("rmsg: handler failed", exc_info=exc)
                 e_no = _errno.EIO
             err = e_no
-        if iov is None:
+        if iov is not None:
+            rc = lib.rmsg_reply(req, iov.addr, iov.n)
+        elif err:
             rc = lib.rmsg_reply_error(req, -err)
-        else:
-            rc = lib.rmsg_reply(req, iov.arr, iov.n)
         if rc == -_errno.ENOMEM or rc == -_errno.EINVAL:
             # the request is still ours: give up with an error
             if lib.rmsg_reply_error(req, rc) in (-_errno.ENOMEM,
@@ -997,6 +1024,21 @@ class _Op:
         self.finished = False
 
 
+class _CallFuture(asyncio.Future):  # type: ignore[type-arg]
+    """call()'s future: cancelling it cancels the call
+    (rmsg_call_cancel), without a done callback on every call."""
+
+    _op: Optional[_Op] = None
+
+    def cancel(self, msg: Any = None) -> bool:
+        if not super().cancel(msg):
+            return False
+        op = self._op
+        if op is not None:
+            op.conn._cancel_call(op)
+        return True
+
+
 def _address(buf: bytes) -> Optional[Address]:
     """(host, port) of a struct sockaddr_storage's bytes, for AF_INET and
     AF_INET6; None for another family."""
@@ -1038,6 +1080,8 @@ class Connection:
         self._cptr: Optional[int] = None  # NULL once closed
         self._last_stats: Optional[Dict[str, int]] = None
         self._blocked: Deque[_Op] = collections.deque()  # after EAGAIN
+        self._cid = ctypes.c_uint64()  # rmsg_call()'s call id goes here
+        self._cid_ref = ctypes.byref(self._cid)
         aloop = ctx._aloop
         self._established: asyncio.Future[None] = aloop.create_future()
         self._closed: asyncio.Future[int] = aloop.create_future()
@@ -1179,21 +1223,29 @@ class Connection:
 
     def _op_done(self, op: _Op, status: int, data: Optional[bytes]) -> None:
         op.finished = True
-        if op.handle is not None and op.iov is not None:
-            for b in op.iov.bufs:
-                b._inflight -= 1
-                if b._inflight == 0 and b._free_pending:
-                    b._free_now()
+        iov = op.iov
+        if iov is not None:
+            op.iov = None
+            if iov.bufs and op.handle is not None:
+                for b in iov.bufs:
+                    b._inflight -= 1
+                    if b._inflight == 0 and b._free_pending:
+                        b._free_now()
         if self._ctx._mr_zombies:
             self._ctx._retry_zombies()
-        _resolve(op.fut, _error(status) if status else None, data)
-        op.iov = None
+        fut = op.fut
+        if type(fut) is _CallFuture:
+            fut._op = None  # no reference cycle left for the collector
+        _resolve(fut, _error(status) if status else None, data)
 
     # -- operations ---------------------------------------------------------
 
-    def _op(self, iov: _Iov, start: Callable[[_Op], int]) -> _Op:
+    def _op(self, iov: _Iov, start: Callable[[_Op], int],
+            fut: Optional[asyncio.Future[Any]] = None) -> _Op:
         self._ctx._live()
-        op = _Op(self, self._ctx._aloop.create_future(), iov, start)
+        if fut is None:
+            fut = self._ctx._aloop.create_future()
+        op = _Op(self, fut, iov, start)
         if self._cptr is None:
             self._op_done(op, -_errno.ENOTCONN, None)
             return op
@@ -1259,7 +1311,7 @@ class Connection:
         is waited out in order; errors raise RmsgError."""
         iov = _Iov(data)
         return self._op(iov, lambda op: lib.rmsg_send(  # type: ignore
-            self._cptr, iov.arr, iov.n, _on_done, op.handle)).fut
+            self._cptr, iov.addr, iov.n, _on_done, op.handle)).fut
 
     def call(self, method: int, data: Data = b"",
              timeout: Optional[float] = None) -> asyncio.Future[bytes]:
@@ -1278,19 +1330,14 @@ class Connection:
         method = int(method)
 
         def start(op: _Op) -> int:
-            cid = ctypes.c_uint64()
-            rc: int = lib.rmsg_call(self._cptr, method, iov.arr, iov.n, tmo,
-                                    _on_reply, op.handle, ctypes.byref(cid))
+            rc: int = lib.rmsg_call(self._cptr, method, iov.addr, iov.n, tmo,
+                                    _on_reply, op.handle, self._cid_ref)
             if rc == 0:
-                op.call_id = cid.value
+                op.call_id = self._cid.value
             return rc
-        op = self._op(iov, start)
-
-        def on_done(fut: asyncio.Future[bytes]) -> None:
-            if fut.cancelled():
-                self._cancel_call(op)
-        op.fut.add_done_callback(on_done)
-        return op.fut
+        fut = _CallFuture(loop=self._ctx._aloop)
+        fut._op = self._op(iov, start, fut)
+        return fut
 
     def _onesided(self, fn: Any, data: Any, remote_desc: BytesLike,
                   offset: int, writable: bool,
@@ -1301,7 +1348,7 @@ class Connection:
         iov = _Iov(data, writable=writable)
         off = int(offset)
         return self._op(iov, lambda op: fn(  # type: ignore[no-any-return]
-            self._cptr, iov.arr, iov.n, desc, off, *more, _on_done,
+            self._cptr, iov.addr, iov.n, desc, off, *more, _on_done,
             op.handle)).fut
 
     def write_imm(self, data: Data, remote_desc: BytesLike, offset: int = 0,

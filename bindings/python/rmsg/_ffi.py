@@ -102,6 +102,12 @@ class iovec(Structure):
     _fields_ = [("iov_base", c_void_p), ("iov_len", c_size_t)]
 
 
+class iovec_bytes(Structure):
+    """A struct iovec over one bytes object, made in one step (the
+    c_char_p member points into the bytes and keeps them referenced)."""
+    _fields_ = [("iov_base", c_char_p), ("iov_len", c_size_t)]
+
+
 # callback types (every pointer is passed as an int, NULL as None)
 ESTABLISHED_CB = CFUNCTYPE(None, c_void_p, c_void_p)
 MSG_CB = CFUNCTYPE(None, c_void_p, c_void_p, c_void_p)
@@ -148,7 +154,9 @@ def _decl(name: str, restype: Any, *argtypes: Any) -> None:
 
 
 P = c_void_p
-IOV_P = POINTER(iovec)
+# iovec arrays go by address (ctypes.addressof): iovec or iovec_bytes;
+# the library copies the array before it returns (rmsg_send(3))
+IOV_P = c_void_p
 
 _decl("rmsg_cfg_create", c_int, POINTER(c_void_p))
 _decl("rmsg_cfg_destroy", None, P)
