@@ -31,6 +31,7 @@
 #                         split: server CPU 0, client CPU 1, none (rdma:
 #                         none)
 #   PYTHON [/usr/bin/python3]
+#   BUILDDIR [top of the tree]  where `make` put .libs/librmsg.so
 #   ADDR [127.0.0.1; rdma: $RMSG_TEST_ADDR, else 198.18.0.1]
 #   RESULTS [bench/results-python-TRANSPORT.txt; in the VM
 #           $RMSG_VM_RESULTS/results-python-rdma.txt]
@@ -43,7 +44,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
 	tcp | rdma) tr=$1 ;;
-	-h | --help) sed -n '3,36p' "$0"; exit 0 ;;
+	-h | --help) sed -n '3,37p' "$0"; exit 0 ;;
 	*) echo "compare-python.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -76,7 +77,7 @@ fi
 # loads the same copy (RMSG_LIB)
 B=$here/build-python
 mkdir -p "$B/lib"
-lib=$top/.libs/librmsg.so
+lib=${BUILDDIR:-$top}/.libs/librmsg.so
 [ -e "$lib" ] || { echo "compare-python.sh: $lib missing: run make" >&2; exit 1; }
 cp -L "$lib" "$B/lib/librmsg.so.0"
 ln -sf librmsg.so.0 "$B/lib/librmsg.so"
