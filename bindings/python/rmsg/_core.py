@@ -771,7 +771,14 @@ class Context:
         except BaseException as e:
             self._reply(req, None, e)
             return
-        if r is None or type(r) is bytes:
+        if type(r) is bytes and self._reqs.pop(req, False):
+            # the common answer, inline: one iovec over the bytes (the
+            # library copies a reply before rmsg_reply() returns)
+            iov = _ffi.iovec_bytes(r, len(r))
+            rc = lib.rmsg_reply(req, ctypes.addressof(iov), 1)
+            if rc:
+                self._reply_failed(req, rc)
+        elif r is None or type(r) is bytes:
             self._reply(req, r, None)
         elif inspect.isawaitable(r):
             task: asyncio.Future[Any] = asyncio.ensure_future(
@@ -813,6 +820,10 @@ class Context:
             rc = lib.rmsg_reply(req, iov.addr, iov.n)
         elif err:
             rc = lib.rmsg_reply_error(req, -err)
+        if rc:
+            self._reply_failed(req, rc)
+
+    def _reply_failed(self, req: int, rc: int) -> None:
         if rc == -_errno.ENOMEM or rc == -_errno.EINVAL:
             # the request is still ours: give up with an error
             if lib.rmsg_reply_error(req, rc) in (-_errno.ENOMEM,
