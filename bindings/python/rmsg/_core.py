@@ -492,7 +492,6 @@ class Context:
         self._ctx: Optional[int] = None
         self._closing = False
         self._in_progress = False
-        self._kicked = False
         self._conns: Dict[int, Connection] = {}  # rmsg_conn * -> Connection
         self._reqs: Dict[int, bool] = {}  # rmsg_req * of unanswered requests
         self._listeners: Set[Listener] = set()
@@ -530,7 +529,6 @@ class Context:
         """The reader of rmsg_ctx_fd(): runs what is ready, callbacks
         included. The descriptor is level-triggered: what remains wakes
         the loop again."""
-        self._kicked = False
         ctxp = self._ctx
         if ctxp is None:
             return
@@ -543,12 +541,6 @@ class Context:
             log.error("rmsg_ctx_progress: %s", strerror(rc))
         if self._closing:
             self._destroy()  # close() asked from a callback
-
-    def _kick(self) -> None:
-        """One progress soon, outside the caller's frame."""
-        if not self._kicked and self._ctx is not None:
-            self._kicked = True
-            self._aloop.call_soon(self._progress)
 
     def _live(self) -> int:
         """The context's pointer, or ESHUTDOWN once close() began."""
@@ -1194,15 +1186,13 @@ class Connection:
         return data
 
     def _refill(self) -> None:
-        """Moves held messages into the queue while it has room; the
-        library sends the freed credits on its next pass."""
+        """Moves held messages into the queue while it has room. A
+        release outside a pass makes the context's descriptor readable
+        (the library kicks it), so the freed credits go out on the loop's
+        next pass."""
         bound = self.recv_queue
-        moved = False
         while self._held and (bound is None or len(self._msgs) < bound):
             self._msgs.append(self._unhold())
-            moved = True
-        if moved and not self._ctx._in_progress:
-            self._ctx._kick()
 
     def _unhold_all(self) -> None:
         while self._held:
