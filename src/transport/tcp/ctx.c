@@ -82,6 +82,7 @@ void tcp_rx_give(struct tcp_ctx *t, size_t n)
 		}
 		tcp_io_start(tc->t->env, &tc->rw);
 		ev_feed_event(loop, &tc->rw, EV_READ);
+		rmsgi_timers_touch(tc->t->env->timers); /* a pass must run it */
 	}
 }
 
