@@ -19,6 +19,8 @@ rmsg-perf's), rtt_us the median round trip; mmsgs the message rate in
 closes. The binding comes from bindings/python next to this script
 unless PYTHONPATH names another; the library from RMSG_LIB as for the
 binding. bench/compare-python.sh runs it side by side with rmsg-perf.
+--uvloop runs it on uvloop's loop (Debian's python3-uvloop, which
+scripts/setup.sh does not install): the binding needs only add_reader.
 """
 import argparse
 import asyncio
@@ -142,6 +144,9 @@ def main():
     ap.add_argument("-n", dest="iters", type=int, default=None)
     ap.add_argument("-w", dest="warmup", type=int, default=100)
     ap.add_argument("-W", dest="window", type=int, default=64)
+    ap.add_argument("--uvloop", action="store_true",
+                    help="run on uvloop's loop (python3-uvloop) instead "
+                    "of asyncio's own")
     ap.add_argument("role", choices=("server", "client"))
     ap.add_argument("uri")
     args = ap.parse_args()
@@ -149,6 +154,9 @@ def main():
         args.iters = 10000 if args.mode == "rate" else 1000
     if args.size < 1:
         ap.error("-s: at least 1 byte (the tag)")
+    if args.uvloop:
+        import uvloop
+        uvloop.install()
     if args.role == "server":
         asyncio.run(serve(args.uri))
     else:
