@@ -569,9 +569,14 @@ class Context:
             b._ptr = None
         for m in list(self._mrs):
             m._mr = None
-        # closes listeners, aborts connections: their callbacks run here
-        rc = lib.rmsg_ctx_destroy(ctxp)
+        conns = list(self._conns.values())
+        # closes listeners, aborts connections: their callbacks run here,
+        # and see the context gone (a close_sync() from one of them does
+        # nothing more, a call raises ESHUTDOWN)
         self._ctx = None
+        rc = lib.rmsg_ctx_destroy(ctxp)
+        for conn in conns:
+            conn._held.clear()  # (none: _msg_cb copies while closing)
         if rc:
             log.error("rmsg_ctx_destroy: %s", strerror(rc))
         for listener in list(self._listeners):
@@ -1163,7 +1168,8 @@ class Connection:
 
     def _msg_cb(self, m: int) -> None:
         bound = self.recv_queue
-        if bound is not None and (self._held or len(self._msgs) >= bound):
+        if bound is not None and (self._held or len(self._msgs) >= bound) \
+                and not self._ctx._closing:
             # the queue is full: keep the message in its receive buffer,
             # which keeps the peer's credit (rmsg_msg_hold(3))
             if lib.rmsg_msg_hold(m) == 0:
