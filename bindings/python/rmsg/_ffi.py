@@ -118,7 +118,6 @@ ACCEPT_CB = CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p, c_size_t, c_void_p)
 DONE_CB = CFUNCTYPE(None, c_void_p, c_int, c_void_p)
 REPLY_CB = CFUNCTYPE(None, c_void_p, c_int, c_void_p, c_void_p)
 HANDLER_CB = CFUNCTYPE(None, c_void_p, c_void_p, c_void_p, c_void_p)
-WORK_CB = CFUNCTYPE(None, c_void_p, c_void_p)
 LOG_CB = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 
 
@@ -175,9 +174,7 @@ _decl("rmsg_cfg_set_max_pending", c_int, P, c_uint)
 _decl("rmsg_cfg_set_keepalive_ms", c_int, P, c_uint)
 _decl("rmsg_cfg_set_keepalive_misses", c_int, P, c_uint)
 _decl("rmsg_cfg_set_log", c_int, P, c_int, LOG_CB, P)
-_decl("rmsg_ctx_create", c_int, P, P, POINTER(c_void_p))
 _decl("rmsg_ctx_destroy", c_int, P)
-_decl("rmsg_ctx_submit", c_int, P, WORK_CB, P)
 # any event loop (LIBRMSG_0.2): how the binding runs a context
 try:
     _decl("rmsg_ctx_create_fd", c_int, P, POINTER(c_void_p))
