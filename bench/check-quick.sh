@@ -16,12 +16,15 @@ case $kind in
 tcp)
 	script=compare-tcp.sh
 	metrics=("ping-pong 64 B" "stream 64 KiB, MB/s, 32" "stream 64 KiB, MB/s, 12"
-		"instructions per 64 B")
+		"instructions per 64 B" "fd mode: send ping-pong 64 B"
+		"fd mode: rpc ping-pong 64 B" "fd mode: send rate 64 B"
+		"fd mode: instructions per 64 B")
 	;;
 rdma)
 	script=compare-rdma.sh
 	metrics=("lat_poll | 64 " "lat_event | 64 " "bw_write | 65536 "
-		"rate_send | 64 ")
+		"rate_send | 64 " "fd_lat_poll | 64 " "fd_lat_event | 64 "
+		"fd_rpc_event | 64 " "fd_rate_send | 64 ")
 	;;
 python-tcp | python-rdma)
 	# the Python binding against rmsg-perf (issue 19)

@@ -12,6 +12,12 @@
 #   lat_event  rmsg-perf send lat (event mode) vs ib_send_lat -e  (t_typical)
 #   bw_write   rmsg-perf write_imm bw          vs ib_write_bw     (MB/s)
 #   rate_send  rmsg-perf send rate             vs ib_send_bw      (Mmsg/s)
+# and librmsg's fd mode against its libev mode (rmsg-perf -L epoll
+# against -L ev, both ends; the order alternates with the round), in a
+# second table, at FD_SIZES:
+#   fd_lat_poll   send lat -b POLL_US      fd_lat_event  send lat
+#   fd_rpc_event  rpc lat                  fd_rate_send  send rate
+# (in their result lines rmsg= is the fd mode, base= the libev mode)
 # Prints, per metric and size, the median of each side, the ratio of the
 # medians and the lowest and highest per-round ratio; lines
 # "round=R metric=M size=S rmsg=X base=Y" go to the results file, which
@@ -29,14 +35,17 @@
 #   DEPTH [128]                rmsg-perf window and credits in bw and rate
 #                              (perftest's default tx depth is 128)
 #   POLL_US [100000]           rmsg busy-poll time for lat_poll
-#   METRICS [lat_poll lat_event bw_write rate_send]
+#   METRICS [lat_poll lat_event bw_write rate_send fd_lat_poll
+#            fd_lat_event fd_rpc_event fd_rate_send]
+#   FD_SIZES [64]              sizes of the fd_ metrics
 #   RESULTS [$RMSG_VM_RESULTS/results-rdma.txt, else bench/results-rdma.txt]
 #   BASELINE [unset]           a built librmsg tree (e.g. a worktree of
 #                              the commit before a change): the baseline
 #                              side is then that tree's rmsg-perf and
 #                              library, not perftest: an A/B of two
 #                              librmsg versions in one run (lat_poll,
-#                              lat_event, bw_write, rate_send alike)
+#                              lat_event, bw_write, rate_send alike;
+#                              the fd_ metrics stay this tree's)
 #   --quick: 1 round, few iterations (checks that it works and parses)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -58,7 +67,8 @@ BW_BYTES=${BW_BYTES:-67108864}
 RATE_ITERS=${RATE_ITERS:-20000}
 DEPTH=${DEPTH:-128}
 POLL_US=${POLL_US:-100000}
-METRICS=${METRICS:-lat_poll lat_event bw_write rate_send}
+METRICS=${METRICS:-lat_poll lat_event bw_write rate_send fd_lat_poll fd_lat_event fd_rpc_event fd_rate_send}
+FD_SIZES=${FD_SIZES:-64}
 ADDR=${RMSG_TEST_ADDR:-198.18.0.1}
 if [ -n "${RMSG_VM_RESULTS:-}" ]; then
 	RESULTS=${RESULTS:-$RMSG_VM_RESULTS/results-rdma.txt}
@@ -152,7 +162,8 @@ iters() { # budget max size
 # rmsg-perf: the same metric run again with PERF pointing at it)
 pair() {
 	local m=$1 s=$2 n line
-	if [ -n "$BASELINE" ] && [ -z "${in_base:-}" ]; then
+	if [ -n "$BASELINE" ] && [ -z "${in_base:-}" ] &&
+		[ "${m#fd_}" = "$m" ]; then
 		local a0 b0
 		in_base=1 pair_one "$m" "$s"
 		a0=$a
@@ -200,7 +211,37 @@ pair_one() {
 		a=$(val "$line" mmsgs)
 		[ -n "${in_base:-}" ] || b=$(perf ib_send_bw -F -s "$s" -n "$n" | awk -v s="$s" '$1 == s { print $5 }')
 		;;
+	fd_*)
+		fd_ab "$m" "$s"
+		;;
 	esac
+}
+
+# fd_ab METRIC SIZE: a: both ends -L epoll (fd mode), b: both -L ev, one
+# run each, libev first in odd rounds and last in even ones
+fd_ab() {
+	local m=$1 s=$2 l order="ev epoll" sopts="" copts key=lat_us line v
+	n=$(iters "$LAT_BYTES" "$LAT_ITERS" "$s")
+	case $m in
+	fd_lat_poll)
+		sopts="-b $POLL_US"
+		copts="-b $POLL_US -o send -m lat -s $s -n $n -w 20" ;;
+	fd_lat_event) copts="-o send -m lat -s $s -n $n -w 20" ;;
+	fd_rpc_event) copts="-o rpc -m lat -s $s -n $n -w 20" ;;
+	fd_rate_send)
+		n=$RATE_ITERS key=mmsgs
+		sopts="-c $DEPTH"
+		copts="-c $DEPTH -W $DEPTH -o send -m rate -s $s -n $n" ;;
+	esac
+	[ $((r % 2)) = 1 ] || order="epoll ev"
+	for l in $order; do
+		# shellcheck disable=SC2086 # option lists, split on purpose
+		line=$(rmsg "-L $l $sopts" -L $l $copts)
+		v=$(val "$line" "$key")
+		# a line of the other mode is no result
+		[ "$(val "$line" loop)" = "$l" ] || v=
+		if [ $l = epoll ]; then a=$v; else b=$v; fi
+	done
 }
 
 {
@@ -218,6 +259,7 @@ for r in $(seq "$ROUNDS"); do
 	for m in $METRICS; do
 		sizes=$SIZES
 		[ "$m" = rate_send ] && sizes=$RATE_SIZES
+		[ "${m#fd_}" = "$m" ] || sizes=$FD_SIZES
 		for s in $sizes; do
 			pair "$m" "$s"
 		done
@@ -226,10 +268,9 @@ done
 
 bname=perftest
 [ -n "$BASELINE" ] && bname="baseline librmsg"
-table=$(
-	echo "| metric | size | librmsg median | $bname median | ratio of medians | min ratio | max ratio | rounds |"
-	echo "|---|---|---|---|---|---|---|---|"
-	awk '
+# tables WANT: the rows of the fd_ metrics (WANT=fd) or of the others
+tables() {
+	awk -v want="$1" '
 	function med(x, n,   i, j, t) {
 		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
 			if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t }
@@ -237,6 +278,7 @@ table=$(
 	}
 	/^round=/ {
 		for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+		if ((f["metric"] ~ /^fd_/) != (want == "fd")) next
 		k = f["metric"] " " f["size"]
 		if (!(k in n)) { order[++nk] = k; n[k] = 0 }
 		if (f["rmsg"] > 0 && f["base"] > 0) {
@@ -247,23 +289,47 @@ table=$(
 	END {
 		for (i = 1; i <= nk; i++) {
 			k = order[i]; split(k, p, " "); c = n[k]
-			if (!c) { printf "| %s | %s | no data | | | | | 0 |\n", p[1], p[2]; continue }
+			if (!c) { printf "| %s | %s | no data | | | | |%s 0 |\n", p[1], p[2], want == "fd" ? " |" : ""; continue }
 			delete a; delete b; delete q
 			for (j = 1; j <= c; j++) { a[j] = A[k, j]; b[j] = Bv[k, j]; q[j] = R[k, j] }
-			ma = med(a, c); mb = med(b, c); med(q, c)
-			printf "| %s | %s | %.4g | %.4g | %.3f | %.3f | %.3f | %d |\n",
-				p[1], p[2], ma, mb, ma / mb, q[1], q[c], c
+			ma = med(a, c); mb = med(b, c); mq = med(q, c)
+			if (want == "fd")
+				printf "| %s | %s | %.4g | %.4g | %.3f | %.3f | %.3f | %.3f | %d |\n",
+					p[1], p[2], ma, mb, ma / mb, mq, q[1], q[c], c
+			else
+				printf "| %s | %s | %.4g | %.4g | %.3f | %.3f | %.3f | %d |\n",
+					p[1], p[2], ma, mb, ma / mb, q[1], q[c], c
 		}
 	}' "$RESULTS"
-)
+}
+base_rows=$(tables base)
+table=
+if [ -n "$base_rows" ]; then
+	table=$(
+		echo "| metric | size | librmsg median | $bname median | ratio of medians | min ratio | max ratio | rounds |"
+		echo "|---|---|---|---|---|---|---|---|"
+		echo "$base_rows"
+	)
+fi
+fd_rows=$(tables fd)
+if [ -n "$fd_rows" ]; then
+	table=$(
+		[ -z "$table" ] || printf '%s\n\n' "$table"
+		echo "| metric | size | fd mode median | libev mode median | ratio of medians | median ratio | min ratio | max ratio | rounds |"
+		echo "|---|---|---|---|---|---|---|---|---|"
+		echo "$fd_rows"
+	)
+fi
 {
 	echo "# total $(($(date +%s) - start)) s"
 	echo
 	echo "$table"
 	echo
 	echo "latency: half round trip in us (median; perftest t_typical);" \
-		"bw_write: 10^6 bytes/s; rate_send: 10^6 messages/s"
+		"bw_write: 10^6 bytes/s; rate_send: 10^6 messages/s;" \
+		"fd_: rmsg-perf -L epoll against -L ev"
 } >> "$RESULTS"
 echo "$table"
-echo "(latency us, half round trip; bw_write MB/s = 10^6 B/s; rate_send Mmsg/s)"
+echo "(latency us, half round trip; bw_write MB/s = 10^6 B/s; rate_send Mmsg/s;" \
+	"fd_: rmsg-perf -L epoll against -L ev, both ends)"
 echo "results: $RESULTS" >&2

@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: MIT
 #
 # compare-tcp.sh - librmsg over tcp:// (tools/rmsg-perf) against the raw
-# libev TCP baselines, side by side on 127.0.0.1, alternating A B A B ...
+# libev TCP baselines, side by side on 127.0.0.1, alternating A B A B ...;
+# and librmsg's fd mode (rmsg-perf -L epoll: rmsg_ctx_create_fd, an
+# epoll_wait loop, rmsg_ctx_progress) against its libev mode (-L ev), the
+# same way, in the same run (a second table)
 #
 #   bench/compare-tcp.sh [--quick] [--rounds N]
 #
@@ -26,6 +29,9 @@
 #                         0 skips it
 #   CG_ITERS [2000]       callgrind runs use CG_ITERS and 2*CG_ITERS
 #   CG_ROUNDS [2]         callgrind pairs (the figure should not move)
+#   FD_COMPARE [1]        0 skips the fd mode against libev mode table
+#   FD_RATE_ITERS [200000] messages per message-rate run (64 B sends,
+#                         rmsg-perf -m rate, its default window of 64)
 #   PIN [same]            same: server and client on one CPU (BENCH_CPU);
 #                         split: server CPU 0, client CPU 1; none
 #   BENCH_CPU [last CPU]  the CPU for PIN=same
@@ -41,7 +47,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
 	--rounds) ROUNDS=$2; shift ;;
-	-h | --help) sed -n '3,31p' "$0"; exit 0 ;;
+	-h | --help) sed -n '3,40p' "$0"; exit 0 ;;
 	*) echo "compare-tcp.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -49,6 +55,7 @@ done
 if [ $quick = 1 ]; then
 	: "${ROUNDS:=1}" "${PING_ITERS:=2000}" "${PING_WARMUP:=200}"
 	: "${STREAM_BYTES:=67108864}" "${CG_ITERS:=200}" "${CG_ROUNDS:=1}"
+	: "${FD_RATE_ITERS:=20000}"
 fi
 ROUNDS=${ROUNDS:-7}
 PING_SIZE=${PING_SIZE:-64}
@@ -62,6 +69,8 @@ eq=$((768 * 1024 / STREAM_SIZE))
 STREAM_EQ_CREDITS=${STREAM_EQ_CREDITS:-$((eq < 4 ? 4 : eq))}
 CG_ITERS=${CG_ITERS:-2000}
 CG_ROUNDS=${CG_ROUNDS:-2}
+FD_COMPARE=${FD_COMPARE:-1}
+FD_RATE_ITERS=${FD_RATE_ITERS:-200000}
 PIN=${PIN:-same}
 ncpu=$(nproc)
 BENCH_CPU=${BENCH_CPU:-$((ncpu - 1))}
@@ -190,6 +199,47 @@ run() {
 	stop_server
 }
 
+# run_mode LOOP WHAT: rmsg-perf with both ends in loop mode LOOP (-L ev
+# or -L epoll); WHAT: send_lat, rpc_lat (ping-pong as above) or rate;
+# its line goes to $out
+run_mode() {
+	local l=$1 what=$2
+	next_port
+	start_server $pin_srv "$build/rmsg-perf" -L "$l" server "tcp://$HOST:$port"
+	case $what in
+	send_lat | rpc_lat)
+		$pin_cli "$build/rmsg-perf" -L "$l" -P -o "${what%_lat}" -m lat \
+			-s "$PING_SIZE" -n "$PING_ITERS" -w "$PING_WARMUP" \
+			client "tcp://$HOST:$port" >"$tmp" ;;
+	rate)
+		$pin_cli "$build/rmsg-perf" -L "$l" -P -o send -m rate \
+			-s "$PING_SIZE" -n "$FD_RATE_ITERS" \
+			client "tcp://$HOST:$port" >"$tmp" ;;
+	esac
+	out=$(tail -1 "$tmp")
+	stop_server
+	if [ "$(field "$out" loop)" != "$l" ]; then
+		echo "compare-tcp.sh: not a -L $l line: $out" >&2
+		exit 1
+	fi
+}
+
+# fd_pair WHAT KEY: one run of each loop mode, the order alternating
+# with the round (odd: libev first); KEY's value into fa (epoll), fb (ev)
+fd_pair() {
+	local what=$1 key=$2 l order="ev epoll"
+	[ $((r % 2)) = 1 ] || order="epoll ev"
+	for l in $order; do
+		run_mode "$l" "$what"
+		echo "round=$r $out" >>"$RESULTS"
+		if [ "$l" = epoll ]; then
+			fa=$(field "$out" "$key")
+		else
+			fb=$(field "$out" "$key")
+		fi
+	done
+}
+
 # field LINE KEY: the value of KEY=... in a result line
 field() {
 	local v
@@ -203,15 +253,21 @@ field() {
 
 # callgrind_ir KIND ITERS PREFIX: client instructions inside ev_run(),
 # into $ir; rmsg-perf sorts its round-trip times inside ev_run() (it
-# reports from a callback), so collection also toggles off in qsort()
+# reports from a callback), so collection also toggles off in qsort().
+# KIND rmsg_epoll: both ends with -L epoll; the client's instructions
+# inside rmsg-perf's own loop, epoll_loop(), which holds its epoll_wait()
+# and every rmsg_ctx_progress() (and so the context's private loop)
 callgrind_ir() {
 	local kind=$1 iters=$2 f=$3.out
 	next_port
-	if [ "$kind" = rmsg ]; then
-		start_server $pin_srv "$build/rmsg-perf" server "tcp://$HOST:$port"
-		$pin_cli valgrind --tool=callgrind --toggle-collect=ev_run \
+	if [ "$kind" = rmsg ] || [ "$kind" = rmsg_epoll ]; then
+		local l=ev top=ev_run
+		[ "$kind" = rmsg ] || l=epoll top=epoll_loop
+		start_server $pin_srv "$build/rmsg-perf" -L $l \
+			server "tcp://$HOST:$port"
+		$pin_cli valgrind --tool=callgrind --toggle-collect=$top \
 			--toggle-collect=qsort \
-			--callgrind-out-file="$f" "$build/rmsg-perf" -P \
+			--callgrind-out-file="$f" "$build/rmsg-perf" -P -L $l \
 			-o send -m lat -s "$PING_SIZE" -n "$iters" -w 100 \
 			client "tcp://$HOST:$port" \
 			>/dev/null 2>>"$build/callgrind.log"
@@ -240,6 +296,24 @@ cg_top() {
 		END { for (f in k) { d = (hi[f] - lo[f]) / n;
 			if (d >= 0.5) printf "%10.1f  %s\n", d, f } }' |
 		sort -rn | head -"$count"
+}
+
+# cg_diff A1 A2 B1 B2 N COUNT: per function, instructions per round trip
+# of profile pair A minus those of pair B, the largest differences
+# either way (what the fd mode adds to, or saves on, the libev mode)
+cg_diff() {
+	{
+		cg_top "$1" "$2" "$5" 100000 | sed 's/^/A\t/'
+		cg_top "$3" "$4" "$5" 100000 | sed 's/^/B\t/'
+	} | awk -F'\t' '{ v = $2; f = $2; sub(/^ *[-0-9.]+  /, "", f)
+		sub(/^ */, "", v); sub(/ .*/, "", v)
+		if (f ~ /^PROGRAM TOTALS/) next
+		if ($1 == "A") d[f] += v; else d[f] -= v }
+		END { for (f in d) if (d[f] >= 0.5 || d[f] <= -0.5)
+			printf "%+10.1f  %s\n", d[f], f }' |
+		sort -gr | awk -v c="$6" '{ l[NR] = $0 } END {
+			for (i = 1; i <= NR; i++)
+				if (i <= c || i > NR - c / 2) print l[i] }'
 }
 
 # the same, summed per object file (inlined code counts under its file)
@@ -291,6 +365,8 @@ dirty=$(cd "$top" && git status --porcelain -- src include 2>/dev/null |
 : >"$build/callgrind.log"
 
 lat_a=() lat_b=() bw_a=() bw_b=() bw_e=()
+# fd mode (epoll) against libev mode (ev): send and rpc ping-pong, rate
+fsl_a=() fsl_b=() frl_a=() frl_b=() frt_a=() frt_b=()
 for r in $(seq "$ROUNDS"); do
 	echo "round $r/$ROUNDS" >&2
 	run rmsg_pingpong; la=$out
@@ -308,6 +384,11 @@ for r in $(seq "$ROUNDS"); do
 	lat_b+=("$(field "$lb" lat_us)")
 	bw_a+=("$(field "$sa" mbps)")
 	bw_b+=("$(field "$sb" mbps)")
+	if [ "$FD_COMPARE" = 1 ]; then
+		fd_pair send_lat lat_us; fsl_a+=("$fa"); fsl_b+=("$fb")
+		fd_pair rpc_lat lat_us; frl_a+=("$fa"); frl_b+=("$fb")
+		fd_pair rate mmsgs; frt_a+=("$fa"); frt_b+=("$fb")
+	fi
 done
 
 # instructions per round trip
@@ -315,7 +396,7 @@ have_cg=0
 if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null
 then
 	have_cg=1
-	ins_a=() ins_b=()
+	ins_a=() ins_b=() ins_f=()
 	cgdir=$build/callgrind
 	mkdir -p "$cgdir"
 	n2=$((CG_ITERS * 2))
@@ -334,6 +415,17 @@ then
 			"per_rt=$ib" >>"$RESULTS"
 		ins_a+=("$ia")
 		ins_b+=("$ib")
+		if [ "$FD_COMPARE" = 1 ]; then
+			callgrind_ir rmsg_epoll "$CG_ITERS" \
+				"$cgdir/rmsg_epoll-$r-$CG_ITERS"; f1=$ir
+			callgrind_ir rmsg_epoll "$n2" "$cgdir/rmsg_epoll-$r-$n2"
+			f2=$ir
+			ifd=$(awk -v x="$f1" -v y="$f2" -v n="$CG_ITERS" \
+				'BEGIN{printf "%.1f", (y-x)/n}')
+			echo "round=$r callgrind rmsg -L epoll Ir($CG_ITERS)=$f1" \
+				"Ir($n2)=$f2 per_rt=$ifd" >>"$RESULTS"
+			ins_f+=("$ifd")
+		fi
 	done
 fi
 
@@ -356,6 +448,26 @@ row() {
 			name, ma, mb, ma/mb, lo, hi, n, t }'
 }
 
+# fd_row NAME TARGET N A[] B[]: as row, and the median of the per-round
+# ratios (each round's A over the same round's B)
+fd_row() {
+	local name=$1 target=$2 n=$3
+	shift 3
+	local a=("${@:1:n}") b=("${@:n+1:n}")
+	local ma mb ratios
+	ma=$(printf '%s\n' "${a[@]}" | median)
+	mb=$(printf '%s\n' "${b[@]}" | median)
+	ratios=$(for i in $(seq 0 $((n - 1))); do
+		awk -v x="${a[i]}" -v y="${b[i]}" 'BEGIN{printf "%.4f\n", x/y}'
+	done | sort -g)
+	awk -v name="$name" -v ma="$ma" -v mb="$mb" -v t="$target" \
+		-v md="$(echo "$ratios" | median)" \
+		-v lo="$(echo "$ratios" | head -1)" \
+		-v hi="$(echo "$ratios" | tail -1)" -v n="$n" 'BEGIN{
+		printf "| %s | %.4g | %.4g | %.3f | %.3f | %.3f | %.3f | %d | %s |\n",
+			name, ma, mb, ma/mb, md, lo, hi, n, t }'
+}
+
 table=$(
 	echo "| metric | librmsg (median) | raw (median) | ratio of medians | min ratio | max ratio | rounds | target |"
 	echo "|---|---|---|---|---|---|---|---|"
@@ -373,6 +485,24 @@ table=$(
 			"<= 1.5" "$CG_ROUNDS" "${ins_a[@]}" "${ins_b[@]}"
 	fi
 )
+fd_table=
+if [ "$FD_COMPARE" = 1 ]; then
+	fd_table=$(
+		echo "| metric | fd mode (median) | libev mode (median) | ratio of medians | median ratio | min ratio | max ratio | rounds | target |"
+		echo "|---|---|---|---|---|---|---|---|---|"
+		fd_row "fd mode: send ping-pong ${PING_SIZE} B, half RTT, us" \
+			"<= 1.05" "$ROUNDS" "${fsl_a[@]}" "${fsl_b[@]}"
+		fd_row "fd mode: rpc ping-pong ${PING_SIZE} B, half RTT, us" \
+			"<= 1.05" "$ROUNDS" "${frl_a[@]}" "${frl_b[@]}"
+		fd_row "fd mode: send rate ${PING_SIZE} B, Mmsg/s" \
+			"(none)" "$ROUNDS" "${frt_a[@]}" "${frt_b[@]}"
+		if [ $have_cg = 1 ]; then
+			fd_row "fd mode: instructions per ${PING_SIZE} B round trip (client)" \
+				"(none)" "$CG_ROUNDS" "${ins_f[@]}" "${ins_a[@]}"
+		fi
+	)
+	table=$(printf '%s\n\n%s\n' "$table" "$fd_table")
+fi
 echo "$table"
 {
 	echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -397,6 +527,20 @@ if [ $have_cg = 1 ]; then
 		echo "## raw, by function"
 		cg_top "$cgdir/raw-$CG_ROUNDS-$CG_ITERS.out" \
 			"$cgdir/raw-$CG_ROUNDS-$n2.out" "$CG_ITERS" 30
+		if [ "$FD_COMPARE" = 1 ]; then
+			echo "## librmsg fd mode (-L epoll, inside epoll_loop), by object"
+			cg_by_object "$cgdir/rmsg_epoll-$CG_ROUNDS-$CG_ITERS.out" \
+				"$cgdir/rmsg_epoll-$CG_ROUNDS-$n2.out" "$CG_ITERS"
+			echo "## librmsg fd mode (-L epoll, inside epoll_loop), by function"
+			cg_top "$cgdir/rmsg_epoll-$CG_ROUNDS-$CG_ITERS.out" \
+				"$cgdir/rmsg_epoll-$CG_ROUNDS-$n2.out" "$CG_ITERS" 40
+			echo "## fd mode minus libev mode, by function" \
+				"(+: the fd mode spends more)"
+			cg_diff "$cgdir/rmsg_epoll-$CG_ROUNDS-$CG_ITERS.out" \
+				"$cgdir/rmsg_epoll-$CG_ROUNDS-$n2.out" \
+				"$cgdir/rmsg-$CG_ROUNDS-$CG_ITERS.out" \
+				"$cgdir/rmsg-$CG_ROUNDS-$n2.out" "$CG_ITERS" 30
+		fi
 	} >>"$RESULTS"
 else
 	echo "(valgrind not found: no instruction counts)" | tee -a "$RESULTS"

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 BUILD_PKGS="autoconf automake libtool pkgconf make gcc libc6-dev
  libibverbs-dev librdmacm-dev libev-dev libcmocka-dev ibverbs-providers
- nettle-dev"
+ nettle-dev libuv1-dev libglib2.0-dev"
 TEST_PKGS="mandoc groff-base qemu-system-x86 busybox-static kmod cpio
  rdma-core ibverbs-utils rdmacm-utils perftest iproute2 clang-format
  python3 python3-pytest clang valgrind libclang-rt-14-dev llvm cmake
@@ -40,6 +40,6 @@ if [ ! -x configure ] || [ configure.ac -nt configure ] ||
 	autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
 fi
 if [ ! -f Makefile ] || [ configure -nt config.status ]; then
-	./configure -q --enable-werror
+	./configure -q --enable-werror --enable-loop-examples
 fi
 make -s -j"$(nproc)"

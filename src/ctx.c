@@ -69,8 +69,13 @@ void rmsgi_ctx_mark_dirty(struct rmsg_ctx *ctx, struct rmsg_conn *c)
 		return;
 	c->dirty = true;
 	rmsgi_list_add_tail(&ctx->dirty, &c->dirty_link);
-	if (ctx->own)
+	if (ctx->own) {
+		/* inside rmsg_ctx_progress(), which flushes after its pass,
+		 * the prepare watcher is not needed */
+		if (rmsgi_own_busy(ctx->own))
+			return;
 		rmsgi_own_dirty(ctx->own);
+	}
 	if (!ev_is_active(&ctx->prepare)) {
 		ev_prepare_start(ctx->loop, &ctx->prepare);
 		ev_unref(ctx->loop);
@@ -152,6 +157,9 @@ unsigned rmsgi_ctx_work(struct rmsg_ctx *ctx, bool spin, bool arm, bool *more_p)
 	unsigned rounds = 0, n = 0;
 	int got;
 
+	*more_p = false;
+	if (rmsgi_list_empty(&ctx->dirty) && !ctx_can_poll(ctx))
+		return 0; /* nothing queued, nothing to poll */
 	rmsgi_ctx_flush(ctx);
 	if (spin && ctx->cfg.busy_poll_us && !rmsgi_list_empty(&ctx->conns) &&
 	    ctx_can_poll(ctx)) {
@@ -192,7 +200,10 @@ static void ctx_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 	bool idle = rmsgi_list_empty(&ctx->dirty), more;
 
 	(void)revents;
-	rmsgi_ctx_work(ctx, true, true, &more);
+	/* rmsg_ctx_progress() never waits: there the caller spins, if
+	 * it wants to, by calling it again */
+	rmsgi_ctx_work(ctx, !ctx->own || !rmsgi_own_busy(ctx->own), true,
+		       &more);
 	if (more) {
 		/* completions may remain, unannounced: the loop runs its
 		 * other watchers and timers, does not block, and comes

@@ -43,6 +43,7 @@ struct rmsgi_ownloop {
 	bool busy;	 /* inside rmsg_ctx_progress() */
 	bool touched;	 /* a watcher started in this pass (own_touch) */
 	double armed;	 /* deadline in the timerfd; 0: none */
+	bool expired;	 /* the timerfd fired: arm it again */
 	unsigned events; /* watchers run in this pass */
 };
 
@@ -51,6 +52,11 @@ static void own_arm(struct rmsgi_ownloop *own)
 	struct itimerspec its = {{0, 0}, {0, 0}};
 	double due;
 
+	/* the common case: no timer started, stopped or fired */
+	if (!rmsgi_timers_changed(own->ts) && !own->expired &&
+	    !rmsgi_timers_overflow(own->ts))
+		return;
+	own->expired = false;
 	if (!rmsgi_timers_next(own->ts, &due)) {
 		if (own->armed == 0)
 			return;
@@ -118,6 +124,12 @@ static void tfd_cb(struct ev_loop *loop, ev_io *w, int revents)
 	/* expired: arm again even for the same deadline (libev fires a
 	 * timer only once its time is strictly past) */
 	own->armed = 0;
+	own->expired = true;
+}
+
+bool rmsgi_own_busy(const struct rmsgi_ownloop *own)
+{
+	return own->busy;
 }
 
 void rmsgi_own_wake(struct rmsgi_ownloop *own)

@@ -197,6 +197,8 @@ struct rmsgi_ownloop;
 /* work was queued: makes the context's fd readable unless the context
  * is inside rmsg_ctx_progress() (which flushes before it returns) */
 void rmsgi_own_dirty(struct rmsgi_ownloop *own);
+/* inside rmsg_ctx_progress() */
+bool rmsgi_own_busy(const struct rmsgi_ownloop *own);
 /* makes the fd readable; from any thread */
 void rmsgi_own_wake(struct rmsgi_ownloop *own);
 void rmsgi_own_destroy(struct rmsgi_ownloop *own);

@@ -27,6 +27,7 @@ struct rmsgi_timers {
 	unsigned n, cap;
 	unsigned overflow; /* running timers that found no room */
 	bool busy;
+	bool changed; /* a start, stop or firing since rmsgi_timers_changed */
 	void (*sooner)(void *arg); /* the earliest deadline moved earlier */
 	void (*touch)(void *arg);  /* a pass must come */
 	void *arg;
@@ -84,6 +85,7 @@ static void heap_remove(struct rmsgi_timers *ts, struct rmsgi_timer *t)
 {
 	unsigned i;
 
+	ts->changed = true;
 	if (t->idx == OVERFLOWED) {
 		ts->overflow--;
 	} else if (t->idx != NOT_IN_HEAP) {
@@ -100,6 +102,7 @@ static void heap_remove(struct rmsgi_timers *ts, struct rmsgi_timer *t)
 
 static void heap_insert(struct rmsgi_timers *ts, struct rmsgi_timer *t)
 {
+	ts->changed = true;
 	if (ts->n == ts->cap) {
 		unsigned cap = ts->cap ? 2 * ts->cap : 64;
 		struct rmsgi_timer **a = realloc(ts->a, cap * sizeof(*a));
@@ -205,6 +208,19 @@ void rmsgi_timers_destroy(struct rmsgi_timers *ts)
 void rmsgi_timers_set_busy(struct rmsgi_timers *ts, bool busy)
 {
 	ts->busy = busy;
+}
+
+bool rmsgi_timers_overflow(const struct rmsgi_timers *ts)
+{
+	return ts->overflow > 0;
+}
+
+bool rmsgi_timers_changed(struct rmsgi_timers *ts)
+{
+	bool changed = ts->changed;
+
+	ts->changed = false;
+	return changed;
 }
 
 bool rmsgi_timers_next(const struct rmsgi_timers *ts, double *due_p)

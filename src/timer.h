@@ -65,6 +65,11 @@ void rmsgi_timers_destroy(struct rmsgi_timers *ts);
 /* while set, timers are being started from inside the context's own
  * loop pass: no time update and no @sooner call is needed */
 void rmsgi_timers_set_busy(struct rmsgi_timers *ts, bool busy);
+/* timers that found no room in the heap (their deadlines are
+ * approximated: rmsgi_timers_next) */
+bool rmsgi_timers_overflow(const struct rmsgi_timers *ts);
+/* whether the heap changed since the last call (which clears it) */
+bool rmsgi_timers_changed(struct rmsgi_timers *ts);
 /* the earliest deadline (CLOCK_MONOTONIC seconds): false if none */
 bool rmsgi_timers_next(const struct rmsgi_timers *ts, double *due_p);
 double rmsgi_mono_now(void);

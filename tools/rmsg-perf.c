@@ -3,13 +3,16 @@
  * rmsg-perf - latency, bandwidth and message rate of librmsg, in the
  * spirit of perftest (man/man1/rmsg-perf.1).
  *
- *   rmsg-perf [-b US] [-c CREDITS] [-k] server URI
+ *   rmsg-perf [-L LOOP] [-b US] [-c CREDITS] [-k] server URI
  *   rmsg-perf [-o OP] [-m MODE] [-s SIZES | -a] [-n ITERS] [-w WARMUP]
- *             [-W WINDOW] [-b US] [-c CREDITS] [-P] client URI
+ *             [-W WINDOW] [-L LOOP] [-b US] [-c CREDITS] [-P] client URI
  *
  * OP is send, write_imm or rpc; MODE is lat (ping-pong, half round trip),
  * bw (one-way stream) or rate (the same stream, small messages by
- * default, reported as messages per second).
+ * default, reported as messages per second). LOOP is ev (the context on
+ * the tool's libev loop, rmsg_ctx_create()) or epoll (a context of
+ * rmsg_ctx_create_fd() driven by a plain epoll_wait() loop on
+ * rmsg_ctx_fd() that calls rmsg_ctx_progress()).
  *
  * One connection carries the whole size sweep. Before each size the
  * client sends a control message ('C': operation, mode, size, how many
@@ -29,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/epoll.h>
 #include <ev.h>
 #include <rmsg.h>
 
@@ -44,6 +48,11 @@ enum {
 };
 static const char *const op_names[] = {"send", "write_imm", "rpc"};
 static const char *const mode_names[] = {"lat", "bw", "rate"};
+enum {
+	LOOP_EV,   /* rmsg_ctx_create() on the tool's libev loop */
+	LOOP_EPOLL /* rmsg_ctx_create_fd(), driven by epoll_loop() */
+};
+static const char *const loop_names[] = {"ev", "epoll"};
 
 #define PERF_METHOD 0x7066u /* the rpc method the server serves */
 #define MAX_SIZES 64
@@ -68,7 +77,9 @@ struct ready {
 static struct ev_loop *loop;
 static struct rmsg_ctx *ctx;
 static unsigned poll_us;
-static int verbose; /* -v: counters at the end */
+static int loop_mode; /* -L */
+static int stop;      /* the run is over: the loop returns */
+static int verbose;   /* -v: counters at the end */
 static const char *prog = "rmsg-perf";
 
 static void die(const char *what, int err)
@@ -83,6 +94,83 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* from a callback: the loop returns once the callback has */
+static void stop_loop(void)
+{
+	stop = 1;
+	if (loop_mode == LOOP_EV)
+		ev_break(loop, EVBREAK_ALL);
+}
+
+/* -L epoll: events handled, or the end of the tool */
+static int progress(void)
+{
+	int ret = rmsg_ctx_progress(ctx);
+
+	if (ret < 0)
+		die("rmsg_ctx_progress", ret);
+	return ret;
+}
+
+/*
+ * -L epoll: what an application with a loop of its own does. The
+ * context's descriptor sits in an epoll set of the application's;
+ * readable means rmsg_ctx_progress(). The descriptor is level-triggered
+ * and also becomes readable when one of the context's timers is due, so
+ * the loop blocks without a timeout (rmsg_ctx_timeout() is for loops
+ * that want one). With -b US, after each wake-up the loop spins on
+ * rmsg_ctx_progress() until it has found no work for US microseconds,
+ * and only then blocks again (the clock is read every 16th empty round).
+ * Not inlined: compare-tcp.sh counts instructions inside it, as inside
+ * ev_run() in the libev mode.
+ */
+static __attribute__((noinline)) void epoll_loop(void)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	uint64_t budget = (uint64_t)poll_us * 1000, start;
+	unsigned spins;
+	int epfd, fd, ret;
+
+	fd = rmsg_ctx_fd(ctx);
+	if (fd < 0)
+		die("rmsg_ctx_fd", fd);
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (epfd < 0)
+		die("epoll_create1", -errno);
+	ev.data.fd = fd;
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev))
+		die("epoll_ctl", -errno);
+	while (!stop) {
+		ret = epoll_wait(epfd, &ev, 1, -1);
+		if (ret < 0 && errno != EINTR)
+			die("epoll_wait", -errno);
+		progress();
+		if (!budget)
+			continue;
+		spins = 0;
+		start = now_ns();
+		while (!stop) {
+			if (progress() > 0) {
+				spins = 0;
+				start = now_ns();
+			} else if (!(++spins & 15) &&
+				   now_ns() - start >= budget) {
+				break;
+			}
+		}
+	}
+	close(epfd);
+}
+
+/* until a callback calls stop_loop() */
+static void run_loop(void)
+{
+	if (loop_mode == LOOP_EV)
+		ev_run(loop, 0);
+	else
+		epoll_loop();
 }
 
 /* a region peers may write, also the local source of writes */
@@ -312,7 +400,7 @@ static void srv_close(struct rmsg_conn *c, int reason, void *arg)
 {
 	print_conn_stats("server", c);
 	if (!srv.keep)
-		ev_break(loop, EVBREAK_ALL);
+		stop_loop();
 }
 
 static int run_server(const char *uri)
@@ -333,7 +421,7 @@ static int run_server(const char *uri)
 	/* scripts wait for this line before they start the client */
 	printf("rmsg-perf server port=%u\n", (unsigned)port);
 	fflush(stdout);
-	ev_run(loop, 0);
+	run_loop();
 	print_ctx_stats("server");
 	region_free(&srv.reg);
 	return 0;
@@ -415,9 +503,10 @@ static void report(void)
 		snprintf(line, MAX_LINE,
 			 "rmsg-perf op=%s mode=%s size=%zu iters=%ld "
 			 "lat_us=%.3f mean_us=%.3f min_us=%.3f p99_us=%.3f "
-			 "poll_us=%u transport=%s",
+			 "poll_us=%u loop=%s transport=%s",
 			 op, mode, cli.size, n, med, sum,
-			 (double)cli.rtt[0] / 2e3, p99, poll_us, cli.transport);
+			 (double)cli.rtt[0] / 2e3, p99, poll_us,
+			 loop_names[loop_mode], cli.transport);
 	} else {
 		double secs = (double)(cli.t1 - cli.t0) / 1e9;
 		double bytes = (double)cli.total * (double)cli.size;
@@ -431,9 +520,10 @@ static void report(void)
 		snprintf(line, MAX_LINE,
 			 "rmsg-perf op=%s mode=%s size=%zu iters=%llu "
 			 "window=%u mbps=%.1f mmsgs=%.4f secs=%.4f "
-			 "poll_us=%u transport=%s",
+			 "poll_us=%u loop=%s transport=%s",
 			 op, mode, cli.size, (unsigned long long)cli.total,
-			 cli.window, mbps, mmsgs, secs, poll_us, cli.transport);
+			 cli.window, mbps, mmsgs, secs, poll_us,
+			 loop_names[loop_mode], cli.transport);
 	}
 	fflush(stdout);
 }
@@ -578,6 +668,8 @@ static void cli_est(struct rmsg_conn *c, void *arg)
 		       poll_us ? "busy-poll" : "event mode");
 		if (poll_us)
 			printf(" %u us", poll_us);
+		printf(", %s", loop_mode == LOOP_EV ? "libev loop"
+						    : "epoll loop (fd mode)");
 		if (cli.mode != MODE_LAT)
 			printf(", window %u", cli.window);
 		printf("\n");
@@ -635,7 +727,7 @@ static void cli_close(struct rmsg_conn *c, int reason, void *arg)
 {
 	print_conn_stats("client", c);
 	cli.failed = reason;
-	ev_break(loop, EVBREAK_ALL);
+	stop_loop();
 }
 
 static int run_client(const char *uri)
@@ -665,7 +757,7 @@ static int run_client(const char *uri)
 	ret = rmsg_connect(ctx, uri, NULL, &ops, NULL, &cli.conn);
 	if (ret)
 		die(uri, ret);
-	ev_run(loop, 0);
+	run_loop();
 	print_lines();
 	print_ctx_stats("client");
 	if (cli.failed)
@@ -689,11 +781,13 @@ static int run_client(const char *uri)
 static void usage(int status)
 {
 	fprintf(status ? stderr : stdout,
-		"usage: %s [-b US] [-c CREDITS] [-k] [-v] server URI\n"
+		"usage: %s [-L ev|epoll] [-b US] [-c CREDITS] [-k] [-v] "
+		"server URI\n"
 		"       %s [-o send|write_imm|rpc] [-m lat|bw|rate]\n"
 		"                 [-s SIZE,... | -a] [-n ITERS] [-w WARMUP] "
 		"[-W WINDOW]\n"
-		"                 [-b US] [-c CREDITS] [-P] [-v] client URI\n"
+		"                 [-L ev|epoll] [-b US] [-c CREDITS] [-P] [-v] "
+		"client URI\n"
 		"       %s -h | --help | --version\n"
 		"URI: rdma://HOST:PORT, tcp://HOST:PORT or auto://HOST:PORT\n",
 		prog, prog, prog);
@@ -714,7 +808,13 @@ static void usage(int status)
 	      "  -w WARMUP   untimed round trips in lat mode (100)\n"
 	      "  -W WINDOW   operations outstanding in bw and rate mode (16; "
 	      "64 in rate mode)\n"
-	      "  -b US       busy-poll for US microseconds (0: event mode)\n"
+	      "  -L LOOP     ev (default: the context on a libev loop) or "
+	      "epoll (fd mode:\n"
+	      "              rmsg_ctx_create_fd, epoll_wait on rmsg_ctx_fd, "
+	      "rmsg_ctx_progress)\n"
+	      "  -b US       busy-poll for US microseconds (0: event mode); "
+	      "with -L epoll\n"
+	      "              the loop spins on rmsg_ctx_progress\n"
 	      "  -c CREDITS  receive buffers granted to the peer\n"
 	      "  -P          print only the result lines, no table\n"
 	      "  -k          server: keep serving after a client leaves\n"
@@ -785,7 +885,7 @@ int main(int argc, char **argv)
 	ret = rmsg_cfg_create(&cfg);
 	if (ret)
 		die("rmsg_cfg_create", ret);
-	while ((opt = getopt_long(argc, argv, "+ab:c:hkm:n:o:Ps:vw:W:",
+	while ((opt = getopt_long(argc, argv, "+ab:c:hkL:m:n:o:Ps:vw:W:",
 				  longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'a':
@@ -793,6 +893,7 @@ int main(int argc, char **argv)
 			break;
 		case 'b':
 			poll_us = (unsigned)atoi(optarg);
+			/* checks the value; with -L epoll the tool spins */
 			ret = rmsg_cfg_set_busy_poll_us(cfg, poll_us);
 			if (ret)
 				die("-b", ret);
@@ -812,6 +913,9 @@ int main(int argc, char **argv)
 			return 0;
 		case 'k':
 			keep = 1;
+			break;
+		case 'L':
+			loop_mode = lookup(optarg, loop_names, 2);
 			break;
 		case 'm':
 			cli.mode = lookup(optarg, mode_names, 3);
@@ -843,10 +947,21 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind != 2)
 		usage(2);
-	loop = EV_DEFAULT;
-	ret = rmsg_ctx_create(loop, cfg, &ctx);
-	if (ret)
-		die("rmsg_ctx_create", ret);
+	if (loop_mode == LOOP_EV) {
+		loop = EV_DEFAULT;
+		ret = rmsg_ctx_create(loop, cfg, &ctx);
+		if (ret)
+			die("rmsg_ctx_create", ret);
+	} else {
+		/* busy polling is the loop's (epoll_loop), not the
+		 * context's: progress never blocks */
+		ret = rmsg_cfg_set_busy_poll_us(cfg, 0);
+		if (ret)
+			die("rmsg_cfg_set_busy_poll_us", ret);
+		ret = rmsg_ctx_create_fd(cfg, &ctx);
+		if (ret)
+			die("rmsg_ctx_create_fd", ret);
+	}
 
 	if (!strcmp(argv[optind], "server")) {
 		srv.keep = keep;

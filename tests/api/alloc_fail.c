@@ -11,7 +11,7 @@
  *   rmsg_cfg_create, rmsg_ctx_create, rmsg_listen, rmsg_connect (and the
  *   connection it starts: an allocation failing after the call returned
  *   may only end that connection through on_close), rmsg_send on an
- *   open connection, rmsg_ctx_submit.
+ *   open connection, rmsg_ctx_submit, rmsg_ctx_create_fd.
  * Under AddressSanitizer (which owns malloc) or valgrind the program
  * exits 77: the plain build in 'make check' runs it.
  */
@@ -177,6 +177,31 @@ static int steps_ctx(void)
 		}
 	}
 	T_FAIL("rmsg_ctx_create never succeeded");
+}
+
+/* a context on a private loop (issue 19): libev's own allocations are
+ * not failed (not librmsg's), the context's are */
+static int steps_ctx_fd(void)
+{
+	long n;
+
+	for (n = 0; n < MAX_STEPS; n++) {
+		struct rmsg_ctx *ctx = NULL;
+		int ret;
+
+		arm(n);
+		ret = rmsg_ctx_create_fd(NULL, &ctx);
+		disarm();
+		/* covers: rmsg_ctx_create_fd.3 ENOMEM */
+		expect("rmsg_ctx_create_fd", n, ret);
+		if (ret == 0)
+			T_OK(rmsg_ctx_destroy(ctx));
+		if (!injected) {
+			saw_enomem("rmsg_ctx_create_fd");
+			return (int)n;
+		}
+	}
+	T_FAIL("rmsg_ctx_create_fd never succeeded");
 }
 
 static int steps_listen(struct rmsg_ctx *ctx)
@@ -349,6 +374,9 @@ int main(void)
 	loop = ev_default_loop(0);
 	a = steps_cfg();
 	b = steps_ctx();
+	printf("alloc_fail: ctx_create_fd: %d allocations failed one at a "
+	       "time, each ended as documented\n",
+	       steps_ctx_fd());
 	T_OK(rmsg_ctx_create(loop, NULL, &ctx));
 	c = steps_listen(ctx);
 	t_listen(ctx, NULL, &ops, NULL, NULL, &l, uri, sizeof(uri));

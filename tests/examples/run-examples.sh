@@ -31,9 +31,11 @@ if [ "$transport" = rdma ] && [ ! -e /dev/infiniband/rdma_cm ]; then
 		"the examples in the VM"
 	exit 77
 fi
-for p in hello kv_server kv_client bulk mixed_loop echo_socket echo_rmsg; do
+for p in hello kv_server kv_client bulk mixed_loop echo_socket echo_rmsg \
+	loop_epoll loop_uv loop_glib; do
 	if [ ! -x "$ex/$p" ]; then
-		echo "FAIL: $ex/$p not built (run make)"
+		echo "FAIL: $ex/$p not built (run make; loop_uv and loop_glib" \
+			"need libuv1-dev and libglib2.0-dev, see configure's output)"
 		exit 1
 	fi
 done
@@ -271,9 +273,23 @@ b=$(sed -n 's/.*echoed, \([0-9]*\) bytes/\1/p' "$tmp/echo_rmsg-$transport.client
 	fail "echo_socket echoed '$a' bytes, echo_rmsg '$b'"
 echo "echo: done, auto:// on ${auto_want:-$want} ($(($(date +%s) - t0)) s)"
 
+# ---- loop_epoll, loop_uv, loop_glib: the fd mode on foreign loops ----
+# each is a server and a client in one process (port 0: any free port)
+case $addr in
+*:*) loop_uri=$transport://[$addr]:0 ;;
+*) loop_uri=$transport://$addr:0 ;;
+esac
+for p in loop_epoll loop_uv loop_glib; do
+	client "$p" 0 "$ex/$p" "$loop_uri" &&
+		expect "$p" "$tmp/$p.client" "^$p: connected over $transport\$" &&
+		expect "$p" "$tmp/$p.client" \
+			"^$p: 64 of 64 calls and 16 of 16 messages echoed, 0 failures\$"
+done
+echo "loop_epoll, loop_uv, loop_glib: done ($(($(date +%s) - t0)) s)"
+
 if [ "$failures" -gt 0 ]; then
 	echo "$failures failures"
 	exit 1
 fi
-echo "PASS: hello, kv, bulk, mixed_loop, echo_socket, echo_rmsg over $transport ($(($(date +%s) - t0)) s)"
+echo "PASS: hello, kv, bulk, mixed_loop, echo_socket, echo_rmsg, loop_epoll, loop_uv, loop_glib over $transport ($(($(date +%s) - t0)) s)"
 exit 0

@@ -2,10 +2,13 @@
 # SPDX-License-Identifier: MIT
 #
 # perf.sh - rmsg-perf works and its output parses: a tiny sweep of every
-# operation in every mode against one server, then busy-poll; usage
-# errors exit 2 with the usage on stderr, -h and --help print it on
-# stdout and exit 0, --version names the tool and the library's version
-# (librmsg.pc's). Not a benchmark: no timing is asserted.
+# operation in every mode against one server, then busy-poll, once with
+# both ends on a libev loop (-L ev) and once with both in fd mode
+# (-L epoll: rmsg_ctx_create_fd, epoll_wait, rmsg_ctx_progress), then a
+# client of each mode against a server of the other; usage errors exit 2
+# with the usage on stderr, -h and --help print it on stdout and exit 0,
+# --version names the tool and the library's version (librmsg.pc's).
+# Not a benchmark: no timing is asserted.
 # Transport: tcp://127.0.0.1 here; rdma://$RMSG_TEST_ADDR with
 # RMSG_TEST_TRANSPORT=rdma (make check-rxe). Environment: top_builddir.
 
@@ -14,9 +17,9 @@ perf=$builddir/tools/rmsg-perf
 transport=${RMSG_TEST_TRANSPORT:-tcp}
 addr=${RMSG_TEST_ADDR:-127.0.0.1}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/perf.XXXXXX") || exit 1
-srv=
+srvs=
 cleanup() {
-	[ -n "$srv" ] && kill "$srv" 2> /dev/null
+	for p in $srvs; do kill "$p" 2> /dev/null; done
 	rm -rf "$tmp"
 }
 trap cleanup 0
@@ -35,7 +38,8 @@ fail() {
 [ $? = 2 ] || fail "usage error: exit status not 2"
 "$perf" -o nonsense client tcp://127.0.0.1:1 > "$tmp/out" 2>&1
 [ $? = 2 ] || fail "unknown operation: exit status not 2"
-for bad in --bogus "--version=1" "client" "-n 0 client tcp://127.0.0.1:1"; do
+for bad in --bogus "--version=1" "client" "-n 0 client tcp://127.0.0.1:1" \
+	"-L nonsense client tcp://127.0.0.1:1"; do
 	# shellcheck disable=SC2086 # split on purpose
 	"$perf" $bad > "$tmp/out" 2> "$tmp/err"
 	rc=$?
@@ -59,50 +63,78 @@ rc=$?
 [ -n "$version" ] && [ "$(cat "$tmp/out")" = "rmsg-perf (librmsg) $version" ] ||
 	fail "--version: not 'rmsg-perf (librmsg) $version'"
 
-# one server (-k) for every run; it prints its port once it listens
-"$perf" -k server "$transport://$addr:0" > "$tmp/srv" 2>&1 &
-srv=$!
-port=
-i=0
-while [ $i -lt 100 ]; do
-	port=$(sed -n 's/^rmsg-perf server port=\([0-9]*\)$/\1/p' "$tmp/srv")
-	[ -n "$port" ] && break
-	kill -0 "$srv" 2> /dev/null || break
-	sleep 0.1
-	i=$((i + 1))
-done
-if [ -z "$port" ]; then
-	cp "$tmp/srv" "$tmp/out"
-	fail "the server never printed its port"
-	exit 1
-fi
-uri=$transport://$addr:$port
+# start_server LOOP: a server (-k) for every run of a loop mode; it
+# prints its port once it listens; sets uri
+start_server() {
+	"$perf" -L "$1" -k server "$transport://$addr:0" > "$tmp/srv-$1" 2>&1 &
+	srv=$!
+	srvs="$srvs $srv"
+	port=
+	i=0
+	while [ $i -lt 100 ]; do
+		port=$(sed -n 's/^rmsg-perf server port=\([0-9]*\)$/\1/p' \
+			"$tmp/srv-$1")
+		[ -n "$port" ] && break
+		kill -0 "$srv" 2> /dev/null || break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if [ -z "$port" ]; then
+		cp "$tmp/srv-$1" "$tmp/out"
+		fail "the -L $1 server never printed its port"
+		exit 1
+	fi
+	uri=$transport://$addr:$port
+}
 
-# run OPTS...: one client; 3 sizes, each gives a table row and a line
+# run LOOP OPTS...: one client with -L LOOP; 3 sizes, each gives a table
+# row and a line that names the loop mode
 run() {
-	timeout 60 "$perf" -s 64,4k,64k -n 40 -w 5 "$@" client "$uri" \
-		> "$tmp/out" 2>&1
+	loop=$1
+	shift
+	timeout 60 "$perf" -L "$loop" -s 64,4k,64k -n 40 -w 5 "$@" \
+		client "$uri" > "$tmp/out" 2>&1
 	rc=$?
-	[ $rc = 0 ] || { fail "rmsg-perf $*: exit $rc"; return; }
-	n=$(grep -c "^rmsg-perf op=.* transport=$transport\$" "$tmp/out")
-	[ "$n" = 3 ] || fail "rmsg-perf $*: $n result lines, expected 3"
+	[ $rc = 0 ] || { fail "rmsg-perf -L $loop $*: exit $rc"; return; }
+	n=$(grep -c "^rmsg-perf op=.* loop=$loop transport=$transport\$" \
+		"$tmp/out")
+	[ "$n" = 3 ] || fail "rmsg-perf -L $loop $*: $n result lines, expected 3"
 	case " $* " in
 	*" -P "*) ;;
-	*) grep -q '^ #bytes' "$tmp/out" || fail "rmsg-perf $*: no table" ;;
+	*) grep -q '^ #bytes' "$tmp/out" ||
+		fail "rmsg-perf -L $loop $*: no table" ;;
 	esac
 }
-for op in send write_imm rpc; do
-	run -o $op -m lat
-	grep -q "^rmsg-perf op=$op mode=lat size=65536 iters=40 lat_us=[0-9.]* " \
-		"$tmp/out" || fail "$op lat: no lat_us for 64 KiB"
-	run -o $op -m bw -W 4
-	grep -q "^rmsg-perf op=$op mode=bw size=4096 iters=40 window=4 mbps=[0-9.]* mmsgs=" \
-		"$tmp/out" || fail "$op bw: no mbps for 4 KiB"
-	run -o $op -m rate
-done
-run -o send -m lat -b 20 -P
-grep -q 'poll_us=20 ' "$tmp/out" || fail "-b 20: poll_us not reported"
-grep -q '^ #bytes' "$tmp/out" && fail "-P: a table was printed"
+
+# sweep LOOP: every operation in every mode, then busy-poll
+sweep() {
+	for op in send write_imm rpc; do
+		run "$1" -o $op -m lat
+		grep -q "^rmsg-perf op=$op mode=lat size=65536 iters=40 lat_us=[0-9.]* " \
+			"$tmp/out" || fail "-L $1 $op lat: no lat_us for 64 KiB"
+		run "$1" -o $op -m bw -W 4
+		grep -q "^rmsg-perf op=$op mode=bw size=4096 iters=40 window=4 mbps=[0-9.]* mmsgs=" \
+			"$tmp/out" || fail "-L $1 $op bw: no mbps for 4 KiB"
+		run "$1" -o $op -m rate
+	done
+	run "$1" -o send -m lat -b 20 -P
+	grep -q 'poll_us=20 ' "$tmp/out" ||
+		fail "-L $1 -b 20: poll_us not reported"
+	grep -q '^ #bytes' "$tmp/out" && fail "-L $1 -P: a table was printed"
+	run "$1" -o rpc -m rate -b 20 -P
+}
+
+start_server ev
+uri_ev=$uri
+sweep ev
+start_server epoll
+uri_epoll=$uri
+sweep epoll
+# each mode's client against the other mode's server
+uri=$uri_epoll
+run ev -o rpc -m lat
+uri=$uri_ev
+run epoll -o send -m bw -W 4
 
 [ "$failures" = 0 ] || exit 1
 echo "PASS: rmsg-perf ($transport)"

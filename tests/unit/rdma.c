@@ -494,6 +494,34 @@ static void connect__rejected_with_reason(void **state)
 	assert_int_equal(t->established, 0);
 }
 
+/* an up connection that rdma_cm then reports REJECTED or CONNECT_ERROR
+ * (its server went away before its own side completed: the client may
+ * already be up through the server's first frame or ESTABLISHED): a
+ * reset, not a refusal, which would say it was never accepted */
+static void connect__rejected_after_up(void **state)
+{
+	static const enum rdma_cm_event_type evs[] = {
+		RDMA_CM_EVENT_REJECTED, RDMA_CM_EVENT_CONNECT_ERROR};
+	uint8_t buf[64];
+	size_t i;
+
+	teardown(state);
+	for (i = 0; i < UNIT_ARRAY_SIZE(evs); i++) {
+		struct rt *t = rt_new();
+
+		connect_peer(t, 16, 4096);
+		cm_event(t, t->id, evs[i], 28, buf,
+			 hello(buf, 16, 4096, -EPERM, NULL));
+		pump(t);
+		if (t->closed != 1 || t->close_reason != -ECONNRESET)
+			fail_msg("%s after ESTABLISHED: closed %d reason %d",
+				 rdma_event_str(evs[i]), t->closed,
+				 t->close_reason);
+		assert_true(rt_free(t));
+	}
+	*state = rt_new();
+}
+
 static void connect__device_setup_failure(void **state)
 {
 	struct rt *t = *state;
@@ -2503,6 +2531,7 @@ int main(void)
 		T(connect__bad_hello_in_established),
 		T(connect__cm_errors),
 		T(connect__rejected_with_reason),
+		T(connect__rejected_after_up),
 		T(connect__device_setup_failure),
 		T(connect__query_device_failure),
 		T(connect__no_rdma_stack),

@@ -449,6 +449,13 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 		}
 		break;
 	case RDMA_CM_EVENT_REJECTED:
+		if (rc->state >= RC_UP) {
+			/* up already (the peer's first frame showed it, or
+			 * ESTABLISHED came): the peer went away before its
+			 * side completed, e.g. its context was destroyed */
+			rdma_rc_teardown(rc, -ECONNRESET);
+			break;
+		}
 		if (rmsgi_hello_decode(ev->param.conn.private_data,
 				       ev->param.conn.private_data_len,
 				       &h) == 0 &&
@@ -476,7 +483,10 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 		rdma_rc_teardown(rc, cm_status_err(ev->status, -EHOSTUNREACH));
 		break;
 	case RDMA_CM_EVENT_CONNECT_ERROR:
-		rdma_rc_teardown(rc, cm_status_err(ev->status, -ECONNREFUSED));
+		rdma_rc_teardown(
+			rc, rc->state >= RC_UP
+				    ? -ECONNRESET
+				    : cm_status_err(ev->status, -ECONNREFUSED));
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 		/* what the peer sent before it left (its BYE among it) is
