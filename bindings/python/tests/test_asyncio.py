@@ -282,3 +282,28 @@ async def test_held_messages_survive_the_contexts_close():
         got = [m async for m in conn]
         assert got == [b"m%d" % i for i in range(n)]
         assert conn.close_reason == -errno.ECANCELED
+
+
+@async_test
+async def test_close_sync_from_a_handler():
+    """close_sync() inside a library callback (a plain handler runs in
+    one) cannot destroy the context there (rmsg_ctx_destroy(3): not from
+    a callback); it does so when the callback returns."""
+    sctx = rmsg.Context()
+    listener = sctx.listen(listen_uri())
+
+    def stop(conn, req):
+        sctx.close_sync()
+        return b"bye"
+    sctx.handle(1, stop)
+    async with rmsg.Context() as cctx:
+        conn = await cctx.connect(listener.uri)
+        try:
+            await conn.call(1, b"")  # the reply may or may not get out
+        except rmsg.RmsgError:
+            pass
+        assert sctx.closed
+        # destroyed for real: its connection was aborted
+        reason = await asyncio.wait_for(conn.wait_closed(), scaled(20))
+        assert reason == -errno.ECONNRESET
+        await asyncio.wait_for(sctx.close(), scaled(10))
