@@ -33,6 +33,7 @@ RMSG_LIB=$PWD/.libs/librmsg.so bindings/python/check-install.sh
 scripts/abi-check.sh
 # the benchmark comparison once, quick: it works and parses (issue 7)
 BUILDDIR=$PWD bench/check-quick.sh tcp
+BUILDDIR=$PWD bench/check-quick.sh python-tcp # the Python binding (issue 19)
 rel=$(date +%s)
 tests/fuzz/run.sh "${FUZZ_SECONDS:-60}"
 scripts/sanitize.sh
@@ -43,7 +44,8 @@ make -s check-rxe
 scripts/sanitize-rxe.sh
 RMSG_TEST_TRANSPORT=rdma tests/vm/run-in-vm.sh -q -t 900 -- \
 	bindings/python/run-tests.sh
-tests/vm/run-in-vm.sh -q -t 600 -- bench/check-quick.sh rdma
+tests/vm/run-in-vm.sh -q -t 900 -- sh -c \
+	'bench/check-quick.sh rdma && bench/check-quick.sh python-rdma'
 end=$(date +%s)
 echo "test.sh: host suite $((rel - start)) s, reliability $((mid - rel)) s," \
 	"RDMA suite in VM $((end - mid)) s"

@@ -1,13 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# check-quick.sh tcp|rdma - runs a comparison script once in its --quick
-# mode and checks that it works and that its table parses: every metric
-# is there, with positive numbers. Not a benchmark: nothing is asserted
-# about the figures (test.sh runs `tcp` on the host, and `rdma` inside
-# the Soft-RoCE VM, where perftest is on the host's PATH).
+# check-quick.sh tcp|rdma|python-tcp|python-rdma - runs a comparison
+# script once in its --quick mode and checks that it works and that its
+# table parses: every metric is there, with positive numbers. Not a
+# benchmark: nothing is asserted about the figures (test.sh runs `tcp`
+# and `python-tcp` on the host, `rdma` and `python-rdma` inside the
+# Soft-RoCE VM, where perftest is on the host's PATH).
 here=$(cd "$(dirname "$0")" && pwd)
-kind=${1:?usage: check-quick.sh tcp|rdma}
+kind=${1:?usage: check-quick.sh tcp|rdma|python-tcp|python-rdma}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/check-quick.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' 0
 
@@ -25,13 +26,22 @@ rdma)
 		"rate_send | 64 " "fd_lat_poll | 64 " "fd_lat_event | 64 "
 		"fd_rpc_event | 64 " "fd_rate_send | 64 ")
 	;;
+python-tcp | python-rdma)
+	# the Python binding against rmsg-perf (issue 19)
+	script=compare-python.sh
+	args=${kind#python-}
+	metrics=("rpc_lat 64 B, half RTT us, py client"
+		"rpc_lat 64 B, half RTT us, py both"
+		"send_rate 64 B, Mmsg/s, py client"
+		"send_rate 64 B, Mmsg/s, py both")
+	;;
 *)
-	echo "check-quick.sh: tcp or rdma, not '$kind'" >&2
+	echo "check-quick.sh: tcp, rdma, python-tcp or python-rdma, not '$kind'" >&2
 	exit 2
 	;;
 esac
 
-RESULTS=$tmp/results.txt "$here/$script" --quick > "$tmp/out" 2>&1
+RESULTS=$tmp/results.txt "$here/$script" --quick ${args:-} > "$tmp/out" 2>&1
 rc=$?
 if [ $rc != 0 ]; then
 	echo "FAIL: $script --quick exited $rc"

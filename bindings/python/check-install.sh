@@ -9,7 +9,7 @@
 # tests that has no rmsg package next to it (RMSG_PY_TEST_INSTALLED=1),
 # type-checks a small program against the installed package with mypy
 # --strict (which reads its annotations only through py.typed), and the
-# package itself with mypy.
+# package itself with mypy --strict.
 #
 #   RMSG_LIB=$PWD/.libs/librmsg.so bindings/python/check-install.sh
 #   bindings/python/check-install.sh       # the installed librmsg.so.0
@@ -66,12 +66,14 @@ async def main(uri: str) -> Tuple[bytes, int]:
         def echo(conn: rmsg.Connection, request: bytes) -> bytes:
             return request
 
-        listener: rmsg.Listener = ctx.listen(uri)
-        conn: rmsg.Connection = await ctx.connect(listener.uri)
-        reply: bytes = await conn.call(1, b"ping", timeout=1.0)
-        await conn.send([b"a", bytearray(b"b")])
-        reason: Optional[int] = conn.close_reason
-        return reply, await conn.close()
+        async with await ctx.listen(uri, recv_queue=64) as listener:
+            conn: rmsg.Connection = await ctx.connect(listener.uri)
+            reply: bytes = await conn.call(1, b"ping", timeout=1.0)
+            await conn.send([b"a", bytearray(b"b")])
+            reason: Optional[int] = conn.close_reason
+            bound: Optional[int] = conn.recv_queue
+            assert bound == rmsg.RECV_QUEUE_DEFAULT
+            return reply, await conn.close()
 
 
 version: str = rmsg.__version__
@@ -107,7 +109,8 @@ grep -q 'Incompatible return value type (got "bytes", expected "str")' \
 }
 "$vpy" "$tmp/typed/ok.py" > /dev/null
 # and the annotations agree with the package's own code
-MYPY_CACHE_DIR=$tmp/mypy-cache "$vpy" "$mypy" --no-error-summary -p rmsg || {
+MYPY_CACHE_DIR=$tmp/mypy-cache "$vpy" "$mypy" --strict --no-error-summary \
+	-p rmsg || {
 	echo "FAIL: mypy finds the installed package inconsistent"
 	exit 1
 }

@@ -11,18 +11,19 @@ import ctypes
 from typing import Tuple
 
 from ._core import (ACCESS_REMOTE_READ, ACCESS_REMOTE_WRITE, IOV_MAX,
-                    MR_DESC_SIZE, PRIVATE_DATA_MAX, MR, Buffer,
-                    Connection, ConnectionClosed, Context, Listener,
+                    MR_DESC_SIZE, PRIVATE_DATA_MAX, RECV_QUEUE_DEFAULT, MR,
+                    Buffer, Connection, ConnectionClosed, Context, Listener,
                     RmsgError, RmsgTimeoutError, strerror)
 from ._ffi import LIBRMSG_PATH, lib as _lib
 
 __all__ = ["Context", "Listener", "Connection", "Buffer", "MR", "RmsgError",
            "RmsgTimeoutError", "ConnectionClosed", "strerror",
            "ACCESS_REMOTE_READ", "ACCESS_REMOTE_WRITE", "MR_DESC_SIZE",
-           "PRIVATE_DATA_MAX", "IOV_MAX", "LIBRMSG_PATH", "version_info"]
+           "PRIVATE_DATA_MAX", "IOV_MAX", "RECV_QUEUE_DEFAULT", "LIBRMSG_PATH",
+           "version_info"]
 
 
-def _library_version():
+def _library_version() -> Tuple[str, Tuple[int, int, int]]:
     major, minor, patch = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
     text = _lib.rmsg_version(ctypes.byref(major), ctypes.byref(minor),
                              ctypes.byref(patch))

@@ -1,22 +1,22 @@
 # SPDX-License-Identifier: MIT
 """asyncio binding of librmsg.
 
-Threading model (see README.md): each Context owns a private libev loop run
-by a dedicated thread ("loop thread"). librmsg may only be used from that
-thread, so every API call made from asyncio is handed over with
-rmsg_ctx_submit(), the library's one thread-safe function, and every
-library callback runs on the loop thread, copies what it needs and posts
-the result to the asyncio loop with call_soon_threadsafe (batched).
+Model (see README.md): each Context is a librmsg context made by
+rmsg_ctx_create_fd(), driven by the asyncio loop it was created on:
+loop.add_reader() watches rmsg_ctx_fd(), and the reader calls
+rmsg_ctx_progress(), which runs the library's callbacks. Everything runs
+on the asyncio loop's thread: API calls go straight to the library, and
+callbacks (inside rmsg_ctx_progress) copy what they need and resolve
+futures directly. No helper thread, no queue between threads.
 
-Names: methods prefixed with _lt_ run on the loop thread only; _py_
-methods run on the asyncio thread only.
+The descriptor also covers the context's timers (the library arms a
+timerfd in it), so the reader is all the loop needs.
 """
 from __future__ import annotations
 
 import asyncio
 import atexit
 import collections
-import concurrent.futures
 import ctypes
 import errno as _errno
 import inspect
@@ -29,11 +29,12 @@ import socket
 import sys
 import threading
 import weakref
-from typing import (Any, AsyncIterator, Callable, Deque, Dict, List,
-                    Optional, Sequence, Set, Tuple, TypeVar, Union, overload)
+from typing import (Any, AsyncIterator, Awaitable, Callable, Deque, Dict,
+                    Generator, List, Optional, Sequence, Set,
+                    Tuple, TypeVar, Union, overload)
 
 from . import _ffi
-from ._ffi import lib, ev
+from ._ffi import lib
 
 log = logging.getLogger("rmsg")
 
@@ -43,6 +44,9 @@ EXPORT_ANY_PEER = _ffi.RMSG_EXPORT_ANY_PEER
 MR_DESC_SIZE = _ffi.RMSG_MR_DESC_SIZE
 PRIVATE_DATA_MAX = _ffi.RMSG_PRIVATE_DATA_MAX
 IOV_MAX = _ffi.RMSG_IOV_MAX
+#: the default bound of a connection's receive queue (recv_queue=), in
+#: messages; see Connection.recv()
+RECV_QUEUE_DEFAULT = 1024
 
 # types of the API (annotations only)
 #: a bytes-like object
@@ -58,6 +62,13 @@ Handler = Callable[["Connection", bytes], Any]
 HandlerT = TypeVar("HandlerT", bound=Handler)
 #: listen()'s accept(peer_private_data): None/True, bytes, or False
 AcceptFunc = Callable[[bytes], Union[None, bool, BytesLike]]
+#: serve_forever()'s per-connection coroutine function
+ConnHandler = Callable[["Connection"], Awaitable[Any]]
+#: a socket address: (host, port), host numeric ("10.0.0.1", "::1",
+#: "fe80::1%eth0")
+Address = Tuple[str, int]
+# recv_queue= of listen() and connect() when not given: the context's
+_CTX_DEFAULT: Any = object()
 
 
 # ---------------------------------------------------------------------
@@ -66,8 +77,8 @@ AcceptFunc = Callable[[bytes], Union[None, bool, BytesLike]]
 def strerror(err: int) -> str:
     """rmsg_strerror() of an errno (sign does not matter)."""
     e = abs(int(err))
-    s = lib.rmsg_strerror(-e)
-    s = s.decode("utf-8", "replace") if s else ""
+    raw: Optional[bytes] = lib.rmsg_strerror(-e)
+    s = raw.decode("utf-8", "replace") if raw else ""
     if not s or s == "unknown error":  # not in librmsg's table
         s = os.strerror(e)
     return s
@@ -92,25 +103,45 @@ class ConnectionClosed(RmsgError, ConnectionError):
     (ECANCELED for a local close)."""
 
 
-def _lt_stats(fn, ptr) -> Dict[str, int]:
-    """Loop thread: rmsg_conn_stats / rmsg_ctx_stats of ptr as a dict."""
+def _error(rc: int, cls: Optional[type] = None) -> RmsgError:
+    e = abs(rc)
+    if cls is None:
+        cls = RmsgTimeoutError if e == _errno.ETIMEDOUT else RmsgError
+    err: RmsgError = cls(e)
+    return err
+
+
+def _check(rc: int) -> None:
+    if rc:
+        raise _error(rc)
+
+
+def _stats(fn: Any, ptr: Optional[int]) -> Dict[str, int]:
+    """rmsg_conn_stats / rmsg_ctx_stats of ptr as a dict."""
     st = _ffi.rmsg_stats()
     rc = fn(ptr, ctypes.byref(st), ctypes.sizeof(st))
     if rc < 0:
         raise _error(rc)
-    return {name: getattr(st, name) for name in _ffi.STATS_FIELDS}
+    return {name: int(getattr(st, name)) for name in _ffi.STATS_FIELDS}
 
 
-def _error(rc, cls=None):
-    e = abs(rc)
-    if cls is None:
-        cls = RmsgTimeoutError if e == _errno.ETIMEDOUT else RmsgError
-    return cls(e)
+def _resolve(fut: asyncio.Future[Any], exc: Optional[BaseException],
+             value: Any) -> None:
+    """Completes fut unless done; quietly nothing if its loop is closed
+    (a context destroyed at exit)."""
+    if fut.done():
+        return
+    try:
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(value)
+    except RuntimeError:
+        pass
 
 
-def _check(rc):
-    if rc:
-        raise _error(rc)
+def _uncaught(where: str) -> None:
+    log.exception("rmsg: exception in %s (ignored)", where)
 
 
 # ---------------------------------------------------------------------
@@ -118,24 +149,20 @@ def _check(rc):
 # Python object here. The entry keeps the object alive until the library
 # is done with it (op callbacks, on_close).
 
-_handles = {}
+_handles: Dict[int, Any] = {}
 _next_handle = itertools.count(1).__next__
 
 
-def _register(obj):
+def _register(obj: Any) -> int:
     h = _next_handle()
     _handles[h] = obj
     return h
 
 
-def _uncaught(where):
-    log.exception("rmsg: exception in %s (ignored)", where)
-
-
 # ---------------------------------------------------------------------
 # buffers handed to the library
 
-def _addr_of(obj, writable):
+def _addr_of(obj: Any, writable: bool) -> Tuple[Optional[int], int, Any]:
     """(address, length, keep) of a contiguous buffer. keep pins the
     memory (a bytearray cannot be resized while a ctypes view exists)."""
     if isinstance(obj, Buffer):
@@ -149,7 +176,7 @@ def _addr_of(obj, writable):
             return None, 0, None
         # c_char_p points into the bytes object itself: no copy
         p = ctypes.c_char_p(obj)
-        return ctypes.cast(p, ctypes.c_void_p).value, len(obj), (p, obj)
+        return ctypes.c_void_p.from_buffer(p).value, len(obj), (p, obj)
     mv = memoryview(obj)
     if not mv.c_contiguous:
         if writable:
@@ -169,11 +196,23 @@ def _addr_of(obj, writable):
 
 
 class _Iov:
-    """An iovec array over one buffer or a list of buffers."""
+    """An iovec array over one buffer or a list of buffers; .addr is
+    its address for the library, which copies the array at once."""
 
-    __slots__ = ("arr", "n", "keep", "nbytes", "bufs")
+    __slots__ = ("arr", "addr", "n", "keep", "nbytes", "bufs")
 
-    def __init__(self, data, writable=False, max_n=IOV_MAX):
+    def __init__(self, data: Any, writable: bool = False,
+                 max_n: int = IOV_MAX) -> None:
+        if type(data) is bytes and not writable:
+            # the common case, made cheap: one iovec pointing into the
+            # bytes object (which the iovec keeps referenced)
+            self.n = 1
+            self.nbytes = len(data)
+            self.arr: Any = _ffi.iovec_bytes(data, self.nbytes)
+            self.addr = ctypes.addressof(self.arr)
+            self.keep: Any = None
+            self.bufs: Sequence[Buffer] = ()
+            return
         if data is None:
             data = []
         elif not isinstance(data, (list, tuple)):
@@ -182,25 +221,56 @@ class _Iov:
             raise ValueError("at most %d buffers" % max_n)
         self.n = len(data)
         self.arr = (_ffi.iovec * max(1, self.n))()
-        self.keep = []
-        self.bufs = []
+        self.addr = ctypes.addressof(self.arr)
+        keep: List[Any] = []
+        bufs: List[Buffer] = []
         self.nbytes = 0
         for i, d in enumerate(data):
-            addr, ln, keep = _addr_of(d, writable)
+            addr, ln, k = _addr_of(d, writable)
             self.arr[i].iov_base = addr
             self.arr[i].iov_len = ln
             self.nbytes += ln
-            if keep is not None:
-                self.keep.append(keep)
-            if isinstance(keep, Buffer):
-                self.bufs.append(keep)
+            if k is not None:
+                keep.append(k)
+            if isinstance(k, Buffer):
+                bufs.append(k)
+        self.keep = keep
+        self.bufs = bufs
 
 
-def _make_cfg(opts, log_level=None):
+_msg_len = lib.rmsg_msg_len
+_msg_data = lib.rmsg_msg_data
+_string_at = ctypes.string_at
+
+
+def _msg_bytes(m: int) -> bytes:
+    """The bytes of a struct rmsg_msg, copied."""
+    n = _msg_len(m)
+    return _string_at(_msg_data(m), n) if n else b""
+
+
+_CFG_SETTERS = {
+    "eager_size": lib.rmsg_cfg_set_eager_size,
+    "credits": lib.rmsg_cfg_set_credits,
+    "send_queue": lib.rmsg_cfg_set_send_queue,
+    "busy_poll_us": lib.rmsg_cfg_set_busy_poll_us,
+    "max_msg_size": lib.rmsg_cfg_set_max_msg_size,
+    "timeout_ms": lib.rmsg_cfg_set_timeout_ms,
+    "reg_limit": lib.rmsg_cfg_set_reg_limit,
+    "tcp_rx_limit": lib.rmsg_cfg_set_tcp_rx_limit,
+    "max_conns": lib.rmsg_cfg_set_max_conns,
+    "max_pending": lib.rmsg_cfg_set_max_pending,
+    "keepalive_ms": lib.rmsg_cfg_set_keepalive_ms,
+    "keepalive_misses": lib.rmsg_cfg_set_keepalive_misses,
+}
+
+
+def _make_cfg(opts: Dict[str, Any], log_level: Optional[int] = None) -> int:
     """An rmsg_cfg from keyword options; the caller destroys it."""
     p = ctypes.c_void_p()
     _check(lib.rmsg_cfg_create(ctypes.byref(p)))
     cfg = p.value
+    assert cfg is not None
     try:
         for k, v in opts.items():
             if v is None:
@@ -227,23 +297,16 @@ def _make_cfg(opts, log_level=None):
     return cfg
 
 
-_CFG_SETTERS = {
-    "eager_size": lib.rmsg_cfg_set_eager_size,
-    "credits": lib.rmsg_cfg_set_credits,
-    "send_queue": lib.rmsg_cfg_set_send_queue,
-    "busy_poll_us": lib.rmsg_cfg_set_busy_poll_us,
-    "max_msg_size": lib.rmsg_cfg_set_max_msg_size,
-    "timeout_ms": lib.rmsg_cfg_set_timeout_ms,
-    "reg_limit": lib.rmsg_cfg_set_reg_limit,
-    "tcp_rx_limit": lib.rmsg_cfg_set_tcp_rx_limit,
-    "max_conns": lib.rmsg_cfg_set_max_conns,
-    "max_pending": lib.rmsg_cfg_set_max_pending,
-    "keepalive_ms": lib.rmsg_cfg_set_keepalive_ms,
-    "keepalive_misses": lib.rmsg_cfg_set_keepalive_misses,
-}
+def _recv_bound(v: Optional[int]) -> Optional[int]:
+    if v is None:
+        return None
+    v = int(v)
+    if v < 0:
+        raise ValueError("recv_queue must be at least 0 (or None)")
+    return v
 
 
-def _rmsg_log_level():
+def _rmsg_log_level() -> int:
     lvl = log.getEffectiveLevel()
     if lvl <= logging.DEBUG:
         return _ffi.RMSG_LOG_DEBUG
@@ -259,10 +322,11 @@ _PY_LEVEL = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO,
 
 
 # ---------------------------------------------------------------------
-# C callbacks: one ctypes object each, alive as long as the module
+# C callbacks: one ctypes object each, alive as long as the module. They
+# run inside rmsg_ctx_progress() (or rmsg_ctx_destroy()), on the asyncio
+# loop's thread.
 
-@_ffi.LOG_CB
-def _log_cb(level, line, arg):
+def _log_cb_py(level: int, line: bytes, arg: Optional[int]) -> None:
     try:
         log.log(_PY_LEVEL.get(level, logging.ERROR), "%s",
                 line.decode("utf-8", "replace"))
@@ -270,110 +334,122 @@ def _log_cb(level, line, arg):
         pass
 
 
-@_ffi.WORK_CB
-def _work_cb(ctxp, h):
-    item = _handles.get(h)
-    if item is None:
-        return
-    fn, args = item
-    try:
-        fn(*args)
-    except BaseException:
-        _uncaught("submitted work")
+_log_cb = _ffi.LOG_CB(_log_cb_py)
 
 
-@_ffi.ESTABLISHED_CB
-def _on_established(c, h):
+def _on_established_py(c: int, h: int) -> None:
     conn = _handles.get(h)
     if conn is not None:
         try:
-            conn._lt_established()
+            conn._established_cb()
         except BaseException:
             _uncaught("on_established")
 
 
-@_ffi.MSG_CB
-def _on_msg(c, m, h):
-    conn = _handles.get(h)
-    if conn is None:
-        return
-    n = lib.rmsg_msg_len(m)
-    data = ctypes.string_at(lib.rmsg_msg_data(m), n) if n else b""
-    conn._ctx._post(conn._py_msg, data)
+_on_established = _ffi.ESTABLISHED_CB(_on_established_py)
 
 
-@_ffi.IMM_CB
-def _on_imm(c, imm, ln, h):
-    conn = _handles.get(h)
-    if conn is not None:
-        conn._ctx._post(conn._py_imm, imm, ln)
-
-
-@_ffi.WRITABLE_CB
-def _on_writable(c, h):
+def _on_msg_py(c: int, m: int, h: int) -> None:
     conn = _handles.get(h)
     if conn is not None:
         try:
-            conn._lt_writable()
+            conn._msg_cb(m)
+        except BaseException:
+            _uncaught("on_msg")
+
+
+_on_msg = _ffi.MSG_CB(_on_msg_py)
+
+
+def _on_imm_py(c: int, imm: int, ln: int, h: int) -> None:
+    conn = _handles.get(h)
+    if conn is not None:
+        try:
+            conn._imm_cb(imm, ln)
+        except BaseException:
+            _uncaught("on_imm")
+
+
+_on_imm = _ffi.IMM_CB(_on_imm_py)
+
+
+def _on_writable_py(c: int, h: int) -> None:
+    conn = _handles.get(h)
+    if conn is not None:
+        try:
+            conn._writable_cb()
         except BaseException:
             _uncaught("on_writable")
 
 
-@_ffi.CLOSE_CB
-def _on_close(c, reason, h):
+_on_writable = _ffi.WRITABLE_CB(_on_writable_py)
+
+
+def _on_close_py(c: int, reason: int, h: int) -> None:
     conn = _handles.pop(h, None)
     if conn is not None:
         try:
-            conn._lt_close(reason)
+            conn._close_cb(reason)
         except BaseException:
             _uncaught("on_close")
 
 
-@_ffi.ACCEPT_CB
-def _on_accept(lp, c, pdata, plen, h):
+_on_close = _ffi.CLOSE_CB(_on_close_py)
+
+
+def _on_accept_py(lp: int, c: int, pdata: Optional[int], plen: int,
+               h: int) -> int:
     listener = _handles.get(h)
     if listener is None:
         return -_errno.ECONNREFUSED
     try:
-        return listener._lt_accept(c, ctypes.string_at(pdata, plen)
-                                   if plen else b"")
+        rc: int = listener._accept_cb(c, ctypes.string_at(pdata, plen)
+                                      if plen and pdata else b"")
+        return rc
     except BaseException:
         _uncaught("accept")
         return -_errno.ECONNREFUSED
 
 
-@_ffi.DONE_CB
-def _on_done(c, status, h):
+_on_accept = _ffi.ACCEPT_CB(_on_accept_py)
+
+
+def _on_done_py(c: int, status: int, h: int) -> None:
     op = _handles.pop(h, None)
     if op is not None:
-        op.conn._lt_op_done(op, status, None)
+        op.conn._op_done(op, status, None)
 
 
-@_ffi.REPLY_CB
-def _on_reply(c, status, m, h):
+_on_done = _ffi.DONE_CB(_on_done_py)
+
+
+def _on_reply_py(c: int, status: int, m: int, h: int) -> None:
     op = _handles.pop(h, None)
-    if op is None:
-        return
-    data = None
-    if status == 0:
-        n = lib.rmsg_msg_len(m)
-        data = ctypes.string_at(lib.rmsg_msg_data(m), n) if n else b""
-    op.conn._lt_op_done(op, status, data)
+    if op is not None:
+        data = None
+        if status == 0:
+            n = _msg_len(m)
+            data = _string_at(_msg_data(m), n) if n else b""
+        op.conn._op_done(op, status, data)
 
 
-@_ffi.HANDLER_CB
-def _on_request(c, req, m, h):
+_on_reply = _ffi.REPLY_CB(_on_reply_py)
+
+
+def _on_request_py(c: int, req: int, m: int, h: int) -> None:
     entry = _handles.get(h)
     if entry is None:
         lib.rmsg_reply_error(req, -_errno.ENOSYS)
         return
-    ctx, method, func = entry
-    n = lib.rmsg_msg_len(m)
-    data = ctypes.string_at(lib.rmsg_msg_data(m), n) if n else b""
-    ctx._reqs[req] = True
-    ctx._post(ctx._py_request, ctx._conns.get(c), req, method, func, data)
+    ctx, func = entry
+    ctx._request_cb(c, req, func, _msg_bytes(m))
 
 
+_on_request = _ffi.HANDLER_CB(_on_request_py)
+
+
+# a NULL handler: rmsg_handle() with it removes one
+_NO_HANDLER = ctypes.cast(0, _ffi.HANDLER_CB)
 _CONN_OPS = _ffi.conn_ops(_on_established, _on_msg, _on_imm, _on_writable,
                           _on_close)
 
@@ -381,7 +457,7 @@ _live_contexts: weakref.WeakSet[Context] = weakref.WeakSet()
 
 
 @atexit.register
-def _close_all():
+def _close_all() -> None:
     for ctx in list(_live_contexts):
         try:
             ctx.close_sync()
@@ -393,208 +469,128 @@ def _close_all():
 # context
 
 class Context:
-    """A librmsg context on its own libev loop thread, bound to the
-    running asyncio loop.
+    """A librmsg context driven by the running asyncio loop (no thread of
+    its own: rmsg_ctx_create_fd(3), watched with loop.add_reader()).
 
     Options (all optional) set the context's rmsg_cfg: eager_size,
     credits, send_queue, busy_poll_us, max_msg_size, private_data,
     timeout_ms, reg_limit, tcp_rx_limit, keepalive_ms, keepalive_misses,
     psk (a pre-shared key of 16 to 64 bytes: the peer must hold the same
     one, else the connection fails with EACCES; rmsg_cfg_set_psk(3))
-    (max_conns and max_pending apply to listeners).
-    Use ``async with Context() as ctx`` or ``await ctx.close()``.
+    (max_conns and max_pending apply to listeners). recv_queue (default
+    RECV_QUEUE_DEFAULT; None: unbounded) is the bound of each
+    connection's receive queue (see Connection.recv()).
+    Use ``async with Context() as ctx`` or ``await ctx.close()``. Use it
+    from the loop's thread only (as any asyncio object).
     """
 
     def __init__(self, *, loop: Optional[asyncio.AbstractEventLoop] = None,
+                 recv_queue: Optional[int] = RECV_QUEUE_DEFAULT,
                  **options: Any) -> None:
         self._aloop = loop or asyncio.get_running_loop()
-        self._submit_lock = threading.Lock()
-        self._closing = False
+        self._recv_queue = _recv_bound(recv_queue)
         self._ctx: Optional[int] = None
-        self._evloop: Optional[int] = None
-        self._tid: Optional[int] = None
-        # loop-thread state
+        self._closing = False
+        self._in_progress = False
         self._conns: Dict[int, Connection] = {}  # rmsg_conn * -> Connection
-        self._reqs: Dict[int, Any] = {}  # rmsg_req * of unanswered requests
+        self._reqs: Dict[int, bool] = {}  # rmsg_req * of unanswered requests
         self._listeners: Set[Listener] = set()
         # (mr *, pin) whose dereg said EBUSY
         self._mr_zombies: List[Tuple[int, Any]] = []
         self._handler_handles: Dict[int, int] = {}  # method -> handle
-        # work for the loop thread
-        self._work_lock = threading.Lock()
-        self._work: Deque[Any] = collections.deque()
-        self._work_scheduled = False
-        self._drain_handle = _register((self._lt_drain, ()))
-        # posting to asyncio
-        self._post_lock = threading.Lock()
-        self._posts: Deque[Any] = collections.deque()
-        self._post_scheduled = False
         self._buffers: weakref.WeakSet[Buffer] = weakref.WeakSet()
         self._mrs: weakref.WeakSet[MR] = weakref.WeakSet()
-        self._closed_fut = self._aloop.create_future()
-        self._init_err: Optional[BaseException] = None
-        ready = threading.Event()
-        self._thread = threading.Thread(target=self._lt_main,
-                                        args=(options, ready),
-                                        name="rmsg-loop", daemon=True)
-        self._thread.start()
-        ready.wait()
-        if self._init_err is not None:
-            self._thread.join()
-            _handles.pop(self._drain_handle, None)
-            raise self._init_err
+        self._closed_fut: asyncio.Future[None] = self._aloop.create_future()
+        self._tid = threading.get_ident()
+        cfg = _make_cfg(options, _rmsg_log_level())
+        p = ctypes.c_void_p()
+        try:
+            rc = lib.rmsg_ctx_create_fd(cfg, ctypes.byref(p))
+        finally:
+            lib.rmsg_cfg_destroy(cfg)
+        _check(rc)
+        fd = lib.rmsg_ctx_fd(p.value)
+        if fd < 0:
+            lib.rmsg_ctx_destroy(p.value)
+            raise _error(fd)
+        self._ctx = p.value
+        self._fd: int = fd
+        try:
+            self._aloop.add_reader(fd, self._progress)
+        except BaseException:
+            self._ctx = None
+            lib.rmsg_ctx_destroy(p.value)
+            raise
         _live_contexts.add(self)
 
-    # -- the loop thread ----------------------------------------------
+    # -- driving the library -------------------------------------------
 
-    def _lt_main(self, options, ready):
-        try:
-            self._evloop = ev.ev_loop_new(_ffi.EVFLAG_AUTO)
-            if not self._evloop:
-                raise RmsgError(_errno.ENOMEM, "ev_loop_new failed")
-            cfg = _make_cfg(options, _rmsg_log_level())
-            p = ctypes.c_void_p()
-            rc = lib.rmsg_ctx_create(self._evloop, cfg, ctypes.byref(p))
-            lib.rmsg_cfg_destroy(cfg)
-            _check(rc)
-        except BaseException as e:
-            if self._evloop:
-                ev.ev_loop_destroy(self._evloop)
-            self._init_err = e
-            ready.set()
+    def _progress(self) -> None:
+        """The reader of rmsg_ctx_fd(): runs what is ready, callbacks
+        included. The descriptor is level-triggered: what remains wakes
+        the loop again."""
+        ctxp = self._ctx
+        if ctxp is None:
             return
-        self._ctx = p.value
-        self._tid = threading.get_ident()
-        # an extra reference keeps ev_run() running with no connection
-        # and no listener; close() breaks the loop from submitted work
-        ev.ev_ref(self._evloop)
-        ready.set()
-        ev.ev_run(self._evloop, 0)
+        self._in_progress = True
         try:
-            self._lt_destroy()
+            rc = lib.rmsg_ctx_progress(ctxp)
         finally:
-            self._post(self._py_closed)
+            self._in_progress = False
+        if rc < 0:
+            log.error("rmsg_ctx_progress: %s", strerror(rc))
+        if self._closing:
+            self._destroy()  # close() asked from a callback
 
-    def _lt_destroy(self):
-        # requests still waiting for a Python handler: answer them now,
+    def _live(self) -> int:
+        """The context's pointer, or ESHUTDOWN once close() began."""
+        ctxp = self._ctx
+        if ctxp is None or self._closing:
+            raise RmsgError(_errno.ESHUTDOWN, "context closed")
+        return ctxp
+
+    def _destroy(self) -> None:
+        ctxp = self._ctx
+        if ctxp is None:
+            return
+        if self._in_progress:
+            return  # inside a callback: _progress() does it on return
+        _live_contexts.discard(self)
+        self._aloop.remove_reader(self._fd)
+        # requests still waiting for an async handler: answer them now,
         # a later reply finds them gone
         for req in list(self._reqs):
             lib.rmsg_reply_error(req, -_errno.ECANCELED)
         self._reqs.clear()
         for conn in list(self._conns.values()):
-            conn._lt_fail_blocked(-_errno.ECANCELED)
+            conn._fail_blocked(-_errno.ECANCELED)
+            conn._unhold_all()  # held messages die with the context
         for b in list(self._buffers):
             b._ptr = None
         for m in list(self._mrs):
             m._mr = None
-        ctxp, self._ctx = self._ctx, None
-        # closes listeners, aborts connections: their callbacks run here
+        conns = list(self._conns.values())
+        # closes listeners, aborts connections: their callbacks run here,
+        # and see the context gone (a close_sync() from one of them does
+        # nothing more, a call raises ESHUTDOWN)
+        self._ctx = None
         rc = lib.rmsg_ctx_destroy(ctxp)
+        for conn in conns:
+            conn._held.clear()  # (none: _msg_cb copies while closing)
         if rc:
             log.error("rmsg_ctx_destroy: %s", strerror(rc))
         for listener in list(self._listeners):
-            listener._lt_closed()
+            listener._closed_cb()
         self._listeners.clear()
         self._mr_zombies.clear()
-        ev.ev_loop_destroy(self._evloop)
-        self._evloop = None
-        _handles.pop(self._drain_handle, None)
+        _resolve(self._closed_fut, None, None)
 
-    def _lt_stop(self):
-        ev.ev_break(self._evloop, _ffi.EVBREAK_ALL)
-
-    def _lt_retry_zombies(self):
+    def _retry_zombies(self) -> None:
         keep = []
         for mr, pin in self._mr_zombies:
             if lib.rmsg_mr_dereg(mr) == -_errno.EBUSY:
                 keep.append((mr, pin))
         self._mr_zombies = keep
-
-    # -- handing work to the loop thread --------------------------------
-
-    def _on_loop_thread(self):
-        return threading.get_ident() == self._tid
-
-    def _submit(self, fn, *args):
-        """Run fn(*args) on the loop thread, in submission order."""
-        if self._on_loop_thread():
-            fn(*args)
-            return
-        with self._submit_lock:
-            if self._closing:
-                raise RmsgError(_errno.ESHUTDOWN, "context closed")
-            self._lt_enqueue(fn, args)
-
-    def _lt_enqueue(self, fn, args):
-        """Under _submit_lock: queue work; one rmsg_ctx_submit() per burst
-        (the loop thread drains the whole queue, in order)."""
-        with self._work_lock:
-            self._work.append((fn, args))
-            if self._work_scheduled:
-                return
-            self._work_scheduled = True
-        rc = lib.rmsg_ctx_submit(self._ctx, _work_cb, self._drain_handle)
-        if rc:
-            with self._work_lock:
-                self._work.pop()
-                self._work_scheduled = False
-            raise _error(rc)
-
-    def _lt_drain(self):
-        with self._work_lock:
-            items, self._work = self._work, collections.deque()
-            self._work_scheduled = False
-        for fn, args in items:
-            try:
-                fn(*args)
-            except BaseException:
-                _uncaught("submitted work")
-
-    def _run_sync(self, fn, *args):
-        """fn(*args) on the loop thread; waits for and returns its result.
-        Blocks the calling thread for one hand-over (microseconds)."""
-        if self._on_loop_thread():
-            return fn(*args)
-        cf = concurrent.futures.Future()
-
-        def work():
-            try:
-                cf.set_result(fn(*args))
-            except BaseException as e:
-                cf.set_exception(e)
-        self._submit(work)
-        return cf.result()
-
-    # -- posting results to asyncio ------------------------------------
-
-    def _post(self, fn, *args):
-        """Run fn(*args) on the asyncio loop (from any thread), in order."""
-        with self._post_lock:
-            self._posts.append((fn, args))
-            if self._post_scheduled:
-                return
-            self._post_scheduled = True
-        try:
-            self._aloop.call_soon_threadsafe(self._py_drain)
-        except RuntimeError:  # the asyncio loop is closed: nobody listens
-            with self._post_lock:
-                self._posts.clear()
-                self._post_scheduled = False
-
-    def _py_drain(self):
-        with self._post_lock:
-            items, self._posts = self._posts, collections.deque()
-            self._post_scheduled = False
-        for fn, args in items:
-            try:
-                fn(*args)
-            except BaseException:
-                _uncaught(getattr(fn, "__name__", "callback"))
-
-    def _py_closed(self):
-        self._thread.join()
-        if not self._closed_fut.done():
-            self._closed_fut.set_result(None)
 
     # -- public ----------------------------------------------------------
 
@@ -602,28 +598,24 @@ class Context:
     def closed(self) -> bool:
         return self._closing
 
-    def _begin_close(self):
-        with self._submit_lock:
-            if self._closing:
-                return False
-            self._lt_enqueue(self._lt_stop, ())
-            self._closing = True
-        _live_contexts.discard(self)
-        return True
+    @property
+    def fd(self) -> int:
+        """rmsg_ctx_fd(3): the descriptor the loop watches (read only)."""
+        return self._fd
+
+    def close_sync(self) -> None:
+        """close() for non-async code (and atexit): listeners close,
+        connections are aborted, their futures complete, now (or, called
+        from inside a library callback, when that callback returns)."""
+        self._closing = True
+        self._destroy()
 
     async def close(self) -> None:
         """Destroy the context: listeners close, connections are aborted
         (pending operations fail with ECANCELED, on_close reason
         ECANCELED), buffers and regions become invalid."""
-        self._begin_close()
+        self.close_sync()
         await asyncio.shield(self._closed_fut)
-
-    def close_sync(self) -> None:
-        """close() for non-async code (and atexit); the posted completions
-        run when the asyncio loop next runs."""
-        self._begin_close()
-        if not self._on_loop_thread():
-            self._thread.join()
 
     async def __aenter__(self) -> Context:
         return self
@@ -631,67 +623,84 @@ class Context:
     async def __aexit__(self, *exc: Any) -> None:
         await self.close()
 
+    async def serve_forever(self) -> None:
+        """Run until cancelled, then close the context (an RPC server's
+        main: handlers and listeners do the work). Returns if the context
+        is closed otherwise."""
+        try:
+            await asyncio.shield(self._closed_fut)
+        except asyncio.CancelledError:
+            await self.close()
+            raise
+
     def listen(self, uri: str, *, accept: Optional[AcceptFunc] = None,
+               recv_queue: Optional[int] = _CTX_DEFAULT,
                **options: Any) -> Listener:
         """Listen at "tcp://host:port", "rdma://host:port" or
-        "auto://host:port" (port 0 picks one). Returns a Listener.
+        "auto://host:port" (port 0 picks one). Returns a Listener, which
+        may also be awaited (``async with await ctx.listen(uri) as l``).
 
-        accept(peer_private_data: bytes) runs ON THE LOOP THREAD for each
-        incoming connection and must be quick: return None/True to accept,
-        bytes to accept with that private data, False to reject with
-        ECONNREFUSED, or raise RmsgError(errno) to reject with errno.
-        options: a cfg for accepted connections (see Context)."""
-        listener = Listener(self, uri, accept)
-
-        def work():
-            cfg = _make_cfg(options, _rmsg_log_level()) if options else None
-            p = ctypes.c_void_p()
-            try:
-                rc = lib.rmsg_listen(self._ctx, uri.encode(), cfg,
-                                     ctypes.byref(_CONN_OPS), _on_accept,
-                                     listener._handle, ctypes.byref(p))
-            finally:
-                if cfg:
-                    lib.rmsg_cfg_destroy(cfg)
-            _check(rc)
-            port = ctypes.c_uint16()
-            lib.rmsg_listener_port(p.value, ctypes.byref(port))
-            listener._lp = p.value
-            listener.port = port.value
-            self._listeners.add(listener)
+        accept(peer_private_data: bytes) runs for each incoming
+        connection, inside the library's callback, and must be quick:
+        return None/True to accept, bytes to accept with that private
+        data, False to reject with ECONNREFUSED, or raise RmsgError(errno)
+        to reject with errno. recv_queue: the receive queue bound of the
+        accepted connections (default: the context's). options: a cfg for
+        accepted connections (see Context)."""
+        ctxp = self._live()
+        bound = self._recv_queue if recv_queue is _CTX_DEFAULT else \
+            _recv_bound(recv_queue)
+        listener = Listener(self, uri, accept, bound)
+        cfg = _make_cfg(options, _rmsg_log_level()) if options else None
+        p = ctypes.c_void_p()
         try:
-            self._run_sync(work)
-        except BaseException:
+            rc = lib.rmsg_listen(ctxp, uri.encode(), cfg,
+                                 ctypes.byref(_CONN_OPS), _on_accept,
+                                 listener._handle, ctypes.byref(p))
+        finally:
+            if cfg:
+                lib.rmsg_cfg_destroy(cfg)
+        if rc:
             _handles.pop(listener._handle, None)
-            raise
+            raise _error(rc)
+        port = ctypes.c_uint16()
+        lib.rmsg_listener_port(p.value, ctypes.byref(port))
+        listener._lp = p.value
+        listener.port = port.value
+        self._listeners.add(listener)
         return listener
 
     async def connect(self, uri: str, *,
                       private_data: Optional[BytesLike] = None,
+                      recv_queue: Optional[int] = _CTX_DEFAULT,
                       **options: Any) -> Connection:
         """Open a connection and wait until it is established. Raises
         RmsgError with the close reason (e.g. ECONNREFUSED) on failure.
+        recv_queue: its receive queue bound (default: the context's).
         options: a cfg for this connection (see Context)."""
+        ctxp = self._live()
         if private_data is not None:
             options["private_data"] = private_data
-        conn = Connection(self, None)
-
-        def work():
+        bound = self._recv_queue if recv_queue is _CTX_DEFAULT else \
+            _recv_bound(recv_queue)
+        conn = Connection(self, None, bound)
+        p = ctypes.c_void_p()
+        try:
             cfg = _make_cfg(options, _rmsg_log_level()) if options else None
-            p = ctypes.c_void_p()
             try:
-                rc = lib.rmsg_connect(self._ctx, uri.encode(), cfg,
+                rc = lib.rmsg_connect(ctxp, uri.encode(), cfg,
                                       ctypes.byref(_CONN_OPS), conn._handle,
                                       ctypes.byref(p))
             finally:
                 if cfg:
                     lib.rmsg_cfg_destroy(cfg)
-            if rc:
-                _handles.pop(conn._handle, None)
-                raise _error(rc)
-            conn._cptr = p.value
-            self._conns[p.value] = conn
-        await self._await_lt(work)
+            _check(rc)
+        except BaseException:
+            _handles.pop(conn._handle, None)
+            raise
+        assert p.value is not None
+        conn._cptr = p.value
+        self._conns[p.value] = conn
         try:
             await asyncio.shield(conn._established)
         except asyncio.CancelledError:
@@ -703,20 +712,8 @@ class Context:
         """The context's counters (rmsg_ctx_stats(3)): the sums over all
         its connections, live and closed, and the context-only ones
         (conns_opened, conns_accepted, conns_refused, conns_closed), as a
-        dict. Awaitable."""
-        return await self._await_lt(
-            lambda: _lt_stats(lib.rmsg_ctx_stats, self._ctx))
-
-    async def _await_lt(self, fn, *args):
-        cf = concurrent.futures.Future()
-
-        def work():
-            try:
-                cf.set_result(fn(*args))
-            except BaseException as e:
-                cf.set_exception(e)
-        self._submit(work)
-        return await asyncio.wrap_future(cf, loop=self._aloop)
+        dict. Awaitable (for compatibility: it does not wait)."""
+        return _stats(lib.rmsg_ctx_stats, self._live())
 
     @overload
     def handle(self, method: int) -> Callable[[HandlerT], HandlerT]: ...
@@ -726,20 +723,20 @@ class Context:
 
     def handle(self, method: int, func: Optional[Handler] = None) -> Any:
         """Serve RPC method number `method` on every connection with
-        func(conn, request: bytes). func (sync or async) runs on the
-        asyncio loop and returns the reply (bytes-like, a list of them, or
-        None for empty); raising RmsgError/OSError replies with its errno,
-        any other exception replies EIO. func=None removes the handler.
+        func(conn, request: bytes). func runs on the asyncio loop's
+        thread: a plain function inside the library's callback (its reply
+        goes out in the same pass), a coroutine function as a task. It
+        returns the reply (bytes-like, a list of them, or None for
+        empty); raising RmsgError/OSError replies with its errno, any
+        other exception replies EIO. func=None removes the handler.
         Usable as a decorator: @ctx.handle(1)."""
         method = int(method)
 
-        def install(f):
-            h = _register((self, method, f)) if f is not None else None
-
-            def work():
-                cb = _on_request if f is not None else _ffi.HANDLER_CB()
-                return lib.rmsg_handle(self._ctx, method, cb, h)
-            rc = self._run_sync(work)
+        def install(f: Optional[Handler]) -> Optional[Handler]:
+            ctxp = self._live()
+            h = _register((self, f)) if f is not None else None
+            cb = _on_request if f is not None else _NO_HANDLER
+            rc = lib.rmsg_handle(ctxp, method, cb, h)
             if rc:
                 if h:
                     _handles.pop(h, None)
@@ -757,24 +754,34 @@ class Context:
 
     def unhandle(self, method: int) -> None:
         """Remove the handler of a method."""
-        def work():
-            return lib.rmsg_handle(self._ctx, int(method), _ffi.HANDLER_CB(),
-                                   None)
-        _check(self._run_sync(work))
+        _check(lib.rmsg_handle(self._live(), int(method),
+                               _NO_HANDLER, None))
         old = self._handler_handles.pop(int(method), None)
         if old:
             _handles.pop(old, None)
 
-    def _py_request(self, conn, req, method, func, data):
+    def _request_cb(self, c: int, req: int, func: Handler,
+                    data: bytes) -> None:
+        self._reqs[req] = True
         try:
-            r = func(conn, data)
+            r = func(self._conns.get(c), data)  # type: ignore[arg-type]
         except BaseException as e:
             self._reply(req, None, e)
             return
-        if inspect.isawaitable(r):
-            task = asyncio.ensure_future(r, loop=self._aloop)
+        if type(r) is bytes and self._reqs.pop(req, False):
+            # the common answer, inline: one iovec over the bytes (the
+            # library copies a reply before rmsg_reply() returns)
+            iov = _ffi.iovec_bytes(r, len(r))
+            rc = lib.rmsg_reply(req, ctypes.addressof(iov), 1)
+            if rc:
+                self._reply_failed(req, rc)
+        elif r is None or type(r) is bytes:
+            self._reply(req, r, None)
+        elif inspect.isawaitable(r):
+            task: asyncio.Future[Any] = asyncio.ensure_future(
+                r, loop=self._aloop)
 
-            def done(t):
+            def done(t: asyncio.Future[Any]) -> None:
                 if t.cancelled():
                     self._reply(req, None, RmsgError(_errno.ECANCELED))
                 elif t.exception() is not None:
@@ -785,50 +792,51 @@ class Context:
         else:
             self._reply(req, r, None)
 
-    def _reply(self, req, result, exc):
-        if exc is None:
+    def _reply(self, req: int, result: Any,
+               exc: Optional[BaseException]) -> None:
+        if self._reqs.pop(req, None) is None:
+            return  # answered by the context's destroy
+        iov: Optional[_Iov] = None
+        err = 0
+        if exc is None and result is None:
+            rc = lib.rmsg_reply(req, None, 0)  # an empty reply
+        elif exc is None:
             try:
                 iov = _Iov(result, max_n=IOV_MAX - 1)
             except BaseException as e:
                 exc = e
         if exc is not None:
-            err = getattr(exc, "errno", None)
-            if not isinstance(exc, OSError) or not err or \
-                    not 0 < err <= 4095:
+            e_no = getattr(exc, "errno", None)
+            if not isinstance(exc, OSError) or not e_no or \
+                    not 0 < e_no <= 4095:
                 if not isinstance(exc, (OSError, asyncio.CancelledError)):
                     log.error("rmsg: handler failed", exc_info=exc)
-                err = _errno.EIO
-            iov = None
+                e_no = _errno.EIO
+            err = e_no
+        if iov is not None:
+            rc = lib.rmsg_reply(req, iov.addr, iov.n)
+        elif err:
+            rc = lib.rmsg_reply_error(req, -err)
+        if rc:
+            self._reply_failed(req, rc)
 
-        def work():
-            if self._reqs.pop(req, None) is None:
-                return  # answered by the context's destroy
-            if iov is None:
-                rc = lib.rmsg_reply_error(req, -err)
-            else:
-                rc = lib.rmsg_reply(req, iov.arr, iov.n)
-            if rc == -_errno.ENOMEM or rc == -_errno.EINVAL:
-                # the request is still ours: give up with an error
-                if lib.rmsg_reply_error(req, rc) in (-_errno.ENOMEM,
-                                                     -_errno.EINVAL):
-                    log.error("rmsg: cannot answer a request: %s",
-                              strerror(rc))
-        try:
-            self._submit(work)
-        except RmsgError:
-            pass  # context closing: the destroy answered it
+    def _reply_failed(self, req: int, rc: int) -> None:
+        if rc == -_errno.ENOMEM or rc == -_errno.EINVAL:
+            # the request is still ours: give up with an error
+            if lib.rmsg_reply_error(req, rc) in (-_errno.ENOMEM,
+                                                 -_errno.EINVAL):
+                log.error("rmsg: cannot answer a request: %s",
+                          strerror(rc))
 
     def buf_alloc(self, size: int) -> Buffer:
         """Registered memory from the context's pools (sent without a
         copy). Returns a Buffer; free() it or let it be collected."""
         if size < 1:
             raise ValueError("size must be at least 1")
-
-        def work():
-            p = ctypes.c_void_p()
-            _check(lib.rmsg_buf_alloc(self._ctx, size, ctypes.byref(p)))
-            return p.value
-        b = Buffer(self, self._run_sync(work), size)
+        p = ctypes.c_void_p()
+        _check(lib.rmsg_buf_alloc(self._live(), size, ctypes.byref(p)))
+        assert p.value is not None
+        b = Buffer(self, p.value, size)
         self._buffers.add(b)
         return b
 
@@ -839,35 +847,51 @@ class Context:
         addr, n, pin = _addr_of(buffer, True)
         if not n:
             raise ValueError("cannot register an empty buffer")
-
-        def work():
-            p = ctypes.c_void_p()
-            _check(lib.rmsg_mr_reg(self._ctx, addr, n, int(access),
-                                   ctypes.byref(p)))
-            return p.value
-        m = MR(self, self._run_sync(work), buffer, pin, int(access))
+        p = ctypes.c_void_p()
+        _check(lib.rmsg_mr_reg(self._live(), addr, n, int(access),
+                               ctypes.byref(p)))
+        assert p.value is not None
+        m = MR(self, p.value, buffer, pin, int(access))
         self._mrs.add(m)
         return m
+
+    def _on_own_thread(self) -> bool:
+        return threading.get_ident() == self._tid
+
+    def _later(self, fn: Callable[[], Any]) -> None:
+        """fn() now on the loop's thread, else handed to it (__del__ may
+        run on any thread, from the garbage collector)."""
+        if self._on_own_thread():
+            fn()
+        else:
+            try:
+                self._aloop.call_soon_threadsafe(fn)
+            except RuntimeError:
+                pass  # the loop is closed
 
 
 # ---------------------------------------------------------------------
 # listeners
 
 class Listener:
-    """Accepts connections; ``await l.accept()`` or ``async for conn in
-    l``. Connections are delivered once established."""
+    """Accepts connections; ``await l.accept()``, ``async for conn in
+    l`` or ``await l.serve_forever(per_conn)``. Connections are delivered
+    once established. ``async with await ctx.listen(uri) as l:`` closes
+    it at the end of the block."""
 
     uri_requested: str
     #: the bound port (once listening)
     port: Optional[int]
 
     def __init__(self, ctx: Context, uri: str,
-                 accept: Optional[AcceptFunc]) -> None:
+                 accept: Optional[AcceptFunc],
+                 recv_queue: Optional[int] = RECV_QUEUE_DEFAULT) -> None:
         self._ctx = ctx
         self.uri_requested = uri
         self._accept_fn = accept
+        self._recv_queue = recv_queue
         self._handle = _register(self)
-        self._lp = None
+        self._lp: Optional[int] = None
         self.port = None
         self._queue: Deque[Connection] = collections.deque()
         self._waiter: Optional[asyncio.Future[None]] = None
@@ -880,8 +904,12 @@ class Listener:
         assert self.port is not None  # set before listen() returns
         return "%s:%d" % (head, self.port)
 
-    def _lt_accept(self, c, pdata):
-        res = None
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _accept_cb(self, c: int, pdata: bytes) -> int:
+        res: Union[None, bool, BytesLike] = None
         if self._accept_fn is not None:
             try:
                 res = self._accept_fn(pdata)
@@ -889,11 +917,11 @@ class Listener:
                 return -(e.errno or _errno.ECONNREFUSED)
             if res is False:
                 return -_errno.ECONNREFUSED
-        conn = Connection(self._ctx, self)
+        conn = Connection(self._ctx, self, self._recv_queue)
         conn.peer_data = pdata
         if isinstance(res, (bytes, bytearray, memoryview)):
             res = bytes(res)
-            rc = lib.rmsg_conn_set_private_data(c, res, len(res))
+            rc: int = lib.rmsg_conn_set_private_data(c, res, len(res))
             if rc:
                 _handles.pop(conn._handle, None)
                 return rc
@@ -902,18 +930,20 @@ class Listener:
         self._ctx._conns[c] = conn
         return 0
 
-    def _lt_closed(self):
+    def _closed_cb(self) -> None:
         _handles.pop(self._handle, None)
         self._lp = None
-        self._ctx._post(self._py_push, None)
+        self._push(None)
 
-    def _py_push(self, conn):
+    def _push(self, conn: Optional[Connection]) -> None:
         if conn is None:
             self._closed = True
         else:
             self._queue.append(conn)
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
+        w = self._waiter
+        if w is not None:
+            self._waiter = None
+            _resolve(w, None, None)
 
     async def accept(self) -> Connection:
         """The next established connection; RmsgError(ESHUTDOWN) once the
@@ -936,15 +966,50 @@ class Listener:
 
     def close(self) -> None:
         """Stop accepting; accepted connections stay open."""
-        def work():
-            if self._lp is None:
-                return
-            lib.rmsg_listener_close(self._lp)
-            self._ctx._listeners.discard(self)
-            self._lt_closed()
-        if self._ctx._closing:
+        if self._lp is None or self._ctx._ctx is None:
             return
-        self._ctx._run_sync(work)
+        lib.rmsg_listener_close(self._lp)
+        self._ctx._listeners.discard(self)
+        self._closed_cb()
+
+    def __await__(self) -> Generator[Any, None, Listener]:
+        """``await ctx.listen(uri)`` is the listener itself (it listens
+        once listen() returned)."""
+        return self
+        yield  # unreachable: makes this a generator
+
+    async def __aenter__(self) -> Listener:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.close()
+
+    async def serve_forever(self,
+                            per_conn: Optional[ConnHandler] = None) -> None:
+        """Accept connections until cancelled; each runs per_conn(conn)
+        in a task of its own (None: connections are only kept, for RPC
+        handlers to serve). Cancelling closes the listener, cancels the
+        tasks it started and waits for them. Returns when the listener
+        is closed otherwise (close(), the context's close)."""
+        tasks: Set[asyncio.Future[Any]] = set()
+        try:
+            while True:
+                try:
+                    conn = await self.accept()
+                except RmsgError:
+                    return
+                if per_conn is not None:
+                    t = asyncio.ensure_future(per_conn(conn),
+                                              loop=self._ctx._aloop)
+                    tasks.add(t)
+                    t.add_done_callback(tasks.discard)
+        except asyncio.CancelledError:
+            self.close()
+            for task in list(tasks):
+                task.cancel()
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
 
 # ---------------------------------------------------------------------
@@ -952,35 +1017,37 @@ class Listener:
 
 class _Op:
     __slots__ = ("conn", "fut", "iov", "start", "handle", "call_id",
-                 "started", "finished", "extra")
+                 "started", "finished")
 
-    def __init__(self, conn, fut, iov, start, extra=None):
+    def __init__(self, conn: Connection, fut: asyncio.Future[Any],
+                 iov: Optional[_Iov],
+                 start: Callable[[_Op], int]) -> None:
         self.conn = conn
         self.fut = fut
         self.iov = iov
         self.start = start
-        self.handle = None
-        self.call_id = None
+        self.handle: Optional[int] = None
+        self.call_id: Optional[int] = None
         self.started = False
         self.finished = False
-        self.extra = extra
 
 
-def _resolve(fut, exc, value):
-    if fut.done():
-        return
-    if exc is not None:
-        fut.set_exception(exc)
-    else:
-        fut.set_result(value)
+class _CallFuture(asyncio.Future):  # type: ignore[type-arg]
+    """call()'s future: cancelling it cancels the call
+    (rmsg_call_cancel), without a done callback on every call."""
+
+    _op: Optional[_Op] = None
+
+    def cancel(self, msg: Any = None) -> bool:
+        if not super().cancel(msg):
+            return False
+        op = self._op
+        if op is not None:
+            op.conn._cancel_call(op)
+        return True
 
 
-#: a socket address: (host, port), host numeric ("10.0.0.1", "::1",
-#: "fe80::1%eth0")
-Address = Tuple[str, int]
-
-
-def _address(buf) -> Optional[Address]:
+def _address(buf: bytes) -> Optional[Address]:
     """(host, port) of a struct sockaddr_storage's bytes, for AF_INET and
     AF_INET6; None for another family."""
     family = int.from_bytes(buf[0:2], sys.byteorder)
@@ -1000,8 +1067,8 @@ def _address(buf) -> Optional[Address]:
 
 
 class Connection:
-    """One librmsg connection. Messages arrive as bytes (copied out of
-    the receive buffer inside the callback)."""
+    """One librmsg connection. Messages arrive as bytes, in a receive
+    queue of at most recv_queue messages (see recv())."""
 
     listener: Optional[Listener]
     transport: str
@@ -1009,17 +1076,23 @@ class Connection:
     peer_data: bytes
     close_reason: Optional[int]
     on_imm: Optional[Callable[[int, int], Any]]
+    #: the bound of the receive queue, in messages (None: unbounded)
+    recv_queue: Optional[int]
 
-    def __init__(self, ctx: Context, listener: Optional[Listener]) -> None:
-        self._ctx = ctx
+    def __init__(self, ctx: Context, listener: Optional[Listener],
+                 recv_queue: Optional[int] = RECV_QUEUE_DEFAULT) -> None:
+        self._ctx: Context = ctx
         self.listener = listener
+        self.recv_queue = recv_queue
         self._handle = _register(self)
-        self._cptr = None            # loop thread: NULL once closed
+        self._cptr: Optional[int] = None  # NULL once closed
         self._last_stats: Optional[Dict[str, int]] = None
         self._blocked: Deque[_Op] = collections.deque()  # after EAGAIN
+        self._cid = ctypes.c_uint64()  # rmsg_call()'s call id goes here
+        self._cid_ref = ctypes.byref(self._cid)
         aloop = ctx._aloop
-        self._established = aloop.create_future()
-        self._closed = aloop.create_future()
+        self._established: asyncio.Future[None] = aloop.create_future()
+        self._closed: asyncio.Future[int] = aloop.create_future()
         self.transport = "none"
         self.fallback_reason = None
         self.peer_data = b""
@@ -1027,167 +1100,196 @@ class Connection:
         self._local_addr: Optional[Address] = None
         self.close_reason = None
         self._msgs: Deque[bytes] = collections.deque()
+        # struct rmsg_msg * held past the bound, oldest first
+        self._held: Deque[int] = collections.deque()
         self._msg_waiter: Optional[asyncio.Future[None]] = None
         self._imms: Deque[Tuple[int, int]] = collections.deque()
         self._imm_waiter: Optional[asyncio.Future[None]] = None
         self.on_imm = None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<rmsg.Connection %s %s>" % (
             self.transport, "closed" if self._closed.done() else "open")
 
-    # -- loop thread -----------------------------------------------------
+    # -- library callbacks -------------------------------------------------
 
-    def _lt_info(self):
-        t = lib.rmsg_conn_transport(self._cptr)
-        f = lib.rmsg_conn_fallback_reason(self._cptr)
+    def _info(self) -> None:
+        cp = self._cptr
+        t = lib.rmsg_conn_transport(cp)
+        f = lib.rmsg_conn_fallback_reason(cp)
+        self.transport = t.decode() if t else "none"
+        self.fallback_reason = f.decode() if f else None
         d = ctypes.c_void_p()
         n = ctypes.c_size_t()
-        pdata = None
         if self.listener is None and lib.rmsg_conn_peer_data(
-                self._cptr, ctypes.byref(d), ctypes.byref(n)) == 0:
-            pdata = ctypes.string_at(d.value, n.value) if n.value else b""
-        return (t.decode() if t else "none", f.decode() if f else None,
-                pdata)
+                cp, ctypes.byref(d), ctypes.byref(n)) == 0:
+            self.peer_data = ctypes.string_at(d.value, n.value) \
+                if n.value and d.value else b""
 
-    def _lt_addrs(self):
-        """(peer, local) addresses (rmsg_conn_peer_addr/local_addr), None
-        each while not known."""
-        res = []
+    def _addrs(self) -> None:
+        """peer and local addresses (rmsg_conn_peer_addr/local_addr),
+        None each while not known."""
+        res: List[Optional[Address]] = []
         for fn in (lib.rmsg_conn_peer_addr, lib.rmsg_conn_local_addr):
             buf = ctypes.create_string_buffer(_ffi.SOCKADDR_STORAGE_SIZE)
             res.append(_address(buf.raw) if fn(self._cptr, buf) == 0
                        else None)
-        return tuple(res)
+        self._peer_addr, self._local_addr = res
 
-    def _lt_established(self):
-        self._ctx._post(self._py_addrs, *self._lt_addrs())
-        self._ctx._post(self._py_established, *self._lt_info())
+    def _established_cb(self) -> None:
+        self._addrs()
+        self._info()
+        _resolve(self._established, None, None)
         if self.listener is not None:
-            self._ctx._post(self.listener._py_push, self)
+            self.listener._push(self)
 
-    def _lt_close(self, reason):
+    def _close_cb(self, reason: int) -> None:
         # the counters as the connection ended: stats() after close
-        self._last_stats = _lt_stats(lib.rmsg_conn_stats, self._cptr)
-        info = self._lt_info()
-        self._lt_fail_blocked(reason or -_errno.ECANCELED)
-        self._ctx._conns.pop(self._cptr, None)
+        self._last_stats = _stats(lib.rmsg_conn_stats, self._cptr)
+        self._info()
+        self._fail_blocked(reason or -_errno.ECANCELED)
+        if self._cptr is not None:
+            self._ctx._conns.pop(self._cptr, None)
         self._cptr = None
-        self._ctx._post(self._py_close, reason, *info)
+        self.close_reason = reason
+        if not self._established.done():
+            _resolve(self._established, _error(reason or -_errno.ECANCELED),
+                     None)
+            if self._established.done():
+                self._established.exception()  # retrieved: no warning
+        _resolve(self._closed, None, reason)
+        self._wake()
 
-    def _lt_fail_blocked(self, status):
+    def _wake(self) -> None:
+        for w in (self._msg_waiter, self._imm_waiter):
+            if w is not None:
+                _resolve(w, None, None)
+        self._msg_waiter = self._imm_waiter = None
+
+    def _msg_cb(self, m: int) -> None:
+        bound = self.recv_queue
+        if bound is not None and (self._held or len(self._msgs) >= bound) \
+                and not self._ctx._closing:
+            # the queue is full: keep the message in its receive buffer,
+            # which keeps the peer's credit (rmsg_msg_hold(3))
+            if lib.rmsg_msg_hold(m) == 0:
+                self._held.append(m)
+            else:
+                self._msgs.append(_msg_bytes(m))
+        else:
+            self._msgs.append(_msg_bytes(m))
+        w = self._msg_waiter  # (recv_queue=0: recv() takes a held one)
+        if w is not None:
+            self._msg_waiter = None
+            _resolve(w, None, None)
+
+    def _unhold(self) -> bytes:
+        """The oldest held message, copied and released (its credit goes
+        back to the peer)."""
+        m = self._held.popleft()
+        data = _msg_bytes(m)
+        lib.rmsg_msg_release(m)
+        return data
+
+    def _refill(self) -> None:
+        """Moves held messages into the queue while it has room. A
+        release outside a pass makes the context's descriptor readable
+        (the library kicks it), so the freed credits go out on the loop's
+        next pass."""
+        bound = self.recv_queue
+        while self._held and (bound is None or len(self._msgs) < bound):
+            self._msgs.append(self._unhold())
+
+    def _unhold_all(self) -> None:
+        while self._held:
+            self._msgs.append(self._unhold())
+
+    def _imm_cb(self, imm: int, ln: int) -> None:
+        if self.on_imm is not None:
+            self.on_imm(imm, ln)
+            return
+        self._imms.append((imm, ln))
+        w = self._imm_waiter
+        if w is not None:
+            self._imm_waiter = None
+            _resolve(w, None, None)
+
+    def _writable_cb(self) -> None:
+        while self._blocked and self._cptr is not None:
+            op = self._blocked[0]
+            if not self._try(op):
+                return
+            if self._blocked and self._blocked[0] is op:
+                self._blocked.popleft()
+
+    def _fail_blocked(self, status: int) -> None:
         while self._blocked:
             op = self._blocked.popleft()
-            _handles.pop(op.handle, None)
-            self._lt_op_done(op, status, None)
+            _handles.pop(op.handle or 0, None)
+            self._op_done(op, status, None)
 
-    def _lt_start(self, op):
+    def _op_done(self, op: _Op, status: int, data: Optional[bytes]) -> None:
+        op.finished = True
+        iov = op.iov
+        if iov is not None:
+            op.iov = None
+            if iov.bufs and op.handle is not None:
+                for b in iov.bufs:
+                    b._inflight -= 1
+                    if b._inflight == 0 and b._free_pending:
+                        b._free_now()
+        if self._ctx._mr_zombies:
+            self._ctx._retry_zombies()
+        fut = op.fut
+        if type(fut) is _CallFuture:
+            fut._op = None  # no reference cycle left for the collector
+        _resolve(fut, _error(status) if status else None, data)
+
+    # -- operations ---------------------------------------------------------
+
+    def _op(self, iov: _Iov, start: Callable[[_Op], int],
+            fut: Optional[asyncio.Future[Any]] = None) -> _Op:
+        self._ctx._live()
+        if fut is None:
+            fut = self._ctx._aloop.create_future()
+        op = _Op(self, fut, iov, start)
         if self._cptr is None:
-            self._lt_op_done(op, -_errno.ENOTCONN, None)
-            return
+            self._op_done(op, -_errno.ENOTCONN, None)
+            return op
         op.handle = _register(op)
-        for b in op.iov.bufs:
+        for b in iov.bufs:
             b._inflight += 1
         if self._blocked:
             self._blocked.append(op)
-            return
-        self._lt_try(op)
+        else:
+            self._try(op)
+        return op
 
-    def _lt_try(self, op):
-        """Starts op; False if the send queue is full (op stays blocked)."""
+    def _try(self, op: _Op) -> bool:
+        """Starts op; False if the send queue is full (op stays blocked,
+        on_writable retries it)."""
         rc = op.start(op)
         if rc == -_errno.EAGAIN:
             if not self._blocked or self._blocked[0] is not op:
                 self._blocked.append(op)
             return False
         if rc:
-            _handles.pop(op.handle, None)
-            self._lt_op_done(op, rc, None)
+            _handles.pop(op.handle or 0, None)
+            self._op_done(op, rc, None)
         else:
             op.started = True
         return True
 
-    def _lt_writable(self):
-        while self._blocked and self._cptr is not None:
-            op = self._blocked[0]
-            if not self._lt_try(op):
-                return
-            if self._blocked and self._blocked[0] is op:
-                self._blocked.popleft()
-
-    def _lt_op_done(self, op, status, data):
-        op.finished = True
-        if op.handle is not None:
-            for b in op.iov.bufs:
-                b._inflight -= 1
-                if b._inflight == 0 and b._free_pending:
-                    b._lt_free()
-        if self._ctx._mr_zombies:
-            self._ctx._lt_retry_zombies()
-        exc = _error(status) if status else None
-        self._ctx._post(_resolve, op.fut, exc, data)
-        op.iov = None
-
-    def _lt_cancel_call(self, op):
+    def _cancel_call(self, op: _Op) -> None:
         if op.finished:
             return
         if op.started:
-            if self._cptr is not None:
+            if self._cptr is not None and op.call_id is not None:
                 lib.rmsg_call_cancel(self._cptr, op.call_id)
         elif op in self._blocked:
             self._blocked.remove(op)
-            _handles.pop(op.handle, None)
-            self._lt_op_done(op, -_errno.ECANCELED, None)
-
-    # -- asyncio thread ----------------------------------------------------
-
-    def _py_addrs(self, peer, local):
-        self._peer_addr = peer
-        self._local_addr = local
-
-    def _py_established(self, transport, fallback, pdata):
-        self.transport = transport
-        self.fallback_reason = fallback
-        if pdata is not None:
-            self.peer_data = pdata
-        if not self._established.done():
-            self._established.set_result(None)
-
-    def _py_close(self, reason, transport, fallback, pdata):
-        self.close_reason = reason
-        self.transport = transport
-        self.fallback_reason = fallback
-        if pdata is not None:
-            self.peer_data = pdata
-        if not self._established.done():
-            self._established.set_exception(
-                _error(reason or -_errno.ECANCELED))
-            self._established.exception()  # retrieved: no warning
-        self._closed.set_result(reason)
-        for w in (self._msg_waiter, self._imm_waiter):
-            if w is not None and not w.done():
-                w.set_result(None)
-
-    def _py_msg(self, data):
-        self._msgs.append(data)
-        w = self._msg_waiter
-        if w is not None and not w.done():
-            w.set_result(None)
-
-    def _py_imm(self, imm, ln):
-        if self.on_imm is not None:
-            self.on_imm(imm, ln)
-            return
-        self._imms.append((imm, ln))
-        w = self._imm_waiter
-        if w is not None and not w.done():
-            w.set_result(None)
-
-    def _op(self, iov, start, extra=None):
-        fut = self._ctx._aloop.create_future()
-        op = _Op(self, fut, iov, start, extra)
-        self._ctx._submit(self._lt_start, op)
-        return op
+            _handles.pop(op.handle or 0, None)
+            self._op_done(op, -_errno.ECANCELED, None)
 
     # -- public --------------------------------------------------------------
 
@@ -1215,8 +1317,8 @@ class Connection:
         buffers must not be changed until then. A full send queue (EAGAIN)
         is waited out in order; errors raise RmsgError."""
         iov = _Iov(data)
-        return self._op(iov, lambda op: lib.rmsg_send(
-            self._cptr, op.iov.arr, op.iov.n, _on_done, op.handle)).fut
+        return self._op(iov, lambda op: lib.rmsg_send(  # type: ignore
+            self._cptr, iov.addr, iov.n, _on_done, op.handle)).fut
 
     def call(self, method: int, data: Data = b"",
              timeout: Optional[float] = None) -> asyncio.Future[bytes]:
@@ -1232,33 +1334,29 @@ class Connection:
             if timeout <= 0:
                 raise ValueError("timeout must be positive")
             tmo = min(max(1, math.ceil(timeout * 1000)), 0xFFFFFFFF)
+        method = int(method)
 
-        def start(op):
-            cid = ctypes.c_uint64()
-            rc = lib.rmsg_call(self._cptr, int(method), op.iov.arr, op.iov.n,
-                               tmo, _on_reply, op.handle, ctypes.byref(cid))
+        def start(op: _Op) -> int:
+            rc: int = lib.rmsg_call(self._cptr, method, iov.addr, iov.n, tmo,
+                                    _on_reply, op.handle, self._cid_ref)
             if rc == 0:
-                op.call_id = cid.value
+                op.call_id = self._cid.value
             return rc
-        op = self._op(iov, start)
+        fut = _CallFuture(loop=self._ctx._aloop)
+        fut._op = self._op(iov, start, fut)
+        return fut
 
-        def on_done(fut):
-            if fut.cancelled():
-                try:
-                    self._ctx._submit(self._lt_cancel_call, op)
-                except RmsgError:
-                    pass
-        op.fut.add_done_callback(on_done)
-        return op.fut
-
-    def _onesided(self, fn, data, remote_desc, offset, writable, *more):
+    def _onesided(self, fn: Any, data: Any, remote_desc: BytesLike,
+                  offset: int, writable: bool,
+                  *more: Any) -> asyncio.Future[None]:
         desc = bytes(remote_desc)
         if len(desc) != MR_DESC_SIZE:
             raise ValueError("a descriptor is %d bytes" % MR_DESC_SIZE)
         iov = _Iov(data, writable=writable)
-        return self._op(iov, lambda op: fn(
-            self._cptr, op.iov.arr, op.iov.n, desc, int(offset), *more,
-            _on_done, op.handle), desc).fut
+        off = int(offset)
+        return self._op(iov, lambda op: fn(  # type: ignore[no-any-return]
+            self._cptr, iov.addr, iov.n, desc, off, *more, _on_done,
+            op.handle)).fut
 
     def write_imm(self, data: Data, remote_desc: BytesLike, offset: int = 0,
                   imm: int = 0) -> asyncio.Future[None]:
@@ -1284,26 +1382,42 @@ class Connection:
     async def stats(self) -> Dict[str, int]:
         """The connection's counters (rmsg_conn_stats(3)) as a dict, one
         key per member of struct rmsg_stats; after the close, as they were
-        when it closed. Awaitable (they are read on the loop thread)."""
-        def work():
-            if self._cptr is None:
-                return self._last_stats
-            return _lt_stats(lib.rmsg_conn_stats, self._cptr)
-        st = await self._ctx._await_lt(work)
-        if st is None:
+        when it closed. Awaitable (for compatibility: it does not wait)."""
+        if self._cptr is not None and self._ctx._ctx is not None:
+            return _stats(lib.rmsg_conn_stats, self._cptr)
+        if self._last_stats is None:
             raise RmsgError(_errno.ENOTCONN, "connection not open yet")
-        return st
+        return self._last_stats
 
     async def recv(self) -> bytes:
         """The next message as bytes; ConnectionClosed (errno = close
-        reason, ECANCELED for a local close) after the last one."""
-        while not self._msgs:
+        reason, ECANCELED for a local close) after the last one.
+
+        The receive queue holds at most recv_queue messages copied into
+        bytes. A message arriving at a full queue stays in the library's
+        receive buffer, held (rmsg_msg_hold(3)), and keeps the credit the
+        peer spent on it until recv() makes room: the peer can then have
+        at most its credits (the credits= this side grants, default 32)
+        such messages in flight, after which its sends wait in its send
+        queue and its send() futures stay pending. The unread data of a
+        connection is so bounded by recv_queue messages in Python plus
+        credits messages in receive buffers."""
+        while True:
+            if self._msgs:
+                data = self._msgs.popleft()
+                break
+            if self._held:  # recv_queue=0: every message is held
+                data = self._unhold()
+                break
             if self._closed.done():
                 r = self.close_reason
                 raise _error(r or -_errno.ECANCELED, ConnectionClosed)
-            self._msg_waiter = self._ctx._aloop.create_future()
-            await self._msg_waiter
-        return self._msgs.popleft()
+            w = self._ctx._aloop.create_future()
+            self._msg_waiter = w
+            await w
+        if self._held:
+            self._refill()
+        return data
 
     def __aiter__(self) -> Connection:
         return self
@@ -1318,13 +1432,16 @@ class Connection:
 
     async def recv_imm(self) -> Tuple[int, int]:
         """The next (imm, length) of a peer's write_imm into our regions,
-        unless on_imm is set (then on_imm(imm, length) is called)."""
+        unless on_imm is set (then on_imm(imm, length) is called, inside
+        the library's callback). Not bounded: each entry is two ints, and
+        the library returns a write_imm's credit at once."""
         while not self._imms:
             if self._closed.done():
                 r = self.close_reason
                 raise _error(r or -_errno.ECANCELED, ConnectionClosed)
-            self._imm_waiter = self._ctx._aloop.create_future()
-            await self._imm_waiter
+            w = self._ctx._aloop.create_future()
+            self._imm_waiter = w
+            await w
         return self._imms.popleft()
 
     async def imms(self) -> AsyncIterator[Tuple[int, int]]:
@@ -1335,14 +1452,9 @@ class Connection:
             except ConnectionClosed:
                 return
 
-    def _close_nowait(self):
-        def work():
-            if self._cptr is not None:
-                lib.rmsg_conn_close(self._cptr)
-        try:
-            self._ctx._submit(work)
-        except RmsgError:
-            pass
+    def _close_nowait(self) -> None:
+        if self._cptr is not None and self._ctx._ctx is not None:
+            lib.rmsg_conn_close(self._cptr)
 
     async def close(self) -> int:
         """Close and wait for on_close. Pending operations fail with
@@ -1379,12 +1491,12 @@ class Buffer:
         self._ctx = ctx
         self._ptr: Optional[int] = ptr
         self.nbytes = size
-        self._inflight = 0       # loop thread
+        self._inflight = 0
         self._free_pending = False
         self._arr = (ctypes.c_char * size).from_address(ptr)
         self.view = memoryview(self._arr).cast("B")
 
-    def _addr(self):
+    def _addr(self) -> int:
         if self._ptr is None or self._free_pending:
             raise ValueError("buffer freed")
         return self._ptr
@@ -1392,12 +1504,12 @@ class Buffer:
     def __len__(self) -> int:
         return self.nbytes
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: Any) -> Any:
         if self._ptr is None:
             raise ValueError("buffer freed")
         return self.view[i]
 
-    def __setitem__(self, i, v):
+    def __setitem__(self, i: Any, v: Any) -> None:
         if self._ptr is None:
             raise ValueError("buffer freed")
         self.view[i] = v
@@ -1407,7 +1519,7 @@ class Buffer:
             raise ValueError("buffer freed")
         return self.view.tobytes()
 
-    def _lt_free(self):
+    def _free_now(self) -> None:
         if self._ptr is not None and self._ctx._ctx is not None:
             lib.rmsg_buf_free(self._ctx._ctx, self._ptr)
         self._ptr = None
@@ -1417,16 +1529,10 @@ class Buffer:
         done."""
         if self._ptr is None or self._free_pending:
             return
-
-        def work():
-            if self._inflight:
-                self._free_pending = True
-            else:
-                self._lt_free()
-        try:
-            self._ctx._submit(work)
-        except RmsgError:
-            self._ptr = None
+        if self._inflight:
+            self._free_pending = True
+        else:
+            self._free_now()
         try:
             self.view.release()
         except BufferError:
@@ -1438,12 +1544,12 @@ class Buffer:
     def __exit__(self, *exc: Any) -> None:
         self.free()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
-            if self._ptr is not None and not self._ctx._closing:
-                ctx, ptr = self._ctx, self._ptr
-                ctx._submit(lambda: ctx._ctx and
-                            lib.rmsg_buf_free(ctx._ctx, ptr))
+            ctx, ptr = self._ctx, self._ptr
+            if ptr is not None and ctx._ctx is not None:
+                ctx._later(lambda: ctx._ctx is not None and
+                           lib.rmsg_buf_free(ctx._ctx, ptr))
         except BaseException:
             pass
 
@@ -1459,10 +1565,15 @@ class MR:
     def __init__(self, ctx: Context, mr: int, buffer: WritableBuffer,
                  pin: Any, access: int) -> None:
         self._ctx = ctx
-        self._mr = mr
+        self._mr: Optional[int] = mr
         self.buffer = buffer
         self._pin = pin
         self.access = access
+
+    def _live(self) -> int:
+        if self._mr is None or self._ctx._ctx is None:
+            raise RmsgError(_errno.EINVAL, "region deregistered")
+        return self._mr
 
     def export(self, conn: Optional[Connection] = None, off: int = 0,
                length: int = 0, access: Optional[int] = None,
@@ -1478,20 +1589,15 @@ class MR:
             raise ValueError("export: a connection, or any_peer=True")
         rights = self.access if access is None else access
         flags = rights | (EXPORT_ANY_PEER if any_peer else 0)
-
-        def work():
-            if self._mr is None or self._ctx._ctx is None:
-                raise RmsgError(_errno.EINVAL, "region deregistered")
-            cptr = None
-            if conn is not None:
-                cptr = conn._cptr
-                if cptr is None:
-                    raise RmsgError(_errno.ENOTCONN, "connection closed")
-            desc = ctypes.create_string_buffer(MR_DESC_SIZE)
-            _check(lib.rmsg_mr_export(self._mr, cptr, off, length, flags,
-                                      desc))
-            return desc.raw
-        return self._ctx._run_sync(work)
+        mr = self._live()
+        cptr = None
+        if conn is not None:
+            cptr = conn._cptr
+            if cptr is None:
+                raise RmsgError(_errno.ENOTCONN, "connection closed")
+        desc = ctypes.create_string_buffer(MR_DESC_SIZE)
+        _check(lib.rmsg_mr_export(mr, cptr, off, length, flags, desc))
+        return desc.raw
 
     def revoke(self, desc: BytesLike) -> None:
         """End the export `desc` (rmsg_mr_revoke); RmsgError(ENOENT) if it
@@ -1499,12 +1605,7 @@ class MR:
         desc = bytes(desc)
         if len(desc) != MR_DESC_SIZE:
             raise ValueError("descriptor must be %d bytes" % MR_DESC_SIZE)
-
-        def work():
-            if self._mr is None or self._ctx._ctx is None:
-                raise RmsgError(_errno.EINVAL, "region deregistered")
-            _check(lib.rmsg_mr_revoke(self._mr, desc))
-        return self._ctx._run_sync(work)
+        _check(lib.rmsg_mr_revoke(self._live(), desc))
 
     def __len__(self) -> int:
         if isinstance(self.buffer, Buffer):
@@ -1516,27 +1617,22 @@ class MR:
         its memory."""
         if self._mr is None:
             return
-
-        def work():
-            if self._ctx._ctx is None or self._mr is None:
-                return 0
-            rc = lib.rmsg_mr_dereg(self._mr)
-            if rc == 0:
-                self._mr = None
-            return rc
-        _check(self._ctx._run_sync(work))
+        if self._ctx._ctx is not None:
+            _check(lib.rmsg_mr_dereg(self._mr))
+        self._mr = None
         self._pin = None
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
-            if self._mr is None or self._ctx._closing:
-                return
             ctx, mr, pin = self._ctx, self._mr, self._pin
+            if mr is None or ctx._ctx is None:
+                return
+            addr: int = mr
 
-            def work():
+            def work() -> None:
                 if ctx._ctx is not None and \
-                        lib.rmsg_mr_dereg(mr) == -_errno.EBUSY:
-                    ctx._mr_zombies.append((mr, pin))
-            ctx._submit(work)
+                        lib.rmsg_mr_dereg(addr) == -_errno.EBUSY:
+                    ctx._mr_zombies.append((addr, pin))
+            ctx._later(work)
         except BaseException:
             pass

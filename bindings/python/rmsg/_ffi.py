@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: MIT
-"""ctypes declarations of librmsg (include/rmsg.h) and the few libev calls
-the binding needs. Nothing here is thread-aware; see _core.py."""
+"""ctypes declarations of librmsg (include/rmsg.h). The binding drives a
+context made by rmsg_ctx_create_fd() from asyncio's loop, on one thread;
+see _core.py."""
 
 import ctypes
 import ctypes.util
 import os
+from typing import Any, List, Optional, Tuple
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_int, c_size_t,
                     c_uint, c_uint16, c_uint32, c_uint64, c_void_p)
 
@@ -16,15 +18,11 @@ RMSG_ACCESS_REMOTE_READ = 2
 RMSG_EXPORT_ANY_PEER = 0x100
 RMSG_LOG_ERROR, RMSG_LOG_WARN, RMSG_LOG_INFO, RMSG_LOG_DEBUG = 0, 1, 2, 3
 
-EVFLAG_AUTO = 0
-EVBREAK_ALL = 2
-
-
 # the library's soname: the ABI these declarations are written for
 SONAME = "librmsg.so.0"
 
 
-def _build_tree():
+def _build_tree() -> Optional[str]:
     """The top of the source tree when this package is the one in it
     (bindings/python/rmsg), else None (an installed package)."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -39,7 +37,7 @@ def _build_tree():
     return top
 
 
-def _find_librmsg():
+def _find_librmsg() -> List[str]:
     """Where librmsg comes from, in this order: $RMSG_LIB (a path, or a
     name for dlopen); the build tree's .libs when this package is the one
     in the source tree; else the installed library: the soname through
@@ -61,7 +59,7 @@ def _find_librmsg():
     return names
 
 
-def _loaded_path(name):
+def _loaded_path(name: str) -> str:
     """The file the dynamic loader opened for @name (a name without a
     directory is searched for): from /proc/self/maps, else @name."""
     if "/" in name:
@@ -77,12 +75,12 @@ def _loaded_path(name):
     return name
 
 
-def _load_librmsg():
+def _load_librmsg() -> Tuple[str, ctypes.CDLL]:
     errors = []
     for name in _find_librmsg():
         try:
-            # CDLL (not PyDLL): every call releases the GIL, so the loop
-            # thread's ev_run() never blocks the asyncio thread.
+            # CDLL: a call releases the GIL, so the library's own
+            # threads (the resolver) never wait for Python
             lib = ctypes.CDLL(name)
         except OSError as e:
             errors.append(str(e))
@@ -96,23 +94,18 @@ def _load_librmsg():
                       % (how, "; ".join(errors)))
 
 
-def _find_libev():
-    for name in ("libev.so.4", ctypes.util.find_library("ev")):
-        if not name:
-            continue
-        try:
-            return ctypes.CDLL(name)
-        except OSError:
-            pass
-    raise ImportError("libev not found (Debian: libev4)")
-
 
 LIBRMSG_PATH, lib = _load_librmsg()
-ev = _find_libev()
 
 
 class iovec(Structure):
     _fields_ = [("iov_base", c_void_p), ("iov_len", c_size_t)]
+
+
+class iovec_bytes(Structure):
+    """A struct iovec over one bytes object, made in one step (the
+    c_char_p member points into the bytes and keeps them referenced)."""
+    _fields_ = [("iov_base", c_char_p), ("iov_len", c_size_t)]
 
 
 # callback types (every pointer is passed as an int, NULL as None)
@@ -125,7 +118,6 @@ ACCEPT_CB = CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p, c_size_t, c_void_p)
 DONE_CB = CFUNCTYPE(None, c_void_p, c_int, c_void_p)
 REPLY_CB = CFUNCTYPE(None, c_void_p, c_int, c_void_p, c_void_p)
 HANDLER_CB = CFUNCTYPE(None, c_void_p, c_void_p, c_void_p, c_void_p)
-WORK_CB = CFUNCTYPE(None, c_void_p, c_void_p)
 LOG_CB = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 
 
@@ -154,14 +146,16 @@ class rmsg_stats(Structure):
     _fields_ = [(name, c_uint64) for name in STATS_FIELDS]
 
 
-def _decl(name, restype, *argtypes):
+def _decl(name: str, restype: Any, *argtypes: Any) -> None:
     f = getattr(lib, name)
     f.restype = restype
     f.argtypes = list(argtypes)
 
 
 P = c_void_p
-IOV_P = POINTER(iovec)
+# iovec arrays go by address (ctypes.addressof): iovec or iovec_bytes;
+# the library copies the array before it returns (rmsg_send(3))
+IOV_P = c_void_p
 
 _decl("rmsg_cfg_create", c_int, POINTER(c_void_p))
 _decl("rmsg_cfg_destroy", None, P)
@@ -180,9 +174,17 @@ _decl("rmsg_cfg_set_max_pending", c_int, P, c_uint)
 _decl("rmsg_cfg_set_keepalive_ms", c_int, P, c_uint)
 _decl("rmsg_cfg_set_keepalive_misses", c_int, P, c_uint)
 _decl("rmsg_cfg_set_log", c_int, P, c_int, LOG_CB, P)
-_decl("rmsg_ctx_create", c_int, P, P, POINTER(c_void_p))
 _decl("rmsg_ctx_destroy", c_int, P)
-_decl("rmsg_ctx_submit", c_int, P, WORK_CB, P)
+# any event loop (LIBRMSG_0.2): how the binding runs a context
+try:
+    _decl("rmsg_ctx_create_fd", c_int, P, POINTER(c_void_p))
+    _decl("rmsg_ctx_fd", c_int, P)
+    _decl("rmsg_ctx_timeout", c_int, P, POINTER(c_int))
+    _decl("rmsg_ctx_progress", c_int, P)
+except AttributeError as e:
+    raise ImportError("%s has no rmsg_ctx_create_fd (LIBRMSG_0.2): the "
+                      "binding needs librmsg 0.2 or later (%s)"
+                      % (LIBRMSG_PATH, e)) from None
 # conn_ops above has the layout of LIBRMSG_0.1. dlsym (ctypes' getattr)
 # gives a function's newest version; a later release that grows struct
 # rmsg_conn_ops keeps the 0.1 layout served at version LIBRMSG_0.1 only
@@ -194,7 +196,8 @@ _libc.dlvsym.restype = c_void_p
 _libc.dlvsym.argtypes = [c_void_p, c_char_p, c_char_p]
 
 
-def _decl_versioned(name, version, restype, *argtypes):
+def _decl_versioned(name: str, version: bytes, restype: Any,
+                    *argtypes: Any) -> None:
     addr = _libc.dlvsym(lib._handle, name.encode(), version)
     if not addr:
         raise ImportError("%s: no %s@%s" % (LIBRMSG_PATH, name,
@@ -223,6 +226,8 @@ _decl("rmsg_conn_local_addr", c_int, P, c_char_p)
 _decl("rmsg_send", c_int, P, IOV_P, c_int, DONE_CB, P)
 _decl("rmsg_msg_data", c_void_p, P)
 _decl("rmsg_msg_len", c_size_t, P)
+_decl("rmsg_msg_hold", c_int, P)
+_decl("rmsg_msg_release", None, P)
 _decl("rmsg_buf_alloc", c_int, P, c_size_t, POINTER(c_void_p))
 _decl("rmsg_buf_free", None, P, P)
 _decl("rmsg_mr_reg", c_int, P, P, c_size_t, c_int, POINTER(c_void_p))
@@ -242,14 +247,3 @@ _decl("rmsg_reply_error", c_int, P, c_int)
 _decl("rmsg_strerror", c_char_p, c_int)
 _decl("rmsg_version", c_char_p, POINTER(c_uint), POINTER(c_uint),
       POINTER(c_uint))
-
-ev.ev_loop_new.restype = c_void_p
-ev.ev_loop_new.argtypes = [c_uint]
-ev.ev_loop_destroy.restype = None
-ev.ev_loop_destroy.argtypes = [c_void_p]
-ev.ev_run.restype = c_int
-ev.ev_run.argtypes = [c_void_p, c_int]
-ev.ev_break.restype = None
-ev.ev_break.argtypes = [c_void_p, c_int]
-ev.ev_ref.restype = None
-ev.ev_ref.argtypes = [c_void_p]
