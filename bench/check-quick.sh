@@ -18,7 +18,8 @@ tcp)
 	metrics=("ping-pong 64 B" "stream 64 KiB, MB/s, 32" "stream 64 KiB, MB/s, 12"
 		"instructions per 64 B" "fd mode: send ping-pong 64 B"
 		"fd mode: rpc ping-pong 64 B" "fd mode: send rate 64 B"
-		"fd mode: instructions per 64 B")
+		"fd mode: instructions per 64 B"
+		"zmq: ping-pong 64 B" "zmq: rate 64 B" "zmq: stream 64 KiB")
 	;;
 rdma)
 	script=compare-rdma.sh

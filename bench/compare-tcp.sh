@@ -5,7 +5,9 @@
 # libev TCP baselines, side by side on 127.0.0.1, alternating A B A B ...;
 # and librmsg's fd mode (rmsg-perf -L epoll: rmsg_ctx_create_fd, an
 # epoll_wait loop, rmsg_ctx_progress) against its libev mode (-L ev), the
-# same way, in the same run (a second table)
+# same way, in the same run (a second table); and librmsg against ZeroMQ
+# (bench/zmq_bench.c, libzmq, default socket options on both sides: PAIR
+# ping-pong, PUSH/PULL message rate and stream), a third table
 #
 #   bench/compare-tcp.sh [--quick] [--rounds N]
 #
@@ -32,6 +34,9 @@
 #   FD_COMPARE [1]        0 skips the fd mode against libev mode table
 #   FD_RATE_ITERS [200000] messages per message-rate run (64 B sends,
 #                         rmsg-perf -m rate, its default window of 64)
+#   ZMQ_COMPARE [1]       0 skips the librmsg against ZeroMQ table (it
+#                         needs libzmq3-dev)
+#   ZMQ_RATE_MSGS [200000] 64 B messages per rate run, both sides
 #   PIN [same]            same: server and client on one CPU (BENCH_CPU);
 #                         split: server CPU 0, client CPU 1; none
 #   BENCH_CPU [last CPU]  the CPU for PIN=same
@@ -47,7 +52,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
 	--rounds) ROUNDS=$2; shift ;;
-	-h | --help) sed -n '3,40p' "$0"; exit 0 ;;
+	-h | --help) sed -n '3,46p' "$0"; exit 0 ;;
 	*) echo "compare-tcp.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -55,7 +60,7 @@ done
 if [ $quick = 1 ]; then
 	: "${ROUNDS:=1}" "${PING_ITERS:=2000}" "${PING_WARMUP:=200}"
 	: "${STREAM_BYTES:=67108864}" "${CG_ITERS:=200}" "${CG_ROUNDS:=1}"
-	: "${FD_RATE_ITERS:=20000}"
+	: "${FD_RATE_ITERS:=20000}" "${ZMQ_RATE_MSGS:=20000}"
 fi
 ROUNDS=${ROUNDS:-7}
 PING_SIZE=${PING_SIZE:-64}
@@ -71,6 +76,8 @@ CG_ITERS=${CG_ITERS:-2000}
 CG_ROUNDS=${CG_ROUNDS:-2}
 FD_COMPARE=${FD_COMPARE:-1}
 FD_RATE_ITERS=${FD_RATE_ITERS:-200000}
+ZMQ_COMPARE=${ZMQ_COMPARE:-1}
+ZMQ_RATE_MSGS=${ZMQ_RATE_MSGS:-200000}
 PIN=${PIN:-same}
 ncpu=$(nproc)
 BENCH_CPU=${BENCH_CPU:-$((ncpu - 1))}
@@ -94,6 +101,13 @@ ln -sf librmsg.so.0 "$build/lib/librmsg.so"
 cflags="-O2 -g -Wall -Wextra -Wno-unused-parameter"
 $CC $cflags -o "$build/raw_pingpong" "$here/raw_pingpong.c" -lev
 $CC $cflags -o "$build/raw_stream" "$here/raw_stream.c" -lev
+if [ "$ZMQ_COMPARE" = 1 ]; then
+	if ! $CC $cflags -o "$build/zmq_bench" "$here/zmq_bench.c" -lzmq; then
+		echo "compare-tcp.sh: cannot build zmq_bench.c: install" \
+			"libzmq3-dev, or ZMQ_COMPARE=0" >&2
+		exit 1
+	fi
+fi
 $CC $cflags -I"$top/include" -o "$build/rmsg-perf" "$top/tools/rmsg-perf.c" \
 	-L"$build/lib" -Wl,-rpath,"$build/lib" -lrmsg -lev
 # rmsg-perf sends whole messages: BYTES rounded up, as raw_stream does
@@ -240,6 +254,86 @@ fd_pair() {
 	done
 }
 
+# run_zmq KIND: one run of the librmsg against ZeroMQ table, its line to
+# $out. KIND: rmsg_lat, rmsg_rate, rmsg_stream (rmsg-perf, default
+# credits and window), zmq_lat (PAIR), zmq_rate, zmq_stream (PUSH/PULL;
+# the PULL server counts and writes the line once it has every message)
+run_zmq() {
+	local kind=$1 zout=$build/zmq-server.out i
+	next_port
+	rm -f "$zout"
+	case $kind in
+	rmsg_*)
+		start_server $pin_srv "$build/rmsg-perf" server "tcp://$HOST:$port" ;;
+	zmq_lat)
+		start_server $pin_srv "$build/zmq_bench" server pair $port ;;
+	zmq_rate)
+		start_server $pin_srv "$build/zmq_bench" -o "$zout" \
+			server pull $port "$PING_SIZE" "$ZMQ_RATE_MSGS" ;;
+	zmq_stream)
+		start_server $pin_srv "$build/zmq_bench" -o "$zout" \
+			server pull $port "$STREAM_SIZE" "$stream_msgs" ;;
+	esac
+	case $kind in
+	rmsg_lat)
+		$pin_cli "$build/rmsg-perf" -P -o send -m lat -s "$PING_SIZE" \
+			-n "$PING_ITERS" -w "$PING_WARMUP" \
+			client "tcp://$HOST:$port" >"$tmp" ;;
+	rmsg_rate)
+		$pin_cli "$build/rmsg-perf" -P -o send -m rate -s "$PING_SIZE" \
+			-n "$ZMQ_RATE_MSGS" client "tcp://$HOST:$port" >"$tmp" ;;
+	rmsg_stream)
+		$pin_cli "$build/rmsg-perf" -P -o send -m bw -s "$STREAM_SIZE" \
+			-n "$stream_msgs" client "tcp://$HOST:$port" >"$tmp" ;;
+	zmq_lat)
+		$pin_cli "$build/zmq_bench" -w "$PING_WARMUP" client pair \
+			$HOST $port "$PING_SIZE" "$PING_ITERS" >"$tmp" ;;
+	zmq_rate)
+		$pin_cli "$build/zmq_bench" client push $HOST $port \
+			"$PING_SIZE" "$ZMQ_RATE_MSGS" >"$tmp" ;;
+	zmq_stream)
+		$pin_cli "$build/zmq_bench" client push $HOST $port \
+			"$STREAM_SIZE" "$stream_msgs" >"$tmp" ;;
+	esac
+	case $kind in
+	zmq_rate | zmq_stream)
+		# the pusher is gone once TCP has the messages; the puller
+		# still drains them: up to a minute before stop_server
+		for i in $(seq 1200); do
+			[ -s "$zout" ] && break
+			kill -0 "$srv_pid" 2>/dev/null || break
+			sleep 0.05
+		done
+		stop_server
+		if [ ! -s "$zout" ]; then
+			echo "compare-tcp.sh: zmq_bench server pull wrote no" \
+				"result ($kind)" >&2
+			exit 1
+		fi
+		out=$(tail -1 "$zout") ;;
+	*)
+		out=$(tail -1 "$tmp")
+		stop_server ;;
+	esac
+}
+
+# zmq_pair WHAT KEY: librmsg and ZeroMQ runs of WHAT (lat, rate, stream),
+# the order alternating with the round (odd: librmsg first); KEY's value
+# into za (librmsg), zb (ZeroMQ)
+zmq_pair() {
+	local what=$1 key=$2 k order="rmsg zmq"
+	[ $((r % 2)) = 1 ] || order="zmq rmsg"
+	for k in $order; do
+		run_zmq "${k}_$what"
+		echo "round=$r zmq_table $out" >>"$RESULTS"
+		if [ "$k" = rmsg ]; then
+			za=$(field "$out" "$key")
+		else
+			zb=$(field "$out" "$key")
+		fi
+	done
+}
+
 # field LINE KEY: the value of KEY=... in a result line
 field() {
 	local v
@@ -339,6 +433,7 @@ busy_list() {
 		awk -v me=$$ '$1 >= 10 && $2 != me {
 			print "# warning: busy process " $3 " (pid " $2 ", " $1 "% CPU)" }' |
 		grep -v -e compare-tcp -e rmsg-perf -e raw_pingpong -e raw_stream \
+			-e zmq_bench -e ZMQbg \
 			-e valgrind -e callgrind || true
 }
 
@@ -367,6 +462,8 @@ dirty=$(cd "$top" && git status --porcelain -- src include 2>/dev/null |
 lat_a=() lat_b=() bw_a=() bw_b=() bw_e=()
 # fd mode (epoll) against libev mode (ev): send and rpc ping-pong, rate
 fsl_a=() fsl_b=() frl_a=() frl_b=() frt_a=() frt_b=()
+# librmsg against ZeroMQ: ping-pong, rate, stream
+zl_a=() zl_b=() zr_a=() zr_b=() zs_a=() zs_b=()
 for r in $(seq "$ROUNDS"); do
 	echo "round $r/$ROUNDS" >&2
 	run rmsg_pingpong; la=$out
@@ -388,6 +485,11 @@ for r in $(seq "$ROUNDS"); do
 		fd_pair send_lat lat_us; fsl_a+=("$fa"); fsl_b+=("$fb")
 		fd_pair rpc_lat lat_us; frl_a+=("$fa"); frl_b+=("$fb")
 		fd_pair rate mmsgs; frt_a+=("$fa"); frt_b+=("$fb")
+	fi
+	if [ "$ZMQ_COMPARE" = 1 ]; then
+		zmq_pair lat lat_us; zl_a+=("$za"); zl_b+=("$zb")
+		zmq_pair rate mmsgs; zr_a+=("$za"); zr_b+=("$zb")
+		zmq_pair stream mbps; zs_a+=("$za"); zs_b+=("$zb")
 	fi
 done
 
@@ -502,6 +604,21 @@ if [ "$FD_COMPARE" = 1 ]; then
 		fi
 	)
 	table=$(printf '%s\n\n%s\n' "$table" "$fd_table")
+fi
+if [ "$ZMQ_COMPARE" = 1 ]; then
+	zmq_table=$(
+		echo "librmsg against ZeroMQ (defaults on both sides)"
+		echo
+		echo "| metric | librmsg (median) | ZeroMQ (median) | ratio of medians | median ratio | min ratio | max ratio | rounds | target |"
+		echo "|---|---|---|---|---|---|---|---|---|"
+		fd_row "zmq: ping-pong ${PING_SIZE} B, half RTT, us (send -m lat / PAIR)" \
+			"(none)" "$ROUNDS" "${zl_a[@]}" "${zl_b[@]}"
+		fd_row "zmq: rate ${PING_SIZE} B, Mmsg/s (send -m rate / PUSH-PULL)" \
+			">= 1.5" "$ROUNDS" "${zr_a[@]}" "${zr_b[@]}"
+		fd_row "zmq: stream $((STREAM_SIZE / 1024)) KiB, MB/s (send -m bw / PUSH-PULL)" \
+			"(none)" "$ROUNDS" "${zs_a[@]}" "${zs_b[@]}"
+	)
+	table=$(printf '%s\n\n%s\n' "$table" "$zmq_table")
 fi
 echo "$table"
 {

@@ -728,6 +728,13 @@ int rmsg_conn_local_addr(const struct rmsg_conn *c,
  *                 side (rmsg_cfg_set_psk(): a key on one side only, a
  *                 wrong key or proof, another frame before the proof, a
  *                 timeout while authenticating)
+ * @packs_sent: frames sent that packed several messages together (see
+ *              rmsg_conn_stats(3): messages that queue up go packed)
+ * @packed_sent: of @msgs_sent, those that went in such frames
+ * @packs_recv: frames received that packed messages together
+ * @packed_recv: of @msgs_recv, those that came in such frames; the
+ *               frames that carried messages number
+ *               @msgs_recv - @packed_recv + @packs_recv
  *
  * Every member is a count since the connection (the context) was created;
  * none ever goes back. A context's counters are the sums of those of all
@@ -763,6 +770,10 @@ struct rmsg_stats {
 	uint64_t conns_refused;
 	uint64_t conns_closed;
 	uint64_t auth_failures;
+	uint64_t packs_sent;
+	uint64_t packed_sent;
+	uint64_t packs_recv;
+	uint64_t packed_recv;
 };
 
 /**

@@ -172,6 +172,7 @@ void rmsgi_conn_hello(const struct rmsg_conn *c, struct rmsgi_hello *h)
 	h->credits = (uint16_t)c->cfg.credits;
 	h->eager_size = (uint32_t)c->cfg.eager_size;
 	h->conn_id = c->id;
+	h->flags = RMSGI_HELLO_F_PACK; /* we unpack PACK frames (rx.c) */
 	if (c->is_server) {
 		h->pdata_len = c->my_pdata_len;
 		memcpy(h->pdata, c->my_pdata, c->my_pdata_len);
@@ -195,6 +196,7 @@ static void set_peer(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	memcpy(c->peer_pdata, h->pdata, h->pdata_len);
 	c->peer_credits = h->credits;
 	c->peer_eager = h->eager_size;
+	c->peer_pack = (h->flags & RMSGI_HELLO_F_PACK) != 0;
 	rmsgi_credit_init(&c->cr, h->credits, c->cfg.credits);
 }
 

@@ -264,6 +264,8 @@ int rmsgi_ctx_new(struct ev_loop *loop, const struct rmsg_cfg *cfg,
 	rmsgi_list_init(&ctx->listeners);
 	rmsgi_list_init(&ctx->dirty);
 	rmsgi_list_init(&ctx->op_free);
+	rmsgi_list_init(&ctx->pack_live);
+	rmsgi_list_init(&ctx->pack_done);
 	rmsgi_list_init(&ctx->resolves);
 	rmsgi_mr_init(ctx);
 	ret = rmsgi_pool_create(0, &ctx->pool);
@@ -331,6 +333,7 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 		ev_prepare_stop(ctx->loop, &ctx->prepare);
 	}
 	ev_idle_stop(ctx->loop, &ctx->idle);
+	rmsgi_pack_fini(ctx);
 	while ((n = rmsgi_list_pop(&ctx->op_free)))
 		free(rmsgi_list_entry(n, struct rmsgi_op, link));
 	rmsgi_pool_destroy(ctx->pool);

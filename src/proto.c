@@ -53,6 +53,13 @@ int rmsgi_hdr_check_type(const struct rmsgi_hdr *h, uint64_t max_len)
 		if (h->len > RMSGI_AUTH_MAX || h->aux > 4095)
 			return -EPROTO;
 		break;
+	case RMSGI_T_PACK: /* the entries: rmsgi_pack_check */
+		if (h->aux == 0 || h->aux > RMSGI_PACK_MAX_ENT ||
+		    h->len < RMSGI_PACK_ENT_SIZE || h->len % 8 ||
+		    h->len / RMSGI_PACK_ENT_SIZE < h->aux ||
+		    h->len > RMSGI_PACK_MAX)
+			return -EPROTO;
+		break;
 	default:
 		if (h->len != 0)
 			return -EPROTO;
@@ -114,6 +121,30 @@ int rmsgi_hello_decode(const void *buf, size_t avail, struct rmsgi_hello *h)
 		h->nonce_len = RMSGI_NONCE_SIZE;
 	}
 	return 0;
+}
+
+int rmsgi_pack_check(const uint8_t *p, size_t len, uint32_t n, uint64_t max_len)
+{
+	size_t off = 0, sz, j;
+	uint32_t i, l;
+
+	if (n == 0 || n > RMSGI_PACK_MAX_ENT || (len && !p))
+		return -EPROTO;
+	for (i = 0; i < n; i++) {
+		if (len - off < RMSGI_PACK_ENT_SIZE)
+			return -EPROTO;
+		l = rmsgi_get32(p + off);
+		if (rmsgi_get32(p + off + 4) != 0 || l > max_len)
+			return -EPROTO;
+		sz = RMSGI_PACK_ENT(l);
+		if (len - off < sz)
+			return -EPROTO;
+		for (j = RMSGI_PACK_ENT_SIZE + l; j < sz; j++)
+			if (p[off + j])
+				return -EPROTO;
+		off += sz;
+	}
+	return off == len ? 0 : -EPROTO;
 }
 
 void rmsgi_seg_encode(const struct rmsgi_seg *s, void *buf)

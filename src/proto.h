@@ -58,6 +58,19 @@
  *     P_s = HMAC-SHA-256(K, "rmsg-psk-1 server" || N_c || N_s ||
  *     status (u32) || reply private data); a wrong P_c is answered with
  *     aux EACCES and no payload, then the server closes
+ *
+ * PACK (only toward a peer whose hello has RMSGI_HELLO_F_PACK): several
+ * plain messages (DATA, aux 0) in one frame, so one receive buffer and
+ * one credit; aux = the number of entries (1 to RMSGI_PACK_MAX_ENT, so
+ * that a frame of tiny messages cannot make the receiver allocate many
+ * message objects per buffer), id = 0 (not read), len =
+ * the payload's bytes (a multiple of 8, no more than the receiver's
+ * eager size). The payload is the entries back to back, each
+ *   0 u32 length L of the message, 4 u32 0 (reserved), 8 the L bytes,
+ *   then zero bytes up to the next multiple of 8,
+ * and nothing after the last one. The receiver checks the whole frame
+ * (rmsgi_pack_check) before it delivers any of it, then delivers the
+ * messages in order as if each had come in a DATA frame of its own.
  */
 #ifndef RMSG_PROTO_H
 #define RMSG_PROTO_H
@@ -75,6 +88,9 @@
 #define RMSGI_SEG_SIZE 16
 /* the hello's flags */
 #define RMSGI_HELLO_F_AUTH 0x01
+/* the sender takes PACK frames (it sets it always; one without it never
+ * receives them) */
+#define RMSGI_HELLO_F_PACK 0x02
 #define RMSGI_NONCE_SIZE 32
 #define RMSGI_MAC_SIZE 32
 /* a hello's largest encoding: header, private data, a server's nonce */
@@ -96,11 +112,21 @@ enum rmsgi_type {
 	RMSGI_T_READ_RESP = 11, /* TCP: the bytes of a read, or its error */
 	RMSGI_T_IMM = 12,	/* RDMA: immediate of a split write */
 	RMSGI_T_AUTH = 13,	/* PSK authentication, after the handshake */
-	RMSGI_T_MAX_ = 14,
+	RMSGI_T_PACK = 14,	/* several small messages in one frame */
+	RMSGI_T_MAX_ = 15,
 };
 
 #define RMSGI_RMA_SIZE 16      /* RMA header of WRITE and READ_REQ */
 #define RMSGI_READ_REQ_SIZE 24 /* RMA header + u64 length */
+/* a PACK frame's largest payload: the largest eager size there is
+ * (rmsg_cfg_set_eager_size); the receiver's own is the real bound */
+#define RMSGI_PACK_MAX ((size_t)1 << 20)
+/* the most entries a PACK frame may carry */
+#define RMSGI_PACK_MAX_ENT 256
+#define RMSGI_PACK_ENT_SIZE 8 /* a PACK entry's header: u32 len, u32 0 */
+/* the bytes an entry of @len takes in a PACK frame, header included */
+#define RMSGI_PACK_ENT(len) \
+	(RMSGI_PACK_ENT_SIZE + (((size_t)(len) + 7) & ~(size_t)7))
 
 struct rmsgi_hdr {
 	uint8_t type;
@@ -239,6 +265,21 @@ int rmsgi_hello_decode(const void *buf, size_t avail, struct rmsgi_hello *h);
 void rmsgi_rma_encode(const struct rmsgi_rma *r, int read, void *buf);
 int rmsgi_rma_decode(const void *buf, size_t avail, int read,
 		     struct rmsgi_rma *r);
+
+/* a PACK frame's payload @p of @len bytes, announced with @n entries
+ * (1 to RMSGI_PACK_MAX_ENT): 0 if it holds exactly @n well-formed entries (reserved fields and
+ * padding zero), none longer than @max_len, and nothing after them;
+ * else -EPROTO */
+int rmsgi_pack_check(const uint8_t *p, size_t len, uint32_t n,
+		     uint64_t max_len);
+/* writes an entry's header for a message of @len bytes at @p; returns
+ * where its bytes go */
+static inline uint8_t *rmsgi_pack_ent_encode(uint8_t *p, uint32_t len)
+{
+	rmsgi_put32(p, len);
+	rmsgi_put32(p + 4, 0);
+	return p + RMSGI_PACK_ENT_SIZE;
+}
 
 void rmsgi_seg_encode(const struct rmsgi_seg *s, void *buf);
 void rmsgi_seg_decode(const void *buf, struct rmsgi_seg *s);

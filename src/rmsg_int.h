@@ -157,7 +157,12 @@ struct rmsg_ctx {
 	void *tr_priv[RMSGI_TR_COUNT]; /* per-backend context state */
 	struct rmsgi_list op_free;     /* recycled struct rmsgi_op */
 	unsigned op_free_len;
-	int in_cb; /* depth of user callbacks on the stack */
+	/* unpacked PACK frames (rx.c): those with messages still in use,
+	 * and those whose messages are all freed, oldest first, kept a
+	 * while so that a late second release stays harmless */
+	struct rmsgi_list pack_live, pack_done;
+	unsigned pack_done_len; /* messages in pack_done */
+	int in_cb;		/* depth of user callbacks on the stack */
 	bool destroying;
 	struct rmsgi_rpc_ctx *rpc; /* RPC handlers (rpc.c) */
 	struct rmsgi_async *async; /* cross-thread queue (async.c) */
@@ -177,6 +182,9 @@ struct rmsg_ctx {
 /* op objects, recycled per context */
 struct rmsgi_op *rmsgi_op_get(struct rmsg_ctx *ctx);
 void rmsgi_op_put(struct rmsg_ctx *ctx, struct rmsgi_op *op);
+
+/* rx.c: frees what pack_done keeps (the context goes) */
+void rmsgi_pack_fini(struct rmsg_ctx *ctx);
 
 /* marks @c as having queued work; flushed before the loop blocks */
 void rmsgi_ctx_mark_dirty(struct rmsg_ctx *ctx, struct rmsg_conn *c);
@@ -303,6 +311,9 @@ struct rmsg_conn {
 	uint64_t next_rndv_id;
 	uint32_t peer_eager;
 	uint16_t peer_credits;
+	/* the peer's hello had RMSGI_HELLO_F_PACK: queued small messages
+	 * may go to it packed (send.c) */
+	bool peer_pack;
 
 	uint8_t peer_pdata[RMSG_PRIVATE_DATA_MAX];
 	uint8_t peer_pdata_len;

@@ -361,6 +361,8 @@ static void print_stats(const char *what, const struct rmsg_stats *st)
 		STAT(refused_peer),  STAT(refused_ours), STAT(proto_errors),
 		STAT(fallbacks),     STAT(conns_opened), STAT(conns_accepted),
 		STAT(conns_refused), STAT(conns_closed), STAT(auth_failures),
+		STAT(packs_sent),    STAT(packed_sent),	 STAT(packs_recv),
+		STAT(packed_recv),
 	};
 #undef STAT
 	size_t i;

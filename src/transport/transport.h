@@ -145,6 +145,9 @@ enum rmsgi_op_kind {
 	RMSGI_OP_WRITE, /* one-sided write (type WRITE or WRITE_IMM) */
 	RMSGI_OP_READ,	/* one-sided read */
 	RMSGI_OP_RESP,	/* TCP: the answer to a peer's read, heap payload */
+	/* a PACK frame the core built from several queued messages: to a
+	 * backend a frame like a message's (header, payload in iov) */
+	RMSGI_OP_PACK,
 };
 
 /* the remote side of a one-sided op, from the peer's descriptor */
@@ -554,8 +557,9 @@ bool rmsgi_conn_awaits_peer(const struct rmsg_conn *c);
 /* a posted op finished (status 0 or -errno) */
 void rmsgi_conn_op_done(struct rmsg_conn *c, struct rmsgi_op *op, int status);
 /* a frame arrived; @m->ready says whether its payload is complete; the
- * backend has decoded the header (rmsgi_hdr_decode). Returns 0, or
- * -EPROTO: the core closes the connection (an illegal frame). */
+ * backend has decoded the header (rmsgi_hdr_decode). Returns 0, or a
+ * negative errno: the core closes the connection with it (-EPROTO: an
+ * illegal frame; -ENOMEM: no memory to unpack a PACK frame). */
 int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		  struct rmsg_msg *m);
 /* is a frame of type @type legal on an open connection of a backend with
@@ -565,6 +569,7 @@ static inline bool rmsgi_tr_frame_ok(unsigned caps, uint8_t type)
 {
 	switch (type) {
 	case RMSGI_T_DATA:
+	case RMSGI_T_PACK: /* the core checks its entries */
 	case RMSGI_T_CREDIT:
 	case RMSGI_T_RNDV_ACK:
 		return true;

@@ -4,7 +4,7 @@
  * (conn.c, credits, keepalive state, RPC, one-sided emulation, regions)
  * behind a fake transport, driven by the input as a sequence of actions:
  * frames from the peer (any type, credits, ids, aux and payload, legal or
- * not), calls of the application (send, write, read, RPC calls and
+ * not; PACK frames well-formed or damaged), calls of the application (send, write, read, RPC calls and
  * replies, hold and release, close), and the transport's doing
  * (completing posted ops with any status, room returning, failure,
  * going down, the context flush).
@@ -214,7 +214,8 @@ static void peer_frame(struct rmsg_conn *c)
 		RMSGI_T_DATA,	  RMSGI_T_CREDIT,    RMSGI_T_RNDV_REQ,
 		RMSGI_T_RNDV_ACK, RMSGI_T_WRITE,     RMSGI_T_WRITE_IMM,
 		RMSGI_T_READ_REQ, RMSGI_T_READ_RESP, RMSGI_T_IMM,
-		RMSGI_T_HELLO,	  RMSGI_T_AUTH,	     77};
+		RMSGI_T_HELLO,	  RMSGI_T_AUTH,	     77,
+		RMSGI_T_PACK};
 	struct rmsgi_hdr h = {0};
 	uint8_t sel = u8();
 	size_t len = u8() % 64;
@@ -243,6 +244,32 @@ static void peer_frame(struct rmsg_conn *c)
 		m = fmsg_new(c, 16 + len);
 		memset((uint8_t *)m->data, 0, 8);
 		((uint8_t *)m->data)[0] = u8() % 3; /* method or status */
+	} else if (h.type == RMSGI_T_PACK) {
+		/* 1..6 entries, well-formed; then maybe a forged count
+		 * (aux above) or one byte changed */
+		uint8_t ents[6];
+		uint32_t i, n = 1 + u8() % 6;
+		size_t off = 0;
+
+		len = 0;
+		for (i = 0; i < n; i++) {
+			ents[i] = u8() % 24;
+			len += RMSGI_PACK_ENT(ents[i]);
+		}
+		m = fmsg_new(c, len);
+		for (i = 0; i < n; i++) {
+			uint8_t *e = (uint8_t *)m->data + off;
+			size_t pad = RMSGI_PACK_ENT(ents[i]) -
+				     RMSGI_PACK_ENT_SIZE - ents[i];
+
+			rmsgi_pack_ent_encode(e, ents[i]);
+			memset(e + RMSGI_PACK_ENT_SIZE + ents[i], 0, pad);
+			off += RMSGI_PACK_ENT(ents[i]);
+		}
+		if (!(sel & 0x80))
+			h.aux = n;
+		if (u8() & 1)
+			((uint8_t *)m->data)[u8() % len] ^= (uint8_t)(1 + u8());
 	} else {
 		m = fmsg_new(c, len);
 	}
@@ -405,10 +432,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fake_tr_attach(c);
 	hello.credits = (uint16_t)(4 + u8() % 8);
 	hello.eager_size = 8192;
+	/* bit 2: the peer takes PACK frames (queued sends go packed) */
+	if (mode & 4)
+		hello.flags |= RMSGI_HELLO_F_PACK;
 	if (mode & 2) {
 		memset(c->cfg.psk, 0x42, 32);
 		c->cfg.psk_len = 32;
-		hello.flags = RMSGI_HELLO_F_AUTH;
+		hello.flags |= RMSGI_HELLO_F_AUTH;
 		hello.nonce_len = RMSGI_NONCE_SIZE;
 		memset(hello.nonce, mode, RMSGI_NONCE_SIZE);
 	}

@@ -5,7 +5,8 @@
  * message sizes), the handshake (rmsgi_hello_decode), the rendezvous
  * segment list (rmsgi_seg_decode), the one-sided RMA header
  * (rmsgi_rma_decode) and the exported memory-region descriptor
- * (rmsgi_desc_decode and rmsgi_desc_check, src/mr.c).
+ * (rmsgi_desc_decode and rmsgi_desc_check, src/mr.c), and the entries
+ * of a PACK frame (rmsgi_pack_check).
  *
  * Besides "no crash, no out-of-bounds read, no undefined behaviour"
  * (ASan and UBSan do that), it checks properties; a failed one aborts,
@@ -162,7 +163,9 @@ static int hdr_one(const uint8_t *d, size_t n, uint64_t max_len,
 	      h.aux == rd32(d + 8) && h.len == rd64(d + 16) &&
 	      h.id == rd64(d + 24));
 	CHECK(h.type > 0 && h.type < RMSGI_T_MAX_);
-	CHECK(h.len <= max_len || h.len - max_len <= (uint64_t)OVERHEAD_MAX);
+	/* PACK: bounded by the largest eager size, not by max_len */
+	CHECK(h.len <= max_len || h.len - max_len <= (uint64_t)OVERHEAD_MAX ||
+	      h.type == RMSGI_T_PACK);
 	switch (h.type) {
 	case RMSGI_T_DATA:
 	case RMSGI_T_RNDV_REQ:
@@ -187,6 +190,10 @@ static int hdr_one(const uint8_t *d, size_t n, uint64_t max_len,
 		break;
 	case RMSGI_T_AUTH:
 		CHECK(h.len <= RMSGI_AUTH_MAX && h.aux <= 4095);
+		break;
+	case RMSGI_T_PACK: /* at least one entry of 8 bytes or more each */
+		CHECK(h.aux >= 1 && h.aux <= 256 && h.len % 8 == 0 &&
+		      h.len <= (1u << 20) && h.len / 8 >= h.aux);
 		break;
 	default:
 		break;
@@ -534,6 +541,74 @@ static void roundtrip_rma_desc(const uint8_t *d, size_t n)
 }
 
 /* ------------------------------------------------------------------ */
+/* PACK payloads                                                        */
+
+/*
+ * rmsgi_pack_check over @n bytes announced with @cnt entries, against an
+ * independent walk of proto.h's format: accepted exactly when the walk
+ * finds @cnt entries (reserved words and padding zero, each no longer
+ * than @max_len) that end at @n.
+ */
+static void fuzz_pack(const uint8_t *d, size_t n, uint32_t cnt,
+		      uint64_t max_len)
+{
+	size_t off = 0;
+	uint32_t i;
+	int rc, ok = cnt > 0 && cnt <= 256;
+
+	rc = rmsgi_pack_check(d, n, cnt, max_len);
+	CHECK(rc == 0 || rc == -EPROTO);
+	for (i = 0; ok && i < cnt; i++) {
+		uint32_t l;
+		size_t sz, j;
+
+		if (n - off < 8) {
+			ok = 0;
+			break;
+		}
+		l = rd32(d + off);
+		sz = 8 + (((size_t)l + 7) / 8) * 8;
+		if (rd32(d + off + 4) != 0 || l > max_len || n - off < sz) {
+			ok = 0;
+			break;
+		}
+		for (j = 8 + l; j < sz; j++)
+			if (d[off + j])
+				ok = 0;
+		off += sz;
+	}
+	if (ok && off != n)
+		ok = 0;
+	CHECK((rc == 0) == ok);
+}
+
+/* the input as PACK payloads: announced with 1..8 entries and a few
+ * bounds; and the entry codec's round trip */
+static void fuzz_packs(const uint8_t *d, size_t n)
+{
+	static const uint64_t maxes[] = {0, 7, 64, UINT64_MAX};
+	uint8_t enc[8];
+	uint8_t *c;
+	uint32_t cnt;
+	size_t i;
+
+	if (n < 1)
+		return;
+	c = dup_exact(d + 1, n - 1);
+	for (i = 0; i < sizeof(maxes) / sizeof(maxes[0]); i++)
+		for (cnt = 0; cnt <= (uint32_t)(d[0] & 7) + 1; cnt++)
+			fuzz_pack(c, n - 1, cnt, maxes[i]);
+	/* counts around the bound: all-zero input is 257 empty entries */
+	fuzz_pack(c, n - 1, 256, UINT64_MAX);
+	fuzz_pack(c, n - 1, 257, UINT64_MAX);
+	free(c);
+	if (n >= 4) {
+		CHECK(rmsgi_pack_ent_encode(enc, rd32(d)) == enc + 8);
+		CHECK(rd32(enc) == rd32(d) && rd32(enc + 4) == 0);
+	}
+}
+
+/* ------------------------------------------------------------------ */
 /* the input as a TCP byte stream of frames                            */
 
 static void fuzz_stream(const uint8_t *d, size_t n)
@@ -569,6 +644,9 @@ static void fuzz_stream(const uint8_t *d, size_t n)
 		case RMSGI_T_READ_REQ:
 			(void)fuzz_rma(pay, (size_t)h.len, 1);
 			break;
+		case RMSGI_T_PACK:
+			fuzz_pack(pay, (size_t)h.len, h.aux, max);
+			break;
 		default:
 			break;
 		}
@@ -590,6 +668,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)fuzz_rma(data, size, 1);
 	fuzz_desc(data, size);
 	roundtrip_rma_desc(data, size);
+	fuzz_packs(data, size);
 	fuzz_stream(data, size);
 	return 0;
 }

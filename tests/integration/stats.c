@@ -38,6 +38,7 @@
 #define SMALL 100
 #define EAGER 1024
 #define BIG 4096
+#define LONE (EAGER * 3 / 4)
 #define W 2
 #define I 3
 #define R 4
@@ -457,7 +458,9 @@ int main(void)
 	s_hold = true;
 	s_msgs = 0;
 	for (;;) {
-		struct iovec iov = {small, SMALL};
+		/* more than half the eager size: one message a frame (smaller
+		 * ones that queue up go packed, several to a credit) */
+		struct iovec iov = {big, LONE};
 		int ret = rmsg_send(c, &iov, 1, NULL, NULL);
 
 		if (ret == -EAGAIN) {
@@ -470,7 +473,7 @@ int main(void)
 			 SQ);
 	}
 	{
-		struct iovec iov = {small, SMALL};
+		struct iovec iov = {big, LONE};
 
 		/* covers: rmsg_send.3 EAGAIN */
 		T_ASSERT(rmsg_send(c, &iov, 1, NULL, NULL) == -EAGAIN,
@@ -478,16 +481,23 @@ int main(void)
 		eagain++;
 	}
 	EQ(cst(c).sendq_full - cb.sendq_full, 2);
-	/* the messages without a credit wait; s gets exactly the others */
+	/* the messages without a credit wait, each counted once as a stall;
+	 * s, holding what arrives, gets no more than the credits it granted
+	 * less the one kept for returning credits (rmsg.7). A credit s
+	 * returned just before (for the write_imm of part 2, over RDMA) may
+	 * land after the sends and let stalled ones through: arrivals and
+	 * stalls cover the sends, not always exactly */
 	T_RUN_UNTIL(loop,
 		    cst(c).credit_stalls > cb.credit_stalls &&
 			    (uint64_t)s_msgs + cst(c).credit_stalls -
-					    cb.credit_stalls ==
+					    cb.credit_stalls >=
 				    (uint64_t)n_ok,
 		    30);
-	stalls = cst(c).credit_stalls - cb.credit_stalls;
 	t_run_for(loop, 0.2 * t_scale()); /* nothing more may arrive */
-	EQ(s_msgs, n_ok - (int)stalls);
+	stalls = cst(c).credit_stalls - cb.credit_stalls;
+	T_ASSERT(s_msgs <= SCREDITS - 1 && s_msgs + (int)stalls >= n_ok,
+		 "%d arrived with %d credits granted, %llu stalled of %d",
+		 s_msgs, SCREDITS, (unsigned long long)stalls, n_ok);
 	printf("credits: %d sent, %d arrived before the release, %llu "
 	       "stalled; send queue full %d times\n",
 	       n_ok, s_msgs, (unsigned long long)stalls, eagain);

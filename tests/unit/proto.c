@@ -66,6 +66,7 @@ static void hdr_encode__roundtrip_every_type(void **state)
 		{RMSGI_T_READ_RESP, MAX_LEN, 0},
 		{RMSGI_T_IMM, 0, UINT32_MAX},
 		{RMSGI_T_AUTH, RMSGI_AUTH_MAX, 4095},
+		{RMSGI_T_PACK, RMSGI_PACK_MAX, 1},
 	};
 	size_t i;
 

@@ -138,7 +138,7 @@ STATS_FIELDS = (
     "imm_recv", "credit_stalls", "sendq_full", "ka_probes", "ka_timeouts",
     "refused_peer", "refused_ours", "proto_errors", "fallbacks",
     "conns_opened", "conns_accepted", "conns_refused", "conns_closed",
-    "auth_failures",
+    "auth_failures", "packs_sent", "packed_sent", "packs_recv", "packed_recv",
 )
 
 

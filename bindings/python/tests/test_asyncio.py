@@ -165,12 +165,12 @@ async def test_recv_queue_settings():
         rmsg.Context(recv_queue=-1)
 
 
-async def _sender(p, n, sends):
+async def _sender(p, n, sends, pad=b""):
     """Serves each connection with n sends at once, their futures in
-    sends."""
+    sends; each message is b"m<i>" + pad."""
     async def per_conn(conn):
         for i in range(n):
-            f = conn.send(b"m%d" % i)
+            f = conn.send(b"m%d" % i + pad)
             # those a close cancels: retrieved, not warned about
             f.add_done_callback(lambda f: f.cancelled() or f.exception())
             sends.append(f)
@@ -199,9 +199,13 @@ async def test_recv_queue_applies_backpressure(bound):
     (3)); then the peer's sends wait for credits (its credit_stalls,
     rmsg_conn_stats(3)). Reading releases them, in order."""
     credits, n = 8, 200
+    # more than half the default eager size (8 KiB): one message a frame
+    # (smaller ones that queue up share a frame and its credit: packed,
+    # rmsg_conn_stats(3))
+    pad = bytes(5000)
     sends = []
     async with Pair() as p:
-        await _sender(p, n, sends)
+        await _sender(p, n, sends, pad)
         conn = await p.connect(recv_queue=bound, credits=credits)
         await wait_until(lambda: len(sends) == n, 10, "the sends")
 
@@ -215,14 +219,14 @@ async def test_recv_queue_applies_backpressure(bound):
         # each recv() makes room: a held message moves into the queue and
         # its credit goes back, so the sender goes on after one recv(),
         # long before the queue is empty
-        assert await conn.recv() == b"m0"
+        assert await conn.recv() == b"m0" + pad
 
         async def more():
             return await _stat(conn, "msgs_recv") > got
         await _until(more, 10, "credits back after recv()")
         # reading drains it all, in order, and the sends complete
         for i in range(1, n):
-            assert await conn.recv() == b"m%d" % i
+            assert await conn.recv() == b"m%d" % i + pad
         await asyncio.wait_for(asyncio.gather(*sends), scaled(10))
         assert await _stat(conn, "msgs_recv") == n
 

@@ -27,8 +27,10 @@
  * Rendezvous: the sender registers its pieces (through the registration
  * cache of mr.c, without remote rights), binds a type-2 memory window
  * for remote read over each on this connection's QP, and sends their
- * segments (a piece over SEG_MAX bytes in several) after the binds; the
- * receiver reads them (split at the device's message size limit) into a
+ * segments (a piece over SEG_MAX bytes in several) after the binds,
+ * which kick() posts only onto an empty send queue (rxe executes a bind
+ * again when a SEND before it is retransmitted, and a type-2 window's
+ * second bind fails); the receiver reads them (split at the device's message size limit) into a
  * pool buffer and then acknowledges, and the windows go. No other
  * connection can read them.
  * What a connection reads at a time is bounded by its share of the

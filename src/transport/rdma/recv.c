@@ -343,14 +343,17 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 	 * to the configured maximum */
 	ret = rmsgi_hdr_decode(rb->buf, wc->byte_len, rc->ci->cfg->max_msg_size,
 			       &h);
-	/* DATA and AUTH carry their payload in the buffer */
-	if (ret == 0 && (h.type == RMSGI_T_DATA || h.type == RMSGI_T_AUTH) &&
+	/* DATA, PACK and AUTH carry their payload in the buffer */
+	if (ret == 0 &&
+	    (h.type == RMSGI_T_DATA || h.type == RMSGI_T_PACK ||
+	     h.type == RMSGI_T_AUTH) &&
 	    h.len != wc->byte_len - RMSGI_HDR_SIZE)
 		ret = -EPROTO;
 	if (ret == 0 && !rmsgi_tr_frame_ok(RDMA_CAPS, h.type))
 		ret = -EPROTO;
 	if (ret == 0 && h.type != RMSGI_T_DATA && h.type != RMSGI_T_RNDV_REQ &&
-	    h.type != RMSGI_T_AUTH && wc->byte_len != RMSGI_HDR_SIZE)
+	    h.type != RMSGI_T_AUTH && h.type != RMSGI_T_PACK &&
+	    wc->byte_len != RMSGI_HDR_SIZE)
 		ret = -EPROTO;
 	/* the device never completes more than the buffer; trust nothing */
 	if (ret == 0 && wc->byte_len > r->stride)
