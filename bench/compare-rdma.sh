@@ -12,6 +12,9 @@
 #   lat_event  rmsg-perf send lat (event mode) vs ib_send_lat -e  (t_typical)
 #   bw_write   rmsg-perf write_imm bw          vs ib_write_bw     (MB/s)
 #   rate_send  rmsg-perf send rate             vs ib_send_bw      (Mmsg/s)
+#              (both DEPTH operations outstanding)
+#   rate_default  the same, rmsg-perf without -c and -W, ib_send_bw
+#              with its default tx depth (issue 16's target: >= 2x)
 #   ucx_tag_lat  rmsg-perf send lat -b POLL_US vs ucx_perftest -t tag_lat
 #                (50th percentile, polling)
 #   ucx_tag_bw   rmsg-perf send rate, its defaults  vs ucx_perftest -t
@@ -43,7 +46,7 @@
 #   DEPTH [128]                rmsg-perf window and credits in bw and rate
 #                              (perftest's default tx depth is 128)
 #   POLL_US [100000]           rmsg busy-poll time for lat_poll
-#   METRICS [lat_poll lat_event bw_write rate_send ucx_tag_lat ucx_tag_bw
+#   METRICS [lat_poll lat_event bw_write rate_send rate_default ucx_tag_lat ucx_tag_bw
 #            fi_pingpong fd_lat_poll fd_lat_event fd_rpc_event
 #            fd_rate_send]
 #   UCX_COMPARE [1]            0: leave out ucx_tag_lat and ucx_tag_bw
@@ -87,7 +90,7 @@ UCX_ENV=${UCX_ENV:-UCX_TLS=rc_verbs,ud_verbs,self UCX_IB_GID_INDEX=0}
 EXT_SIZES=${EXT_SIZES:-64}
 BASELINE=${BASELINE:-}
 if [ -z "${METRICS:-}" ]; then
-	METRICS="lat_poll lat_event bw_write rate_send"
+	METRICS="lat_poll lat_event bw_write rate_send rate_default"
 	# UCX and libfabric against this tree only, not in an A/B of two trees
 	if [ -z "$BASELINE" ]; then
 		[ "$UCX_COMPARE" = 0 ] || METRICS="$METRICS ucx_tag_lat ucx_tag_bw"
@@ -277,6 +280,14 @@ pair_one() {
 		a=$(val "$line" mmsgs)
 		[ -n "${in_base:-}" ] || b=$(perf ib_send_bw -F -s "$s" -n "$n" | awk -v s="$s" '$1 == s { print $5 }')
 		;;
+	rate_default)
+		# both with their defaults: rmsg-perf's credits and window,
+		# perftest's tx depth
+		n=$RATE_ITERS
+		line=$(rmsg "" -o send -m rate -s "$s" -n "$n")
+		a=$(val "$line" mmsgs)
+		[ -n "${in_base:-}" ] || b=$(perf ib_send_bw -F -s "$s" -n "$n" | awk -v s="$s" '$1 == s { print $5 }')
+		;;
 	ucx_tag_lat)
 		n=$(iters "$LAT_BYTES" "$LAT_ITERS" "$s")
 		line=$(rmsg "-b $POLL_US" -b "$POLL_US" -o send -m lat -s "$s" \
@@ -356,7 +367,7 @@ for r in $(seq "$ROUNDS"); do
 	echo "round $r/$ROUNDS ($(($(date +%s) - start)) s)" >&2
 	for m in $METRICS; do
 		sizes=$SIZES
-		[ "$m" = rate_send ] && sizes=$RATE_SIZES
+		case $m in rate_*) sizes=$RATE_SIZES ;; esac
 		case $m in ucx_* | fi_*) sizes=$EXT_SIZES ;; esac
 		[ "${m#fd_}" = "$m" ] || sizes=$FD_SIZES
 		for s in $sizes; do
@@ -414,7 +425,7 @@ tables() {
 		if (m == "lat_poll") return "ib_send_lat"
 		if (m == "lat_event") return "ib_send_lat -e"
 		if (m == "bw_write") return "ib_write_bw"
-		if (m == "rate_send") return "ib_send_bw"
+		if (m ~ /^rate_/) return "ib_send_bw"
 		if (m == "ucx_tag_lat") return "ucx_perftest tag_lat"
 		if (m == "ucx_tag_bw") return "ucx_perftest tag_bw"
 		if (m == "fi_pingpong") return "fi_pingpong verbs msg"
@@ -425,7 +436,7 @@ tables() {
 		if (s != 64 || bname != "perftest") return ""
 		if (m == "lat_poll") return "<= 1.10"
 		if (m == "lat_event") return "<= 1.00"
-		if (m == "rate_send") return ">= 2"
+		if (m ~ /^rate_/) return ">= 2"
 		if (m == "ucx_tag_lat") return "<= 0.95"
 		return ""
 	}' "$RESULTS"
