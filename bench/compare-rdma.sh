@@ -46,9 +46,9 @@
 #   DEPTH [128]                rmsg-perf window and credits in bw and rate
 #                              (perftest's default tx depth is 128)
 #   POLL_US [100000]           rmsg busy-poll time for lat_poll
-#   METRICS [lat_poll lat_event bw_write rate_send rate_default ucx_tag_lat ucx_tag_bw
-#            fi_pingpong fd_lat_poll fd_lat_event fd_rpc_event
-#            fd_rate_send]
+#   METRICS [lat_poll lat_event bw_write rate_send rate_default
+#            ucx_tag_lat ucx_tag_bw fi_pingpong fd_lat_poll
+#            fd_lat_event fd_rpc_event fd_rate_send]
 #   UCX_COMPARE [1]            0: leave out ucx_tag_lat and ucx_tag_bw
 #   FI_COMPARE [1]             0: leave out fi_pingpong
 #   UCX_ENV [UCX_TLS=rc_verbs,ud_verbs,self UCX_IB_GID_INDEX=0]
