@@ -24,8 +24,11 @@ tcp)
 rdma)
 	script=compare-rdma.sh
 	metrics=("lat_poll | 64 " "lat_event | 64 " "bw_write | 65536 "
-		"rate_send | 64 " "fd_lat_poll | 64 " "fd_lat_event | 64 "
+		"rate_send | 64 " "rate_default | 64 " "fd_lat_poll | 64 " "fd_lat_event | 64 "
 		"fd_rpc_event | 64 " "fd_rate_send | 64 ")
+	# UCX and libfabric beside perftest (issue 16), unless left out
+	[ "${UCX_COMPARE:-1}" = 0 ] || metrics+=("ucx_tag_lat | 64 " "ucx_tag_bw | 64 ")
+	[ "${FI_COMPARE:-1}" = 0 ] || metrics+=("fi_pingpong | 64 ")
 	;;
 python-tcp | python-rdma)
 	# the Python binding against rmsg-perf (issue 19)

@@ -12,6 +12,17 @@
 #   lat_event  rmsg-perf send lat (event mode) vs ib_send_lat -e  (t_typical)
 #   bw_write   rmsg-perf write_imm bw          vs ib_write_bw     (MB/s)
 #   rate_send  rmsg-perf send rate             vs ib_send_bw      (Mmsg/s)
+#              (both DEPTH operations outstanding)
+#   rate_default  the same, rmsg-perf without -c and -W, ib_send_bw
+#              with its default tx depth (issue 16's target: >= 2x)
+#   ucx_tag_lat  rmsg-perf send lat -b POLL_US vs ucx_perftest -t tag_lat
+#                (50th percentile, polling)
+#   ucx_tag_bw   rmsg-perf send rate, its defaults  vs ucx_perftest -t
+#                tag_bw, its defaults (Mmsg/s, "overall")
+#   fi_pingpong  rmsg-perf send lat -b POLL_US (its mean) vs fi_pingpong
+#                -p verbs -e msg (usec/xfer: a mean, it has no median)
+# (UCX with UCX_ENV, by default UCX_TLS=rc_verbs,ud_verbs,self
+# UCX_IB_GID_INDEX=0; the three only at 64 B and only without BASELINE)
 # and librmsg's fd mode against its libev mode (rmsg-perf -L epoll
 # against -L ev, both ends; the order alternates with the round), in a
 # second table, at FD_SIZES:
@@ -35,8 +46,14 @@
 #   DEPTH [128]                rmsg-perf window and credits in bw and rate
 #                              (perftest's default tx depth is 128)
 #   POLL_US [100000]           rmsg busy-poll time for lat_poll
-#   METRICS [lat_poll lat_event bw_write rate_send fd_lat_poll
+#   METRICS [lat_poll lat_event bw_write rate_send rate_default
+#            ucx_tag_lat ucx_tag_bw fi_pingpong fd_lat_poll
 #            fd_lat_event fd_rpc_event fd_rate_send]
+#   UCX_COMPARE [1]            0: leave out ucx_tag_lat and ucx_tag_bw
+#   FI_COMPARE [1]             0: leave out fi_pingpong
+#   UCX_ENV [UCX_TLS=rc_verbs,ud_verbs,self UCX_IB_GID_INDEX=0]
+#                              ucx_perftest's environment (both ends)
+#   EXT_SIZES [64]             sizes of the ucx_ and fi_ metrics
 #   FD_SIZES [64]              sizes of the fd_ metrics
 #   RESULTS [$RMSG_VM_RESULTS/results-rdma.txt, else bench/results-rdma.txt]
 #   BASELINE [unset]           a built librmsg tree (e.g. a worktree of
@@ -67,7 +84,20 @@ BW_BYTES=${BW_BYTES:-67108864}
 RATE_ITERS=${RATE_ITERS:-20000}
 DEPTH=${DEPTH:-128}
 POLL_US=${POLL_US:-100000}
-METRICS=${METRICS:-lat_poll lat_event bw_write rate_send fd_lat_poll fd_lat_event fd_rpc_event fd_rate_send}
+UCX_COMPARE=${UCX_COMPARE:-1}
+FI_COMPARE=${FI_COMPARE:-1}
+UCX_ENV=${UCX_ENV:-UCX_TLS=rc_verbs,ud_verbs,self UCX_IB_GID_INDEX=0}
+EXT_SIZES=${EXT_SIZES:-64}
+BASELINE=${BASELINE:-}
+if [ -z "${METRICS:-}" ]; then
+	METRICS="lat_poll lat_event bw_write rate_send rate_default"
+	# UCX and libfabric against this tree only, not in an A/B of two trees
+	if [ -z "$BASELINE" ]; then
+		[ "$UCX_COMPARE" = 0 ] || METRICS="$METRICS ucx_tag_lat ucx_tag_bw"
+		[ "$FI_COMPARE" = 0 ] || METRICS="$METRICS fi_pingpong"
+	fi
+	METRICS="$METRICS fd_lat_poll fd_lat_event fd_rpc_event fd_rate_send"
+fi
 FD_SIZES=${FD_SIZES:-64}
 ADDR=${RMSG_TEST_ADDR:-198.18.0.1}
 if [ -n "${RMSG_VM_RESULTS:-}" ]; then
@@ -75,9 +105,11 @@ if [ -n "${RMSG_VM_RESULTS:-}" ]; then
 else
 	RESULTS=${RESULTS:-$here/results-rdma.txt}
 fi
-BASELINE=${BASELINE:-}
-for t in ib_send_lat ib_write_bw ib_send_bw; do
-	command -v $t > /dev/null || { echo "compare-rdma.sh: $t missing" >&2; exit 1; }
+tools="ib_send_lat ib_write_bw ib_send_bw"
+case " $METRICS " in *" ucx_"*) tools="$tools ucx_perftest" ;; esac
+case " $METRICS " in *" fi_"*) tools="$tools fi_pingpong" ;; esac
+for t in $tools; do
+	command -v "$t" > /dev/null || { echo "compare-rdma.sh: $t missing (UCX_COMPARE=0 or FI_COMPARE=0 leaves out UCX or libfabric)" >&2; exit 1; }
 done
 
 # a snapshot of the library and rmsg-perf built against it
@@ -150,6 +182,36 @@ perf() {
 	stop_server
 }
 
+# ext SERVER-CMD... -- CLIENT-CMD...: the server of UCX or libfabric,
+# then its client once the server's TCP port (PORT in the commands, the
+# next free one) listens; prints the client's output
+ext() {
+	local sv=() cl=() a
+	port=$((port + 1))
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do sv+=("${1//PORT/$port}"); shift; done
+	shift
+	for a in "$@"; do cl+=("${a//PORT/$port}"); done
+	"${sv[@]}" > "$B/ext-srv.out" 2>&1 &
+	srv=$!
+	for _ in $(seq 200); do
+		ss -Hltn "sport = :$port" 2> /dev/null | grep -q . && break
+		kill -0 "$srv" 2> /dev/null || break
+		sleep 0.05
+	done
+	timeout 300 "${cl[@]}" 2> "$B/ext-cli.err"
+	stop_server
+}
+
+# ucx ARGS...: ucx_perftest with UCX_ENV at both ends; prints its final
+# line (-f: iterations, latency 50th percentile, average, overall,
+# bandwidth average, overall, message rate average, overall)
+ucx() {
+	# shellcheck disable=SC2086 # UCX_ENV is a list of NAME=VALUE
+	ext env $UCX_ENV ucx_perftest -p PORT "$@" -- \
+		env $UCX_ENV ucx_perftest "$ADDR" -p PORT -f "$@" |
+		awk '$1 ~ /^[0-9]+$/ && NF >= 8 { l = $0 } END { print l }'
+}
+
 val() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 iters() { # budget max size
 	local n=$(($1 / $3))
@@ -173,10 +235,27 @@ pair() {
 		b=$b0
 	else
 		pair_one "$m" "$s"
+		# a figure that is not a number (ib_send_lat -e printed inf
+		# for a short run once): the pair runs again, twice at most
+		local tries=1
+		while [ -n "$b" ] && ! printf '%s' "$b" |
+			grep -Eq '^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$' &&
+			[ $tries -lt 3 ]; do
+			echo "# $m $s: the baseline printed '$b': once more" | tee -a "$RESULTS" >&2
+			pair_one "$m" "$s"
+			tries=$((tries + 1))
+		done
 	fi
 	echo "round=$r metric=$m size=$s iters=$n rmsg=${a:-0} base=${b:-0}" >> "$RESULTS"
 	[ -n "$a" ] || { echo "# $m $s: rmsg-perf gave no result:" "$(tail -2 "$B/cli.err")" | tee -a "$RESULTS" >&2; }
-	[ -n "$b" ] || echo "# $m $s: the baseline gave no result" | tee -a "$RESULTS" >&2
+	if [ -z "$b" ]; then
+		case $m in
+		ucx_* | fi_*)
+			echo "# $m $s: the baseline gave no result:" \
+				"$(tail -3 "$B/ext-cli.err" "$B/ext-srv.out" | tr '\n' ' ')" ;;
+		*) echo "# $m $s: the baseline gave no result" ;;
+		esac | tee -a "$RESULTS" >&2
+	fi
 }
 
 # one metric's run of each side (only the librmsg side in BASELINE mode)
@@ -210,6 +289,39 @@ pair_one() {
 			-s "$s" -n "$n")
 		a=$(val "$line" mmsgs)
 		[ -n "${in_base:-}" ] || b=$(perf ib_send_bw -F -s "$s" -n "$n" | awk -v s="$s" '$1 == s { print $5 }')
+		;;
+	rate_default)
+		# both with their defaults: rmsg-perf's credits and window,
+		# perftest's tx depth
+		n=$RATE_ITERS
+		line=$(rmsg "" -o send -m rate -s "$s" -n "$n")
+		a=$(val "$line" mmsgs)
+		[ -n "${in_base:-}" ] || b=$(perf ib_send_bw -F -s "$s" -n "$n" | awk -v s="$s" '$1 == s { print $5 }')
+		;;
+	ucx_tag_lat)
+		n=$(iters "$LAT_BYTES" "$LAT_ITERS" "$s")
+		line=$(rmsg "-b $POLL_US" -b "$POLL_US" -o send -m lat -s "$s" \
+			-n "$n" -w 20)
+		a=$(val "$line" lat_us)
+		b=$(ucx -t tag_lat -s "$s" -n "$n" -w 20 | awk '{ print $2 }')
+		;;
+	ucx_tag_bw)
+		n=$RATE_ITERS
+		line=$(rmsg "" -o send -m rate -s "$s" -n "$n")
+		a=$(val "$line" mmsgs)
+		b=$(ucx -t tag_bw -s "$s" -n "$n" -w 20 |
+			awk 'NF { printf "%.6f\n", $8 / 1e6 }')
+		;;
+	fi_pingpong)
+		# fi_pingpong reports a mean (usec/xfer: its time over the
+		# messages each way), so the librmsg side is its mean too
+		n=$(iters "$LAT_BYTES" "$LAT_ITERS" "$s")
+		line=$(rmsg "-b $POLL_US" -b "$POLL_US" -o send -m lat -s "$s" \
+			-n "$n" -w 20)
+		a=$(val "$line" mean_us)
+		b=$(ext fi_pingpong -p verbs -e msg -S "$s" -I "$n" -B PORT -- \
+			fi_pingpong -p verbs -e msg -S "$s" -I "$n" -P PORT "$ADDR" |
+			awk -v s="$s" '$1 == s && NF >= 8 { print $7 }')
 		;;
 	fd_*)
 		fd_ab "$m" "$s"
@@ -252,13 +364,21 @@ fd_ab() {
 		"$(ls /sys/class/infiniband 2> /dev/null | tr '\n' ' ')"
 	echo "# $(ib_send_lat --version 2>&1 | head -1), sizes: $SIZES," \
 		"rate sizes: $RATE_SIZES, depth $DEPTH, poll $POLL_US us"
+	echo "# metrics: $METRICS"
+	case " $METRICS " in *" ucx_"*)
+		echo "# UCX $(ucx_info -v 2>&1 | sed -n 's/^# *Version //p' | head -1), env: $UCX_ENV" ;;
+	esac
+	case " $METRICS " in *" fi_"*)
+		echo "# fi_pingpong, $(fi_info --version 2>&1 | tr '\n' ' ')" ;;
+	esac
 } > "$RESULTS"
 start=$(date +%s)
 for r in $(seq "$ROUNDS"); do
 	echo "round $r/$ROUNDS ($(($(date +%s) - start)) s)" >&2
 	for m in $METRICS; do
 		sizes=$SIZES
-		[ "$m" = rate_send ] && sizes=$RATE_SIZES
+		case $m in rate_*) sizes=$RATE_SIZES ;; esac
+		case $m in ucx_* | fi_*) sizes=$EXT_SIZES ;; esac
 		[ "${m#fd_}" = "$m" ] || sizes=$FD_SIZES
 		for s in $sizes; do
 			pair "$m" "$s"
@@ -270,7 +390,7 @@ bname=perftest
 [ -n "$BASELINE" ] && bname="baseline librmsg"
 # tables WANT: the rows of the fd_ metrics (WANT=fd) or of the others
 tables() {
-	awk -v want="$1" '
+	awk -v want="$1" -v bname="$bname" '
 	function med(x, n,   i, j, t) {
 		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
 			if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t }
@@ -289,25 +409,54 @@ tables() {
 	END {
 		for (i = 1; i <= nk; i++) {
 			k = order[i]; split(k, p, " "); c = n[k]
-			if (!c) { printf "| %s | %s | no data | | | | |%s 0 |\n", p[1], p[2], want == "fd" ? " |" : ""; continue }
+			if (!c) { printf "| %s | %s | no data | | | | |%s 0 |%s\n", p[1], p[2], want == "fd" ? " |" : "", want == "fd" ? "" : " " tool(p[1]) " | " target(p[1], p[2]) " | |"; continue }
 			delete a; delete b; delete q
 			for (j = 1; j <= c; j++) { a[j] = A[k, j]; b[j] = Bv[k, j]; q[j] = R[k, j] }
 			ma = med(a, c); mb = med(b, c); mq = med(q, c)
 			if (want == "fd")
 				printf "| %s | %s | %.4g | %.4g | %.3f | %.3f | %.3f | %.3f | %d |\n",
 					p[1], p[2], ma, mb, ma / mb, mq, q[1], q[c], c
-			else
-				printf "| %s | %s | %.4g | %.4g | %.3f | %.3f | %.3f | %d |\n",
-					p[1], p[2], ma, mb, ma / mb, q[1], q[c], c
+			else {
+				t = target(p[1], p[2]); met = ""
+				if (t != "") {
+					split(t, tv, " ")
+					met = (tv[1] == "<=" ? ma / mb <= tv[2] : ma / mb >= tv[2]) ? "yes" : "no"
+					if (met == "no" && (tv[1] == "<=" ? q[1] <= tv[2] : q[c] >= tv[2]))
+						met = "no (some rounds yes)"
+				}
+				printf "| %s | %s | %.4g | %.4g | %.3f | %.3f | %.3f | %d | %s | %s | %s |\n",
+					p[1], p[2], ma, mb, ma / mb, q[1], q[c], c, tool(p[1]), t, met
+			}
 		}
+	}
+	# the baseline of a metric
+	function tool(m) {
+		if (bname != "perftest") return bname
+		if (m == "lat_poll") return "ib_send_lat"
+		if (m == "lat_event") return "ib_send_lat -e"
+		if (m == "bw_write") return "ib_write_bw"
+		if (m ~ /^rate_/) return "ib_send_bw"
+		if (m == "ucx_tag_lat") return "ucx_perftest tag_lat"
+		if (m == "ucx_tag_bw") return "ucx_perftest tag_bw"
+		if (m == "fi_pingpong") return "fi_pingpong verbs msg"
+		return "?"
+	}
+	# the targets of issue 16, on the ratio librmsg / baseline, 64 B
+	function target(m, s) {
+		if (s != 64 || bname != "perftest") return ""
+		if (m == "lat_poll") return "<= 1.10"
+		if (m == "lat_event") return "<= 1.00"
+		if (m ~ /^rate_/) return ">= 2"
+		if (m == "ucx_tag_lat") return "<= 0.95"
+		return ""
 	}' "$RESULTS"
 }
 base_rows=$(tables base)
 table=
 if [ -n "$base_rows" ]; then
 	table=$(
-		echo "| metric | size | librmsg median | $bname median | ratio of medians | min ratio | max ratio | rounds |"
-		echo "|---|---|---|---|---|---|---|---|"
+		echo "| metric | size | librmsg median | baseline median | ratio of medians | min ratio | max ratio | rounds | baseline | target (issue 16) | met (ratio of medians) |"
+		echo "|---|---|---|---|---|---|---|---|---|---|---|"
 		echo "$base_rows"
 	)
 fi
@@ -326,10 +475,12 @@ fi
 	echo "$table"
 	echo
 	echo "latency: half round trip in us (median; perftest t_typical);" \
-		"bw_write: 10^6 bytes/s; rate_send: 10^6 messages/s;" \
+		"bw_write: 10^6 bytes/s; rate_send, ucx_tag_bw: 10^6 messages/s;" \
+		"fi_pingpong: means, not medians;" \
 		"fd_: rmsg-perf -L epoll against -L ev"
 } >> "$RESULTS"
 echo "$table"
-echo "(latency us, half round trip; bw_write MB/s = 10^6 B/s; rate_send Mmsg/s;" \
+echo "(latency us, half round trip; bw_write MB/s = 10^6 B/s; rate_send, ucx_tag_bw Mmsg/s;" \
+	"fi_pingpong: means;" \
 	"fd_: rmsg-perf -L epoll against -L ev, both ends)"
 echo "results: $RESULTS" >&2
