@@ -184,12 +184,14 @@ int rmsgi_budget_take(struct rmsg_ctx *ctx, size_t bytes)
 		return -ENOMEM;
 	}
 	t->bytes += bytes;
+	ctx->st.reg_taken += bytes;
 	return 0;
 }
 
 void rmsgi_budget_give(struct rmsg_ctx *ctx, size_t bytes)
 {
 	ctx->mrt.bytes -= bytes;
+	ctx->st.reg_given += bytes;
 }
 
 static size_t page_span(const void *addr, size_t len)
