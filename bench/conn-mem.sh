@@ -12,7 +12,8 @@
 # In the VM: tests/vm/run-in-vm.sh -t 1800 -m 8192 -r /tmp/cm-out --
 #   $PWD/bench/conn-mem.sh mem rdma   (results in /tmp/cm-out)
 #
-# mem: per count, a fresh server; the client opens COUNT connections
+# mem: per count, a fresh server (its listener's max_conns lifted to the
+# count); the client opens COUNT connections
 # (CONC connects outstanding), one 64 B message and its echo on each,
 # then all idle; the table has the server's and the client's memory per
 # connection (VmRSS after minus before, over the connections that carried
@@ -108,14 +109,17 @@ cleanup() { [ -n "$srv" ] && kill "$srv" 2> /dev/null; }
 trap cleanup EXIT
 port=$((20000 + $$ % 1000))
 
-# start_server [WRAPPER...]: a fresh server on a fresh port, its stdout
+# start_server N [WRAPPER...]: a fresh server on a fresh port that takes
+# N connections (rmsg_cfg_set_max_conns, when above the default), stdout
 # in $B/srv.out and stderr (the library's log) in $B/srv.err
 start_server() {
-	local i
+	local i n=$1
+	shift
 	port=$((port + 1))
 	uri="$tr://$ADDR:$port"
 	: > "$B/srv.out"
-	"$@" "$B/conn_mem" server -u "$uri" > "$B/srv.out" 2> "$B/srv.err" &
+	"$@" "$B/conn_mem" server -u "$uri" -n "$n" > "$B/srv.out" \
+		2> "$B/srv.err" &
 	srv=$!
 	for i in $(seq 600); do
 		grep -q listening "$B/srv.out" && return 0
@@ -146,7 +150,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)
 
 mem_run() {
 	local n=$1 cli out srvline why
-	start_server || return 1
+	start_server "$n" || return 1
 	out=$(timeout "$TIMEOUT" "$B/conn_mem" client -u "$uri" -n "$n" \
 		-c "$CONC" 2> "$B/cli.err")
 	stop_server
@@ -174,7 +178,7 @@ mem_run() {
 
 rate_run() {
 	local n=$1 out line
-	start_server || return 1
+	start_server "$n" || return 1
 	out=$(timeout "$TIMEOUT" "$B/conn_mem" client -u "$uri" -n "$n" \
 		-c "$CONC" -r "$SECS" -W "$WINDOW" 2> "$B/cli.err")
 	stop_server
@@ -197,7 +201,7 @@ rate_run() {
 cg_run() {
 	local n=$1 f=$B/cg.out out calls ir
 	rm -f "$f"
-	start_server valgrind --tool=callgrind --collect-atstart=no \
+	start_server "$n" valgrind --tool=callgrind --collect-atstart=no \
 		--callgrind-out-file="$f" || return 1
 	out=$(timeout "$TIMEOUT" "$B/conn_mem" client -u "$uri" -n "$n" \
 		-c "$CONC" -r "$CG_SECS" -W "$WINDOW" 2> "$B/cli.err")

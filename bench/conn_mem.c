@@ -3,7 +3,7 @@
  * conn_mem.c - memory per idle connection, and the RPC rate against the
  * number of connections (issue 20). One program, two roles:
  *
- *   conn_mem server -u URI [-v]
+ *   conn_mem server -u URI [-n MAX_CONNS] [-v]
  *   conn_mem client -u URI -n CONNS [-c CONCURRENT] [-r SECS] [-W WINDOW]
  *
  * The client opens CONNS connections to the server, at most CONCURRENT
@@ -64,6 +64,7 @@ static struct ev_loop *loop;
 static struct rmsg_ctx *ctx;
 static const char *uri;
 static int verbose;
+static int opt_n = 1; /* -n */
 
 static void die(const char *what, int err)
 {
@@ -238,14 +239,23 @@ static int run_server(void)
 				    .on_msg = srv_msg,
 				    .on_close = srv_close};
 	struct rmsg_listener *l;
+	struct rmsg_cfg *cfg;
 	int ret;
 
+	/* the listener's default limit (4096 connections) would stop
+	 * the larger counts: lifted to what -n says (at least the default) */
+	ret = rmsg_cfg_create(&cfg);
+	if (!ret && opt_n > 4096)
+		ret = rmsg_cfg_set_max_conns(cfg, (unsigned)opt_n);
+	if (ret)
+		die("cfg", ret);
 	srv.rss0 = rss_kib();
 	srv.reg0 = reg_held();
 	ret = rmsg_handle(ctx, METHOD, srv_call, NULL);
 	if (ret)
 		die("rmsg_handle", ret);
-	ret = rmsg_listen(ctx, uri, NULL, &ops, NULL, NULL, &l);
+	ret = rmsg_listen(ctx, uri, cfg, &ops, NULL, NULL, &l);
+	rmsg_cfg_destroy(cfg);
 	if (ret)
 		die("rmsg_listen", ret);
 	printf("conn_mem side=server listening\n");
@@ -504,7 +514,7 @@ static int run_client(void)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: conn_mem server -u URI [-v]\n"
+		"usage: conn_mem server -u URI [-n MAX_CONNS] [-v]\n"
 		"       conn_mem client -u URI -n CONNS [-c CONCURRENT] "
 		"[-r SECS] [-W WINDOW] [-v]\n");
 	exit(2);
@@ -522,7 +532,6 @@ int main(int argc, char **argv)
 		server = 0;
 	else
 		usage();
-	cli.n = 1;
 	cli.conc = 64;
 	cli.window = 32;
 	optind = 2;
@@ -532,7 +541,7 @@ int main(int argc, char **argv)
 			uri = optarg;
 			break;
 		case 'n':
-			cli.n = atoi(optarg);
+			opt_n = atoi(optarg);
 			break;
 		case 'c':
 			cli.conc = atoi(optarg);
@@ -550,6 +559,7 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
+	cli.n = opt_n;
 	if (!uri || cli.n < 1 || cli.conc < 1 || cli.window < 1)
 		usage();
 	raise_nofile();
