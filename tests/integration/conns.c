@@ -259,7 +259,6 @@ static void run_phase(struct ev_loop *loop, struct rmsg_ctx *sctx,
 		T_ASSERT(i % 2 ? p->srv.reason == 0 : p->cli.reason == 0,
 			 "conn %d: on_close reason %d on the closing side", i,
 			 i % 2 ? p->srv.reason : p->cli.reason);
-		/* covers: rmsg_connect.3 ESHUTDOWN */
 		T_ASSERT(i % 2 ? p->cli.reason == -ESHUTDOWN
 			       : p->srv.reason == -ESHUTDOWN,
 			 "conn %d: on_close reason %d on the peer of the "
