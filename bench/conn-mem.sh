@@ -177,7 +177,7 @@ mem_run() {
 }
 
 rate_run() {
-	local n=$1 out line
+	local n=$1 out line cli failed why
 	start_server "$n" || return 1
 	out=$(timeout "$TIMEOUT" "$B/conn_mem" client -u "$uri" -n "$n" \
 		-c "$CONC" -r "$SECS" -W "$WINDOW" 2> "$B/cli.err")
@@ -189,11 +189,19 @@ rate_run() {
 		sed 's/^/client-err: /' "$B/cli.err" | head -n 5
 	} >> "$RESULTS"
 	line=$(grep '^conn_mem side=client rpc' <<< "$out")
-	if [ -n "$line" ]; then
-		echo "$(field conns "$line") $(field rate "$line")"
+	cli=$(grep '^conn_mem side=client conns' <<< "$out")
+	failed=$(field failed "$cli")
+	if [ -n "$failed" ] && [ "$failed" != 0 ]; then
+		why="$(field conns "$cli") served, $failed failed: $(sed -n 's/.*first_error="\([^"]*\)".*/\1/p' <<< "$cli")"
+		[ -s "$B/srv.err" ] &&
+			why="$why; server: $(head -n 1 "$B/srv.err" | cut -c1-200)"
 	else
-		cli=$(grep '^conn_mem side=client conns' <<< "$out")
-		echo "fail $(field conns "$cli") $(sed -n 's/.*first_error="\([^"]*\)".*/\1/p' <<< "$cli") $(head -n 1 "$B/cli.err")"
+		why=
+	fi
+	if [ -n "$line" ]; then
+		echo "$(field rate "$line")|$why"
+	else
+		echo "fail|${why:-$(head -n 1 "$B/cli.err")}"
 	fi
 }
 
@@ -236,9 +244,10 @@ for n in $counts; do
 	for r in $(seq "$ROUNDS"); do
 		res=$(rate_run "$n")
 		case $res in
-		fail*) fail=${res#fail } ;;
-		*) rates="$rates ${res#* }" ;;
+		fail*) ;;
+		*) rates="$rates ${res%%|*}" ;;
 		esac
+		[ -n "${res#*|}" ] && fail=${res#*|}
 	done
 	med=$(tr ' ' '\n' <<< "$rates" | grep . | median)
 	echo "| $n | ${med:--} | ${rates# } | ${fail:-ok} |"
