@@ -30,6 +30,10 @@
 #
 # Environment (defaults in brackets):
 #   ROUNDS [3]  SECS [2]  WINDOW [32]  CONC [64]  TIMEOUT [900] per run
+#   PER_CTX [500 over RDMA, 0 over TCP]: connections per client
+#   context (0: one context); over RDMA one context's SRQ takes 511
+#   connections at the default credits, which would stop the client
+#   before the server
 #   CG_CONNS [1 100]  CG_SECS [3]  ADDR [127.0.0.1 for tcp; for rdma
 #   RMSG_TEST_ADDR, else 198.18.0.1]
 #   RESULTS [$RMSG_VM_RESULTS/results-conn.txt, else
@@ -73,6 +77,16 @@ CONC=${CONC:-64}
 TIMEOUT=${TIMEOUT:-900}
 CG_CONNS=${CG_CONNS:-1 100}
 CG_SECS=${CG_SECS:-3}
+# connections per client context: over RDMA a context's SRQ would stop
+# the client before the server (511 at the default credits), so the
+# client spreads its connections over several contexts
+if [ $tr = rdma ]; then
+	PER_CTX=${PER_CTX:-500}
+else
+	PER_CTX=${PER_CTX:-0}
+fi
+# nctx N: the client's contexts for N connections
+nctx() { if [ "$PER_CTX" -gt 0 ]; then echo $((($1 + PER_CTX - 1) / PER_CTX)); else echo 1; fi; }
 if [ $tr = tcp ]; then
 	ADDR=${ADDR:-127.0.0.1}
 else
@@ -152,7 +166,7 @@ mem_run() {
 	local n=$1 cli out srvline why
 	start_server "$n" || return 1
 	out=$(timeout "$TIMEOUT" "$B/conn_mem" client -u "$uri" -n "$n" \
-		-c "$CONC" 2> "$B/cli.err")
+		-c "$CONC" -C "$(nctx "$n")" 2> "$B/cli.err")
 	stop_server
 	{
 		echo "mem count=$n"
@@ -180,7 +194,8 @@ rate_run() {
 	local n=$1 out line cli failed why
 	start_server "$n" || return 1
 	out=$(timeout "$TIMEOUT" "$B/conn_mem" client -u "$uri" -n "$n" \
-		-c "$CONC" -r "$SECS" -W "$WINDOW" 2> "$B/cli.err")
+		-c "$CONC" -C "$(nctx "$n")" -r "$SECS" -W "$WINDOW" \
+		2> "$B/cli.err")
 	stop_server
 	{
 		echo "rate count=$n"
@@ -212,7 +227,8 @@ cg_run() {
 	start_server "$n" valgrind --tool=callgrind --collect-atstart=no \
 		--callgrind-out-file="$f" || return 1
 	out=$(timeout "$TIMEOUT" "$B/conn_mem" client -u "$uri" -n "$n" \
-		-c "$CONC" -r "$CG_SECS" -W "$WINDOW" 2> "$B/cli.err")
+		-c "$CONC" -C "$(nctx "$n")" -r "$CG_SECS" -W "$WINDOW" \
+		2> "$B/cli.err")
 	stop_server
 	calls=$(field calls "$(grep '^conn_mem side=server rpc' <<< "$out")")
 	ir=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$f" | head -n 1)

@@ -4,11 +4,15 @@
  * number of connections (issue 20). One program, two roles:
  *
  *   conn_mem server -u URI [-n MAX_CONNS] [-v]
- *   conn_mem client -u URI -n CONNS [-c CONCURRENT] [-r SECS] [-W WINDOW]
+ *   conn_mem client -u URI -n CONNS [-c CONCURRENT] [-C CONTEXTS]
+ *                   [-r SECS] [-W WINDOW]
  *
  * The client opens CONNS connections to the server, at most CONCURRENT
  * connects outstanding (64 by default: rdma_cm and a listener's backlog
- * are not flooded), and sends one 64 B message on each; the server echoes
+ * are not flooded), from CONTEXTS contexts on its one loop (1; connection
+ * i on context i % CONTEXTS: a context's own limits, such as the RDMA
+ * SRQ's size, then do not stop the client before the server), and sends
+ * one 64 B message on each; the server echoes
  * it. Once every connection has its echo (or has failed), all of them
  * are idle: the client asks the server, on its first connection, for its
  * report. Both sides print one line:
@@ -61,7 +65,9 @@ struct conn {
 };
 
 static struct ev_loop *loop;
-static struct rmsg_ctx *ctx;
+static struct rmsg_ctx *ctx;	/* the server's; the client's first */
+static struct rmsg_ctx **cctxs; /* the client's -C contexts */
+static int nctx = 1;
 static const char *uri;
 static int verbose;
 static int opt_n = 1; /* -n */
@@ -88,14 +94,20 @@ static long rss_kib(void)
 	return v;
 }
 
+/* summed over the process's contexts */
 static long long reg_held(void)
 {
 	struct rmsg_stats st;
+	long long sum = 0;
+	int i;
 
-	memset(&st, 0, sizeof(st));
-	if (rmsg_ctx_stats(ctx, &st, sizeof(st)) < 0)
-		return -1;
-	return (long long)(st.reg_taken - st.reg_given);
+	for (i = 0; i < nctx; i++) {
+		memset(&st, 0, sizeof(st));
+		if (rmsg_ctx_stats(cctxs[i], &st, sizeof(st)) < 0)
+			return -1;
+		sum += (long long)(st.reg_taken - st.reg_given);
+	}
+	return sum;
 }
 
 static void raise_nofile(void)
@@ -293,7 +305,8 @@ static void cli_connect_more(void)
 		struct conn *k = &cli.conns[cli.next++];
 		int ret;
 
-		ret = rmsg_connect(ctx, uri, NULL, &cli_ops, k, &k->c);
+		ret = rmsg_connect(cctxs[k->idx % nctx], uri, NULL, &cli_ops, k,
+				   &k->c);
 		if (ret) {
 			/* refused at once (a local limit): a result */
 			k->failed = 1;
@@ -516,13 +529,13 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: conn_mem server -u URI [-n MAX_CONNS] [-v]\n"
 		"       conn_mem client -u URI -n CONNS [-c CONCURRENT] "
-		"[-r SECS] [-W WINDOW] [-v]\n");
+		"[-C CONTEXTS] [-r SECS] [-W WINDOW] [-v]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	int server, opt, ret;
+	int server, opt, ret, i;
 
 	if (argc < 2)
 		usage();
@@ -535,8 +548,11 @@ int main(int argc, char **argv)
 	cli.conc = 64;
 	cli.window = 32;
 	optind = 2;
-	while ((opt = getopt(argc, argv, "u:n:c:r:W:v")) != -1) {
+	while ((opt = getopt(argc, argv, "u:n:c:C:r:W:v")) != -1) {
 		switch (opt) {
+		case 'C':
+			nctx = atoi(optarg);
+			break;
 		case 'u':
 			uri = optarg;
 			break;
@@ -560,14 +576,23 @@ int main(int argc, char **argv)
 		}
 	}
 	cli.n = opt_n;
-	if (!uri || cli.n < 1 || cli.conc < 1 || cli.window < 1)
+	if (!uri || cli.n < 1 || cli.conc < 1 || cli.window < 1 || nctx < 1)
 		usage();
 	raise_nofile();
 	loop = ev_default_loop(0);
-	ret = rmsg_ctx_create(loop, NULL, &ctx);
-	if (ret)
-		die("rmsg_ctx_create", ret);
+	if (server)
+		nctx = 1;
+	cctxs = calloc((size_t)nctx, sizeof(*cctxs));
+	if (!cctxs)
+		die("calloc", ENOMEM);
+	for (i = 0; i < nctx; i++) {
+		ret = rmsg_ctx_create(loop, NULL, &cctxs[i]);
+		if (ret)
+			die("rmsg_ctx_create", ret);
+	}
+	ctx = cctxs[0];
 	ret = server ? run_server() : run_client();
-	rmsg_ctx_destroy(ctx);
+	for (i = 0; i < nctx; i++)
+		rmsg_ctx_destroy(cctxs[i]);
 	return ret;
 }
