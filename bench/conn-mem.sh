@@ -21,7 +21,8 @@
 # reg_given, which RSS includes once touched), and, when connections
 # failed, how many and why: the client's reason and the first line the
 # server's library logged (which limit refused). A refusal is a result,
-# not a failure of the script.
+# not a failure of the script; after 64 failed connects the client
+# tries no more (conn_mem -f).
 #
 # rate: per count, ROUNDS runs (median) of SECS seconds of RPC calls
 # (64 B each way, WINDOW outstanding, each next call on the next
@@ -183,7 +184,10 @@ mem_run() {
 	fi
 	why=
 	if [ "$(field failed "$cli")" != 0 ]; then
-		why="$(field failed "$cli") failed: $(sed -n 's/.*first_error="\([^"]*\)".*/\1/p' <<< "$cli")"
+		why="$(field failed "$cli") failed"
+		[ "$(field untried "$cli")" != 0 ] &&
+			why="$why, then $(field untried "$cli") not tried"
+		why="$why: $(sed -n 's/.*first_error="\([^"]*\)".*/\1/p' <<< "$cli")"
 		[ -s "$B/srv.err" ] &&
 			why="$why; server: $(head -n 1 "$B/srv.err" | cut -c1-200)"
 	fi
@@ -207,7 +211,10 @@ rate_run() {
 	cli=$(grep '^conn_mem side=client conns' <<< "$out")
 	failed=$(field failed "$cli")
 	if [ -n "$failed" ] && [ "$failed" != 0 ]; then
-		why="$(field conns "$cli") served, $failed failed: $(sed -n 's/.*first_error="\([^"]*\)".*/\1/p' <<< "$cli")"
+		why="$(field conns "$cli") served, $failed failed"
+		[ "$(field untried "$cli")" != 0 ] &&
+			why="$why, then $(field untried "$cli") not tried"
+		why="$why: $(sed -n 's/.*first_error="\([^"]*\)".*/\1/p' <<< "$cli")"
 		[ -s "$B/srv.err" ] &&
 			why="$why; server: $(head -n 1 "$B/srv.err" | cut -c1-200)"
 	else

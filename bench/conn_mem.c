@@ -5,7 +5,7 @@
  *
  *   conn_mem server -u URI [-n MAX_CONNS] [-v]
  *   conn_mem client -u URI -n CONNS [-c CONCURRENT] [-C CONTEXTS]
- *                   [-r SECS] [-W WINDOW]
+ *                   [-f MAXFAIL] [-r SECS] [-W WINDOW]
  *
  * The client opens CONNS connections to the server, at most CONCURRENT
  * connects outstanding (64 by default: rdma_cm and a listener's backlog
@@ -28,7 +28,10 @@
  * their message; mem_per_conn_kib is the RSS figure (registered memory
  * the process touched is in it). The client also prints how many
  * connections failed and the first reason (rmsg_strerror; the server's
- * log on stderr says more, e.g. which limit refused).
+ * log on stderr says more, e.g. which limit refused). Once MAXFAIL
+ * connects failed (64; 0: no limit) the rest are not tried (untried=):
+ * under TCG a server busy refusing a thousand more connects starved the
+ * keepalive of the established ones, which then died.
  *
  * -r SECS: then RPC calls (method 1, 64 B request, 64 B reply), WINDOW
  * outstanding (32 by default), each next call on the next connection in
@@ -283,7 +286,7 @@ static int run_server(void)
 static struct {
 	struct conn *conns;
 	int n, conc, window, next, pending, up, echoed, failed, closed;
-	int first_err;
+	int first_err, maxfail, untried;
 	long rss0;
 	long long reg0;
 	double secs;
@@ -301,6 +304,11 @@ static const struct rmsg_conn_ops cli_ops;
 
 static void cli_connect_more(void)
 {
+	/* a server that refuses: the rest are not tried (-f) */
+	if (cli.maxfail && cli.failed >= cli.maxfail && cli.next < cli.n) {
+		cli.untried = cli.n - cli.next;
+		cli.next = cli.n;
+	}
 	while (cli.next < cli.n && cli.pending < cli.conc) {
 		struct conn *k = &cli.conns[cli.next++];
 		int ret;
@@ -333,12 +341,12 @@ static void cli_maybe_idle(void)
 	char line[512];
 	int i;
 
-	if (cli.phase != 0 || cli.echoed + cli.failed < cli.n)
+	if (cli.phase != 0 || cli.echoed + cli.failed + cli.untried < cli.n)
 		return;
 	mem_line(line, sizeof(line), "client", cli.echoed, cli.rss0, rss_kib(),
 		 cli.reg0, reg_held());
-	printf("%s failed=%d first_error=\"%s\"\n", line, cli.failed,
-	       cli.first_err ? rmsg_strerror(cli.first_err) : "");
+	printf("%s failed=%d untried=%d first_error=\"%s\"\n", line, cli.failed,
+	       cli.untried, cli.first_err ? rmsg_strerror(cli.first_err) : "");
 	fflush(stdout);
 	for (i = 0; i < cli.n && !cli.ctl; i++)
 		if (cli.conns[i].echoed)
@@ -529,7 +537,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: conn_mem server -u URI [-n MAX_CONNS] [-v]\n"
 		"       conn_mem client -u URI -n CONNS [-c CONCURRENT] "
-		"[-C CONTEXTS] [-r SECS] [-W WINDOW] [-v]\n");
+		"[-C CONTEXTS] [-f MAXFAIL] [-r SECS] [-W WINDOW] [-v]\n");
 	exit(2);
 }
 
@@ -547,11 +555,15 @@ int main(int argc, char **argv)
 		usage();
 	cli.conc = 64;
 	cli.window = 32;
+	cli.maxfail = 64;
 	optind = 2;
-	while ((opt = getopt(argc, argv, "u:n:c:C:r:W:v")) != -1) {
+	while ((opt = getopt(argc, argv, "u:n:c:C:f:r:W:v")) != -1) {
 		switch (opt) {
 		case 'C':
 			nctx = atoi(optarg);
+			break;
+		case 'f':
+			cli.maxfail = atoi(optarg);
 			break;
 		case 'u':
 			uri = optarg;
