@@ -34,6 +34,7 @@ scripts/abi-check.sh
 # the benchmark comparison once, quick: it works and parses (issue 7)
 BUILDDIR=$PWD bench/check-quick.sh tcp
 BUILDDIR=$PWD bench/check-quick.sh python-tcp # the Python binding (issue 19)
+bench/check-quick.sh conn-tcp # connection counts (issue 20)
 rel=$(date +%s)
 tests/fuzz/run.sh "${FUZZ_SECONDS:-60}"
 scripts/sanitize.sh

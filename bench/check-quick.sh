@@ -1,14 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# check-quick.sh tcp|rdma|python-tcp|python-rdma - runs a comparison
+# check-quick.sh tcp|rdma|python-tcp|python-rdma|conn-tcp - runs a comparison
 # script once in its --quick mode and checks that it works and that its
 # table parses: every metric is there, with positive numbers. Not a
 # benchmark: nothing is asserted about the figures (test.sh runs `tcp`
 # and `python-tcp` on the host, `rdma` and `python-rdma` inside the
 # Soft-RoCE VM, where perftest is on the host's PATH).
 here=$(cd "$(dirname "$0")" && pwd)
-kind=${1:?usage: check-quick.sh tcp|rdma|python-tcp|python-rdma}
+kind=${1:?usage: check-quick.sh tcp|rdma|python-tcp|python-rdma|conn-tcp}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/check-quick.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' 0
 
@@ -39,8 +39,30 @@ python-tcp | python-rdma)
 		"send_rate 64 B, Mmsg/s, py client"
 		"send_rate 64 B, Mmsg/s, py both")
 	;;
+conn-tcp)
+	# connection counts (issue 20): conn-mem.sh's two tables, each row
+	# of the quick counts (1 and 10) with a positive figure
+	bad=0
+	for what in mem rate; do
+		RESULTS=$tmp/results.txt "$here/conn-mem.sh" --quick $what tcp \
+			> "$tmp/$what" 2>&1 || { echo "FAIL: conn-mem.sh $what exited $?"; bad=1; }
+		for n in 1 10; do
+			# mem: served and server KiB/conn; rate: RPC/s
+			if ! grep "^| $n |" "$tmp/$what" | head -n 1 | awk -F'|' -v w=$what '
+				{ a = $3 + 0; b = (w == "mem") ? $4 + 0 : a; ok = a > 0 && b > 0 }
+				END { exit !(NR && ok) }'; then
+				echo "FAIL: conn-mem.sh $what: no row of positive figures for $n"
+				bad=1
+			fi
+		done
+	done
+	[ -s "$tmp/results.txt" ] || { echo "FAIL: conn-mem.sh wrote no results"; bad=1; }
+	cat "$tmp/mem" "$tmp/rate"
+	[ $bad = 0 ] && echo "PASS: conn-mem.sh --quick ran and its tables parse"
+	exit $bad
+	;;
 *)
-	echo "check-quick.sh: tcp, rdma, python-tcp or python-rdma, not '$kind'" >&2
+	echo "check-quick.sh: tcp, rdma, python-tcp, python-rdma or conn-tcp, not '$kind'" >&2
 	exit 2
 	;;
 esac

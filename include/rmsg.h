@@ -735,6 +735,11 @@ int rmsg_conn_local_addr(const struct rmsg_conn *c,
  * @packed_recv: of @msgs_recv, those that came in such frames; the
  *               frames that carried messages number
  *               @msgs_recv - @packed_recv + @packs_recv
+ * @reg_taken: context only: bytes charged to the context's
+ *             registered-memory budget (rmsg_cfg_set_reg_limit(): the
+ *             pools' slabs, the app's regions, the registration cache)
+ * @reg_given: context only: bytes given back to that budget;
+ *             @reg_taken - @reg_given is what the context holds now
  *
  * Every member is a count since the connection (the context) was created;
  * none ever goes back. A context's counters are the sums of those of all
@@ -774,6 +779,8 @@ struct rmsg_stats {
 	uint64_t packed_sent;
 	uint64_t packs_recv;
 	uint64_t packed_recv;
+	uint64_t reg_taken;
+	uint64_t reg_given;
 };
 
 /**

@@ -37,6 +37,7 @@
  * which the pools of pool.c (rmsg_buf_alloc, receive and copy buffers)
  * share: when a registration does not fit, idle pool slabs go first.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/random.h>
@@ -184,12 +185,22 @@ int rmsgi_budget_take(struct rmsg_ctx *ctx, size_t bytes)
 		return -ENOMEM;
 	}
 	t->bytes += bytes;
+	ctx->st.reg_taken += bytes;
 	return 0;
 }
 
 void rmsgi_budget_give(struct rmsg_ctx *ctx, size_t bytes)
 {
 	ctx->mrt.bytes -= bytes;
+	ctx->st.reg_given += bytes;
+}
+
+/* rmsgi_budget_give() from the table (embedded in its context) */
+static void budget_drop(struct rmsgi_mrtab *t, size_t bytes)
+{
+	rmsgi_budget_give(
+		(struct rmsg_ctx *)((char *)t - offsetof(struct rmsg_ctx, mrt)),
+		bytes);
 }
 
 static size_t page_span(const void *addr, size_t len)
@@ -285,7 +296,7 @@ void rmsgi_mr_clear_reg(struct rmsg_ctx *ctx)
 			rmsgi_list_entry(n, struct rmsgi_rc_ent, link);
 
 		t->ops->dereg(t->priv, e->h);
-		t->bytes -= e->charged;
+		budget_drop(t, e->charged);
 		free(e);
 	}
 	t->rc_n = 0;
@@ -303,7 +314,7 @@ static void mr_free(struct rmsg_mr *mr)
 	rmsgi_list_del(&mr->link);
 	if (mr->h && t->ops)
 		t->ops->dereg(t->priv, mr->h);
-	t->bytes -= mr->charged;
+	budget_drop(t, mr->charged);
 	free(mr);
 }
 
@@ -425,7 +436,7 @@ int rmsgi_mr_pin(struct rmsg_ctx *ctx, const void *addr, size_t len, int need,
 	ret = t->ops->reg(t->priv, (void *)s, e - s, need, &ent->h, &ent->lkey,
 			  &ent->rkey);
 	if (ret) {
-		t->bytes -= ent->charged;
+		budget_drop(t, ent->charged);
 		free(ent);
 		return ret;
 	}
@@ -457,7 +468,7 @@ void rmsgi_mr_unpin(struct rmsg_ctx *ctx, struct rmsgi_pin *pin)
 	t->rc_n--;
 	if (t->ops)
 		t->ops->dereg(t->priv, ent->h);
-	t->bytes -= ent->charged;
+	budget_drop(t, ent->charged);
 	free(ent);
 }
 
@@ -497,7 +508,7 @@ int rmsg_mr_reg(struct rmsg_ctx *ctx, void *addr, size_t len, int access,
 	return 0;
 
 undo_budget:
-	t->bytes -= mr->charged;
+	budget_drop(t, mr->charged);
 undo_mr:
 	free(mr);
 	return ret;

@@ -362,7 +362,7 @@ static void print_stats(const char *what, const struct rmsg_stats *st)
 		STAT(fallbacks),     STAT(conns_opened), STAT(conns_accepted),
 		STAT(conns_refused), STAT(conns_closed), STAT(auth_failures),
 		STAT(packs_sent),    STAT(packed_sent),	 STAT(packs_recv),
-		STAT(packed_recv),
+		STAT(packed_recv),   STAT(reg_taken),	 STAT(reg_given),
 	};
 #undef STAT
 	size_t i;

@@ -28,6 +28,7 @@
  */
 #include <stdbool.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include "common.h"
@@ -577,6 +578,9 @@ int main(void)
 	sum = at_close_cli;
 	sum.conns_opened = 3;
 	sum.conns_closed = 3;
+	/* context only; checked in 8. */
+	sum.reg_taken = st.reg_taken;
+	sum.reg_given = st.reg_given;
 	T_ASSERT(!memcmp(&st, &sum, sizeof(st)),
 		 "client context: not the sum of its connections");
 	EQ(st.msgs_sent, N + M + n_ok);
@@ -585,6 +589,8 @@ int main(void)
 	sum.conns_accepted = 2;
 	sum.conns_refused = 1;
 	sum.conns_closed = 2;
+	sum.reg_taken = st.reg_taken;
+	sum.reg_given = st.reg_given;
 	T_ASSERT(!memcmp(&st, &sum, sizeof(st)),
 		 "server context: not the sum of its connections");
 	EQ(st.msgs_sent, 2 + N + M);
@@ -596,6 +602,36 @@ int main(void)
 
 	if (!rdma)
 		raw_peers();
+
+	/* 8. registered memory, context only: a region is charged
+	 * page-rounded (rmsg_conn_stats(3)) and given back when it goes */
+	{
+		size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+		char *mem = aligned_alloc(ps, 4 * ps);
+		struct rmsg_stats r0, r1, r2;
+		struct rmsg_mr *rmr;
+
+		T_ASSERT(mem, "aligned_alloc");
+		r0 = xst(cctx);
+		T_ASSERT(r0.reg_taken >= r0.reg_given,
+			 "given back more (%llu) "
+			 "than taken (%llu)",
+			 (unsigned long long)r0.reg_given,
+			 (unsigned long long)r0.reg_taken);
+		/* 2 pages from byte 1 on span 3 pages */
+		T_OK(rmsg_mr_reg(cctx, mem + 1, 2 * ps, 0, &rmr));
+		r1 = xst(cctx);
+		EQ(r1.reg_taken - r0.reg_taken, 3 * ps);
+		EQ(r1.reg_given - r0.reg_given, 0);
+		T_OK(rmsg_mr_dereg(rmr));
+		r2 = xst(cctx);
+		EQ(r2.reg_taken - r1.reg_taken, 0);
+		EQ(r2.reg_given - r1.reg_given, 3 * ps);
+		free(mem);
+		printf("registered: a 3-page region taken and given back "
+		       "(%zu bytes)\n",
+		       3 * ps);
+	}
 
 	T_OK(rmsg_listener_close(lis));
 	T_OK(rmsg_mr_dereg(mr));
