@@ -358,7 +358,10 @@ static void connect__handshake(void **state)
 	assert_int_equal(rmsgi_hello_decode(mock.connect_pdata,
 					    mock.connect_pdata_len, &h),
 			 0);
-	assert_int_equal(h.credits, 32);
+	/* the grant a connection starts with (rmsg_cfg_set_credits_initial,
+	 * default 4), which then grows with use */
+	assert_int_equal(h.credits, 4);
+	assert_true(h.flags & RMSGI_HELLO_F_GROW);
 	assert_int_equal(h.eager_size, 8192);
 	assert_int_equal(h.conn_id, t->c->id);
 	assert_int_equal(h.status, 0);
@@ -415,8 +418,8 @@ static void connect__second_conn_shares_device(void **state)
 	assert_int_equal(mock.live_cq, 1);
 	assert_int_equal(mock.live_srq, 1);
 	assert_int_equal(mock.live_qp, 2);
-	/* room for the second grant (32, the default credits) */
-	assert_true(mock_srq_posted() >= posted + 32);
+	/* room for the second grant (4, the default initial credits) */
+	assert_true(mock_srq_posted() >= posted + 4);
 	assert_int_equal(rmsg_conn_close(c2), 0);
 	assert_int_equal(mock.live_qp, 1);
 }
@@ -698,7 +701,9 @@ static void accept__handshake(void **state)
 					    mock.accept_pdata_len, &h),
 			 0);
 	assert_int_equal(h.status, 0);
-	assert_int_equal(h.credits, 32);
+	/* the initial grant (rmsg_cfg_set_credits_initial, default 4) */
+	assert_int_equal(h.credits, 4);
+	assert_true(h.flags & RMSGI_HELLO_F_GROW);
 	assert_int_equal(h.eager_size, 8192);
 	assert_int_equal(h.pdata_len, 2);
 	assert_memory_equal(h.pdata, "ok", 2);
@@ -1573,6 +1578,8 @@ static void recv__repost_in_batches(void **state)
 	unsigned int posted, returned = 0;
 	int i;
 
+	/* a fixed grant of 32 (the grant that grows: grow__ tests) */
+	assert_int_equal(rmsg_cfg_set_credits_initial(t->cfg, 32), 0);
 	connect_peer(t, 32, 8192);
 	posted = mock_srq_posted();
 	for (i = 0; i < 20; i++)
@@ -1878,6 +1885,7 @@ static void rndv_rx__no_memory_refused(void **state)
 	int n = 0, i, warnings;
 
 	assert_int_equal(rmsg_cfg_set_reg_limit(t->cfg, 8 << 20), 0);
+	assert_int_equal(rmsg_cfg_set_credits_initial(t->cfg, 32), 0);
 	connect_peer(t, 32, 8192);
 	while (rmsg_buf_alloc(t->ctx, 65536, &bufs[n]) == 0)
 		assert_true(++n < 256);
@@ -2175,6 +2183,8 @@ static void bound__over_credit_closes(void **state)
 	struct rt *t = *state;
 	int i, warnings;
 
+	/* a fixed grant of 32 (the grant that grows: grow__ tests) */
+	assert_int_equal(rmsg_cfg_set_credits_initial(t->cfg, 32), 0);
 	connect_peer(t, 32, 8192);
 	/* the RNR timer the peer's resends wait: 245.76 ms (x 6 retries
 	 * ~1.5 s, to outlast a flooding peer), not 655 ms */
@@ -2197,6 +2207,8 @@ static void bound__within_credits_stays_up(void **state)
 	struct rt *t = *state;
 	int i, round;
 
+	/* a fixed grant of 32 (the grant that grows: grow__ tests) */
+	assert_int_equal(rmsg_cfg_set_credits_initial(t->cfg, 32), 0);
 	connect_peer(t, 32, 8192);
 	for (round = 0; round < 20; round++) {
 		for (i = 0; i < 24; i++)
@@ -2337,6 +2349,8 @@ static void rndv_share_run(struct rt *t, int idle)
 	 * 16 MiB / 5, under 5 MiB */
 	assert_int_equal(rmsg_cfg_set_reg_limit(t->cfg, 16 * mib), 0);
 	assert_int_equal(rmsg_cfg_set_max_msg_size(t->cfg, 64 * mib), 0);
+	/* a fixed grant: no CREDIT frame for a growing one among the sends */
+	assert_int_equal(rmsg_cfg_set_credits_initial(t->cfg, 32), 0);
 	for (i = 0; i < 9; i++) {
 		if (i < 5) {
 			sa[i] = (struct rmsgi_seg){(uintptr_t)a + i * mib,

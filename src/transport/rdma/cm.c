@@ -88,14 +88,17 @@ static int rc_setup_qp(struct rdma_conn *rc)
 		return ret;
 	rmsgi_pool_lookup(r->env->pool, rc->hdrs, SQ_DEPTH * 64,
 			  &rc->hdrs_lkey);
-	if (r->srq_target + rc->ci->cfg->credits + RX_SPARE > r->srq_max) {
+	/* the few credits a connection starts with; the core grows them
+	 * with use (rdma_grant_op) */
+	if (r->srq_target + rmsgi_credits_start(rc->ci->cfg) + RX_SPARE >
+	    r->srq_max) {
 		rmsgi_err(r->ctx,
 			  "SRQ full: %u receive buffers granted (and %u "
 			  "spare), the device allows %u",
 			  r->srq_target, RX_SPARE, r->srq_max);
 		return -ENOBUFS;
 	}
-	rc->granted = rc->ci->cfg->credits;
+	rc->granted = rmsgi_credits_start(rc->ci->cfg);
 	r->srq_target += rc->granted;
 	return rdma_srq_fill(r);
 }

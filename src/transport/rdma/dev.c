@@ -81,6 +81,38 @@ int rdma_srq_fill(struct rdma_ctx *r)
 	return 0;
 }
 
+uint32_t rdma_grant_op(void *p, uint32_t credits)
+{
+	struct rdma_conn *rc = p;
+	struct rdma_ctx *r = rc->r;
+	uint32_t more, room;
+
+	if (rc->state == RC_DEAD || rc->buried)
+		return credits < rc->granted ? credits : rc->granted;
+	if (credits <= rc->granted) {
+		/* the peer can no longer use them: the SRQ target drops,
+		 * and the buffers go unposted as they come back (recv.c) */
+		r->srq_target -= rc->granted - credits;
+		rc->granted = credits;
+		return credits;
+	}
+	room = r->srq_target + RX_SPARE < r->srq_max
+		       ? r->srq_max - RX_SPARE - r->srq_target
+		       : 0;
+	more = RMSGI_MIN(credits - rc->granted, room);
+	if (!more)
+		return rc->granted;
+	r->srq_target += more;
+	rc->granted += more;
+	if (rdma_srq_fill(r)) {
+		/* out of registered memory: what was posted stays as
+		 * spare, the grant does not grow */
+		r->srq_target -= more;
+		rc->granted -= more;
+	}
+	return rc->granted;
+}
+
 int rdma_dev_open(struct rdma_ctx *r, struct ibv_context *verbs)
 {
 	struct ibv_device_attr attr;

@@ -10,6 +10,10 @@
  * are carved from the registered pool; the SRQ always holds at least as
  * many buffers as the credits granted to live peers, plus RX_SPARE, so a
  * peer that keeps to its credits never meets RNR while the others do.
+ * A connection starts with the few credits of rmsgi_credits_start() and
+ * the core grows or shrinks its grant with use (rdma_grant_op): the SRQ
+ * follows, growth as far as its size and the registration budget allow,
+ * and buffers beyond the target are not reposted but kept for later.
  * A peer that sends beyond its credits could still drain the shared SRQ
  * (the device takes its frames before the library sees them): conn.c
  * counts every frame against the credits granted and returned
@@ -342,6 +346,8 @@ int rdma_ctx_get(struct rmsg_ctx *ctx, struct rdma_ctx **r_p);
 int rdma_dev_open(struct rdma_ctx *r, struct ibv_context *verbs);
 /* adds buffers to the SRQ until it holds the target */
 int rdma_srq_fill(struct rdma_ctx *r);
+/* conn op: the connection's share of the SRQ follows the core's grant */
+uint32_t rdma_grant_op(void *p, uint32_t credits);
 /* ctx op */
 void rdma_ctx_fini(void *p);
 

@@ -14,6 +14,19 @@
 /* ------------------------------------------------------------------ */
 /* receive buffers                                                      */
 
+/* the buffer's credit goes back to its connection (or the grant shrinks
+ * by it: conn.c decides) */
+static void rx_credit_back(struct rxbuf *rb)
+{
+	struct rmsg_conn *c = rb->m.conn;
+
+	if (c) {
+		rb->m.conn = NULL;
+		rmsgi_conn_credit_freed(c);
+		rmsgi_conn_put(c);
+	}
+}
+
 /* reposts released receive buffers and returns their credits */
 static void rx_repost(struct rdma_ctx *r)
 {
@@ -24,11 +37,20 @@ static void rx_repost(struct rdma_ctx *r)
 	int ret;
 
 	while (r->repost) {
-		for (n = 0; n < REPOST_BATCH && r->repost; n++) {
+		for (n = 0; n < REPOST_BATCH && r->repost;) {
 			struct rxbuf *rb = r->repost;
 
 			r->repost = rb->next;
 			r->repost_n--;
+			if (r->srq_posted + n + r->repost_n >=
+			    r->srq_target + RX_SPARE) {
+				/* beyond the target (grants shrank, or held
+				 * messages made the SRQ grow): kept unposted */
+				rb->next = r->rx_free;
+				r->rx_free = rb;
+				rx_credit_back(rb);
+				continue;
+			}
 			done[n] = rb;
 			sges[n].addr = (uintptr_t)rb->buf;
 			sges[n].length = (uint32_t)r->stride;
@@ -37,7 +59,10 @@ static void rx_repost(struct rdma_ctx *r)
 			wrs[n].sg_list = &sges[n];
 			wrs[n].num_sge = 1;
 			wrs[n].next = &wrs[n + 1];
+			n++;
 		}
+		if (!n)
+			continue;
 		wrs[n - 1].next = NULL;
 		ret = ibv_post_srq_recv(r->srq, wrs, &bad);
 		if (ret) {
@@ -52,14 +77,8 @@ static void rx_repost(struct rdma_ctx *r)
 			continue;
 		}
 		r->srq_posted += n;
-		for (i = 0; i < n; i++) {
-			struct rmsg_conn *c = done[i]->m.conn;
-
-			if (c) {
-				rmsgi_conn_credit_freed(c);
-				rmsgi_conn_put(c);
-			}
-		}
+		for (i = 0; i < n; i++)
+			rx_credit_back(done[i]);
 	}
 }
 
