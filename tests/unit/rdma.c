@@ -1169,6 +1169,57 @@ static void send__rendezvous_window(void **state)
 	free(big);
 }
 
+/* a window's bind goes only onto an empty send queue: rxe (6.1) executes
+ * a bind again when a SEND posted before it is retransmitted, and the
+ * second bind of a type-2 window fails (IBV_WC_MW_BIND_ERR), taking the
+ * connection down. The bind and the request behind it wait for the
+ * SEND's completion; the order on the wire is kept. */
+static void send__rendezvous_bind_waits_for_empty_queue(void **state)
+{
+	struct rt *t = *state;
+	uint8_t *big = malloc(20000);
+	struct rmsgi_hdr h;
+	uint64_t req_id;
+	int status = 1;
+
+	assert_non_null(big);
+	mock.mw_type2 = true;
+	connect_peer(t, 32, 8192);
+	assert_int_equal(send_str(t, "first", 1), 0);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(mock.n_sent, 1);
+	assert_int_equal(send_buf(t, big, 20000, 2), 0);
+	assert_int_equal(send_str(t, "after", 3), 0);
+	rmsgi_ctx_flush(t->ctx);
+	/* the window exists, its bind and what follows are held */
+	assert_int_equal(mock.n_alloc_mw, 1);
+	assert_int_equal(mock.n_sent, 1);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(done_count(t, 1, &status), 1);
+	assert_int_equal(status, 0);
+	/* the queue emptied: bind, request and the next message, in order */
+	assert_int_equal(mock.n_sent, 4);
+	assert_int_equal(mock.sent[1].opcode, IBV_WR_BIND_MW);
+	sent_hdr(&mock.sent[2], &h);
+	assert_int_equal(h.type, RMSGI_T_RNDV_REQ);
+	req_id = h.id;
+	sent_hdr(&mock.sent[3], &h);
+	assert_int_equal(h.type, RMSGI_T_DATA);
+	/* a bind with nothing unretired before it goes at once */
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	peer_frame(t, RMSGI_T_RNDV_ACK, 0, 0, req_id, 0, NULL, 0);
+	pump(t);
+	assert_int_equal(done_count(t, 2, &status), 1);
+	assert_int_equal(status, 0);
+	assert_int_equal(send_buf(t, big, 20000, 4), 0);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(mock.n_sent, 6);
+	assert_int_equal(mock.sent[4].opcode, IBV_WR_BIND_MW);
+	free(big);
+}
+
 /* rmsg_mr_export over RDMA: the region carries no remote rights; each
  * export is a window bound (fenced) on the connection's QP, over a
  * registration of just its bytes for a sub-range; revoked before its bind
@@ -1206,12 +1257,11 @@ static void export__window_on_qp(void **state)
 	assert_int_equal(d.flags, RMSGI_DESC_F_RKEY);
 	assert_int_equal(d.rkey, b->mw_rkey);
 	assert_int_equal(d.addr, (uintptr_t)buf);
-	/* a read-only sub-range: its own registration under the window */
+	/* a read-only sub-range: its own registration under the window;
+	 * its bind waits until the send queue is empty (rdma_kick: rxe
+	 * executes a bind again when a SEND before it is retransmitted) */
 	assert_int_equal(rmsg_mr_export(mr, t->c, 100, 50, R, d2), 0);
-	b = &mock.sent[1];
-	assert_int_equal(b->mw_access, IBV_ACCESS_REMOTE_READ);
-	assert_true(b->mw_mr->addr == buf + 100 && b->mw_mr->length == 50);
-	assert_int_equal(b->mw_addr, (uintptr_t)buf + 100);
+	assert_int_equal(mock.n_sent, 1);
 	assert_int_equal(rmsgi_desc_decode(d2, &d), 0);
 	assert_int_equal(d.addr, (uintptr_t)buf + 100);
 	assert_int_equal(d.len, 50);
@@ -1223,6 +1273,14 @@ static void export__window_on_qp(void **state)
 	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
 	pump(t);
 	assert_int_equal(mock.n_dealloc_mw, 1);
+	/* the first bind retired: the held one went */
+	assert_int_equal(mock.n_sent, 2);
+	b = &mock.sent[1];
+	assert_int_equal(b->opcode, IBV_WR_BIND_MW);
+	assert_int_equal(b->mw_access, IBV_ACCESS_REMOTE_READ);
+	assert_true(b->mw_mr->addr == buf + 100 && b->mw_mr->length == 50);
+	assert_int_equal(b->mw_addr, (uintptr_t)buf + 100);
+	assert_int_equal(d.rkey, b->mw_rkey);
 	/* the connection ends with an export alive: its window goes before
 	 * the QP does */
 	cm_event(t, t->id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
@@ -2568,6 +2626,7 @@ int main(void)
 		T(send__ring_full_waits_for_room),
 		T(send__rendezvous),
 		T(send__rendezvous_window),
+		T(send__rendezvous_bind_waits_for_empty_queue),
 		T(export__window_on_qp),
 		T(export__no_type2_windows),
 		T(send__rendezvous_reg_failure),

@@ -133,10 +133,11 @@ int rdma_mw_bind_slot(struct rdma_conn *rc, struct rdma_mw *w,
 	s = slot_fill(rc, SLOT_BIND);
 	s->mw = w;
 	s->wr.opcode = IBV_WR_BIND_MW;
-	/* runs once everything before it completed: on rxe (6.1) a bind
-	 * executed but not yet retired when the SEND before it needs a
-	 * retransmit stalls the retries for good, so a cut link was never
-	 * noticed by the side sending rendezvous (link_cut) */
+	/* behind the reads before it; rdma_kick() posts a bind only onto
+	 * an empty queue, as rxe (6.1) executes a bind again when a SEND
+	 * before it is retransmitted (and then the retries stalled, so a
+	 * cut link was never noticed by the side sending rendezvous:
+	 * link_cut, or the second bind failed: many) */
 	s->wr.send_flags = IBV_SEND_FENCE;
 	s->wr.num_sge = 0;
 	s->wr.bind_mw.mw = w->mw;

@@ -326,20 +326,39 @@ ssize_t rdma_send_direct(void *p, const struct rmsgi_hdr *h,
 	return (ssize_t)total;
 }
 
-/* posts every filled slot as one chain */
+/*
+ * Posts the filled slots as one chain, up to the first window bind that
+ * has work before it not yet retired: a bind is posted only onto an
+ * empty queue. rxe (6.1) fences a bind only behind reads and atomics,
+ * and when a SEND before an executed bind is retransmitted it executes
+ * the bind again, which fails for a type-2 window already bound
+ * (IBV_WC_MW_BIND_ERR: the connection went down with -EACCES, seen in
+ * tests/integration/many under load). The last slot of every chain is
+ * signalled, so the work before a held bind retires, and
+ * rdma_rc_retire() kicks again.
+ */
 void rdma_kick(void *p)
 {
 	struct rdma_conn *rc = p;
 	struct ibv_send_wr *first = NULL, *prev = NULL, *bad;
-	uint32_t i;
+	uint32_t i, end;
 	int ret;
 
-	if (rc->state != RC_UP || rc->unposted == rc->head)
+	/* LINGER: what was filled before the close (a held bind and what
+	 * follows it) still goes */
+	if ((rc->state != RC_UP && rc->state != RC_LINGER) ||
+	    rc->unposted == rc->head)
 		return;
-	for (i = rc->unposted; i != rc->head; i++) {
+	for (end = rc->unposted; end != rc->head; end++)
+		if (rc->ring[end % SQ_DEPTH].kind == SLOT_BIND &&
+		    end != rc->tail)
+			break;
+	if (end == rc->unposted)
+		return; /* a bind waits for the queue to empty */
+	for (i = rc->unposted; i != end; i++) {
 		struct sq_slot *s = &rc->ring[i % SQ_DEPTH];
 
-		if (++rc->since_sig >= SIG_EVERY || i + 1 == rc->head ||
+		if (++rc->since_sig >= SIG_EVERY || i + 1 == end ||
 		    s->kind == SLOT_READ || s->is_read) {
 			s->wr.send_flags |= IBV_SEND_SIGNALED;
 			s->signaled = 1;
@@ -363,7 +382,7 @@ void rdma_kick(void *p)
 		rdma_rc_teardown(rc, ret);
 		return;
 	}
-	rc->unposted = rc->head;
+	rc->unposted = end;
 }
 
 /* ------------------------------------------------------------------ */
@@ -406,6 +425,9 @@ void rdma_rc_retire(struct rdma_conn *rc, uint32_t upto, int status)
 		if (s->is_read)
 			rc->reads_out--;
 	}
+	/* a bind held by rdma_kick() goes once the queue is empty */
+	if (!status && rc->tail == rc->unposted && rc->unposted != rc->head)
+		rdma_kick(rc);
 	if (rc->room_wanted && ring_used(rc) < SQ_DEPTH / 2) {
 		rc->room_wanted = false;
 		rmsgi_conn_tr_room(c);
