@@ -2718,6 +2718,20 @@ static void rxq__grant_grows_within_srq(void **state)
 	assert_int_equal(t->c->cr.grant, 20);
 	assert_true(mock_srq_posted() <= 52);
 	assert_int_equal(t->closed, 0);
+	/* then one message at a time: the grant shrinks back to the start
+	 * and the SRQ with it (buffers beyond its target are not
+	 * reposted): 4 credits and the 32 spare */
+	for (i = 0; i < 200; i++) {
+		peer_frame(t, RMSGI_T_DATA, (uint16_t)(mock.n_sent - back), 0,
+			   0, 1, "z", 1);
+		back = mock.n_sent;
+		pump(t);
+		mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+		pump(t);
+	}
+	assert_int_equal(t->c->cr.grant, 4);
+	assert_int_equal(mock_srq_posted(), 4 + 32);
+	assert_int_equal(t->closed, 0);
 }
 
 int main(void)
