@@ -344,7 +344,7 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		rmsgi_warn(c->ctx,
 			   "conn %u: the peer sent a frame beyond the %u "
 			   "credits it was granted",
-			   c->id, c->cfg.credits);
+			   c->id, c->cr.grant);
 		rmsgi_conn_abort(c, -EPROTO);
 		return -EPROTO;
 	}
