@@ -556,9 +556,9 @@ static unsigned long long slab_bytes(unsigned long long len,
  * The connections one context takes on this device at the default
  * initial credits, and the device limits that set it: the library puts
  * each QP on a receive group (a CQ and an SRQ) with room; a group's SRQ
- * holds min(max_srq_wr, 4096) receives (32 of them spare) and its CQ
- * that plus 128 entries per QP (a failing QP flushes its 128-entry send
- * queue) within max_cqe; there are at most min(max_cq, max_srq) groups,
+ * holds min(max_srq_wr, 4095) receives (32 of them spare) and its CQ
+ * that plus 128 entries per QP (a failing QP flushes its send queue) for
+ * 96 QPs, within max_cqe; there are at most min(max_cq, max_srq) groups,
  * and max_qp QPs. (src/transport/rdma/rdma.h: RXQ_SRQ_WR, RXQ_CONNS,
  * RX_SPARE, SQ_DEPTH.)
  */

@@ -70,7 +70,7 @@ static int rc_setup_qp(struct rdma_conn *rc)
 	qa.recv_cq = rc->q->cq;
 	qa.srq = rc->q->srq;
 	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = SQ_DEPTH;
+	qa.cap.max_send_wr = SQ_MAX_WR;
 	qa.cap.max_send_sge = MAX_SGE + 1;
 	qa.cap.max_inline_data = 256;
 	ret = rdma_create_qp(rc->id, r->pd, &qa);

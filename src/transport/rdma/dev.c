@@ -14,6 +14,20 @@
 /* ------------------------------------------------------------------ */
 /* device, SRQ                                                          */
 
+/* receive buffers carved at a time: at least 64, as many as fill the
+ * pool's power-of-two size class that 64 would take (64 x 8256 bytes
+ * would take a 1 MiB class and leave 47% of it unused) */
+static uint32_t rx_chunk_count(const struct rdma_ctx *r)
+{
+	size_t want = 64 * r->stride, cls = 64;
+
+	if (want > ((size_t)2 << 20)) /* beyond the classes: exact */
+		return 64;
+	while (cls < want)
+		cls <<= 1;
+	return (uint32_t)(cls / r->stride);
+}
+
 /* adds buffers to the group's SRQ until it holds its target */
 int rdma_srq_fill(struct rdma_ctx *r, struct rdma_rxq *q)
 {
@@ -27,7 +41,7 @@ int rdma_srq_fill(struct rdma_ctx *r, struct rdma_rxq *q)
 	/* buffers waiting for their batched repost count as posted */
 	while (q->srq_posted + q->repost_n < target) {
 		if (!r->rx_free) {
-			uint32_t cnt = 64, k;
+			uint32_t cnt = rx_chunk_count(r), k;
 			struct rxbuf *rbs;
 			uint8_t *mem;
 			void **chunks;

@@ -94,6 +94,11 @@
 #include "../transport.h"
 
 #define SQ_DEPTH 128
+/* the QP's send queue: one less than the ring, so that a provider that
+ * adds a slot and rounds up to a power of two (rxe: its queue is mapped
+ * into the process, all of it resident) makes 128 slots, not 256 (64 KiB
+ * less per connection on rxe, measured); the ring never holds more */
+#define SQ_MAX_WR (SQ_DEPTH - 1)
 #define SIG_EVERY 16
 #define MAX_SGE 16
 #define REPOST_BATCH 16
@@ -115,8 +120,11 @@
 #define RX_SPARE 32
 /* a receive group's SRQ: at most this many receives (the device's
  * max_srq_wr if lower); its CQ is sized for it and RXQ_CONNS QPs */
-#define RXQ_SRQ_WR 4096
-#define RXQ_CONNS 128
+#define RXQ_SRQ_WR 4095
+#define RXQ_CONNS 96
+/* (4095 and 4095 + 96 x 128 = 16383 entries: a provider that adds one
+ * and rounds up to a power of two, as rxe does for the queues it maps
+ * into the process, makes 4096 and 16384) */
 /* the peer's RNR NAKs wait 245.76 ms (IB encoding 29) before a retry;
  * with RNR_RETRY 6 a sender meeting our empty SRQ gives up after ~1.5 s,
  * long enough to outlast a flooding peer (closed at its first frame

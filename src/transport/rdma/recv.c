@@ -227,7 +227,7 @@ static void rc_post_reads(struct rdma_conn *rc)
 		struct sq_slot *s;
 		int ret;
 
-		if (ring_used(rc) >= SQ_DEPTH || rc->reads_out >= r->rd_atom)
+		if (ring_used(rc) >= SQ_MAX_WR || rc->reads_out >= r->rd_atom)
 			break;
 		if (!rx->buf) {
 			ret = rndv_rx_alloc(rc, rx);
