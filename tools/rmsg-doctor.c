@@ -598,13 +598,15 @@ static void conn_limits(const struct ibv_device_attr *da)
 /*
  * What a context registers for @conns RDMA connections with the default
  * configuration: receive buffers (credits per connection, each the eager
- * size plus a 32-byte header, rounded to 64 B, allocated 64 at a time)
+ * size plus a 32-byte header, rounded to 64 B, carved as many at a time
+ * as fill the pool class that 64 would take)
  * and send headers (128 slots of 64 B per connection).
  */
 static unsigned long long memlock_need(unsigned conns, size_t *eager_p,
 				       unsigned *credits_p)
 {
 	unsigned long long stride, chunk, slab, per, nchunks, need, hslab;
+	unsigned long long bufs;
 	struct rmsg_cfg *cfg;
 	size_t eager = 8192;
 	unsigned credits = 32;
@@ -619,7 +621,10 @@ static unsigned long long memlock_need(unsigned conns, size_t *eager_p,
 	stride = (eager + 32 + 63) / 64 * 64;
 	chunk = 64 * stride;
 	slab = slab_bytes(chunk, &per);
-	nchunks = ((unsigned long long)conns * credits + 63) / 64;
+	/* as many buffers as fill the size class 64 would take (the
+	 * library's rx_chunk_count) */
+	bufs = chunk <= 2 * MIB ? slab / per / stride : 64;
+	nchunks = ((unsigned long long)conns * credits + bufs - 1) / bufs;
 	need = (nchunks + per - 1) / per * slab;
 	hslab = slab_bytes(128 * 64, &per);
 	need += (conns + per - 1) / per * hslab;
@@ -650,7 +655,8 @@ static void check_memlock(unsigned conns)
 		   lim == RLIM_INFINITY ? "unlimited"
 					: "limit lifted by CAP_IPC_LOCK");
 		info("a context with %u connections registers about %s "
-		     "(%u credits x (%zu-byte eager size + 32), 64 at a "
+		     "(%u credits x (%zu-byte eager size + 32), a pool class "
+		     "at a "
 		     "time; send headers)",
 		     conns, a, credits, eager);
 		return;
