@@ -575,8 +575,8 @@ static void conn_limits(const struct ibv_device_attr *da)
 	}
 	if (initial > credits)
 		initial = credits;
-	srq = da->max_srq_wr < 4096 ? (unsigned long long)da->max_srq_wr : 4096;
-	cqe = srq + 128 * 128;
+	srq = da->max_srq_wr < 4095 ? (unsigned long long)da->max_srq_wr : 4095;
+	cqe = srq + 96 * 128;
 	if ((unsigned long long)da->max_cqe < cqe)
 		cqe = (unsigned long long)da->max_cqe;
 	per_cq = cqe > srq ? (cqe - srq) / 128 : 0;
