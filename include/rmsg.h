@@ -131,6 +131,24 @@ int rmsg_cfg_set_credits(struct rmsg_cfg *cfg, unsigned credits);
  * Return: 0, or -EINVAL.
  */
 int rmsg_cfg_get_credits(const struct rmsg_cfg *cfg, unsigned *credits_p);
+/**
+ * rmsg_cfg_set_credits_initial() - receive buffers granted to each peer at
+ * the start (default 4); the grant grows with use up to the credits
+ * @cfg: the configuration
+ * @credits: 4 to 4096 (above rmsg_cfg_set_credits(): that one)
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_credits_initial(struct rmsg_cfg *cfg, unsigned credits);
+/**
+ * rmsg_cfg_get_credits_initial() - read the credits granted at the start
+ * @cfg: the configuration
+ * @credits_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_credits_initial(const struct rmsg_cfg *cfg,
+				 unsigned *credits_p);
 
 /**
  * rmsg_cfg_set_send_queue() - operations queued per connection before

@@ -10,6 +10,7 @@ void rmsgi_cfg_defaults(struct rmsgi_cfgv *v)
 	v->eager_size = 8192;
 	v->max_msg_size = (size_t)1 << 30;
 	v->credits = 32;
+	v->credits_initial = 4;
 	v->send_queue = 1024;
 	v->busy_poll_us = 0;
 	v->timeout_ms = 10000;
@@ -68,6 +69,7 @@ static bool in_range(unsigned long long v, unsigned long long lo,
 
 CFG_ACCESSORS(eager_size, eager_size, size_t, 64, 1 << 20)
 CFG_ACCESSORS(credits, credits, unsigned, 4, 4096)
+CFG_ACCESSORS(credits_initial, credits_initial, unsigned, 4, 4096)
 CFG_ACCESSORS(send_queue, send_queue, unsigned, 1, 1 << 20)
 CFG_ACCESSORS(busy_poll_us, busy_poll_us, unsigned, 0, 1000000)
 CFG_ACCESSORS(max_msg_size, max_msg_size, size_t, 1, SIZE_MAX)

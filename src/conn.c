@@ -120,7 +120,7 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 	c->credit_op.state = RMSGI_OS_DONE;
 	rmsgi_conn_op_proto(c, &c->credit_op, false);
 	/* what we grant; frames can beat the established event (RDMA) */
-	rmsgi_credit_grant(&c->cr, cfg->credits);
+	rmsgi_credit_grant(&c->cr, rmsgi_credits_start(cfg));
 	ev_ref(ctx->loop);
 	*c_p = c;
 	return 0;
@@ -169,10 +169,11 @@ void rmsgi_conn_put(struct rmsg_conn *c)
 void rmsgi_conn_hello(const struct rmsg_conn *c, struct rmsgi_hello *h)
 {
 	memset(h, 0, sizeof(*h));
-	h->credits = (uint16_t)c->cfg.credits;
+	h->credits = (uint16_t)rmsgi_credits_start(&c->cfg);
 	h->eager_size = (uint32_t)c->cfg.eager_size;
 	h->conn_id = c->id;
-	h->flags = RMSGI_HELLO_F_PACK; /* we unpack PACK frames (rx.c) */
+	/* we unpack PACK frames (rx.c) and take a grant that grows */
+	h->flags = RMSGI_HELLO_F_PACK | RMSGI_HELLO_F_GROW;
 	if (c->is_server) {
 		h->pdata_len = c->my_pdata_len;
 		memcpy(h->pdata, c->my_pdata, c->my_pdata_len);
@@ -192,12 +193,17 @@ void rmsgi_conn_hello(const struct rmsg_conn *c, struct rmsgi_hello *h)
 
 static void set_peer(struct rmsg_conn *c, const struct rmsgi_hello *h)
 {
+	bool grows = (h->flags & RMSGI_HELLO_F_GROW) != 0;
+
 	c->peer_pdata_len = h->pdata_len;
 	memcpy(c->peer_pdata, h->pdata, h->pdata_len);
-	c->peer_credits = h->credits;
+	c->peer_credits = grows ? RMSGI_CREDITS_MAX : h->credits;
 	c->peer_eager = h->eager_size;
 	c->peer_pack = (h->flags & RMSGI_HELLO_F_PACK) != 0;
-	rmsgi_credit_init(&c->cr, h->credits, c->cfg.credits);
+	rmsgi_credit_init(&c->cr, h->credits, c->cr.grant);
+	/* our grant to it grows with use only if it takes that */
+	if (grows)
+		rmsgi_credit_limit(&c->cr, c->cfg.credits);
 }
 
 void rmsgi_conn_refusal(const struct rmsg_conn *c, int err,
@@ -265,6 +271,33 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 	c->ctx->st.conns_accepted++;
 	rmsgi_conn_hello(c, reply);
 	return 0;
+}
+
+/*
+ * The grant follows use (credit.h): more when the peer's frames find it
+ * at its last credit, as far as the backend has buffers; fewer as it
+ * leaves them unused. The decision is here, the buffers the backend's.
+ */
+void rmsgi_conn_grant(struct rmsg_conn *c, uint32_t credits)
+{
+	bool live = c->tops && c->tops->grant && c->tr_priv;
+
+	if (credits <= c->cr.grant) {
+		/* a shrink (rmsgi_credit_freed counted it already) */
+		if (live)
+			c->tops->grant(c->tr_priv, credits);
+		return;
+	}
+	if (c->state != RMSGI_CS_ESTABLISHED)
+		return;
+	if (live)
+		credits = c->tops->grant(c->tr_priv, credits);
+	if (credits > c->cr.grant)
+		rmsgi_dbg(c->ctx, "conn %u: grant %u -> %u credits", c->id,
+			  c->cr.grant, credits);
+	rmsgi_credit_grown(&c->cr, credits);
+	if (credit_due(c))
+		rmsgi_ctx_mark_dirty(c->ctx, c);
 }
 
 void rmsgi_conn_set_tc(struct rmsg_conn *c, void *tc)

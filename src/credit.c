@@ -7,6 +7,35 @@
 void rmsgi_credit_grant(struct rmsgi_credit *cr, uint32_t my_grant)
 {
 	cr->peer_avail = (int32_t)my_grant;
+	cr->grant = my_grant;
+	cr->grant_min = my_grant;
+	cr->grant_max = my_grant;
+	cr->grant_cap = my_grant;
+	cr->shrink_to = my_grant;
+	cr->epoch_n = 0;
+	cr->epoch_low = (int32_t)my_grant;
+}
+
+void rmsgi_credit_epoch(struct rmsgi_credit *cr)
+{
+	int32_t used = (int32_t)cr->grant - cr->epoch_low;
+
+	if (cr->grant > cr->grant_min && used >= 0 &&
+	    (uint32_t)used * 2 < cr->grant) {
+		uint32_t to = (uint32_t)used * 2;
+
+		cr->shrink_to = to > cr->grant_min ? to : cr->grant_min;
+	}
+	cr->epoch_n = 0;
+	cr->epoch_low = cr->peer_avail;
+}
+
+void rmsgi_credit_limit(struct rmsgi_credit *cr, uint32_t max)
+{
+	if (max < cr->grant_min)
+		max = cr->grant_min;
+	cr->grant_max = max;
+	cr->grant_cap = max;
 }
 
 void rmsgi_credit_init(struct rmsgi_credit *cr, uint32_t peer_grant,
@@ -16,7 +45,7 @@ void rmsgi_credit_init(struct rmsgi_credit *cr, uint32_t peer_grant,
 	cr->to_return = 0;
 	/* we owe at most what we granted: return it in quarters so a
 	 * streaming peer never drains its window */
-	cr->threshold = my_grant / 4 < 2 ? 2 : my_grant / 4;
+	cr->threshold = rmsgi_credit_threshold(my_grant);
 }
 
 uint16_t rmsgi_credit_take_beyond(struct rmsgi_credit *cr)

@@ -13,6 +13,18 @@
  * frame beyond our grant is refused (-EPROTO), with one exception, the
  * BYE of a closing peer (rmsgi_credit_take_beyond).
  *
+ * The grant follows use (issue 20): a connection starts with a few
+ * credits (rmsg_cfg_set_credits_initial) and, toward a peer whose hello
+ * says it takes them (RMSGI_HELLO_F_GROW), the receiver grants more by
+ * returning more than was consumed whenever the peer's frames find it
+ * down to its last credit (doubling, up to rmsg_cfg_set_credits), and
+ * takes them back by returning fewer than were consumed: the receiver
+ * looks at the peer's use over each epoch of as many frames as the grant
+ * (the most credits it had in use at once); one that never used more than
+ * half of its grant shrinks to twice that use, never below the start.
+ * The peer can never hold more than we counted (peer_avail), so the
+ * hostile-peer rule is unchanged: the first frame beyond it is -EPROTO.
+ *
  * Only credit.c and this file touch the fields; the connection (conn.c,
  * send.c, rx.c) and keepalive.c go through the functions below.
  */
@@ -31,12 +43,30 @@ struct rmsgi_credit {
 	 * it really has (we count a return when we post it); a frame that
 	 * finds it at 0 is beyond the grant: -EPROTO */
 	int32_t peer_avail;
+	/* receive buffers granted to the peer now: what it may hold, in
+	 * flight, in our hands or still to be returned */
+	uint32_t grant;
+	uint32_t grant_min; /* the start: never shrunk below */
+	uint32_t grant_max; /* not grown beyond (the cap, or lower) */
+	uint32_t grant_cap; /* the configured maximum */
+	uint32_t shrink_to; /* freed buffers are withheld while above */
+	uint32_t epoch_n;   /* frames that came this epoch */
+	int32_t epoch_low;  /* the least peer_avail they left */
 };
+
+/* the most credits a peer that grows its grant (RMSGI_HELLO_F_GROW)
+ * may give: rmsg_cfg_set_credits()'s upper bound */
+#define RMSGI_CREDITS_MAX 4096
 
 /* what we grant the peer (@my_grant receive buffers), set when the
  * connection is made: its frames can come before its hello is known
- * (RDMA) and are counted from the start. Nothing else is set. */
+ * (RDMA) and are counted from the start. Nothing else is set. The grant
+ * stays fixed unless rmsgi_credit_limit() allows more. */
 void rmsgi_credit_grant(struct rmsgi_credit *cr, uint32_t my_grant);
+
+/* the grant may grow up to @max (at least the start; a peer without
+ * RMSGI_HELLO_F_GROW: the start, it takes no more) */
+void rmsgi_credit_limit(struct rmsgi_credit *cr, uint32_t max);
 
 /* the peer's hello is known. @peer_grant: buffers the peer gave us;
  * @my_grant: buffers we gave it. What the peer may still send
@@ -94,11 +124,60 @@ static inline void rmsgi_credit_untake(struct rmsgi_credit *cr, uint16_t n,
 		cr->peer_avail -= (int32_t)n;
 }
 
-/* a receive buffer was reposted */
-static inline void rmsgi_credit_freed(struct rmsgi_credit *cr)
+/* the quarter of the grant (at least 2) at which returns go out in a
+ * CREDIT frame of their own */
+static inline uint32_t rmsgi_credit_threshold(uint32_t grant)
 {
-	cr->to_return++;
+	return grant / 4 < 2 ? 2 : grant / 4;
 }
+
+/* a receive buffer was reposted: true if its credit goes back to the
+ * peer, false if the grant shrank by it instead (an epoch found the
+ * peer using less than half of it: rmsgi_credit_epoch) */
+static inline bool rmsgi_credit_freed(struct rmsgi_credit *cr)
+{
+	if (cr->grant > cr->shrink_to) {
+		cr->grant--;
+		cr->threshold = rmsgi_credit_threshold(cr->grant);
+		/* the cap may have been lowered by a backend out of
+		 * buffers: with one fewer in use, ask again later */
+		cr->grant_max = cr->grant_cap;
+		return false;
+	}
+	cr->to_return++;
+	return true;
+}
+
+/* should the grant grow? The peer's frame just found it down to its last
+ * credit (it cannot send a message) and the grant is below its maximum.
+ * Returns the grant wanted (double, at most the maximum), or 0 */
+static inline uint32_t rmsgi_credit_grow_want(const struct rmsgi_credit *cr)
+{
+	if (cr->peer_avail > 1 || cr->grant >= cr->grant_max)
+		return 0;
+	return cr->grant * 2 < cr->grant_max ? cr->grant * 2 : cr->grant_max;
+}
+
+/* the grant is now @grant (rmsgi_credit_grow_want's answer, or less: what
+ * the buffers allow; no more than the current grant: the maximum drops
+ * to it until the grant shrinks); the new credits go back to the peer
+ * with the next returns */
+static inline void rmsgi_credit_grown(struct rmsgi_credit *cr, uint32_t grant)
+{
+	if (grant <= cr->grant) {
+		cr->grant_max = cr->grant;
+		return;
+	}
+	cr->to_return += grant - cr->grant;
+	cr->grant = grant;
+	cr->shrink_to = grant;
+	cr->threshold = rmsgi_credit_threshold(grant);
+}
+
+/* an epoch of the peer's frames (as many as the grant) ended: a peer that
+ * never had more than half of its grant in use gets twice its use, at
+ * least the start (the buffers are withheld as they come back) */
+void rmsgi_credit_epoch(struct rmsgi_credit *cr);
 
 /* the peer returned @n credits; -EPROTO if that exceeds the grant */
 static inline int rmsgi_credit_returned(struct rmsgi_credit *cr, uint32_t n,
@@ -124,7 +203,11 @@ static inline bool rmsgi_credit_want_update(const struct rmsgi_credit *cr)
  * count until released) */
 static inline int rmsgi_credit_arrived(struct rmsgi_credit *cr)
 {
-	return --cr->peer_avail < 0 ? -EPROTO : 0;
+	if (--cr->peer_avail < cr->epoch_low)
+		cr->epoch_low = cr->peer_avail;
+	if (++cr->epoch_n >= cr->grant)
+		rmsgi_credit_epoch(cr);
+	return cr->peer_avail < 0 ? -EPROTO : 0;
 }
 
 /* rmsgi_credit_arrived refused a frame: may it be the peer's BYE, the one

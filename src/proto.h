@@ -39,7 +39,8 @@
  *   0 magic, 1 version, 2 pdata_len, 3 flags, 4 credits (u16),
  *   6 status (i16, negative errno of a reject), 8 eager size (u32),
  *   12 connection id (u32), 16 user private data.
- * flags: RMSGI_HELLO_F_AUTH, the sender has a pre-shared key and requires
+ * flags: RMSGI_HELLO_F_PACK, RMSGI_HELLO_F_GROW (below);
+ * RMSGI_HELLO_F_AUTH, the sender has a pre-shared key and requires
  * authentication (rmsg_cfg_set_psk; a refusal with it and status -EACCES:
  * refused because the two sides disagree on authentication). A server's
  * accepting reply with it carries, after the private data, the server's
@@ -91,6 +92,11 @@
 /* the sender takes PACK frames (it sets it always; one without it never
  * receives them) */
 #define RMSGI_HELLO_F_PACK 0x02
+/* the sender takes a grant that grows (it sets it always): its peer may
+ * return more credits than it consumed, up to RMSGI_CREDITS_MAX (4096) in
+ * all; its own credits field is only its first grant. Toward a peer
+ * without it the grant stays at the hello's credits. */
+#define RMSGI_HELLO_F_GROW 0x04
 #define RMSGI_NONCE_SIZE 32
 #define RMSGI_MAC_SIZE 32
 /* a hello's largest encoding: header, private data, a server's nonce */

@@ -310,6 +310,8 @@ struct rmsg_conn {
 	struct rmsgi_list doneq; /* completed ops whose cb is due */
 	uint64_t next_rndv_id;
 	uint32_t peer_eager;
+	/* the bound on what the peer may return in all: its hello's
+	 * credits, or RMSGI_CREDITS_MAX if its grant grows */
 	uint16_t peer_credits;
 	/* the peer's hello had RMSGI_HELLO_F_PACK: queued small messages
 	 * may go to it packed (send.c) */
@@ -372,6 +374,10 @@ int rmsgi_tr_for_scheme(enum rmsgi_scheme s,
  * keepalive bound plus its size at this rate (bytes per second) */
 #define RMSGI_KA_MIN_RATE (1024.0 * 1024.0)
 
+/* what we grant the peer changes to @credits receive buffers (conn.c):
+ * more if the backend backs them (rmsgi_credit_grown), or fewer (the
+ * shrink rmsgi_credit_freed made) */
+void rmsgi_conn_grant(struct rmsg_conn *c, uint32_t credits);
 /* posts what credits and transport room allow; called from the ctx flush */
 void rmsgi_conn_flush(struct rmsg_conn *c);
 /* rmsg_send with a frame aux value; @unbounded skips the queue bound */

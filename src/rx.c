@@ -28,7 +28,11 @@ void rmsgi_conn_drop_rx(struct rmsg_conn *c)
 static inline __attribute__((always_inline)) void
 conn_credit_freed(struct rmsg_conn *c)
 {
-	rmsgi_credit_freed(&c->cr);
+	if (RMSGI_UNLIKELY(!rmsgi_credit_freed(&c->cr))) {
+		/* the grant shrank by this buffer instead */
+		rmsgi_conn_grant(c, c->cr.grant);
+		return;
+	}
 	if (c->state == RMSGI_CS_ESTABLISHED && credit_due(c))
 		rmsgi_ctx_mark_dirty(c->ctx, c);
 }
@@ -340,10 +344,13 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		rmsgi_warn(c->ctx,
 			   "conn %u: the peer sent a frame beyond the %u "
 			   "credits it was granted",
-			   c->id, c->cfg.credits);
+			   c->id, c->cr.grant);
 		rmsgi_conn_abort(c, -EPROTO);
 		return -EPROTO;
 	}
+	/* the peer is down to its last credit: it may use more */
+	if (RMSGI_UNLIKELY(rmsgi_credit_grow_want(&c->cr)))
+		rmsgi_conn_grant(c, rmsgi_credit_grow_want(&c->cr));
 	if (h->credits) {
 		ret = rmsgi_credit_returned(&c->cr, h->credits,
 					    c->peer_credits);

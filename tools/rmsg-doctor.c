@@ -38,6 +38,7 @@
 #define MIB ((unsigned long long)1 << 20)
 #define RESOLVE_MS 2000
 
+static void conn_limits(const struct ibv_device_attr *da);
 static int problems, warnings, usable_ports;
 /* a copy: @what is often built in the caller's buffer */
 static char first_problem[256];
@@ -482,9 +483,12 @@ static void check_devices(void)
 				problem("devices", 1,
 					"the device has no shared receive "
 					"queues",
-					"librmsg posts receives to one SRQ per "
-					"context and device",
+					"librmsg posts receives to shared "
+					"receive queues (receive groups of a "
+					"CQ and an SRQ each)",
 					"use another device");
+			else
+				conn_limits(&da);
 			for (p = 1; p <= da.phys_port_cnt; p++)
 				check_port(vc, dev, p);
 		} else {
@@ -549,15 +553,60 @@ static unsigned long long slab_bytes(unsigned long long len,
 }
 
 /*
+ * The connections one context takes on this device at the default
+ * initial credits, and the device limits that set it: the library puts
+ * each QP on a receive group (a CQ and an SRQ) with room; a group's SRQ
+ * holds min(max_srq_wr, 4095) receives (32 of them spare) and its CQ
+ * that plus 128 entries per QP (a failing QP flushes its send queue) for
+ * 96 QPs, within max_cqe; there are at most min(max_cq, max_srq) groups,
+ * and max_qp QPs. (src/transport/rdma/rdma.h: RXQ_SRQ_WR, RXQ_CONNS,
+ * RX_SPARE, SQ_DEPTH.)
+ */
+static void conn_limits(const struct ibv_device_attr *da)
+{
+	unsigned long long srq, cqe, per_cq, per_srq, per, groups, total;
+	unsigned initial = 4, credits = 32;
+	struct rmsg_cfg *cfg;
+
+	if (rmsg_cfg_create(&cfg) == 0) {
+		rmsg_cfg_get_credits_initial(cfg, &initial);
+		rmsg_cfg_get_credits(cfg, &credits);
+		rmsg_cfg_destroy(cfg);
+	}
+	if (initial > credits)
+		initial = credits;
+	srq = da->max_srq_wr < 4095 ? (unsigned long long)da->max_srq_wr : 4095;
+	cqe = srq + 96 * 128;
+	if ((unsigned long long)da->max_cqe < cqe)
+		cqe = (unsigned long long)da->max_cqe;
+	per_cq = cqe > srq ? (cqe - srq) / 128 : 0;
+	per_srq = srq > 32 ? (srq - 32) / initial : 0;
+	per = per_cq < per_srq ? per_cq : per_srq;
+	groups = (unsigned long long)(da->max_cq < da->max_srq ? da->max_cq
+							       : da->max_srq);
+	total = per * groups;
+	if (da->max_qp > 0 && total > (unsigned long long)da->max_qp)
+		total = (unsigned long long)da->max_qp;
+	info("connections per context: about %llu at %u initial credits "
+	     "(receive groups of %llu: SRQ %llu of max_srq_wr %d, CQ %llu "
+	     "of max_cqe %d; at most %llu groups: max_cq %d, max_srq %d; "
+	     "max_qp %d)",
+	     total, initial, per, srq, da->max_srq_wr, cqe, da->max_cqe, groups,
+	     da->max_cq, da->max_srq, da->max_qp);
+}
+
+/*
  * What a context registers for @conns RDMA connections with the default
  * configuration: receive buffers (credits per connection, each the eager
- * size plus a 32-byte header, rounded to 64 B, allocated 64 at a time)
+ * size plus a 32-byte header, rounded to 64 B, carved as many at a time
+ * as fill the pool class that 64 would take)
  * and send headers (128 slots of 64 B per connection).
  */
 static unsigned long long memlock_need(unsigned conns, size_t *eager_p,
 				       unsigned *credits_p)
 {
 	unsigned long long stride, chunk, slab, per, nchunks, need, hslab;
+	unsigned long long bufs;
 	struct rmsg_cfg *cfg;
 	size_t eager = 8192;
 	unsigned credits = 32;
@@ -572,7 +621,10 @@ static unsigned long long memlock_need(unsigned conns, size_t *eager_p,
 	stride = (eager + 32 + 63) / 64 * 64;
 	chunk = 64 * stride;
 	slab = slab_bytes(chunk, &per);
-	nchunks = ((unsigned long long)conns * credits + 63) / 64;
+	/* as many buffers as fill the size class 64 would take (the
+	 * library's rx_chunk_count) */
+	bufs = chunk <= 2 * MIB ? slab / per / stride : 64;
+	nchunks = ((unsigned long long)conns * credits + bufs - 1) / bufs;
 	need = (nchunks + per - 1) / per * slab;
 	hslab = slab_bytes(128 * 64, &per);
 	need += (conns + per - 1) / per * hslab;
@@ -603,7 +655,8 @@ static void check_memlock(unsigned conns)
 		   lim == RLIM_INFINITY ? "unlimited"
 					: "limit lifted by CAP_IPC_LOCK");
 		info("a context with %u connections registers about %s "
-		     "(%u credits x (%zu-byte eager size + 32), 64 at a "
+		     "(%u credits x (%zu-byte eager size + 32), a pool class "
+		     "at a "
 		     "time; send headers)",
 		     conns, a, credits, eager);
 		return;

@@ -63,7 +63,9 @@ struct rmsgi_rc_ent;
 struct rmsgi_cfgv {
 	size_t eager_size;
 	size_t max_msg_size;
-	unsigned credits;
+	unsigned credits; /* the most granted to a peer that grows */
+	/* granted at the start (rmsgi_credits_start: at most credits) */
+	unsigned credits_initial;
 	unsigned send_queue;
 	unsigned busy_poll_us;
 	unsigned timeout_ms;
@@ -83,6 +85,14 @@ struct rmsgi_cfgv {
 	unsigned max_conns;   /* per listener: open and in handshake */
 	unsigned max_pending; /* per listener: in handshake */
 };
+
+/* the credits a connection grants its peer at the start (the hello's):
+ * rmsg_cfg_set_credits_initial, at most rmsg_cfg_set_credits */
+static inline unsigned rmsgi_credits_start(const struct rmsgi_cfgv *cfg)
+{
+	return cfg->credits_initial < cfg->credits ? cfg->credits_initial
+						   : cfg->credits;
+}
 
 /* ------------------------------------------------------------------ */
 /* logging (log.c) and errors (err.c)                                   */
@@ -463,6 +473,18 @@ struct rmsgi_tr_conn_ops {
 	 * endpoint goes. Required. Never blocks; does not call back. */
 	int (*addrs)(void *tc, struct sockaddr_storage *local,
 		     struct sockaddr_storage *peer);
+	/* May be NULL: the backend backs any grant (TCP reads each frame
+	 * into memory of its own). The core changes what it grants the
+	 * peer on this established connection to @credits receive buffers
+	 * (the start, rmsgi_credits_start(), the backend set up itself for
+	 * the hello). Above the current grant it asks for more: the backend
+	 * returns the grant it backs from now on, between the current one
+	 * and @credits (what its shared receive queue, the device's limits
+	 * and the registration budget allow; the current one: none to
+	 * spare). Below it, the peer can no longer use the difference and
+	 * the backend may take those buffers back; it returns @credits.
+	 * Never fails the connection; does not call back. */
+	uint32_t (*grant)(void *tc, uint32_t credits);
 };
 
 /*

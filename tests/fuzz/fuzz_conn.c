@@ -381,6 +381,11 @@ static void check_bounds(const struct rmsg_conn *c)
 	 * requests it held comes on top */
 	CHECK(c->ans_n <= c->cfg.credits * (1 + POSTED_MAX) + HELD_MAX);
 	CHECK(c->cr.peer_avail <= (int32_t)c->cfg.credits);
+	/* a grant that follows use stays between the start and the
+	 * configured credits, and the peer never holds more than it */
+	CHECK(c->cr.grant >= rmsgi_credits_start(&c->cfg));
+	CHECK(c->cr.grant <= c->cfg.credits);
+	CHECK(c->cr.peer_avail <= (int32_t)c->cr.grant);
 }
 
 static void quiet(int level, const char *line, void *arg)
@@ -435,6 +440,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* bit 2: the peer takes PACK frames (queued sends go packed) */
 	if (mode & 4)
 		hello.flags |= RMSGI_HELLO_F_PACK;
+	/* bit 3: the peer takes a growing grant (ours starts at the
+	 * initial credits and follows its use); bit 4: the backend backs
+	 * only a few buffers more */
+	if (mode & 8)
+		hello.flags |= RMSGI_HELLO_F_GROW;
+	if (mode & 16)
+		ft.grant_cap = GRANT / 2;
 	if (mode & 2) {
 		memset(c->cfg.psk, 0x42, 32);
 		c->cfg.psk_len = 32;

@@ -377,10 +377,15 @@ int main(void)
 	T_OK(rmsg_cfg_set_keepalive_ms(ccfg, 0));
 	T_OK(rmsg_cfg_set_eager_size(ccfg, EAGER));
 	T_OK(rmsg_cfg_set_send_queue(ccfg, SQ));
+	/* fixed grants (initial = credits): the counts below are exact for
+	 * them; a grant that grows with use stalls a fresh connection's
+	 * first burst (rmsg_cfg_set_credits_initial.3) */
+	T_OK(rmsg_cfg_set_credits_initial(ccfg, 32));
 	T_OK(rmsg_cfg_create(&scfg));
 	T_OK(rmsg_cfg_set_keepalive_ms(scfg, 0));
 	T_OK(rmsg_cfg_set_eager_size(scfg, EAGER));
 	T_OK(rmsg_cfg_set_credits(scfg, SCREDITS));
+	T_OK(rmsg_cfg_set_credits_initial(scfg, SCREDITS));
 	T_OK(rmsg_ctx_create(loop, ccfg, &cctx));
 	T_OK(rmsg_ctx_create(loop, scfg, &sctx));
 	T_OK(rmsg_mr_reg(sctx, region, RLEN,

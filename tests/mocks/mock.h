@@ -90,6 +90,9 @@ struct mock_state {
 	uint32_t max_inline; /* rdma_create_qp fails above it */
 	uint32_t max_send_sge;
 	uint32_t srq_max_wr;
+	/* ibv_query_device's max_srq, max_cq (0: not reported) and max_cqe
+	 * (0: 65535) */
+	uint32_t max_srq, max_cq, max_cqe;
 	uint32_t max_msg_sz; /* port attribute */
 	uint32_t max_qp_rd_atom;
 	bool flush_on_error; /* QP to ERR flushes outstanding WRs */

@@ -464,6 +464,10 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
 	attr->max_mr_size = (uint64_t)1 << 40;
 	attr->max_qp_rd_atom = (int)mock.max_qp_rd_atom;
 	attr->max_srq_wr = (int)mock.srq_max_wr;
+	attr->max_srq = (int)mock.max_srq;
+	attr->max_cq = (int)mock.max_cq;
+	if (mock.max_cqe)
+		attr->max_cqe = (int)mock.max_cqe;
 	attr->max_srq_sge = 1;
 	attr->phys_port_cnt = 1;
 	if (mock.mw_type2)

@@ -203,6 +203,9 @@ static struct t *new_t(const struct rmsgi_cfgv *cfg)
 	rmsg_cfg_destroy(ccfg);
 	if (!cfg) {
 		rmsgi_cfg_defaults(&v);
+		/* a fixed grant (the credits) unless a test says otherwise:
+		 * the grant that follows use has tests of its own */
+		v.credits_initial = v.credits;
 		cfg = &v;
 	}
 	assert_int_equal(rmsgi_conn_new(t->ctx, cfg, &ops, t, &t->c), 0);

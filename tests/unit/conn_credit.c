@@ -339,6 +339,244 @@ static void conn_credit__ack_keeps_reserve(void **state)
 	assert_int_equal(ft.nposted, 3);
 }
 
+/* ------------------------------------------------------------------ */
+/* a grant that follows use (issue 20; rmsg_cfg_set_credits_initial.3)  */
+
+/* the peer as the test plays it: the credits it holds from us, and the
+ * frames of ours it received and returns on its next frame */
+struct gpeer {
+	int have;
+	unsigned owe;
+	unsigned sent;	   /* its frames */
+	unsigned returned; /* credits we returned to it */
+};
+
+/* the most granted in these tests: not a power of two times the start,
+ * so that doubling meets the bound */
+#define GMAX 24
+
+/* a connection granting 4 at the start, at most GMAX, over the fake, to a
+ * peer whose hello takes a growing grant (@grows) */
+static struct t *grant_t(void **state, bool grows, struct gpeer *p)
+{
+	struct rmsgi_cfgv v;
+	struct rmsgi_hello h = {.credits = 4, .eager_size = 8192};
+	struct t *t;
+
+	rmsgi_cfg_defaults(&v);
+	v.credits = GMAX;
+	v.credits_initial = 4;
+	t = replace_t(state, &v, 0);
+	h.flags = grows ? RMSGI_HELLO_F_GROW : 0;
+	rmsgi_conn_ev_established(t->c, &h);
+	assert_int_equal(t->c->state, RMSGI_CS_ESTABLISHED);
+	memset(p, 0, sizeof(*p));
+	p->have = 4;
+	return t;
+}
+
+/* our posted frames reach the peer: it counts the credits they return
+ * and owes a buffer back for each */
+static void gpeer_take(struct t *t, struct gpeer *p)
+{
+	int i, rounds = 0;
+
+	/* a completed CREDIT frame may queue the next one at once */
+	for (flush(t); ft.nposted; flush(t)) {
+		assert_true(++rounds < 100);
+		for (i = 0; i < ft.nposted; i++) {
+			p->have += ft.posted[i].credits;
+			p->returned += ft.posted[i].credits;
+			p->owe++;
+		}
+		tr_complete_all(t->c, 0);
+	}
+}
+
+/* the peer sends one message, returning what it owes */
+static int gpeer_send(struct t *t, struct gpeer *p)
+{
+	uint16_t back = (uint16_t)p->owe;
+
+	p->owe = 0;
+	p->have--;
+	p->sent++;
+	return rx_data(t->c, "g", back);
+}
+
+/* the peer sends as long as it may (a message never takes the last
+ * credit), then hears from us */
+static void gpeer_burst(struct t *t, struct gpeer *p)
+{
+	while (p->have >= 2)
+		assert_int_equal(gpeer_send(t, p), 0);
+	gpeer_take(t, p);
+}
+
+/* our hello grants the initial credits and says the grant grows */
+static void conn_grant__hello_initial(void **state)
+{
+	struct gpeer p;
+	struct t *t = grant_t(state, true, &p);
+	struct rmsgi_hello h;
+
+	rmsgi_conn_hello(t->c, &h);
+	assert_int_equal(h.credits, 4);
+	assert_true(h.flags & RMSGI_HELLO_F_GROW);
+	/* a peer that grows may return up to 4096 in all, not just the 4
+	 * of its hello */
+	assert_int_equal(rx_data(t->c, "x", 3), 0);
+	assert_int_equal(t->closed, 0);
+}
+
+/* a peer that keeps running out is granted twice as much each time, up
+ * to the credits and never beyond, and the backend is asked for it */
+static void conn_grant__grows_to_max(void **state)
+{
+	struct gpeer p;
+	struct t *t = grant_t(state, true, &p);
+	int round, expect = 4;
+
+	for (round = 0; round < 8; round++) {
+		unsigned sent = p.sent, returned = p.returned;
+		int before = expect;
+
+		gpeer_burst(t, &p);
+		/* it used all it could and got back more than that while
+		 * below the maximum, exactly that once there */
+		expect = expect * 2 > GMAX ? GMAX : expect * 2;
+		assert_int_equal(p.have, expect);
+		if (before < GMAX)
+			assert_true(p.returned - returned > p.sent - sent);
+		else
+			assert_int_equal(p.returned - returned, p.sent - sent);
+		assert_true(ft.last_grant <= GMAX);
+	}
+	assert_int_equal(ft.ngrant, 3); /* 8, 16, GMAX */
+	assert_int_equal(ft.last_grant, GMAX);
+	assert_int_equal(t->closed, 0);
+}
+
+/* grown or not, a frame beyond what the peer was granted and told
+ * closes the connection with -EPROTO before it reaches the app */
+static void conn_grant__bound_after_growth(void **state)
+{
+	struct gpeer p;
+	struct t *t = grant_t(state, true, &p);
+	int i, round, msgs;
+
+	for (round = 0; round < 4; round++)
+		gpeer_burst(t, &p);
+	assert_int_equal(p.have, GMAX);
+	msgs = t->msgs;
+	/* all GMAX, none returned in between (nothing is flushed), then
+	 * one more */
+	for (i = 0; i < GMAX; i++)
+		assert_int_equal(gpeer_send(t, &p), 0);
+	assert_int_equal(gpeer_send(t, &p), -EPROTO);
+	assert_int_equal(t->msgs, msgs + GMAX);
+	assert_int_equal(ft.ndisconnect, 1);
+}
+
+/* a peer that never returns our credits: our CREDIT frames stop at our
+ * last credit, so the credits a growth adds never reach it, and what it
+ * may send stays what it was told */
+static void conn_grant__peer_never_returns(void **state)
+{
+	struct gpeer p;
+	struct t *t = grant_t(state, true, &p);
+	int i;
+
+	for (i = 0; i < 10; i++) {
+		while (p.have >= 2) {
+			p.owe = 0; /* it returns nothing */
+			assert_int_equal(gpeer_send(t, &p), 0);
+		}
+		p.owe = 0;
+		gpeer_take(t, &p);
+	}
+	/* our 4 credits went on CREDIT frames (the last one too) */
+	assert_int_equal(t->c->cr.avail, 0);
+	assert_true(t->c->cr.grant <= GMAX);
+	/* it holds what those frames told it, and not one frame more */
+	for (i = 0; i < p.have; i++)
+		assert_int_equal(gpeer_send(t, &p), 0);
+	assert_int_equal(gpeer_send(t, &p), -EPROTO);
+	assert_int_equal(ft.ndisconnect, 1);
+}
+
+/* once busy, a peer that then sends one message at a time gets fewer
+ * credits back than it spends, down to the initial grant, and the
+ * backend hears of each step down */
+static void conn_grant__shrinks_when_idle(void **state)
+{
+	struct gpeer p;
+	struct t *t = grant_t(state, true, &p);
+	unsigned sent, returned;
+	int round;
+
+	for (round = 0; round < 4; round++)
+		gpeer_burst(t, &p);
+	assert_int_equal(p.have, GMAX);
+	sent = p.sent;
+	returned = p.returned;
+	for (round = 0; round < 200; round++) {
+		assert_int_equal(gpeer_send(t, &p), 0);
+		gpeer_take(t, &p);
+	}
+	assert_true(p.returned - returned < p.sent - sent);
+	assert_int_equal(t->c->cr.grant, 4);
+	assert_int_equal(ft.last_grant, 4);
+	/* what it holds plus what is on its way is the grant: nothing lost
+	 * (4: the CREDIT frames carrying the returns came back too) */
+	assert_true(p.have <= 4);
+	assert_true(p.have >= 2);
+	/* and busy again, it grows again */
+	for (round = 0; round < 4; round++)
+		gpeer_burst(t, &p);
+	assert_int_equal(p.have, GMAX);
+	assert_int_equal(t->closed, 0);
+}
+
+/* a peer without RMSGI_HELLO_F_GROW (an older librmsg) keeps the initial
+ * grant: never more returned than it spent, the backend never asked */
+static void conn_grant__old_peer_fixed(void **state)
+{
+	struct gpeer p;
+	struct t *t = grant_t(state, false, &p);
+	int round;
+
+	for (round = 0; round < 6; round++) {
+		unsigned sent = p.sent, returned = p.returned;
+
+		gpeer_burst(t, &p);
+		assert_int_equal(p.returned - returned, p.sent - sent);
+		assert_int_equal(p.have, 4);
+	}
+	assert_int_equal(ft.ngrant, 0);
+	/* and it may not return more than its hello's 4 to us */
+	assert_int_equal(rx_data(t->c, "x", 5), -EPROTO);
+}
+
+/* the backend backs fewer buffers than wanted: the grant grows only that
+ * far, and the backend is not asked again while it is at that bound */
+static void conn_grant__backend_bound(void **state)
+{
+	struct gpeer p;
+	struct t *t;
+	int round;
+
+	ft.grant_cap = 6;
+	t = grant_t(state, true, &p);
+	ft.grant_cap = 6;
+	for (round = 0; round < 5; round++)
+		gpeer_burst(t, &p);
+	assert_int_equal(p.have, 6);
+	assert_int_equal(t->c->cr.grant, 6);
+	assert_int_equal(ft.ngrant, 2); /* 8 (got 6), then 12 (got 6) */
+	assert_int_equal(t->closed, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -354,6 +592,13 @@ int main(void)
 		CONN_T(conn_credit__nothing_after_bye),
 		CONN_T(conn_ans__bounded_by_credits),
 		CONN_T(conn_credit__ack_keeps_reserve),
+		CONN_T(conn_grant__hello_initial),
+		CONN_T(conn_grant__grows_to_max),
+		CONN_T(conn_grant__bound_after_growth),
+		CONN_T(conn_grant__peer_never_returns),
+		CONN_T(conn_grant__shrinks_when_idle),
+		CONN_T(conn_grant__old_peer_fixed),
+		CONN_T(conn_grant__backend_bound),
 	};
 
 	unit_filter();

@@ -139,6 +139,17 @@ static int f_addrs(void *tc, struct sockaddr_storage *local,
 	return 0;
 }
 
+static uint32_t f_grant(void *tc, uint32_t credits)
+{
+	(void)tc;
+	FAKE_CHECK(!ft.down);
+	ft.ngrant++;
+	ft.last_grant = credits;
+	if (ft.grant_cap && credits > ft.grant_cap)
+		return ft.grant_cap;
+	return credits;
+}
+
 static const struct rmsgi_tr_ctx_ops f_ctx_ops = {.fini = f_fini};
 static const struct rmsgi_tr_listener_ops f_lst_ops = {
 	.listen = f_listen,
@@ -151,6 +162,7 @@ static const struct rmsgi_tr_conn_ops f_conn_ops = {
 	.kick = f_kick,
 	.rndv_release = f_rndv_release,
 	.addrs = f_addrs,
+	.grant = f_grant,
 };
 
 struct rmsgi_tr fake_tr = {

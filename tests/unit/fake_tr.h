@@ -48,6 +48,11 @@ struct fake_tr_state {
 	struct sockaddr_storage addr_local, addr_peer;
 	int naddrs;
 	struct rmsgi_addrs last_to; /* the last connect()'s addresses */
+	/* grant(): backs at most grant_cap credits (0: any); counts the
+	 * calls and keeps the last value asked for */
+	uint32_t grant_cap;
+	uint32_t last_grant;
+	int ngrant;
 };
 
 extern struct fake_tr_state ft;

@@ -167,10 +167,14 @@ static void log_hook(int level, const char *line, void *arg)
 /* ------------------------------------------------------------------ */
 /* driving the backend                                                  */
 
+/* the flags of the peer's hello (a test sets them; rt_new clears) */
+static uint8_t peer_hello_flags;
+
 static struct rt *rt_new(void)
 {
 	struct rt *t = calloc(1, sizeof(*t));
 
+	peer_hello_flags = 0;
 	assert_non_null(t);
 	mock_reset();
 	t->loop = ev_loop_new(EVFLAG_AUTO);
@@ -247,6 +251,7 @@ static size_t hello(void *buf, uint16_t credits, uint32_t eager, int16_t status,
 	struct rmsgi_hello h = {.credits = credits,
 				.eager_size = eager,
 				.status = status,
+				.flags = peer_hello_flags,
 				.conn_id = 77};
 
 	if (pdata) {
@@ -358,7 +363,10 @@ static void connect__handshake(void **state)
 	assert_int_equal(rmsgi_hello_decode(mock.connect_pdata,
 					    mock.connect_pdata_len, &h),
 			 0);
-	assert_int_equal(h.credits, 32);
+	/* the grant a connection starts with (rmsg_cfg_set_credits_initial,
+	 * default 4), which then grows with use */
+	assert_int_equal(h.credits, 4);
+	assert_true(h.flags & RMSGI_HELLO_F_GROW);
 	assert_int_equal(h.eager_size, 8192);
 	assert_int_equal(h.conn_id, t->c->id);
 	assert_int_equal(h.status, 0);
@@ -415,8 +423,8 @@ static void connect__second_conn_shares_device(void **state)
 	assert_int_equal(mock.live_cq, 1);
 	assert_int_equal(mock.live_srq, 1);
 	assert_int_equal(mock.live_qp, 2);
-	/* room for the second grant (32, the default credits) */
-	assert_true(mock_srq_posted() >= posted + 32);
+	/* room for the second grant (4, the default initial credits) */
+	assert_true(mock_srq_posted() >= posted + 4);
 	assert_int_equal(rmsg_conn_close(c2), 0);
 	assert_int_equal(mock.live_qp, 1);
 }
@@ -698,7 +706,9 @@ static void accept__handshake(void **state)
 					    mock.accept_pdata_len, &h),
 			 0);
 	assert_int_equal(h.status, 0);
-	assert_int_equal(h.credits, 32);
+	/* the initial grant (rmsg_cfg_set_credits_initial, default 4) */
+	assert_int_equal(h.credits, 4);
+	assert_true(h.flags & RMSGI_HELLO_F_GROW);
 	assert_int_equal(h.eager_size, 8192);
 	assert_int_equal(h.pdata_len, 2);
 	assert_memory_equal(h.pdata, "ok", 2);
@@ -1631,6 +1641,8 @@ static void recv__repost_in_batches(void **state)
 	unsigned int posted, returned = 0;
 	int i;
 
+	/* a fixed grant of 32 (the grant that grows: grow__ tests) */
+	assert_int_equal(rmsg_cfg_set_credits_initial(t->cfg, 32), 0);
 	connect_peer(t, 32, 8192);
 	posted = mock_srq_posted();
 	for (i = 0; i < 20; i++)
@@ -1936,6 +1948,7 @@ static void rndv_rx__no_memory_refused(void **state)
 	int n = 0, i, warnings;
 
 	assert_int_equal(rmsg_cfg_set_reg_limit(t->cfg, 8 << 20), 0);
+	assert_int_equal(rmsg_cfg_set_credits_initial(t->cfg, 32), 0);
 	connect_peer(t, 32, 8192);
 	while (rmsg_buf_alloc(t->ctx, 65536, &bufs[n]) == 0)
 		assert_true(++n < 256);
@@ -2233,6 +2246,8 @@ static void bound__over_credit_closes(void **state)
 	struct rt *t = *state;
 	int i, warnings;
 
+	/* a fixed grant of 32 (the grant that grows: grow__ tests) */
+	assert_int_equal(rmsg_cfg_set_credits_initial(t->cfg, 32), 0);
 	connect_peer(t, 32, 8192);
 	/* the RNR timer the peer's resends wait: 245.76 ms (x 6 retries
 	 * ~1.5 s, to outlast a flooding peer), not 655 ms */
@@ -2255,6 +2270,8 @@ static void bound__within_credits_stays_up(void **state)
 	struct rt *t = *state;
 	int i, round;
 
+	/* a fixed grant of 32 (the grant that grows: grow__ tests) */
+	assert_int_equal(rmsg_cfg_set_credits_initial(t->cfg, 32), 0);
 	connect_peer(t, 32, 8192);
 	for (round = 0; round < 20; round++) {
 		for (i = 0; i < 24; i++)
@@ -2395,6 +2412,8 @@ static void rndv_share_run(struct rt *t, int idle)
 	 * 16 MiB / 5, under 5 MiB */
 	assert_int_equal(rmsg_cfg_set_reg_limit(t->cfg, 16 * mib), 0);
 	assert_int_equal(rmsg_cfg_set_max_msg_size(t->cfg, 64 * mib), 0);
+	/* a fixed grant: no CREDIT frame for a growing one among the sends */
+	assert_int_equal(rmsg_cfg_set_credits_initial(t->cfg, 32), 0);
 	for (i = 0; i < 9; i++) {
 		if (i < 5) {
 			sa[i] = (struct rmsgi_seg){(uintptr_t)a + i * mib,
@@ -2580,6 +2599,141 @@ static void bound__rma_over_4gib(void **state)
 	munmap(big, len);
 }
 
+/* ------------------------------------------------------------------ */
+/* receive groups: no fixed connection cap (issue 20)                   */
+
+/* opens a client connection up to its QP (the route resolved) */
+static struct rmsg_conn *open_qp(struct rt *t)
+{
+	struct rmsg_conn *c;
+
+	assert_int_equal(rmsg_connect(t->ctx, URI, t->cfg, &ops, t, &c), 0);
+	cm_event(t, mock.last_id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0);
+	cm_event(t, mock.last_id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, 0);
+	return c;
+}
+
+/* a device whose SRQ holds 256 receives: one SRQ at the old fixed 32
+ * credits took (256 - 32 spare) / 32 = 7 connections. Now each takes the
+ * initial credits on a receive group (a CQ and an SRQ) with room, a new
+ * group when none has, as many as the device allows (max_srq 2 here);
+ * beyond, the connection fails with -ENOBUFS and the log says why */
+static void rxq__groups_until_device_limit(void **state)
+{
+	struct rt *t = *state;
+	static struct rmsg_conn *c[512];
+	int n = 0, i, warnings;
+
+	mock.srq_max_wr = 256;
+	mock.max_srq = 2;
+	rt_ctx(t);
+	for (;;) {
+		assert_true(n < 512);
+		warnings = t->warnings;
+		c[n] = open_qp(t);
+		if (t->closed)
+			break;
+		assert_int_equal(mock.live_qp, n + 1);
+		n++;
+	}
+	/* far more than 7, on both groups the device allows */
+	assert_true(n > 2 * 7);
+	assert_int_equal(mock.live_srq, 2);
+	assert_int_equal(mock.live_cq, 2);
+	/* the one beyond: a clear error, no QP left behind */
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -ENOBUFS);
+	assert_true(t->warnings > warnings);
+	assert_int_equal(mock.live_qp, n);
+	/* every receive the groups hold is backed: at least the credits */
+	assert_true(mock_srq_posted() >= (unsigned)n * 4);
+	/* one goes: its room is taken again */
+	assert_int_equal(rmsg_conn_close(c[0]), 0);
+	pump(t);
+	c[0] = open_qp(t);
+	assert_int_equal(t->closed, 2);
+	assert_int_equal(mock.live_qp, n);
+	for (i = 0; i < n; i++)
+		assert_int_equal(rmsg_conn_close(c[i]), 0);
+	pump(t);
+	assert_int_equal(mock.live_qp, 0);
+}
+
+/* a group's CQ holds every completion its QPs and SRQ can make at once
+ * (a QP's whole send queue flushes when it fails): a device with small
+ * CQs gets more groups, not an overrun */
+static void rxq__cq_sized_for_qps(void **state)
+{
+	struct rt *t = *state;
+	static struct rmsg_conn *c[64];
+	int i;
+
+	mock.srq_max_wr = 256;
+	/* room for the SRQ and two send queues of 128 */
+	mock.max_cqe = 256 + 2 * 128;
+	rt_ctx(t);
+	for (i = 0; i < 6; i++) {
+		c[i] = open_qp(t);
+		assert_int_equal(t->closed, 0);
+	}
+	assert_int_equal(mock.live_cq, 3);
+	assert_int_equal(mock.live_srq, 3);
+	for (i = 0; i < 6; i++)
+		assert_int_equal(rmsg_conn_close(c[i]), 0);
+	pump(t);
+	assert_int_equal(mock.live_qp, 0);
+}
+
+/* the grant grows on the connection's SRQ as far as its room goes */
+static void rxq__grant_grows_within_srq(void **state)
+{
+	struct rt *t = *state;
+	unsigned int posted;
+	int i;
+
+	int back = 0;
+
+	mock.srq_max_wr = 52; /* 32 spare, so 20 for grants */
+	peer_hello_flags = RMSGI_HELLO_F_GROW;
+	connect_peer(t, 32, 8192);
+	posted = mock_srq_posted();
+	assert_true(posted >= 4 + 32);
+	assert_true(posted <= 52);
+	/* the peer (whose hello takes a growing grant) uses what it has,
+	 * again and again, returning the buffers our frames took */
+	for (i = 0; i < 20; i++) {
+		while (t->c->cr.peer_avail >= 2) {
+			peer_frame(t, RMSGI_T_DATA,
+				   (uint16_t)(mock.n_sent - back), 0, 0, 1, "z",
+				   1);
+			back = mock.n_sent;
+			pump(t);
+		}
+		pump(t);
+		mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+		pump(t);
+	}
+	/* it grew (4, 8, 16, then 32 wanted), as far as the SRQ backs it
+	 * and no further: 20 */
+	assert_int_equal(t->c->cr.grant, 20);
+	assert_true(mock_srq_posted() <= 52);
+	assert_int_equal(t->closed, 0);
+	/* then one message at a time: the grant shrinks back to the start
+	 * and the SRQ with it (buffers beyond its target are not
+	 * reposted): 4 credits and the 32 spare */
+	for (i = 0; i < 200; i++) {
+		peer_frame(t, RMSGI_T_DATA, (uint16_t)(mock.n_sent - back), 0,
+			   0, 1, "z", 1);
+		back = mock.n_sent;
+		pump(t);
+		mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+		pump(t);
+	}
+	assert_int_equal(t->c->cr.grant, 4);
+	assert_int_equal(mock_srq_posted(), 4 + 32);
+	assert_int_equal(t->closed, 0);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -2629,6 +2783,9 @@ int main(void)
 		T(recv__data_delivered),
 		T(recv__repost_in_batches),
 		T(recv__credits_enable_sends),
+		T(rxq__groups_until_device_limit),
+		T(rxq__cq_sized_for_qps),
+		T(rxq__grant_grows_within_srq),
 		T(recv__bad_frames),
 		T(recv__wc_error),
 		T(rndv_rx__reads_and_acks),

@@ -47,10 +47,13 @@ void rdma_rc_timer(struct rdma_conn *rc, unsigned ms)
 	rc->timer_on = true;
 }
 
-/* QP on the shared CQ and SRQ, header slots, and this peer's buffers */
+/* QP on a receive group's CQ and SRQ, header slots, and this peer's
+ * buffers: the few credits a connection starts with (the core grows
+ * them with use: rdma_grant_op) */
 static int rc_setup_qp(struct rdma_conn *rc)
 {
 	struct rdma_ctx *r = rc->r;
+	uint32_t start = rmsgi_credits_start(rc->ci->cfg);
 	struct ibv_qp_init_attr qa;
 	uint8_t timeout = ACK_TIMEOUT;
 	int ret;
@@ -58,13 +61,16 @@ static int rc_setup_qp(struct rdma_conn *rc)
 	ret = rdma_dev_open(r, rc->id->verbs);
 	if (ret)
 		return ret;
+	ret = rdma_rxq_get(r, start, &rc->q);
+	if (ret)
+		return ret;
 	memset(&qa, 0, sizeof(qa));
 	qa.qp_context = rc;
-	qa.send_cq = r->cq;
-	qa.recv_cq = r->cq;
-	qa.srq = r->srq;
+	qa.send_cq = rc->q->cq;
+	qa.recv_cq = rc->q->cq;
+	qa.srq = rc->q->srq;
 	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = SQ_DEPTH;
+	qa.cap.max_send_wr = SQ_MAX_WR;
 	qa.cap.max_send_sge = MAX_SGE + 1;
 	qa.cap.max_inline_data = 256;
 	ret = rdma_create_qp(rc->id, r->pd, &qa);
@@ -88,16 +94,9 @@ static int rc_setup_qp(struct rdma_conn *rc)
 		return ret;
 	rmsgi_pool_lookup(r->env->pool, rc->hdrs, SQ_DEPTH * 64,
 			  &rc->hdrs_lkey);
-	if (r->srq_target + rc->ci->cfg->credits + RX_SPARE > r->srq_max) {
-		rmsgi_err(r->ctx,
-			  "SRQ full: %u receive buffers granted (and %u "
-			  "spare), the device allows %u",
-			  r->srq_target, RX_SPARE, r->srq_max);
-		return -ENOBUFS;
-	}
-	rc->granted = rc->ci->cfg->credits;
-	r->srq_target += rc->granted;
-	return rdma_srq_fill(r);
+	rc->granted = start;
+	rc->q->srq_target += rc->granted;
+	return rdma_srq_fill(r, rc->q);
 }
 
 /*

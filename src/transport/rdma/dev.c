@@ -2,9 +2,10 @@
 /*
  * dev.c - the context and its device (rdma.h tells the design): the
  * rdma_cm event channel, made on first use; on the first device seen one
- * PD, one completion channel, one CQ and one SRQ, whose receive buffers
- * are carved from the registered pool as peers are granted credits; and
- * the context's end.
+ * PD and one completion channel; receive groups (a CQ and an SRQ each,
+ * made as connections need them), whose receive buffers are carved from
+ * the registered pool as peers are granted credits; and the context's
+ * end.
  */
 #include <fcntl.h>
 
@@ -13,20 +14,34 @@
 /* ------------------------------------------------------------------ */
 /* device, SRQ                                                          */
 
-/* adds buffers to the SRQ until it holds the target */
-int rdma_srq_fill(struct rdma_ctx *r)
+/* receive buffers carved at a time: at least 64, as many as fill the
+ * pool's power-of-two size class that 64 would take (64 x 8256 bytes
+ * would take a 1 MiB class and leave 47% of it unused) */
+static uint32_t rx_chunk_count(const struct rdma_ctx *r)
+{
+	size_t want = 64 * r->stride, cls = 64;
+
+	if (want > ((size_t)2 << 20)) /* beyond the classes: exact */
+		return 64;
+	while (cls < want)
+		cls <<= 1;
+	return (uint32_t)(cls / r->stride);
+}
+
+/* adds buffers to the group's SRQ until it holds its target */
+int rdma_srq_fill(struct rdma_ctx *r, struct rdma_rxq *q)
 {
 	struct ibv_recv_wr wrs[REPOST_BATCH], *bad;
 	struct ibv_sge sges[REPOST_BATCH];
 	uint32_t i, n;
 	int ret;
 
-	uint32_t target = r->srq_target + RX_SPARE;
+	uint32_t target = q->srq_target + RX_SPARE;
 
 	/* buffers waiting for their batched repost count as posted */
-	while (r->srq_posted + r->repost_n < target) {
+	while (q->srq_posted + q->repost_n < target) {
 		if (!r->rx_free) {
-			uint32_t cnt = 64, k;
+			uint32_t cnt = rx_chunk_count(r), k;
 			struct rxbuf *rbs;
 			uint8_t *mem;
 			void **chunks;
@@ -58,12 +73,13 @@ int rdma_srq_fill(struct rdma_ctx *r)
 				r->rx_free = &rbs[k];
 			}
 		}
-		n = RMSGI_MIN(target - r->srq_posted - r->repost_n,
+		n = RMSGI_MIN(target - q->srq_posted - q->repost_n,
 			      REPOST_BATCH);
 		for (i = 0; i < n && r->rx_free; i++) {
 			struct rxbuf *rb = r->rx_free;
 
 			r->rx_free = rb->next;
+			rb->q = q;
 			sges[i].addr = (uintptr_t)rb->buf;
 			sges[i].length = (uint32_t)r->stride;
 			sges[i].lkey = rb->lkey;
@@ -73,20 +89,164 @@ int rdma_srq_fill(struct rdma_ctx *r)
 			wrs[i].next = i + 1 < n ? &wrs[i + 1] : NULL;
 		}
 		wrs[i - 1].next = NULL;
-		ret = ibv_post_srq_recv(r->srq, wrs, &bad);
+		ret = ibv_post_srq_recv(q->srq, wrs, &bad);
 		if (ret)
 			return rmsgi_err_verbs(ret);
-		r->srq_posted += i;
+		q->srq_posted += i;
 	}
 	return 0;
+}
+
+uint32_t rdma_grant_op(void *p, uint32_t credits)
+{
+	struct rdma_conn *rc = p;
+	struct rdma_rxq *q = rc->q;
+	uint32_t more, room;
+
+	if (rc->state == RC_DEAD || rc->buried || !q)
+		return credits < rc->granted ? credits : rc->granted;
+	if (credits <= rc->granted) {
+		/* the peer can no longer use them: the SRQ target drops,
+		 * and the buffers go unposted as they come back (recv.c) */
+		q->srq_target -= rc->granted - credits;
+		rc->granted = credits;
+		return credits;
+	}
+	room = q->srq_target + RX_SPARE < q->srq_max
+		       ? q->srq_max - RX_SPARE - q->srq_target
+		       : 0;
+	more = RMSGI_MIN(credits - rc->granted, room);
+	if (!more)
+		return rc->granted;
+	q->srq_target += more;
+	rc->granted += more;
+	if (rdma_srq_fill(rc->r, q)) {
+		/* out of registered memory: what was posted stays as
+		 * spare, the grant does not grow */
+		q->srq_target -= more;
+		rc->granted -= more;
+	}
+	return rc->granted;
+}
+
+/* ------------------------------------------------------------------ */
+/* receive groups                                                       */
+
+static bool rxq_room(const struct rdma_rxq *q, uint32_t credits)
+{
+	return q->srq_target + credits + RX_SPARE <= q->srq_max &&
+	       q->cq_used + SQ_DEPTH <= q->cqe;
+}
+
+static void rxq_free(struct rdma_rxq *q)
+{
+	if (q->cq_events)
+		ibv_ack_cq_events(q->cq, q->cq_events);
+	if (q->srq)
+		ibv_destroy_srq(q->srq);
+	if (q->cq)
+		ibv_destroy_cq(q->cq);
+	free(q);
+}
+
+static int rxq_new(struct rdma_ctx *r, struct rdma_rxq **q_p)
+{
+	struct ibv_srq_init_attr sattr;
+	struct rdma_rxq *q, **qs;
+	int ret;
+
+	qs = realloc(r->q, (r->nq + 1) * sizeof(*qs));
+	if (!qs)
+		return -ENOMEM;
+	r->q = qs;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->cq = ibv_create_cq(r->verbs, (int)r->q_cqe, q, r->cch, 0);
+	if (!q->cq) {
+		ret = errno ? -errno : -ENOMEM;
+		free(q);
+		return ret;
+	}
+	/* what the provider made (at least what was asked) */
+	q->cqe = r->q_cqe;
+	memset(&sattr, 0, sizeof(sattr));
+	sattr.attr.max_wr = r->q_srq_wr;
+	sattr.attr.max_sge = 1;
+	q->srq = ibv_create_srq(r->pd, &sattr);
+	if (!q->srq) {
+		ret = errno ? -errno : -ENOMEM;
+		rxq_free(q);
+		return ret;
+	}
+	q->srq_max = RMSGI_MIN(sattr.attr.max_wr, r->q_srq_wr);
+	q->cq_used = q->srq_max;
+	ret = rmsgi_err_verbs(ibv_req_notify_cq(q->cq, 0));
+	if (ret) {
+		rxq_free(q);
+		return ret;
+	}
+	r->q[r->nq++] = q;
+	rmsgi_tr_dbg(r->env, "receive group %u: CQ %u entries, SRQ %u receives",
+		     r->nq, q->cqe, q->srq_max);
+	*q_p = q;
+	return 0;
+}
+
+int rdma_rxq_get(struct rdma_ctx *r, uint32_t credits, struct rdma_rxq **q_p)
+{
+	struct rdma_rxq *q = NULL;
+	uint32_t i;
+	int ret;
+
+	/* the newest first: the older ones fill up in order */
+	for (i = r->nq; i-- > 0;)
+		if (rxq_room(r->q[i], credits)) {
+			q = r->q[i];
+			break;
+		}
+	if (!q) {
+		if (r->nq >= r->q_max) {
+			if (!r->q_full_said)
+				rmsgi_err(r->ctx,
+					  "RDMA receive groups full: %u groups "
+					  "(a CQ and an SRQ each, %u "
+					  "connections at most per group), the "
+					  "device allows %u (max_cq, max_srq; "
+					  "see rmsg-doctor)",
+					  r->nq, RXQ_CONNS, r->q_max);
+			r->q_full_said = true;
+			return -ENOBUFS;
+		}
+		ret = rxq_new(r, &q);
+		if (ret)
+			return ret;
+		if (!rxq_room(q, credits)) {
+			rmsgi_err(r->ctx,
+				  "RDMA receive group too small for %u "
+				  "credits: SRQ %u receives, CQ %u entries",
+				  credits, q->srq_max, q->cqe);
+			return -ENOBUFS;
+		}
+	}
+	q->nconns++;
+	q->cq_used += SQ_DEPTH;
+	*q_p = q;
+	return 0;
+}
+
+void rdma_rxq_put(struct rdma_rxq *q)
+{
+	q->nconns--;
+	q->cq_used -= SQ_DEPTH;
 }
 
 int rdma_dev_open(struct rdma_ctx *r, struct ibv_context *verbs)
 {
 	struct ibv_device_attr attr;
 	struct ibv_port_attr pattr;
-	struct ibv_srq_init_attr sattr;
-	int ret, cqe;
+	struct rdma_rxq *q;
+	int ret;
 
 	if (r->verbs) {
 		if (r->verbs == verbs)
@@ -112,6 +272,21 @@ int rdma_dev_open(struct rdma_ctx *r, struct ibv_context *verbs)
 					    IBV_DEVICE_MEM_WINDOW_TYPE_2B);
 	if (r->rd_atom == 0)
 		r->rd_atom = 1;
+	/* a receive group: an SRQ of RXQ_SRQ_WR (or what the device
+	 * allows) and a CQ for it and RXQ_CONNS QPs (or as many as the
+	 * device's CQ size leaves room for) */
+	r->q_srq_wr = RMSGI_MIN((uint32_t)attr.max_srq_wr, RXQ_SRQ_WR);
+	r->q_cqe = RMSGI_MIN((uint32_t)attr.max_cqe,
+			     r->q_srq_wr + RXQ_CONNS * SQ_DEPTH);
+	if (r->q_cqe < r->q_srq_wr + SQ_DEPTH)
+		r->q_srq_wr = r->q_cqe > 2 * SQ_DEPTH ? r->q_cqe - SQ_DEPTH
+						      : r->q_cqe / 2;
+	/* (a device that reports no limit: ibv_create_cq/srq tell) */
+	r->q_max = UINT32_MAX;
+	if (attr.max_cq > 0)
+		r->q_max = (uint32_t)attr.max_cq;
+	if (attr.max_srq > 0 && (uint32_t)attr.max_srq < r->q_max)
+		r->q_max = (uint32_t)attr.max_srq;
 	r->pd = ibv_alloc_pd(verbs);
 	if (!r->pd)
 		return -ENOMEM;
@@ -121,30 +296,15 @@ int rdma_dev_open(struct rdma_ctx *r, struct ibv_context *verbs)
 		goto undo_pd;
 	}
 	fcntl(r->cch->fd, F_SETFL, fcntl(r->cch->fd, F_GETFL) | O_NONBLOCK);
-	cqe = RMSGI_MIN(attr.max_cqe, 32767);
-	r->cq = ibv_create_cq(verbs, cqe, r, r->cch, 0);
-	if (!r->cq) {
-		ret = errno ? -errno : -ENOMEM;
-		goto undo_cch;
-	}
-	memset(&sattr, 0, sizeof(sattr));
-	r->srq_max = (uint32_t)RMSGI_MIN(attr.max_srq_wr, 16384);
-	sattr.attr.max_wr = r->srq_max;
-	sattr.attr.max_sge = 1;
-	r->srq = ibv_create_srq(r->pd, &sattr);
-	if (!r->srq) {
-		ret = errno ? -errno : -ENOMEM;
-		goto undo_cq;
-	}
-	r->srq_max = sattr.attr.max_wr;
 	r->pd->context = verbs;
+	r->verbs = verbs;
+	/* the first receive group now: a device without one is no use */
+	ret = rxq_new(r, &q);
+	if (ret)
+		goto undo_cch;
 	ret = rmsgi_pool_set_reg(r->env->pool, &rdma_pool_reg_ops, r);
 	if (ret)
-		goto undo_srq;
-	ret = rmsgi_err_verbs(ibv_req_notify_cq(r->cq, 0));
-	if (ret)
-		goto undo_reg;
-	r->verbs = verbs;
+		goto undo_q;
 	rmsgi_mr_set_reg(r->ctx, &rdma_mr_reg_ops, r);
 	ev_io_init(&r->cq_io, rdma_cq_cb, r->cch->fd, EV_READ);
 	r->cq_io.data = r;
@@ -153,21 +313,22 @@ int rdma_dev_open(struct rdma_ctx *r, struct ibv_context *verbs)
 	rmsgi_timers_touch(r->env->timers);
 	rmsgi_info(r->ctx,
 		   "RDMA device %s: max_msg_sz %llu, rd_atom %u, type-2 "
-		   "memory windows %s",
+		   "memory windows %s; receive groups of %u connections "
+		   "(SRQ %u, CQ %u), %u at most",
 		   ibv_get_device_name(verbs->device),
 		   (unsigned long long)r->max_msg_sz, r->rd_atom,
-		   r->mw_ok ? "yes" : "no (per-connection export refused)");
+		   r->mw_ok ? "yes" : "no (per-connection export refused)",
+		   (r->q_cqe - r->q_srq_wr) / SQ_DEPTH, r->q_srq_wr, r->q_cqe,
+		   r->q_max);
 	return 0;
 
-undo_reg:
-	rmsgi_pool_clear_reg(r->env->pool);
-undo_srq:
-	ibv_destroy_srq(r->srq);
-	r->srq = NULL;
-undo_cq:
-	ibv_destroy_cq(r->cq);
-	r->cq = NULL;
+undo_q:
+	rxq_free(q);
+	free(r->q);
+	r->q = NULL;
+	r->nq = 0;
 undo_cch:
+	r->verbs = NULL;
 	ibv_destroy_comp_channel(r->cch);
 	r->cch = NULL;
 undo_pd:
@@ -225,7 +386,7 @@ void rdma_ctx_fini(void *p)
 
 	/* conns were told to close: give the device a moment to flush */
 	for (spins = 0; r->nconns && spins < 100000; spins++)
-		if (r->cq)
+		if (r->nq)
 			rdma_cq_drain(r);
 	for (i = 0; i < QPN_BUCKETS; i++) {
 		while (r->qpn_hash[i]) {
@@ -243,25 +404,30 @@ void rdma_ctx_fini(void *p)
 	/* buffers released since the last batch hold their connections
 	 * until reposted, and the shared receive queue goes now: let the
 	 * connections go (the last drain above may have left some) */
-	while (r->repost) {
-		struct rxbuf *rb = r->repost;
+	for (i = 0; i < r->nq; i++) {
+		struct rdma_rxq *q = r->q[i];
 
-		r->repost = rb->next;
-		r->repost_n--;
-		if (rb->m.conn) {
-			rmsgi_conn_put(rb->m.conn);
-			rb->m.conn = NULL;
+		while (q->repost) {
+			struct rxbuf *rb = q->repost;
+
+			q->repost = rb->next;
+			q->repost_n--;
+			if (rb->m.conn) {
+				rmsgi_conn_put(rb->m.conn);
+				rb->m.conn = NULL;
+			}
 		}
 	}
 	if (r->verbs) {
 		ev_ref(loop);
 		ev_io_stop(loop, &r->cq_io);
-		if (r->cq_events)
-			ibv_ack_cq_events(r->cq, r->cq_events);
-		ibv_destroy_srq(r->srq);
-		ibv_destroy_cq(r->cq);
+		for (i = 0; i < r->nq; i++)
+			rxq_free(r->q[i]);
 		ibv_destroy_comp_channel(r->cch);
 	}
+	free(r->q);
+	r->q = NULL;
+	r->nq = 0;
 	bury(r);
 	for (i = 0; i < r->nchunks; i++) {
 		rmsgi_pool_free(r->env->pool, r->rx_chunks[2 * i]);

@@ -6,10 +6,23 @@
  * helpers that hot paths of several files inline.
  *
  * Per context: one event channel (ev_io), and on the first device seen one
- * PD, one completion channel (ev_io), one CQ and one SRQ. Receive buffers
- * are carved from the registered pool; the SRQ always holds at least as
- * many buffers as the credits granted to live peers, plus RX_SPARE, so a
- * peer that keeps to its credits never meets RNR while the others do.
+ * PD and one completion channel (ev_io); then receive groups (struct
+ * rdma_rxq), each a CQ and an SRQ, made as connections need them: a new
+ * connection's QP goes on a group with room, and a group has room while
+ * its SRQ can take the connection's credits (plus RX_SPARE) and its CQ
+ * can take every completion its QPs and SRQ can make at once (SRQ size
+ * plus SQ_DEPTH per QP: a QP that fails flushes its whole send queue, and
+ * a CQ overrun would take every QP on it down). No group with room and
+ * no new one allowed (the device's max_cq or max_srq, the registration
+ * budget): the connection fails with -ENOBUFS, and the log says
+ * which limit. Receive buffers are carved from the registered pool; each
+ * SRQ always holds at least as many buffers as the credits granted to
+ * its live peers, plus RX_SPARE, so a peer that keeps to its credits
+ * never meets RNR while the others do.
+ * A connection starts with the few credits of rmsgi_credits_start() and
+ * the core grows or shrinks its grant with use (rdma_grant_op): the SRQ
+ * follows, growth as far as its size and the registration budget allow,
+ * and buffers beyond the target are not reposted but kept for later.
  * A peer that sends beyond its credits could still drain the shared SRQ
  * (the device takes its frames before the library sees them): conn.c
  * counts every frame against the credits granted and returned
@@ -83,6 +96,11 @@
 #include "../transport.h"
 
 #define SQ_DEPTH 128
+/* the QP's send queue: one less than the ring, so that a provider that
+ * adds a slot and rounds up to a power of two (rxe: its queue is mapped
+ * into the process, all of it resident) makes 128 slots, not 256 (64 KiB
+ * less per connection on rxe, measured); the ring never holds more */
+#define SQ_MAX_WR (SQ_DEPTH - 1)
 #define SIG_EVERY 16
 #define MAX_SGE 16
 #define REPOST_BATCH 16
@@ -100,8 +118,15 @@
  * is known. A short slice makes it look again soon.
  */
 #define RESOLVE_SLICE_MS 500
-/* receive buffers the SRQ holds beyond the credits granted */
+/* receive buffers each SRQ holds beyond the credits granted */
 #define RX_SPARE 32
+/* a receive group's SRQ: at most this many receives (the device's
+ * max_srq_wr if lower); its CQ is sized for it and RXQ_CONNS QPs */
+#define RXQ_SRQ_WR 4095
+#define RXQ_CONNS 96
+/* (4095 and 4095 + 96 x 128 = 16383 entries: a provider that adds one
+ * and rounds up to a power of two, as rxe does for the queues it maps
+ * into the process, makes 4096 and 16384) */
 /* the peer's RNR NAKs wait 245.76 ms (IB encoding 29) before a retry;
  * with RNR_RETRY 6 a sender meeting our empty SRQ gives up after ~1.5 s,
  * long enough to outlast a flooding peer (closed at its first frame
@@ -125,11 +150,27 @@
 struct rdma_ctx;
 struct rdma_conn;
 
-/* one receive buffer of the SRQ; the message object lives inside it */
+/* a receive group: a CQ and an SRQ, shared by up to RXQ_CONNS QPs */
+struct rdma_rxq {
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+	uint32_t srq_max;
+	uint32_t srq_posted;
+	uint32_t srq_target; /* sum of credits granted to its live peers */
+	uint32_t cqe;	     /* the CQ's entries */
+	uint32_t cq_used;    /* reserved: srq_max + SQ_DEPTH per QP */
+	uint32_t cq_events;  /* to acknowledge in batches */
+	uint32_t nconns;
+	struct rxbuf *repost; /* released, waiting for the next batch */
+	uint32_t repost_n;
+};
+
+/* one receive buffer of an SRQ; the message object lives inside it */
 struct rxbuf {
 	struct rmsg_msg m;
 	struct rxbuf *next;
 	struct rdma_ctx *r;
+	struct rdma_rxq *q; /* the group whose SRQ it was posted to */
 	uint8_t *buf;
 	uint32_t lkey;
 };
@@ -229,12 +270,13 @@ struct rdma_conn {
 	unsigned linger_ms;  /* the core's bound for a local close */
 	bool is_server;
 	struct rdma_ctx *r;
+	struct rdma_rxq *q; /* its receive group, once the QP is made */
 	struct rdma_cm_id *id;
 	struct ibv_qp *qp;
 	struct rdma_conn *hnext; /* qpn hash chain */
 	enum rc_state state;
 	uint32_t qpn;
-	uint32_t granted; /* receive buffers this conn added to the SRQ */
+	uint32_t granted; /* receive buffers this conn added to its SRQ */
 	struct sq_slot ring[SQ_DEPTH];
 	uint8_t *hdrs; /* registered header slots, 64 B each */
 	uint32_t hdrs_lkey;
@@ -274,23 +316,21 @@ struct rdma_ctx {
 	struct ibv_pd *pd;
 	struct ibv_comp_channel *cch;
 	ev_io cq_io;
-	struct ibv_cq *cq;
-	struct ibv_srq *srq;
-	uint32_t cq_events; /* to acknowledge in batches */
-	bool mw_ok;	    /* type-2 memory windows (2A or 2B) */
+	struct rdma_rxq **q; /* receive groups, nq of them */
+	uint32_t nq;
+	uint32_t q_srq_wr; /* a group's SRQ size */
+	uint32_t q_cqe;	   /* a group's CQ size */
+	uint32_t q_max;	   /* groups at most: the device's max_cq, max_srq */
+	bool q_full_said;  /* the limit was logged */
+	bool mw_ok;	   /* type-2 memory windows (2A or 2B) */
 	uint64_t max_msg_sz;
 	uint32_t rd_atom;
-	uint32_t srq_max;
-	uint32_t srq_posted;
-	uint32_t srq_target; /* sum of credits granted to live peers */
 	size_t eager;
 	size_t stride;
 	struct rxbuf *rx_free; /* allocated, not posted */
-	struct rxbuf *repost;  /* released, waiting for the next batch */
 	/* freed rendezvous messages, oldest first (RNDV_QUARANTINE) */
 	struct rmsgi_list rq;
 	uint32_t rq_n;
-	uint32_t repost_n;
 	void **rx_chunks;
 	uint32_t nchunks;
 	struct rdma_conn *qpn_hash[QPN_BUCKETS];
@@ -342,8 +382,16 @@ int rdma_ctx_get(struct rmsg_ctx *ctx, struct rdma_ctx **r_p);
 /* PD, completion channel, CQ and SRQ on the first device seen; the
  * pool's and mr.c's registration hooks */
 int rdma_dev_open(struct rdma_ctx *r, struct ibv_context *verbs);
-/* adds buffers to the SRQ until it holds the target */
-int rdma_srq_fill(struct rdma_ctx *r);
+/* adds buffers to the group's SRQ until it holds its target */
+int rdma_srq_fill(struct rdma_ctx *r, struct rdma_rxq *q);
+/* a receive group with room for a connection granting @credits (made if
+ * none has room and the limits allow): 0 and *q_p, counted in its
+ * nconns and cq_used; -ENOBUFS at the limits, or another errno */
+int rdma_rxq_get(struct rdma_ctx *r, uint32_t credits, struct rdma_rxq **q_p);
+/* a connection left group @q */
+void rdma_rxq_put(struct rdma_rxq *q);
+/* conn op: the connection's share of the SRQ follows the core's grant */
+uint32_t rdma_grant_op(void *p, uint32_t credits);
 /* ctx op */
 void rdma_ctx_fini(void *p);
 

@@ -14,8 +14,23 @@
 /* ------------------------------------------------------------------ */
 /* receive buffers                                                      */
 
-/* reposts released receive buffers and returns their credits */
-static void rx_repost(struct rdma_ctx *r)
+/* the buffer's credit goes back to its connection (or the grant shrinks
+ * by it: conn.c decides) */
+static void rx_credit_back(struct rxbuf *rb)
+{
+	struct rmsg_conn *c = rb->m.conn;
+
+	if (c) {
+		rb->m.conn = NULL;
+		rmsgi_conn_credit_freed(c);
+		rmsgi_conn_put(c);
+	}
+}
+
+/* reposts the group's released receive buffers and returns their
+ * credits; those beyond its target (grants shrank, or held messages made
+ * the SRQ grow) are kept unposted */
+static void rxq_repost(struct rdma_ctx *r, struct rdma_rxq *q)
 {
 	struct ibv_recv_wr wrs[REPOST_BATCH], *bad;
 	struct ibv_sge sges[REPOST_BATCH];
@@ -23,12 +38,19 @@ static void rx_repost(struct rdma_ctx *r)
 	uint32_t i, n;
 	int ret;
 
-	while (r->repost) {
-		for (n = 0; n < REPOST_BATCH && r->repost; n++) {
-			struct rxbuf *rb = r->repost;
+	while (q->repost) {
+		for (n = 0; n < REPOST_BATCH && q->repost;) {
+			struct rxbuf *rb = q->repost;
 
-			r->repost = rb->next;
-			r->repost_n--;
+			q->repost = rb->next;
+			q->repost_n--;
+			if (q->srq_posted + n + q->repost_n >=
+			    q->srq_target + RX_SPARE) {
+				rb->next = r->rx_free;
+				r->rx_free = rb;
+				rx_credit_back(rb);
+				continue;
+			}
 			done[n] = rb;
 			sges[n].addr = (uintptr_t)rb->buf;
 			sges[n].length = (uint32_t)r->stride;
@@ -37,9 +59,12 @@ static void rx_repost(struct rdma_ctx *r)
 			wrs[n].sg_list = &sges[n];
 			wrs[n].num_sge = 1;
 			wrs[n].next = &wrs[n + 1];
+			n++;
 		}
+		if (!n)
+			continue;
 		wrs[n - 1].next = NULL;
-		ret = ibv_post_srq_recv(r->srq, wrs, &bad);
+		ret = ibv_post_srq_recv(q->srq, wrs, &bad);
 		if (ret) {
 			rmsgi_err(r->ctx, "SRQ repost failed: %s",
 				  rmsg_strerror(rmsgi_err_verbs(ret)));
@@ -51,28 +76,43 @@ static void rx_repost(struct rdma_ctx *r)
 			}
 			continue;
 		}
-		r->srq_posted += n;
-		for (i = 0; i < n; i++) {
-			struct rmsg_conn *c = done[i]->m.conn;
-
-			if (c) {
-				rmsgi_conn_credit_freed(c);
-				rmsgi_conn_put(c);
-			}
-		}
+		q->srq_posted += n;
+		for (i = 0; i < n; i++)
+			rx_credit_back(done[i]);
 	}
+}
+
+/* every group's released buffers */
+static void rx_repost(struct rdma_ctx *r)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->nq; i++)
+		if (r->q[i]->repost)
+			rxq_repost(r, r->q[i]);
+}
+
+/* are released buffers waiting in any group? */
+static bool rx_repost_due(const struct rdma_ctx *r)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->nq; i++)
+		if (r->q[i]->repost)
+			return true;
+	return false;
 }
 
 /* free_fn of an eager receive: batch the repost */
 static void rxbuf_release(struct rmsg_msg *m)
 {
 	struct rxbuf *rb = RMSGI_CONTAINER_OF(m, struct rxbuf, m);
-	struct rdma_ctx *r = rb->r;
+	struct rdma_rxq *q = rb->q;
 
-	rb->next = r->repost;
-	r->repost = rb;
-	if (++r->repost_n >= REPOST_BATCH)
-		rx_repost(r);
+	rb->next = q->repost;
+	q->repost = rb;
+	if (++q->repost_n >= REPOST_BATCH)
+		rxq_repost(rb->r, q);
 }
 
 /* ------------------------------------------------------------------ */
@@ -187,7 +227,7 @@ static void rc_post_reads(struct rdma_conn *rc)
 		struct sq_slot *s;
 		int ret;
 
-		if (ring_used(rc) >= SQ_DEPTH || rc->reads_out >= r->rd_atom)
+		if (ring_used(rc) >= SQ_MAX_WR || rc->reads_out >= r->rd_atom)
 			break;
 		if (!rx->buf) {
 			ret = rndv_rx_alloc(rc, rx);
@@ -302,7 +342,7 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 
 	rmsgi_tr_dbg(r->env, "recv qpn %u status %d len %u conn %u", wc->qp_num,
 		     wc->status, wc->byte_len, rc ? rc->ci->id : 0);
-	r->srq_posted--;
+	rb->q->srq_posted--;
 	rmsgi_msg_init(&rb->m, NULL, NULL, 0);
 	rb->m.free_fn = rxbuf_release;
 	/* (a server's RC_CONNECTING: the app accepted it) */
@@ -396,12 +436,13 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 		rdma_rc_teardown(rc, 0);
 }
 
-int rdma_cq_drain(struct rdma_ctx *r)
+/* polls one group's CQ empty */
+static int rxq_drain(struct rdma_ctx *r, struct rdma_rxq *q)
 {
 	struct ibv_wc wcs[32];
 	int n, i, total = 0;
 
-	while ((n = ibv_poll_cq(r->cq, 32, wcs)) > 0) {
+	while ((n = ibv_poll_cq(q->cq, 32, wcs)) > 0) {
 		for (i = 0; i < n; i++) {
 			struct ibv_wc *wc = &wcs[i];
 			struct rdma_conn *rc;
@@ -444,13 +485,25 @@ int rdma_cq_drain(struct rdma_ctx *r)
 	return total;
 }
 
+int rdma_cq_drain(struct rdma_ctx *r)
+{
+	uint32_t i;
+	int total = 0;
+
+	/* (a group made by a callback during the drain is polled next
+	 * time: nothing is posted on it yet) */
+	for (i = 0; i < r->nq; i++)
+		total += rxq_drain(r, r->q[i]);
+	return total;
+}
+
 int rdma_poll(void *p, bool arm)
 {
 	struct rdma_ctx *r = p;
 	int n;
 
 	bury(r);
-	if (!r->cq)
+	if (!r->nq)
 		return 0;
 	/* released receive buffers go back when the CQ is found empty (off
 	 * the critical path: while waiting for the peer) or by the batch
@@ -459,13 +512,16 @@ int rdma_poll(void *p, bool arm)
 	 * it spins (busy poll), only when the CQ is found empty, off the
 	 * critical path. (Reposting after the drain before sleeping too
 	 * made event-mode round trips 2.4x slower on rxe, measured.) */
-	if (r->repost && arm)
+	if (arm && rx_repost_due(r))
 		rx_repost(r);
 	n = rdma_cq_drain(r);
-	if (r->repost && !arm && n == 0)
+	if (!arm && n == 0 && rx_repost_due(r))
 		rx_repost(r);
 	if (arm) {
-		ibv_req_notify_cq(r->cq, 0);
+		uint32_t i;
+
+		for (i = 0; i < r->nq; i++)
+			ibv_req_notify_cq(r->q[i]->cq, 0);
 		n += rdma_cq_drain(r);
 	}
 	return n;
@@ -477,13 +533,17 @@ void rdma_cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 	struct ibv_cq *cq;
 	void *cq_ctx;
 
+	/* each CQ's context is its group; a notified CQ is re-armed
+	 * before every CQ is polled */
 	while (ibv_get_cq_event(r->cch, &cq, &cq_ctx) == 0) {
-		if (++r->cq_events >= 64) {
-			ibv_ack_cq_events(r->cq, r->cq_events);
-			r->cq_events = 0;
+		struct rdma_rxq *q = cq_ctx;
+
+		if (++q->cq_events >= 64) {
+			ibv_ack_cq_events(q->cq, q->cq_events);
+			q->cq_events = 0;
 		}
+		ibv_req_notify_cq(q->cq, 0);
 	}
-	ibv_req_notify_cq(r->cq, 0);
 	rdma_cq_drain(r);
 	rmsgi_ctx_flush(r->ctx);
 }

@@ -126,7 +126,12 @@ void rdma_rc_teardown(struct rdma_conn *rc, int reason)
 	rc->id = NULL;
 	if (rc->hdrs)
 		rmsgi_pool_free(r->env->pool, rc->hdrs);
-	r->srq_target -= rc->granted;
+	if (rc->q) {
+		rc->q->srq_target -= rc->granted;
+		rc->granted = 0;
+		rdma_rxq_put(rc->q);
+		rc->q = NULL;
+	}
 	r->nconns--;
 	rc->state = RC_DEAD;
 	rc->buried = true;

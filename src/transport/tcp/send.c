@@ -171,11 +171,14 @@ void tcp_write(struct tcp_conn *tc)
 }
 
 /* the ring is sized once the peer's credits, which bound the frames in
- * flight, are known */
+ * flight, are known: its first grant, or, since a grant grows with use,
+ * what we would grow ours to (a full ring only makes post() wait) */
 static int tcp_hdr_alloc(struct tcp_conn *tc)
 {
-	unsigned want =
-		RMSGI_MIN(RMSGI_MAX(tc->peer_credits, 4u), TCP_MAX_FRAMES);
+	unsigned want = RMSGI_MIN(
+		RMSGI_MAX(RMSGI_MAX(tc->peer_credits, tc->ci->cfg->credits),
+			  4u),
+		TCP_MAX_FRAMES);
 	unsigned size = 4;
 
 	while (size < want)
