@@ -67,7 +67,7 @@ static void tcp_accept_one(struct tcp_ctx *t, struct tcp_listener *tl,
 	tc->adopted = !tl;
 	tc->phase = TCP_PH_HELLO;
 	tcp_conn_set_fd(tc, fd);
-	tcp_io_start(tl->t->env, &tc->rw);
+	tcp_io_start(t->env, &tc->rw);
 	tcp_timer_start(loop, &tc->tmo, ci->cfg->timeout_ms / 1000.0);
 }
 
