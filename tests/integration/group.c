@@ -402,6 +402,7 @@ static void round_served(struct rmsg_ctx *cctx, int expect_idx)
 			 ld(&accepts[i]));
 	}
 	T_RUN_UNTIL(EV_DEFAULT, sum(established) == K, 60);
+	fprintf(stderr, "served on every connection; closing\n");
 	close_all(K);
 	T_RUN_UNTIL(EV_DEFAULT, sum(closes) == K, 60);
 	for (i = 0; i < NSRV; i++)
@@ -527,6 +528,7 @@ int main(void)
 	T_ASSERT(ld(&pick_bad) == 0, "pick: wrong thread, n or address");
 	reset_counts();
 	__atomic_store_n(&pick_next, NSRV, __ATOMIC_SEQ_CST);
+	fprintf(stderr, "two peers the pick callback refuses\n");
 	connect_all(cctx, 2);
 	wait_closed(2);
 	for (i = 0; i < 2; i++)
