@@ -532,6 +532,51 @@ int rmsg_listen(struct rmsg_ctx *ctx, const char *uri,
 		const struct rmsg_cfg *cfg, const struct rmsg_conn_ops *ops,
 		rmsg_accept_cb accept, void *arg, struct rmsg_listener **l_p);
 
+/** RMSG_GROUP_MAX - most contexts one rmsg_listen_group() serves */
+#define RMSG_GROUP_MAX 64
+
+/**
+ * rmsg_pick_cb - chooses the context of a new connection
+ * @peer: the peer's address (AF_INET or AF_INET6, with its port)
+ * @n: the number of contexts in the group
+ * @arg: the listener's arg
+ *
+ * Runs on the thread of ctxs[0] (the listener's home), before the peer's
+ * hello is read. An index of @n or more refuses the connection: its peer
+ * gets -ECONNREFUSED and the home logs the index.
+ * Return: an index below @n into the contexts of rmsg_listen_group().
+ */
+typedef unsigned (*rmsg_pick_cb)(const struct sockaddr *peer, unsigned n,
+				 void *arg);
+
+/**
+ * rmsg_listen_group() - one address served by several contexts
+ * @ctxs: the contexts, each typically driven by its own thread; ctxs[0]
+ *        is the listener's home; all distinct
+ * @n: how many, 1 to RMSG_GROUP_MAX
+ * @uri: as for rmsg_listen()
+ * @cfg: as for rmsg_listen()
+ * @ops: as for rmsg_listen()
+ * @accept: as for rmsg_listen(); runs on the chosen context's thread
+ * @pick: chooses the context of each new connection, or NULL for
+ *        round-robin
+ * @arg: passed to @pick, @accept and, unless changed, to @ops
+ * @l_p: where the new listener is stored
+ *
+ * Call it on the thread of ctxs[0]. The home accepts each new peer and
+ * hands it to the chosen context: @accept and every callback of the
+ * connection run on that context's thread. The listener belongs to
+ * ctxs[0]: close it there. A member context (ctxs[1..n-1]) cannot be
+ * destroyed while the listener is open (rmsg_ctx_destroy() says
+ * -EBUSY); a peer still on its way to a context when the listener closes
+ * (or the home is destroyed) is refused (-ECONNREFUSED at the peer).
+ * Return: 0, or -EINVAL, -EOPNOTSUPP and the errors of rmsg_listen().
+ */
+int rmsg_listen_group(struct rmsg_ctx *const *ctxs, unsigned n, const char *uri,
+		      const struct rmsg_cfg *cfg,
+		      const struct rmsg_conn_ops *ops, rmsg_accept_cb accept,
+		      rmsg_pick_cb pick, void *arg, struct rmsg_listener **l_p);
+
 /**
  * rmsg_listener_port() - the local port a listener is bound to
  * @l: the listener

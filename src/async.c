@@ -12,15 +12,9 @@
 
 #include "rmsg_int.h"
 
-struct work {
-	struct work *next;
-	rmsg_work_cb fn;
-	void *arg;
-};
-
 struct rmsgi_async {
 	pthread_mutex_t mu;
-	struct work *head, *tail;
+	struct rmsgi_work *head, *tail;
 	ev_async w;
 };
 
@@ -28,20 +22,22 @@ struct rmsgi_async {
 static void async_run(struct rmsg_ctx *ctx)
 {
 	struct rmsgi_async *a = ctx->async;
-	struct work *list;
+	struct rmsgi_work *list;
 
 	pthread_mutex_lock(&a->mu);
 	list = a->head;
 	a->head = a->tail = NULL;
 	pthread_mutex_unlock(&a->mu);
 	while (list) {
-		struct work *wk = list;
+		struct rmsgi_work *wk = list;
+		bool heap = wk->heap; /* the library's may free itself */
 
 		list = wk->next;
 		ctx->in_cb++;
 		wk->fn(ctx, wk->arg);
 		ctx->in_cb--;
-		free(wk);
+		if (heap)
+			free(wk);
 	}
 }
 
@@ -83,20 +79,11 @@ void rmsgi_async_fini(struct rmsg_ctx *ctx)
 	ctx->async = NULL;
 }
 
-int rmsg_ctx_submit(struct rmsg_ctx *ctx, rmsg_work_cb fn, void *arg)
+void rmsgi_async_push(struct rmsg_ctx *ctx, struct rmsgi_work *wk)
 {
-	struct rmsgi_async *a;
-	struct work *wk;
+	struct rmsgi_async *a = ctx->async;
 
-	if (!ctx || !fn || !ctx->async)
-		return -EINVAL;
-	a = ctx->async;
-	wk = malloc(sizeof(*wk));
-	if (!wk)
-		return -ENOMEM;
 	wk->next = NULL;
-	wk->fn = fn;
-	wk->arg = arg;
 	pthread_mutex_lock(&a->mu);
 	if (a->tail)
 		a->tail->next = wk;
@@ -109,5 +96,20 @@ int rmsg_ctx_submit(struct rmsg_ctx *ctx, rmsg_work_cb fn, void *arg)
 	 * is not written: its descriptor must become readable */
 	if (ctx->own)
 		rmsgi_own_wake(ctx->own);
+}
+
+int rmsg_ctx_submit(struct rmsg_ctx *ctx, rmsg_work_cb fn, void *arg)
+{
+	struct rmsgi_work *wk;
+
+	if (!ctx || !fn || !ctx->async)
+		return -EINVAL;
+	wk = malloc(sizeof(*wk));
+	if (!wk)
+		return -ENOMEM;
+	wk->fn = fn;
+	wk->arg = arg;
+	wk->heap = true;
+	rmsgi_async_push(ctx, wk);
 	return 0;
 }

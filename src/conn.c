@@ -247,6 +247,10 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 	conn_addrs(c);
 	if (h->credits < 4 || h->eager_size < 64)
 		return rmsgi_conn_refuse(c, -EPROTO, reply);
+	if (!l)
+		l = c->lst;
+	if (!l) /* a group's listener closed before the hello came */
+		return rmsgi_conn_refuse(c, -ECONNABORTED, reply);
 	if (c->cfg.psk_len || (h->flags & RMSGI_HELLO_F_AUTH))
 		return rmsgi_auth_request(c, h, reply);
 	/* from here on the app may see the connection */

@@ -311,6 +311,9 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 		return -EINVAL;
 	if (ctx->in_cb)
 		return -EBUSY;
+	/* a member of an open group listener: its home may hand it peers */
+	if (__atomic_load_n(&ctx->groups, __ATOMIC_ACQUIRE))
+		return -EBUSY;
 	/* no resolver thread may submit to the context from here on */
 	rmsgi_resolve_ctx_fini(ctx);
 	rmsgi_async_fini(ctx);

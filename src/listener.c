@@ -186,12 +186,14 @@ int rmsg_listener_close(struct rmsg_listener *l)
 {
 	int i;
 
-	if (!l)
+	if (!l || l->member) /* a group's stand-in (accept's @l) */
 		return -EINVAL;
 	for (i = 0; i < RMSGI_TR_COUNT; i++)
 		if (l->tr[i] && l->tr_priv[i])
 			l->tr[i]->lst->close(l->tr_priv[i]);
 	listener_detach_all(l);
+	if (l->group)
+		rmsgi_group_close(l);
 	rmsgi_list_del(&l->link);
 	ev_unref(l->ctx->loop);
 	free(l);

@@ -177,6 +177,10 @@ struct rmsg_ctx {
 	/* the private loop of rmsg_ctx_create_fd(3) (ownloop.c); NULL on
 	 * the application's loop */
 	struct rmsgi_ownloop *own;
+	/* open group listeners this context is a member of (not the home)
+	 * (group.c): rmsg_ctx_destroy says -EBUSY while any; changed on
+	 * the home's thread, read on this one: atomic */
+	unsigned groups;
 };
 
 /* op objects, recycled per context */
@@ -227,7 +231,17 @@ struct rmsg_listener {
 	unsigned nconns;   /* connections counted against cfg.max_conns */
 	unsigned npending; /* of which in handshake (cfg.max_pending) */
 	uint64_t refused;  /* connections refused over a limit */
+	/* rmsg_listen_group (group.c): the group; on the home's listener
+	 * and on each member's stand-in (@member: made by the group for a
+	 * member context, no backend listens on it; freed by the group) */
+	struct rmsgi_group *group;
+	bool member;
 };
+
+/* group.c: the group listener @l closes (on its home's thread, its
+ * backends stopped): peers on their way are refused, the members'
+ * stand-ins go on their threads, the group goes with its last user */
+void rmsgi_group_close(struct rmsg_listener *l);
 
 /* may @l take one more connection? 0, or -EUSERS (max_conns) or -EAGAIN
  * (max_pending), counted and logged (rate-limited) */
@@ -447,6 +461,15 @@ void rmsgi_conn_resolved(struct rmsg_conn *c, int err,
 void rmsgi_stats_fold(struct rmsg_conn *c);
 
 /* cross-thread submission (async.c) */
+struct rmsgi_work {
+	struct rmsgi_work *next;
+	rmsg_work_cb fn;
+	void *arg;
+	bool heap; /* freed after it ran (rmsg_ctx_submit's) */
+};
+/* queues @wk (the caller's memory, which @fn may free) on @ctx's loop
+ * from any thread, as rmsg_ctx_submit() does; cannot fail */
+void rmsgi_async_push(struct rmsg_ctx *ctx, struct rmsgi_work *wk);
 int rmsgi_async_init(struct rmsg_ctx *ctx);
 void rmsgi_async_fini(struct rmsg_ctx *ctx);
 

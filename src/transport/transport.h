@@ -406,6 +406,28 @@ struct rmsgi_tr_listener_ops {
 	/* stops listening and frees @tl; connections it reported live on.
 	 * Does not call back. */
 	void (*close)(void *tl);
+	/*
+	 * Group listeners (rmsg_listen_group, src/group.c). For a listener
+	 * whose rmsgi_tr_group() is true the backend does not make a
+	 * connection of a new peer: it detaches the peer from its context
+	 * (@h: what it needs to go on, owning no state of the context and
+	 * bound to no thread: TCP a socket, RDMA a cm id moved off the
+	 * context's event channel, with the peer's hello decoded) and gives
+	 * @h to rmsgi_tr_handoff(). The core then calls exactly one of
+	 * adopt() and drop() for @h, possibly on another thread. May be
+	 * NULL both: the backend serves no group (-EOPNOTSUPP).
+	 */
+	/* on @ctx's thread: @h becomes a connection of @ctx for the core's
+	 * listener @l, exactly as a peer of listen() does (through
+	 * rmsgi_tr_incoming() on @l; every outcome reported by the
+	 * up-calls; a failure here refuses the peer, with rmsgi_conn_discard
+	 * once the core made a connection). The backend keeps no pointer to
+	 * @l: a later rmsgi_conn_ev_request() passes NULL (the core uses the
+	 * listener @c counts against). Frees @h. */
+	void (*adopt)(struct rmsg_ctx *ctx, struct rmsg_listener *l, void *h);
+	/* on any thread: refuses the peer @h with @refusal (sent as the
+	 * backend sends a refusal) and frees @h. Touches no context. */
+	void (*drop)(void *h, const struct rmsgi_hello *refusal);
 };
 
 /*
@@ -537,13 +559,25 @@ int rmsgi_tr_incoming(struct rmsg_listener *l, const struct rmsgi_tr *tr,
 		      void *tc, struct rmsg_conn **c_p,
 		      const struct rmsgi_tr_conn_info **ci_p,
 		      struct rmsgi_hello *refusal);
+/* is @l a group listener (rmsg_listen_group)? Then its backends hand
+ * new peers to rmsgi_tr_handoff() (see the listener ops' adopt/drop) */
+bool rmsgi_tr_group(const struct rmsg_listener *l);
+/* a peer at @peer knocked on the group listener @l (on its home's
+ * thread): the core picks a context and takes @h; it calls @tr's adopt()
+ * for it there (at once, inside this call, for the home) or drop(),
+ * exactly once either way. Does not call the app, the pick callback
+ * aside. */
+void rmsgi_tr_handoff(struct rmsg_listener *l, const struct rmsgi_tr *tr,
+		      const struct sockaddr *peer, void *h);
 /* the peer's hello @h arrived at the server: validates it and asks the
  * app (the accept callback runs inside). Fills @reply, the hello to
  * answer with (status 0: accepted; else the refusal's status), and
  * returns 0 if accepted (the backend then finishes the handshake and
  * reports established) or a negative errno (the backend sends @reply
  * and drops the connection, with rmsgi_conn_discard() or as a failure:
- * ev_failed and ev_down; the app hears nothing either way). */
+ * ev_failed and ev_down; the app hears nothing either way). @l NULL:
+ * the listener @c counts against (an adopted peer's); none left (it
+ * closed): refused with -ECONNABORTED. */
 int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 			  const struct rmsgi_hello *h,
 			  struct rmsgi_hello *reply);

@@ -11,7 +11,8 @@
  *   rmsg_cfg_create, rmsg_ctx_create, rmsg_listen, rmsg_connect (and the
  *   connection it starts: an allocation failing after the call returned
  *   may only end that connection through on_close), rmsg_send on an
- *   open connection, rmsg_ctx_submit, rmsg_ctx_create_fd.
+ *   open connection, rmsg_ctx_submit, rmsg_ctx_create_fd,
+ *   rmsg_listen_group.
  * Under AddressSanitizer (which owns malloc) or valgrind the program
  * exits 77: the plain build in 'make check' runs it.
  */
@@ -229,6 +230,37 @@ static int steps_listen(struct rmsg_ctx *ctx)
 	T_FAIL("rmsg_listen never succeeded");
 }
 
+/* a group listener of two contexts (issue 20); the member's stand-in
+ * goes when its loop runs or when it is destroyed */
+static int steps_listen_group(struct rmsg_ctx *ctx)
+{
+	struct rmsg_ctx *ctxs[2] = {ctx, NULL};
+	char uri[128];
+	long n;
+
+	T_OK(rmsg_ctx_create(loop, NULL, &ctxs[1]));
+	t_uri(uri, sizeof(uri), 0);
+	for (n = 0; n < MAX_STEPS; n++) {
+		struct rmsg_listener *l = NULL;
+		int ret;
+
+		arm(n);
+		ret = rmsg_listen_group(ctxs, 2, uri, NULL, &ops, NULL, NULL,
+					NULL, &l);
+		disarm();
+		/* covers: rmsg_listen_group.3 ENOMEM */
+		expect("rmsg_listen_group", n, ret);
+		if (ret == 0)
+			T_OK(rmsg_listener_close(l));
+		if (!injected) {
+			saw_enomem("rmsg_listen_group");
+			T_OK(rmsg_ctx_destroy(ctxs[1]));
+			return (int)n;
+		}
+	}
+	T_FAIL("rmsg_listen_group never succeeded");
+}
+
 /* a connect with the Nth allocation failing, during the call or while
  * the connection is set up (both sides are ours: the server's accept
  * path is failed too); the connection must either open or end through
@@ -379,6 +411,9 @@ int main(void)
 	       steps_ctx_fd());
 	T_OK(rmsg_ctx_create(loop, NULL, &ctx));
 	c = steps_listen(ctx);
+	printf("alloc_fail: listen_group: %d allocations failed one at a "
+	       "time, each ended as documented\n",
+	       steps_listen_group(ctx));
 	t_listen(ctx, NULL, &ops, NULL, NULL, &l, uri, sizeof(uri));
 	d = steps_connect(ctx, uri);
 	e = steps_submit(ctx);

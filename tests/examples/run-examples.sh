@@ -32,7 +32,7 @@ if [ "$transport" = rdma ] && [ ! -e /dev/infiniband/rdma_cm ]; then
 	exit 77
 fi
 for p in hello kv_server kv_client bulk mixed_loop echo_socket echo_rmsg \
-	loop_epoll loop_uv loop_glib; do
+	loop_epoll loop_uv loop_glib rpc_threads; do
 	if [ ! -x "$ex/$p" ]; then
 		echo "FAIL: $ex/$p not built (run make; loop_uv and loop_glib" \
 			"need libuv1-dev and libglib2.0-dev, see configure's output)"
@@ -199,6 +199,19 @@ if start_server kv "$transport" "$ex/kv_server"; then
 fi
 echo "kv: done ($(($(date +%s) - t0)) s)"
 
+# ---- rpc_threads: one address, two server threads (issue 20) ----
+if start_server rpc_threads "$transport" "$ex/rpc_threads" server \
+	--threads 2; then
+	client rpc-threads 0 "$ex/rpc_threads" client --conns 8 --calls 50 \
+		"$uri" &&
+		expect rpc-threads "$tmp/rpc-threads.client" \
+			'^400 calls over 8 connections, answered by 2 server threads$'
+	stop_server
+	expect rpc_threads "$tmp/rpc_threads.server" \
+		"listening on .* with 2 threads"
+fi
+echo "rpc_threads: done ($(($(date +%s) - t0)) s)"
+
 # ---- bulk: write-with-immediate into the receiver's region ----
 once=1
 mib=32
@@ -291,5 +304,5 @@ if [ "$failures" -gt 0 ]; then
 	echo "$failures failures"
 	exit 1
 fi
-echo "PASS: hello, kv, bulk, mixed_loop, echo_socket, echo_rmsg, loop_epoll, loop_uv, loop_glib over $transport ($(($(date +%s) - t0)) s)"
+echo "PASS: hello, kv, rpc_threads, bulk, mixed_loop, echo_socket, echo_rmsg, loop_epoll, loop_uv, loop_glib over $transport ($(($(date +%s) - t0)) s)"
 exit 0

@@ -337,6 +337,13 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	return 0;
 }
 
+/* group listeners move a request's id between channels */
+int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
+{
+	id->channel = channel;
+	return 0;
+}
+
 int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 		uint8_t private_data_len)
 {

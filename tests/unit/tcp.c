@@ -117,6 +117,19 @@ int rmsgi_tr_incoming(struct rmsg_listener *l, const struct rmsgi_tr *tr,
 	return -ECONNREFUSED;
 }
 
+bool rmsgi_tr_group(const struct rmsg_listener *l)
+{
+	(void)l;
+	return false;
+}
+
+void rmsgi_tr_handoff(struct rmsg_listener *l, const struct rmsgi_tr *tr,
+		      const struct sockaddr *peer, void *h)
+{
+	(void)l, (void)tr, (void)peer, (void)h;
+	fail_msg("rmsgi_tr_handoff without a listener");
+}
+
 int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 			  const struct rmsgi_hello *h,
 			  struct rmsgi_hello *reply)

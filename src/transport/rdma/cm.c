@@ -331,18 +331,89 @@ void rdma_listen_close(void *p)
 	free(rl);
 }
 
+/* refuses the peer of a new cm id @id with @status and destroys @id */
+static void cm_refuse(struct rdma_cm_id *id, int status)
+{
+	struct rmsgi_hello h;
+	uint8_t buf[RMSGI_HELLO_MAX];
+
+	memset(&h, 0, sizeof(h));
+	h.status = (int16_t)status;
+	rdma_reject(id, buf, (uint8_t)rmsgi_hello_encode(&h, buf));
+	rdma_destroy_id(id);
+}
+
+/*
+ * A group listener's peer, detached from the home: its cm id moves off
+ * the home's event channel to a private one that no thread polls
+ * (rdma_migrate_id to NULL: "synchronous mode"), here, on the thread
+ * that polls the home's channel, as rdma_migrate_id(3) asks. The id then
+ * depends on no context: any thread may refuse it (drop), and the chosen
+ * context moves it to its own channel (adopt); events meanwhile wait on
+ * the private channel and move with it. The hello is decoded already.
+ */
+struct rdma_handoff {
+	struct rdma_cm_id *id;
+	struct rmsgi_hello h;
+};
+
+static void cm_handoff(struct rmsg_listener *l, struct rdma_cm_id *id,
+		       const struct rmsgi_hello *h)
+{
+	struct rdma_handoff *ho = malloc(sizeof(*ho));
+
+	if (!ho) {
+		cm_refuse(id, -ENOMEM);
+		return;
+	}
+	if (rdma_migrate_id(id, NULL)) {
+		cm_refuse(id, rmsgi_err_cm(-1));
+		free(ho);
+		return;
+	}
+	ho->id = id;
+	ho->h = *h;
+	rmsgi_tr_handoff(l, &rmsgi_tr_rdma, rdma_get_peer_addr(id), ho);
+}
+
+void rdma_drop_op(void *p, const struct rmsgi_hello *refusal)
+{
+	struct rdma_handoff *ho = p;
+	uint8_t buf[RMSGI_HELLO_MAX];
+
+	rdma_reject(ho->id, buf, (uint8_t)rmsgi_hello_encode(refusal, buf));
+	rdma_destroy_id(ho->id);
+	free(ho);
+}
+
+static void cm_request(struct rdma_ctx *r, struct rmsg_listener *l,
+		       struct rdma_cm_id *id, struct rmsgi_hello h);
+
+void rdma_adopt_op(struct rmsg_ctx *ctx, struct rmsg_listener *l, void *p)
+{
+	struct rdma_handoff *ho = p;
+	struct rdma_cm_id *id = ho->id;
+	struct rmsgi_hello h = ho->h;
+	struct rdma_ctx *r;
+	int ret;
+
+	free(ho);
+	ret = rdma_ctx_get(ctx, &r);
+	if (ret == 0)
+		ret = rmsgi_err_cm(rdma_migrate_id(id, r->ech));
+	if (ret) {
+		cm_refuse(id, ret);
+		return;
+	}
+	cm_request(r, l, id, h);
+}
+
 /* a peer asks to connect: the core admits it and asks the app; accept
  * or reject with the hello it fills */
 static void on_connect_request(struct rdma_ctx *r, struct rdma_cm_event *ev,
 			       struct rdma_listener *rl)
 {
-	const struct rmsgi_tr_conn_info *ci;
-	struct rdma_conn_param param;
-	struct rmsgi_hello h, reply;
-	uint8_t buf[RMSGI_HELLO_MAX];
-	struct rdma_conn *rc;
-	struct rmsg_conn *c;
-	int ret;
+	struct rmsgi_hello h;
 
 	if (rmsgi_hello_decode(ev->param.conn.private_data,
 			       ev->param.conn.private_data_len, &h)) {
@@ -352,19 +423,36 @@ static void on_connect_request(struct rdma_ctx *r, struct rdma_cm_event *ev,
 		rdma_destroy_id(ev->id);
 		return;
 	}
+	if (rmsgi_tr_group(rl->l))
+		cm_handoff(rl->l, ev->id, &h);
+	else
+		cm_request(r, rl->l, ev->id, h);
+}
+
+/* the request of @id (its hello @h) for the core's listener @l */
+static void cm_request(struct rdma_ctx *r, struct rmsg_listener *l,
+		       struct rdma_cm_id *id, struct rmsgi_hello h)
+{
+	const struct rmsgi_tr_conn_info *ci;
+	struct rdma_conn_param param;
+	struct rmsgi_hello reply;
+	uint8_t buf[RMSGI_HELLO_MAX];
+	struct rdma_conn *rc;
+	struct rmsg_conn *c;
+	int ret;
+
 	hello_clamp(r, &h);
 	ret = rc_new(r, NULL, NULL, &rc);
 	if (ret) {
-		rdma_reject(ev->id, NULL, 0);
-		rdma_destroy_id(ev->id);
+		rdma_reject(id, NULL, 0);
+		rdma_destroy_id(id);
 		return;
 	}
-	if (rmsgi_tr_incoming(rl->l, &rmsgi_tr_rdma, rc, &c, &ci, &reply)) {
+	if (rmsgi_tr_incoming(l, &rmsgi_tr_rdma, rc, &c, &ci, &reply)) {
 		/* over the listener's limits (the peer logs why), or no
 		 * memory */
-		rdma_reject(ev->id, buf,
-			    (uint8_t)rmsgi_hello_encode(&reply, buf));
-		rdma_destroy_id(ev->id);
+		rdma_reject(id, buf, (uint8_t)rmsgi_hello_encode(&reply, buf));
+		rdma_destroy_id(id);
 		r->nconns--;
 		free(rc);
 		return;
@@ -372,12 +460,12 @@ static void on_connect_request(struct rdma_ctx *r, struct rdma_cm_event *ev,
 	rc->c = c;
 	rc->ci = ci;
 	rc->is_server = true;
-	rc->id = ev->id;
+	rc->id = id;
 	rc->id->context = rc;
 	rc->state = RC_CONNECTING;
 	ret = rc_setup_qp(rc);
 	if (ret == 0)
-		ret = rmsgi_conn_ev_request(c, rl->l, &h, &reply);
+		ret = rmsgi_conn_ev_request(c, l, &h, &reply);
 	else
 		rmsgi_conn_refusal(c, ret, &reply);
 	if (ret == 0) {

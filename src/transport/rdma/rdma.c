@@ -14,6 +14,8 @@ static const struct rmsgi_tr_ctx_ops rdma_ctx_ops = {
 static const struct rmsgi_tr_listener_ops rdma_listener_ops = {
 	.listen = rdma_listen_op,
 	.close = rdma_listen_close,
+	.adopt = rdma_adopt_op,
+	.drop = rdma_drop_op,
 };
 
 static const struct rmsgi_tr_conn_ops rdma_conn_ops = {

@@ -443,6 +443,9 @@ int rdma_addrs_op(void *p, struct sockaddr_storage *local,
 int rdma_listen_op(struct rmsg_ctx *ctx, struct rmsg_listener *l,
 		   const struct rmsgi_uri *u, uint16_t *port_p, void **tl_p);
 void rdma_listen_close(void *p);
+/* group listeners: listener ops adopt and drop (transport.h) */
+void rdma_adopt_op(struct rmsg_ctx *ctx, struct rmsg_listener *l, void *p);
+void rdma_drop_op(void *p, const struct rmsgi_hello *refusal);
 
 static inline void rc_timer_stop(struct rdma_conn *rc)
 {

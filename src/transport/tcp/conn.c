@@ -137,12 +137,13 @@ void tcp_srv_hello(struct tcp_conn *tc, const struct rmsgi_hello *peer)
 	int ret;
 
 	tcp_timer_stop(tc->t->env->loop, &tc->tmo);
-	if (!tl) {
+	if (!tl && !tc->adopted) {
 		tcp_conn_end(tc, -ECONNABORTED, NULL);
 		return;
 	}
 	tc->in_accept = true;
-	ret = rmsgi_conn_ev_request(c, tl->l, peer, &mine);
+	/* adopted: the core's listener, or a refusal if it closed */
+	ret = rmsgi_conn_ev_request(c, tl ? tl->l : NULL, peer, &mine);
 	tc->in_accept = false;
 	tc->tl = NULL; /* the listener may be gone after the callback */
 	if (tc->ended)

@@ -220,6 +220,8 @@ static const struct rmsgi_tr_ctx_ops tcp_ctx_ops = {
 static const struct rmsgi_tr_listener_ops tcp_listener_ops = {
 	.listen = tcp_listen,
 	.close = tcp_listen_close,
+	.adopt = tcp_adopt,
+	.drop = tcp_drop,
 };
 
 static const struct rmsgi_tr_conn_ops tcp_conn_ops = {

@@ -36,20 +36,23 @@ static void tcp_refuse(int fd, int why)
 	close(fd);
 }
 
-static void tcp_accept_one(struct tcp_listener *tl, int fd)
+/* a new peer of the core's listener @l on context @t: of the backend
+ * listener @tl, or (NULL) adopted from a group's home */
+static void tcp_accept_one(struct tcp_ctx *t, struct tcp_listener *tl,
+			   struct rmsg_listener *l, int fd)
 {
 	const struct rmsgi_tr_conn_info *ci;
 	struct rmsgi_hello refusal;
-	struct ev_loop *loop = tl->t->env->loop;
+	struct ev_loop *loop = t->env->loop;
 	struct rmsg_conn *c;
 	struct tcp_conn *tc;
 
-	tc = tcp_conn_new(tl->t, NULL, NULL);
+	tc = tcp_conn_new(t, NULL, NULL);
 	if (!tc) {
 		close(fd);
 		return;
 	}
-	if (rmsgi_tr_incoming(tl->l, &rmsgi_tr_tcp, tc, &c, &ci, &refusal)) {
+	if (rmsgi_tr_incoming(l, &rmsgi_tr_tcp, tc, &c, &ci, &refusal)) {
 		rmsgi_list_del(&tc->link);
 		free(tc);
 		tcp_refuse(fd, refusal.status);
@@ -61,10 +64,52 @@ static void tcp_accept_one(struct tcp_listener *tl, int fd)
 	tcp_user_timeout(fd, ci->cfg);
 	tc->server = true;
 	tc->tl = tl;
+	tc->adopted = !tl;
 	tc->phase = TCP_PH_HELLO;
 	tcp_conn_set_fd(tc, fd);
-	tcp_io_start(tl->t->env, &tc->rw);
+	tcp_io_start(t->env, &tc->rw);
 	tcp_timer_start(loop, &tc->tmo, ci->cfg->timeout_ms / 1000.0);
+}
+
+/* a group listener's peer, detached: the socket alone */
+struct tcp_handoff {
+	int fd;
+};
+
+static void tcp_handoff(struct tcp_listener *tl, int fd,
+			const struct sockaddr_storage *peer)
+{
+	struct tcp_handoff *ho = malloc(sizeof(*ho));
+
+	if (!ho) {
+		tcp_refuse(fd, -ENOMEM);
+		return;
+	}
+	ho->fd = fd;
+	rmsgi_tr_handoff(tl->l, &rmsgi_tr_tcp, (const struct sockaddr *)peer,
+			 ho);
+}
+
+void tcp_adopt(struct rmsg_ctx *ctx, struct rmsg_listener *l, void *h)
+{
+	struct tcp_handoff *ho = h;
+	struct tcp_ctx *t = tcp_ctx_get(ctx);
+	int fd = ho->fd;
+
+	free(ho);
+	if (!t) {
+		tcp_refuse(fd, -ENOMEM);
+		return;
+	}
+	tcp_accept_one(t, NULL, l, fd);
+}
+
+void tcp_drop(void *h, const struct rmsgi_hello *refusal)
+{
+	struct tcp_handoff *ho = h;
+
+	tcp_refuse(ho->fd, refusal->status);
+	free(ho);
 }
 
 static void tcp_listener_resume(struct tcp_listener *tl)
@@ -120,11 +165,17 @@ static void tcp_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct tcp_lsock *ls = RMSGI_CONTAINER_OF(w, struct tcp_lsock, w);
 	struct tcp_listener *tl = ls->tl;
+	bool group = rmsgi_tr_group(tl->l);
+	struct sockaddr_storage peer;
+	socklen_t plen;
 	int i, fd;
 
 	(void)revents;
 	for (i = 0; i < TCP_ACCEPT_BATCH; i++) {
-		fd = accept4(ls->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		plen = sizeof(peer);
+		fd = accept4(ls->fd, group ? (struct sockaddr *)&peer : NULL,
+			     group ? &plen : NULL,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0) {
 			if (tl->backoff) {
 				rmsgi_warn(
@@ -135,7 +186,10 @@ static void tcp_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 					(unsigned long long)tl->episode_fails);
 				tl->backoff = 0;
 			}
-			tcp_accept_one(tl, fd);
+			if (group)
+				tcp_handoff(tl, fd, &peer);
+			else
+				tcp_accept_one(tl->t, tl, tl->l, fd);
 			continue;
 		}
 		switch (errno) {

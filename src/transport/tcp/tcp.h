@@ -183,6 +183,9 @@ struct tcp_conn {
 	int busy; /* entry points on the stack */
 	bool ended;
 	bool server;
+	/* server, from a group's home (listen.c tcp_adopt): no backend
+	 * listener; the core knows the listener it counts against */
+	bool adopted;
 	bool in_accept;
 	bool blocked;	/* socket full: EV_WRITE drives the output */
 	bool want_room; /* post() said -EAGAIN */
@@ -393,6 +396,9 @@ void tcp_rw_cb(struct ev_loop *loop, ev_io *w, int revents);
 int tcp_listen(struct rmsg_ctx *ctx, struct rmsg_listener *l,
 	       const struct rmsgi_uri *u, uint16_t *port_p, void **tl_p);
 void tcp_listen_close(void *p);
+/* group listeners: listener ops adopt and drop (transport.h) */
+void tcp_adopt(struct rmsg_ctx *ctx, struct rmsg_listener *l, void *h);
+void tcp_drop(void *h, const struct rmsgi_hello *refusal);
 void tcp_listener_free(struct tcp_listener *tl);
 
 #endif /* RMSG_TRANSPORT_TCP_H */
