@@ -15,10 +15,9 @@
  * contexts are destroyed, the fds are back to before they were created.
  *
  * RMSG_TEST_CONNS sets the count: by default 1000 over TCP and 500 over
- * RDMA, below the 512 connections a context took at the default credits
- * when this was written (one SRQ sized at the device's max_srq_wr); the
- * RDMA default goes up once that cap is gone, as far as the CI time in
- * the TCG VM allows (the full counts are bench/conn-mem.sh's).
+ * RDMA (two rounds of 500 take 16-20 s in the TCG VM); more than the 512
+ * a context used to take at once is tests/integration/nocap's case, and
+ * the full counts are bench/conn-mem.sh's.
  *
  * A warm-up connection runs first, so that what a context creates once
  * and keeps (a device context, pools' first slabs) is in the baseline.
