@@ -44,6 +44,10 @@ struct rmsgi_group {
 	 * stand-in (a loop reference), queued at listen and at close */
 	struct rmsgi_work open_w[RMSG_GROUP_MAX];
 	struct rmsgi_work close_w[RMSG_GROUP_MAX];
+	/* hand-overs queued to each member and not yet run (behind mu):
+	 * at most its stand-in's max_pending, so a connect flood cannot
+	 * queue without bound while a member's thread is busy */
+	unsigned queued[RMSG_GROUP_MAX];
 };
 
 /* one peer on its way to a member */
@@ -91,6 +95,7 @@ static void handover_run(struct rmsg_ctx *ctx, void *arg)
 
 	pthread_mutex_lock(&g->mu);
 	closed = g->closed;
+	g->queued[ho->idx]--;
 	pthread_mutex_unlock(&g->mu);
 	if (closed)
 		/* the listener closed (or its home went) meanwhile */
@@ -107,6 +112,7 @@ void rmsgi_tr_handoff(struct rmsg_listener *l, const struct rmsgi_tr *tr,
 	struct rmsgi_group *g = l->group;
 	struct handover *ho;
 	unsigned i;
+	bool full;
 
 	if (g->pick) {
 		l->ctx->in_cb++;
@@ -128,6 +134,20 @@ void rmsgi_tr_handoff(struct rmsg_listener *l, const struct rmsgi_tr *tr,
 		tr->lst->adopt(l->ctx, l, h);
 		return;
 	}
+	pthread_mutex_lock(&g->mu);
+	full = g->queued[i] >= g->l[i]->cfg.max_pending;
+	pthread_mutex_unlock(&g->mu);
+	if (full) {
+		/* the member has not taken the ones queued before: refused
+		 * as its own max_pending would (rmsg_listen_group(3)) */
+		l->ctx->st.conns_refused++;
+		rmsgi_dbg(l->ctx,
+			  "group listener on port %u: context %u has %u "
+			  "connections queued (max_pending): refused",
+			  l->port, i, g->queued[i]);
+		refuse(tr, h, -EAGAIN);
+		return;
+	}
 	ho = malloc(sizeof(*ho));
 	if (!ho) {
 		l->ctx->st.conns_refused++;
@@ -143,6 +163,7 @@ void rmsgi_tr_handoff(struct rmsg_listener *l, const struct rmsgi_tr *tr,
 	ho->h = h;
 	pthread_mutex_lock(&g->mu);
 	g->refs++;
+	g->queued[i]++;
 	pthread_mutex_unlock(&g->mu);
 	rmsgi_async_push(g->ctx[i], &ho->w);
 }
