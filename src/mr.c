@@ -37,7 +37,6 @@
  * which the pools of pool.c (rmsg_buf_alloc, receive and copy buffers)
  * share: when a registration does not fit, idle pool slabs go first.
  */
-#include <stddef.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/random.h>
@@ -198,9 +197,7 @@ void rmsgi_budget_give(struct rmsg_ctx *ctx, size_t bytes)
 /* rmsgi_budget_give() from the table (embedded in its context) */
 static void budget_drop(struct rmsgi_mrtab *t, size_t bytes)
 {
-	rmsgi_budget_give(
-		(struct rmsg_ctx *)((char *)t - offsetof(struct rmsg_ctx, mrt)),
-		bytes);
+	rmsgi_budget_give(RMSGI_CONTAINER_OF(t, struct rmsg_ctx, mrt), bytes);
 }
 
 static size_t page_span(const void *addr, size_t len)

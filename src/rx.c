@@ -329,6 +329,7 @@ static bool bye_beyond_grant(const struct rmsg_conn *c,
 int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		  struct rmsg_msg *m)
 {
+	uint32_t grow;
 	int ret;
 
 	/* nothing of an unauthenticated peer goes further (auth.c); an
@@ -349,8 +350,9 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		return -EPROTO;
 	}
 	/* the peer is down to its last credit: it may use more */
-	if (RMSGI_UNLIKELY(rmsgi_credit_grow_want(&c->cr)))
-		rmsgi_conn_grant(c, rmsgi_credit_grow_want(&c->cr));
+	grow = rmsgi_credit_grow_want(&c->cr);
+	if (RMSGI_UNLIKELY(grow))
+		rmsgi_conn_grant(c, grow);
 	if (h->credits) {
 		ret = rmsgi_credit_returned(&c->cr, h->credits,
 					    c->peer_credits);
