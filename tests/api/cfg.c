@@ -240,6 +240,15 @@ static void check_pages(void)
 	ret = rmsg_cfg_set_credits(cfg, 3);
 	/* covers: rmsg_cfg_set_credits.3 EINVAL */
 	T_ASSERT(ret == -EINVAL, "credits 3: %d", ret);
+	ret = rmsg_cfg_set_credits_initial(cfg, 3);
+	/* covers: rmsg_cfg_set_credits_initial.3 EINVAL */
+	T_ASSERT(ret == -EINVAL, "credits_initial 3: %d", ret);
+	ret = rmsg_cfg_set_credits_initial(cfg, 4097);
+	T_ASSERT(ret == -EINVAL, "credits_initial 4097: %d", ret);
+	T_OK(rmsg_cfg_set_credits_initial(cfg, 8));
+	T_OK(rmsg_cfg_get_credits_initial(cfg, &u));
+	T_ASSERT(u == 8, "credits_initial read back: %u", u);
+	u = 5;
 	ret = rmsg_cfg_set_keepalive_misses(cfg, 1001);
 	/* covers: rmsg_cfg_set_keepalive_ms.3 EINVAL */
 	T_ASSERT(ret == -EINVAL, "keepalive_misses 1001: %d", ret);
