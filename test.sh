@@ -6,7 +6,8 @@
 # a program outside the tree built against an installed copy with
 # pkg-config and CMake (tests/consumer/run.sh), the ABI check against the
 # stored release (scripts/abi-check.sh), the wire decoders and a whole connection fuzzed for a minute each (tests/fuzz/
-# run.sh: fuzz_proto, fuzz_conn), the suite under ASan/UBSan and the TCP
+# run.sh: fuzz_proto, fuzz_conn), the suite under ASan/UBSan, every
+# multi-thread test under ThreadSanitizer (scripts/tsan.sh) and the TCP
 # tests under valgrind, then the VM harness's own check (tests/vm/
 # selftest.sh), the integration tests over RDMA on Soft-RoCE inside a
 # qemu VM ('make check-rxe'), the same again built with ASan/UBSan
@@ -38,6 +39,7 @@ bench/check-quick.sh conn-tcp # connection counts (issue 20)
 rel=$(date +%s)
 tests/fuzz/run.sh "${FUZZ_SECONDS:-60}"
 scripts/sanitize.sh
+scripts/tsan.sh # every multi-thread test under ThreadSanitizer (issue 30)
 VG_NO_BUILD=1 scripts/valgrind.sh
 mid=$(date +%s)
 tests/vm/selftest.sh

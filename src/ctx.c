@@ -311,16 +311,19 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 		return -EINVAL;
 	if (ctx->in_cb)
 		return -EBUSY;
-	/* a member of an open group listener: its home may hand it peers */
-	if (__atomic_load_n(&ctx->groups, __ATOMIC_ACQUIRE))
-		return -EBUSY;
 	/* no resolver thread may submit to the context from here on */
 	rmsgi_resolve_ctx_fini(ctx);
 	rmsgi_async_fini(ctx);
 	ctx->destroying = true;
-	rmsgi_list_for_each_safe (n, t, &ctx->listeners)
-		rmsg_listener_close(
-			rmsgi_list_entry(n, struct rmsg_listener, link));
+	rmsgi_list_for_each_safe (n, t, &ctx->listeners) {
+		struct rmsg_listener *l =
+			rmsgi_list_entry(n, struct rmsg_listener, link);
+
+		if (l->member) /* a group's stand-in: its home goes on */
+			rmsgi_group_member_gone(l);
+		else
+			rmsg_listener_close(l);
+	}
 	rmsgi_list_for_each_safe (n, t, &ctx->conns)
 		rmsgi_conn_abort(rmsgi_list_entry(n, struct rmsg_conn, link),
 				 -ECANCELED);
@@ -340,6 +343,7 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 	while ((n = rmsgi_list_pop(&ctx->op_free)))
 		free(rmsgi_list_entry(n, struct rmsgi_op, link));
 	rmsgi_pool_destroy(ctx->pool);
+	rmsgi_async_free(ctx);
 	if (ctx->own)
 		rmsgi_own_destroy(ctx->own);
 	free(ctx);

@@ -13,14 +13,19 @@
  * of the connection then runs on that context's thread.
  *
  * Threads and lifetimes. What a member's thread reads of the group is
- * behind its mutex (closed, refs); the stand-ins are made on the home's
- * thread before any work reaches a member and freed on the member's
- * thread, by the last work the group queues there (the queue runs in
- * order, so every hand-over queued before it has run). A member cannot
- * be destroyed while the group is open (ctx->groups: -EBUSY), so the
- * home never queues work on a dead context; after the close, hand-overs
- * still queued see the group closed and refuse their peer (drop()),
- * also when they run inside the member's rmsg_ctx_destroy (async_fini).
+ * behind its mutex (closed, gone, refs); the stand-ins are made on the
+ * home's thread before any work reaches a member. The group holds a
+ * reference to each member's queue (async.c), so the home can push to a
+ * member whose thread is destroying it: once the member's destroy has
+ * closed its queue the push fails, and the peer is refused. A member
+ * may be destroyed at any time on its own thread, before or while the
+ * home closes the listener: its destroy runs what was queued before
+ * (hand-overs refuse their peer), then retires its stand-in itself
+ * (rmsgi_group_member_gone) and marks itself gone, so round-robin
+ * skips it. Otherwise the stand-in is freed on the member's thread by
+ * the last work the group queues there at the close (the queue runs in
+ * order, so every hand-over queued before it has run); after the close,
+ * hand-overs still queued see the group closed and refuse their peer.
  * The group itself goes with its last user: the listener, a stand-in,
  * a hand-over in flight.
  */
@@ -38,6 +43,10 @@ struct rmsgi_group {
 	rmsg_pick_cb pick;
 	void *arg;
 	struct rmsg_ctx *ctx[RMSG_GROUP_MAX];
+	/* each member's queue (a reference), and whether its context
+	 * is gone (behind mu) */
+	struct rmsgi_async *q[RMSG_GROUP_MAX];
+	bool gone[RMSG_GROUP_MAX];
 	/* [0] the listener, [i] member i's stand-in */
 	struct rmsg_listener *l[RMSG_GROUP_MAX];
 	/* per member: the work that opens and the one that closes its
@@ -61,13 +70,15 @@ struct handover {
 
 static void group_put(struct rmsgi_group *g)
 {
-	unsigned left;
+	unsigned left, i;
 
 	pthread_mutex_lock(&g->mu);
 	left = --g->refs;
 	pthread_mutex_unlock(&g->mu);
 	if (left)
 		return;
+	for (i = 1; i < g->n; i++)
+		rmsgi_async_put(g->q[i]);
 	pthread_mutex_destroy(&g->mu);
 	free(g);
 }
@@ -97,8 +108,9 @@ static void handover_run(struct rmsg_ctx *ctx, void *arg)
 	closed = g->closed;
 	g->queued[ho->idx]--;
 	pthread_mutex_unlock(&g->mu);
-	if (closed)
-		/* the listener closed (or its home went) meanwhile */
+	if (closed || rmsgi_async_closed(ctx))
+		/* the listener closed (or its home went) meanwhile, or
+		 * this member's destroy runs its queue */
 		refuse(ho->tr, ho->h, -ECONNABORTED);
 	else
 		ho->tr->lst->adopt(ctx, g->l[ho->idx], ho->h);
@@ -112,14 +124,21 @@ void rmsgi_tr_handoff(struct rmsg_listener *l, const struct rmsgi_tr *tr,
 	struct rmsgi_group *g = l->group;
 	struct handover *ho;
 	unsigned i;
-	bool full;
+	bool full, gone;
 
 	if (g->pick) {
 		l->ctx->in_cb++;
 		i = g->pick(peer, g->n, g->arg);
 		l->ctx->in_cb--;
 	} else {
-		i = g->next++ % g->n;
+		unsigned tries = g->n;
+
+		/* members whose contexts are gone are skipped */
+		pthread_mutex_lock(&g->mu);
+		do
+			i = g->next++ % g->n;
+		while (g->gone[i] && --tries);
+		pthread_mutex_unlock(&g->mu);
 	}
 	if (i >= g->n) {
 		l->ctx->st.conns_refused++;
@@ -135,8 +154,11 @@ void rmsgi_tr_handoff(struct rmsg_listener *l, const struct rmsgi_tr *tr,
 		return;
 	}
 	pthread_mutex_lock(&g->mu);
+	gone = g->gone[i];
 	full = g->queued[i] >= g->l[i]->cfg.max_pending;
 	pthread_mutex_unlock(&g->mu);
+	if (gone)
+		goto gone;
 	if (full) {
 		/* the member has not taken the ones queued before: refused
 		 * as its own max_pending would (rmsg_listen_group(3)) */
@@ -165,14 +187,32 @@ void rmsgi_tr_handoff(struct rmsg_listener *l, const struct rmsgi_tr *tr,
 	g->refs++;
 	g->queued[i]++;
 	pthread_mutex_unlock(&g->mu);
-	rmsgi_async_push(g->ctx[i], &ho->w);
+	if (!rmsgi_async_push(g->q[i], &ho->w))
+		return;
+	/* the member's destroy closed its queue meanwhile */
+	pthread_mutex_lock(&g->mu);
+	g->queued[i]--;
+	g->gone[i] = true;
+	pthread_mutex_unlock(&g->mu);
+	free(ho);
+	group_put(g);
+gone:
+	l->ctx->st.conns_refused++;
+	rmsgi_dbg(l->ctx,
+		  "group listener on port %u: context %u was destroyed: "
+		  "refused",
+		  l->port, i);
+	refuse(tr, h, -ECONNREFUSED);
 }
 
 /* on the member's thread: its stand-in keeps the member's loop running,
  * as a listener keeps its own */
 static void member_open(struct rmsg_ctx *ctx, void *arg)
 {
-	(void)arg;
+	struct rmsg_listener *l = arg;
+
+	/* on the member's list: its destroy finds it (member_gone) */
+	rmsgi_list_add_tail(&ctx->listeners, &l->link);
 	ev_ref(ctx->loop);
 }
 
@@ -199,9 +239,25 @@ static void member_close(struct rmsg_ctx *ctx, void *arg)
 	struct rmsgi_group *g = l->group;
 
 	detach_all(l);
+	rmsgi_list_del(&l->link);
 	ev_unref(ctx->loop);
 	free(l);
 	group_put(g);
+}
+
+/* on the member's thread, in its destroy, after its queue closed and
+ * ran: the close's member_close never came, and never will */
+void rmsgi_group_member_gone(struct rmsg_listener *l)
+{
+	struct rmsgi_group *g = l->group;
+	unsigned i;
+
+	pthread_mutex_lock(&g->mu);
+	for (i = 1; i < g->n; i++)
+		if (g->l[i] == l)
+			g->gone[i] = true;
+	pthread_mutex_unlock(&g->mu);
+	member_close(l->ctx, l);
 }
 
 void rmsgi_group_close(struct rmsg_listener *l)
@@ -212,12 +268,10 @@ void rmsgi_group_close(struct rmsg_listener *l)
 	pthread_mutex_lock(&g->mu);
 	g->closed = true;
 	pthread_mutex_unlock(&g->mu);
-	for (i = 1; i < g->n; i++) {
-		rmsgi_async_push(g->ctx[i], &g->close_w[i]);
-		/* from here on the member may go (after the push: its queue
-		 * is still there for it) */
-		__atomic_sub_fetch(&g->ctx[i]->groups, 1, __ATOMIC_RELEASE);
-	}
+	for (i = 1; i < g->n; i++)
+		/* fails when the member's destroy closed its queue: that
+		 * destroy retires the stand-in (rmsgi_group_member_gone) */
+		(void)rmsgi_async_push(g->q[i], &g->close_w[i]);
 	l->group = NULL;
 	group_put(g);
 }
@@ -280,10 +334,12 @@ int rmsg_listen_group(struct rmsg_ctx *const *ctxs, unsigned n, const char *uri,
 		memset(m->tr_priv, 0, sizeof(m->tr_priv));
 		g->ctx[i] = ctxs[i];
 		g->open_w[i].fn = member_open;
+		g->open_w[i].arg = m;
 		g->close_w[i].fn = member_close;
 		g->close_w[i].arg = m;
-		__atomic_add_fetch(&ctxs[i]->groups, 1, __ATOMIC_ACQUIRE);
-		rmsgi_async_push(ctxs[i], &g->open_w[i]);
+		g->q[i] = rmsgi_async_get(ctxs[i]);
+		/* cannot fail: the caller's member contexts are alive */
+		(void)rmsgi_async_push(g->q[i], &g->open_w[i]);
 	}
 	*l_p = l;
 	return 0;

@@ -112,6 +112,9 @@ static void kick_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)revents;
 	drain(own->kick_fd);
 	own->kicked = false;
+	/* after the drain: a push from now on writes the eventfd again */
+	if (own->ctx && own->ctx->async)
+		rmsgi_async_poll(own->ctx);
 }
 
 static void tfd_cb(struct ev_loop *loop, ev_io *w, int revents)

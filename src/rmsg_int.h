@@ -177,10 +177,6 @@ struct rmsg_ctx {
 	/* the private loop of rmsg_ctx_create_fd(3) (ownloop.c); NULL on
 	 * the application's loop */
 	struct rmsgi_ownloop *own;
-	/* open group listeners this context is a member of (not the home)
-	 * (group.c): rmsg_ctx_destroy says -EBUSY while any; changed on
-	 * the home's thread, read on this one: atomic */
-	unsigned groups;
 };
 
 /* op objects, recycled per context */
@@ -242,6 +238,9 @@ struct rmsg_listener {
  * backends stopped): peers on their way are refused, the members'
  * stand-ins go on their threads, the group goes with its last user */
 void rmsgi_group_close(struct rmsg_listener *l);
+/* group.c: the member context of the stand-in @l is being destroyed
+ * (its queue closed): the group stops handing it peers, @l goes */
+void rmsgi_group_member_gone(struct rmsg_listener *l);
 
 /* may @l take one more connection? 0, or -EUSERS (max_conns) or -EAGAIN
  * (max_pending), counted and logged (rate-limited) */
@@ -467,11 +466,22 @@ struct rmsgi_work {
 	void *arg;
 	bool heap; /* freed after it ran (rmsg_ctx_submit's) */
 };
-/* queues @wk (the caller's memory, which @fn may free) on @ctx's loop
- * from any thread, as rmsg_ctx_submit() does; cannot fail */
-void rmsgi_async_push(struct rmsg_ctx *ctx, struct rmsgi_work *wk);
+/* queues @wk (the caller's memory, which @fn may free) on the loop of
+ * @a's context from any thread, as rmsg_ctx_submit() does; fails only
+ * with -ESHUTDOWN once the context's destroy has closed the queue */
+int rmsgi_async_push(struct rmsgi_async *a, struct rmsgi_work *wk);
+/* a reference to @ctx's queue that outlives the context (group.c) */
+struct rmsgi_async *rmsgi_async_get(struct rmsg_ctx *ctx);
+void rmsgi_async_put(struct rmsgi_async *a);
 int rmsgi_async_init(struct rmsg_ctx *ctx);
+/* closes the queue (pushes fail from here on) and runs what is queued */
 void rmsgi_async_fini(struct rmsg_ctx *ctx);
+/* drops the context's reference, at the end of its destroy */
+void rmsgi_async_free(struct rmsg_ctx *ctx);
+/* the destroy has closed the queue (loop thread) */
+bool rmsgi_async_closed(const struct rmsg_ctx *ctx);
+/* fd mode: the eventfd was drained; runs what is queued (ownloop.c) */
+void rmsgi_async_poll(struct rmsg_ctx *ctx);
 
 /* text of why auto:// fell back to TCP */
 const char *rmsgi_fallback_text(int reason);

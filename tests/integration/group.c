@@ -9,7 +9,10 @@
  *  2. a pick callback runs on the home's thread with the peer's address
  *     and chooses the context; an index out of range refuses the peer
  *     (-ECONNREFUSED at the client, no accept on the server);
- *  3. a member cannot be destroyed while the listener is open (-EBUSY);
+ *  3. a member can be destroyed while the listener is open: its peers
+ *     close, and round-robin serves the next ones on the others (the
+ *     race of this with the listener's close is tests/threads/
+ *     group_stop);
  *  4. peers on their way to a member when the listener closes are
  *     refused (the members are kept busy so that hand-overs queue up);
  *  5. the same when the home context is destroyed instead; afterwards
@@ -237,6 +240,23 @@ static void *srv_thread(void *arg)
 	return NULL;
 }
 
+/* server @i: a context on a loop of its own, on a thread of its own */
+static void srv_start(int i)
+{
+	struct srv *s = &srv[i];
+
+	s->idx = i;
+	s->loop = ev_loop_new(0);
+	T_ASSERT(s->loop, "ev_loop_new");
+	T_OK(rmsg_ctx_create(s->loop, NULL, &s->ctx));
+	T_OK(rmsg_handle(s->ctx, 1, handler, NULL));
+	ev_async_init(&s->ctl, ctl_cb);
+	s->ctl.data = s;
+	ev_async_start(s->loop, &s->ctl);
+	T_ASSERT(pthread_create(&s->tid, NULL, srv_thread, s) == 0,
+		 "pthread_create");
+}
+
 /* runs @cmd on server @i's thread; waits for it (the client's loop runs
  * meanwhile) unless @nowait, and returns its result */
 static int srv_cmd(int i, enum cmd cmd, bool nowait)
@@ -367,9 +387,14 @@ static int sum(const int *v)
 
 static void reset_counts(void)
 {
-	memset(accepts, 0, sizeof(accepts));
-	memset(established, 0, sizeof(established));
-	memset(closes, 0, sizeof(closes));
+	int i;
+
+	/* the server threads count atomically: so is the reset */
+	for (i = 0; i < NSRV; i++) {
+		__atomic_store_n(&accepts[i], 0, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&established[i], 0, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&closes[i], 0, __ATOMIC_SEQ_CST);
+	}
 }
 
 /* 1 and 2: connections spread, messages and RPC on each */
@@ -481,6 +506,57 @@ static void inflight(struct rmsg_ctx *cctx, bool destroy)
 	       refused, home);
 }
 
+/* 3: member 1 is destroyed on its thread while the listener is open;
+ * its connections close, and the next peers go round-robin to the home
+ * and member 2 only */
+static void member_gone(struct rmsg_ctx *cctx)
+{
+	int i, per[NSRV] = {0};
+
+	reset_counts();
+	T_OK(srv_cmd(0, CMD_LISTEN_RR, false));
+	connect_all(cctx, NSRV);
+	T_RUN_UNTIL(EV_DEFAULT, ({
+			    int d = 0;
+			    for (i = 0; i < NSRV; i++)
+				    d += cc[i].replied;
+			    d == NSRV;
+		    }),
+		    120);
+	T_OK(srv_cmd(1, CMD_DESTROY, false));
+	/* the peer it served is closed; the others stay */
+	T_RUN_UNTIL(EV_DEFAULT, cli_closes == 1, 60);
+	for (i = 0; i < NSRV; i++)
+		T_ASSERT(!cc[i].closes || cc[i].ctx_idx == 1,
+			 "conn %d of context %d closed", i, cc[i].ctx_idx);
+	T_ASSERT(ld(&closes[1]) == 1, "member 1's on_close");
+	close_all(NSRV);
+	reset_counts();
+	connect_all(cctx, K);
+	T_RUN_UNTIL(EV_DEFAULT, ({
+			    int d = 0;
+			    for (i = 0; i < K; i++)
+				    d += cc[i].replied;
+			    d == K;
+		    }),
+		    120);
+	for (i = 0; i < K; i++)
+		per[cc[i].ctx_idx]++;
+	T_ASSERT(per[1] == 0 && per[0] == K / 2 && per[2] == K / 2,
+		 "served %d, %d, %d", per[0], per[1], per[2]);
+	close_all(K);
+	T_OK(srv_cmd(0, CMD_CLOSE, false));
+	T_RUN_UNTIL(EV_DEFAULT, sum(closes) == sum(accepts), 60);
+	T_ASSERT(ld(&twice) == 0, "a server callback ran twice");
+	/* its thread returned from the loop: a new member 1 */
+	pthread_join(srv[1].tid, NULL);
+	ev_loop_destroy(srv[1].loop);
+	srv_start(1);
+	printf("group over %s: a member destroyed while the listener is "
+	       "open: round-robin went on over the others\n",
+	       t_transport());
+}
+
 int main(void)
 {
 	struct rmsg_ctx *cctx;
@@ -490,20 +566,9 @@ int main(void)
 	main_tid = pthread_self();
 	T_OK(rmsg_ctx_create(EV_DEFAULT, NULL, &cctx));
 	for (i = 0; i < NSRV; i++) {
-		struct srv *s = &srv[i];
-
-		s->idx = i;
-		s->loop = ev_loop_new(0);
-		T_ASSERT(s->loop, "ev_loop_new");
-		T_OK(rmsg_ctx_create(s->loop, NULL, &s->ctx));
-		T_OK(rmsg_handle(s->ctx, 1, handler, NULL));
-		pthread_mutex_init(&s->mu, NULL);
-		sem_init(&s->unblock, 0, 0);
-		ev_async_init(&s->ctl, ctl_cb);
-		s->ctl.data = s;
-		ev_async_start(s->loop, &s->ctl);
-		T_ASSERT(pthread_create(&s->tid, NULL, srv_thread, s) == 0,
-			 "pthread_create");
+		pthread_mutex_init(&srv[i].mu, NULL);
+		sem_init(&srv[i].unblock, 0, 0);
+		srv_start(i);
 	}
 	t_deadline(EV_DEFAULT, 600);
 
@@ -514,10 +579,6 @@ int main(void)
 	       "callbacks on their context's thread\n",
 	       t_transport(), K, K / NSRV);
 
-	/* 3: a member cannot go while the listener is open */
-	/* covers: rmsg_ctx_destroy.3 EBUSY */
-	T_ASSERT(srv_cmd(1, CMD_DESTROY, false) == -EBUSY,
-		 "a member destroyed under an open group listener");
 	T_OK(srv_cmd(0, CMD_CLOSE, false));
 
 	/* 2: the pick callback chooses; out of range refuses */
@@ -543,6 +604,8 @@ int main(void)
 
 	/* 4: listener closed with hand-overs queued */
 	inflight(cctx, false);
+	/* 3: a member goes while the listener is open */
+	member_gone(cctx);
 	/* 5: home destroyed with hand-overs queued */
 	inflight(cctx, true);
 	for (i = 1; i < NSRV; i++)
