@@ -319,6 +319,10 @@ struct rmsg_conn {
 	struct rmsgi_list rxq;	 /* received, not yet delivered, in order */
 	struct rmsgi_list exports; /* regions exported to this conn (mr.c) */
 	unsigned refusals;	   /* the peer's refused one-sided accesses */
+	/* the last distinct tokens refused (rma.c): naming one again is
+	 * not a new guess */
+	uint64_t refused_tok[RMSGI_REFUSED_RECENT];
+	unsigned refused_next;
 	unsigned refusals_unlogged;
 	ev_tstamp refusal_logged;
 	struct rmsgi_list doneq; /* completed ops whose cb is due */
