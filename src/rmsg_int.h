@@ -169,6 +169,10 @@ struct rmsg_ctx {
 	bool flushing;
 	/* name resolutions the loop holds (resolve.c) */
 	struct rmsgi_list resolves;
+	/* resolve.c, under its resolve_mu: names waiting for one of the
+	 * context's at most RMSGI_RESOLVE_THREADS resolver threads */
+	struct rmsgi_list rsv_wait;
+	unsigned rsv_threads;
 	uint32_t next_conn_id;
 	struct rmsgi_mrtab mrt;
 	/* closed connections' counters, summed, and the context-only ones
