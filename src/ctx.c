@@ -267,6 +267,7 @@ int rmsgi_ctx_new(struct ev_loop *loop, const struct rmsg_cfg *cfg,
 	rmsgi_list_init(&ctx->pack_live);
 	rmsgi_list_init(&ctx->pack_done);
 	rmsgi_list_init(&ctx->resolves);
+	rmsgi_list_init(&ctx->rsv_wait);
 	rmsgi_mr_init(ctx);
 	ret = rmsgi_pool_create(0, &ctx->pool);
 	if (ret) {

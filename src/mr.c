@@ -511,6 +511,39 @@ undo_mr:
 	return ret;
 }
 
+/*
+ * Does an operation still on a send queue of the context (not yet handed
+ * to the transport) have a buffer in @mr? Over RDMA it would be posted
+ * after the region went (with a registration made for it then, or none);
+ * on either transport the caller learns the region is still in use.
+ * Linear in the ops queued: deregistering is rare.
+ */
+static bool mr_queued(const struct rmsg_mr *mr)
+{
+	uintptr_t s = (uintptr_t)mr->addr, e = s + mr->len;
+	struct rmsgi_list *n, *o;
+	int i;
+
+	for (n = mr->ctx->conns.next; n != &mr->ctx->conns; n = n->next) {
+		struct rmsg_conn *c =
+			rmsgi_list_entry(n, struct rmsg_conn, link);
+
+		for (o = c->sendq.next; o != &c->sendq; o = o->next) {
+			struct rmsgi_op *op =
+				rmsgi_list_entry(o, struct rmsgi_op, link);
+
+			for (i = 0; i < op->iovcnt; i++) {
+				uintptr_t b = (uintptr_t)op->iov[i].iov_base;
+
+				if (op->iov[i].iov_len && b < e &&
+				    s < b + op->iov[i].iov_len)
+					return true;
+			}
+		}
+	}
+	return false;
+}
+
 int rmsg_mr_dereg(struct rmsg_mr *mr)
 {
 	struct rmsgi_mrtab *t;
@@ -518,7 +551,7 @@ int rmsg_mr_dereg(struct rmsg_mr *mr)
 
 	if (!mr)
 		return -EINVAL;
-	if (mr->busy)
+	if (mr->busy || mr_queued(mr))
 		return -EBUSY;
 	t = &mr->ctx->mrt;
 	/* a window whose bind is still queued would fail the queue pair if

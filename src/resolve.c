@@ -9,6 +9,14 @@
  * hands the answer to the loop with rmsg_ctx_submit() (the context's
  * ev_async); the connection then continues on the loop thread.
  *
+ * A context runs at most RMSGI_RESOLVE_THREADS resolver threads (a
+ * burst of connections to names must not start a thread each: stacks,
+ * and the name service's sockets). A name beyond that waits on
+ * ctx->rsv_wait; a thread that has answered takes the next waiting
+ * name of its context before it exits, so no slot depends on the loop
+ * running. A waiting name whose connection closes or times out leaves
+ * the queue at once: nobody looks it up.
+ *
  * Why a thread per name and not getaddrinfo_a(): getaddrinfo_a()
  * notifies by a signal (the app's to own) or by a thread it starts
  * (SIGEV_THREAD), so a thread runs either way; gai_cancel() cannot
@@ -54,7 +62,9 @@ struct rmsgi_rsv {
 	/* shared, under resolve_mu */
 	struct rmsg_ctx *ctx; /* NULL once the context went */
 	int refs;
-	bool queued; /* the answer's work item is on ctx's queue */
+	bool queued;		 /* the answer's work item is on ctx's queue */
+	bool waiting;		 /* on ctx->rsv_wait: no thread has it yet */
+	struct rmsgi_list wlink; /* ctx->rsv_wait */
 };
 
 static pthread_mutex_t resolve_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -150,25 +160,67 @@ static void rsv_done(struct rmsg_ctx *ctx, void *arg)
 
 static void *rsv_thread(void *arg)
 {
-	struct rmsgi_rsv *j = arg;
-	struct addrinfo *res = NULL;
+	struct rmsgi_rsv *j = arg, *next;
+	struct rmsgi_list *n;
+	struct rmsg_ctx *ctx;
 	int err, refs;
 
-	err = getaddrinfo(j->host, j->port, &rsv_hints, &res);
-	pthread_mutex_lock(&resolve_mu);
-	j->gai_err = err;
-	j->sys_err = errno;
-	j->res = err ? NULL : res;
-	/* the loop's reference is still there while ctx is set */
-	if (j->ctx && rmsg_ctx_submit(j->ctx, rsv_done, j) == 0)
-		j->queued = true;
-	/* else: the context went (the job is the thread's alone now), or no
-	 * memory for the work item (the connection's timeout ends it) */
-	refs = --j->refs;
-	pthread_mutex_unlock(&resolve_mu);
-	if (refs == 0)
-		rsv_free(j);
+	for (; j; j = next) {
+		struct addrinfo *res = NULL;
+
+		err = getaddrinfo(j->host, j->port, &rsv_hints, &res);
+		pthread_mutex_lock(&resolve_mu);
+		j->gai_err = err;
+		j->sys_err = errno;
+		j->res = err ? NULL : res;
+		ctx = j->ctx;
+		/* the loop's reference is still there while ctx is set */
+		if (ctx && rmsg_ctx_submit(ctx, rsv_done, j) == 0)
+			j->queued = true;
+		/* else: the context went (the job is the thread's alone
+		 * now), or no memory for the work item (the connection's
+		 * timeout ends it) */
+		refs = --j->refs;
+		/* the context's next waiting name, while it lives (its end
+		 * clears j->ctx under this lock before freeing anything) */
+		next = NULL;
+		if (ctx && (n = rmsgi_list_pop(&ctx->rsv_wait))) {
+			next = rmsgi_list_entry(n, struct rmsgi_rsv, wlink);
+			next->waiting = false;
+		} else if (ctx) {
+			ctx->rsv_threads--;
+		}
+		pthread_mutex_unlock(&resolve_mu);
+		if (refs == 0)
+			rsv_free(j);
+	}
 	return NULL;
+}
+
+/* a name no thread took yet leaves the queue; true if it was there
+ * (then the thread's reference is the caller's to drop) */
+static bool rsv_unwait(struct rmsgi_rsv *j)
+{
+	bool was;
+
+	pthread_mutex_lock(&resolve_mu);
+	was = j->waiting;
+	if (was) {
+		rmsgi_list_del(&j->wlink);
+		j->waiting = false;
+		j->refs--;
+	}
+	pthread_mutex_unlock(&resolve_mu);
+	return was;
+}
+
+/* the loop drops a waiting name nobody will look up */
+static void rsv_drop_waiting(struct rmsgi_rsv *j)
+{
+	if (!rsv_unwait(j))
+		return;
+	rmsgi_list_del(&j->link);
+	rsv_put(j);
 }
 
 static void rsv_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -184,6 +236,7 @@ static void rsv_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	rmsgi_warn(c->ctx, "conn %u: %s: name not resolved within %u ms", c->id,
 		   j->host, c->cfg.timeout_ms);
 	rsv_detach(j);
+	rsv_drop_waiting(j);
 	rmsgi_conn_get(c);
 	rmsgi_conn_resolved(c, -ETIMEDOUT, NULL);
 	rmsgi_conn_put(c);
@@ -239,7 +292,18 @@ int rmsgi_resolve(struct rmsg_conn *c, const struct rmsgi_uri *u,
 	j->ctx = c->ctx;
 	j->c = c;
 	j->refs = 2; /* the thread's and the loop's */
-	ret = rsv_spawn(j);
+	pthread_mutex_lock(&resolve_mu);
+	if (c->ctx->rsv_threads >= RMSGI_RESOLVE_THREADS) {
+		/* a thread of the context takes it when it is done */
+		j->waiting = true;
+		rmsgi_list_add_tail(&c->ctx->rsv_wait, &j->wlink);
+		ret = 0;
+	} else {
+		ret = rsv_spawn(j);
+		if (!ret)
+			c->ctx->rsv_threads++;
+	}
+	pthread_mutex_unlock(&resolve_mu);
 	if (ret) {
 		free(j);
 		return ret == -EAGAIN ? -ENOMEM : ret;
@@ -255,9 +319,14 @@ int rmsgi_resolve(struct rmsg_conn *c, const struct rmsgi_uri *u,
 
 void rmsgi_resolve_cancel(struct rmsg_conn *c)
 {
-	/* the thread runs on; its answer finds no connection */
-	if (c->rsv)
-		rsv_detach(c->rsv);
+	struct rmsgi_rsv *j = c->rsv;
+
+	/* a thread runs on; its answer finds no connection. A name still
+	 * waiting for a thread is not looked up at all */
+	if (j) {
+		rsv_detach(j);
+		rsv_drop_waiting(j);
+	}
 }
 
 void rmsgi_resolve_ctx_fini(struct rmsg_ctx *ctx)
@@ -274,6 +343,12 @@ void rmsgi_resolve_ctx_fini(struct rmsg_ctx *ctx)
 			rsv_detach(j);
 		pthread_mutex_lock(&resolve_mu);
 		j->ctx = NULL;
+		if (j->waiting) {
+			/* never taken by a thread: its reference goes too */
+			rmsgi_list_del(&j->wlink);
+			j->waiting = false;
+			j->refs--;
+		}
 		queued = j->queued;
 		/* a queued answer's work item still runs (rmsgi_async_fini)
 		 * and drops the loop's reference itself */

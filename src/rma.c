@@ -12,16 +12,30 @@
  * TCP: a refused one-sided access of the peer. Logged at most once a
  * second per connection (a hostile peer could otherwise fill the log),
  * and after RMSGI_REFUSALS_MAX the connection ends: tokens are 64 random
- * bits, but nothing is gained by letting a peer keep guessing. Returns
- * true when the connection was aborted.
+ * bits, but nothing is gained by letting a peer keep guessing. Only
+ * guesses count: a token among the last RMSGI_REFUSED_RECENT distinct
+ * ones refused on the connection is no new guess (a peer with many
+ * writes in flight to an export just revoked names that token in each),
+ * and every access accepted takes one off the count (refusals spread
+ * over a long life are races, not a search). Returns true when the
+ * connection was aborted.
  */
 static bool refused(struct rmsg_conn *c, const char *what, uint64_t len,
 		    uint64_t off, uint64_t token, int st)
 {
 	ev_tstamp now = ev_now(c->ctx->loop);
+	bool known = false;
+	unsigned i;
 
-	c->refusals++;
-	if (now - c->refusal_logged >= 1.0 || c->refusals == 1) {
+	for (i = 0; i < RMSGI_REFUSED_RECENT; i++)
+		if (c->refused_tok[i] == token && c->refusals)
+			known = true;
+	if (!known) {
+		c->refusals++;
+		c->refused_tok[c->refused_next] = token;
+		c->refused_next = (c->refused_next + 1) % RMSGI_REFUSED_RECENT;
+	}
+	if (now - c->refusal_logged >= 1.0 || (!known && c->refusals == 1)) {
 		rmsgi_warn(c->ctx,
 			   "conn %u: refused the peer's %s of %llu bytes at "
 			   "offset %llu of export %016llx: %s (refusal %u of "
@@ -43,6 +57,13 @@ static bool refused(struct rmsg_conn *c, const char *what, uint64_t len,
 		   c->id, c->refusals);
 	rmsgi_conn_abort(c, -EACCES);
 	return true;
+}
+
+/* TCP: an access of the peer was accepted: one refusal is forgiven */
+static void accepted(struct rmsg_conn *c)
+{
+	if (c->refusals)
+		c->refusals--;
 }
 
 /* TCP: a peer's WRITE or WRITE_IMM; checked against what was exported
@@ -69,10 +90,12 @@ int rmsgi_conn_rma_rx_write(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	dlen = m->len - RMSGI_RMA_SIZE;
 	st = rmsgi_mr_target(c, r.token, r.off, dlen, RMSG_ACCESS_REMOTE_WRITE,
 			     &dst, NULL);
-	if (st)
+	if (st) {
 		c->st.refused_peer++;
-	else
+	} else {
 		c->st.writes_served++;
+		accepted(c);
+	}
 	if (st && refused(c, "write", dlen, r.off, r.token, st)) {
 		m->free_fn(m);
 		return -EACCES;
@@ -127,10 +150,12 @@ int rmsgi_conn_rma_rx_read(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	else
 		st = rmsgi_mr_target(c, r.token, r.off, r.len,
 				     RMSG_ACCESS_REMOTE_READ, &src, &mr);
-	if (st)
+	if (st) {
 		c->st.refused_peer++;
-	else
+	} else {
 		c->st.reads_served++;
+		accepted(c);
+	}
 	if (st && st != -EMSGSIZE &&
 	    refused(c, "read", r.len, r.off, r.token, st))
 		return -EACCES;

@@ -169,6 +169,10 @@ struct rmsg_ctx {
 	bool flushing;
 	/* name resolutions the loop holds (resolve.c) */
 	struct rmsgi_list resolves;
+	/* resolve.c, under its resolve_mu: names waiting for one of the
+	 * context's at most RMSGI_RESOLVE_THREADS resolver threads */
+	struct rmsgi_list rsv_wait;
+	unsigned rsv_threads;
 	uint32_t next_conn_id;
 	struct rmsgi_mrtab mrt;
 	/* closed connections' counters, summed, and the context-only ones
@@ -318,6 +322,10 @@ struct rmsg_conn {
 	struct rmsgi_list rxq;	 /* received, not yet delivered, in order */
 	struct rmsgi_list exports; /* regions exported to this conn (mr.c) */
 	unsigned refusals;	   /* the peer's refused one-sided accesses */
+	/* the last distinct tokens refused (rma.c): naming one again is
+	 * not a new guess */
+	uint64_t refused_tok[RMSGI_REFUSED_RECENT];
+	unsigned refused_next;
 	unsigned refusals_unlogged;
 	ev_tstamp refusal_logged;
 	struct rmsgi_list doneq; /* completed ops whose cb is due */

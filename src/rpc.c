@@ -65,6 +65,7 @@ struct rpc_handler {
 struct rmsg_req {
 	struct rmsg_conn *c;
 	struct rmsg_req *next_spare;
+	struct rmsgi_list live; /* on rmsgi_rpc_ctx.live until answered */
 	uint64_t id;
 	uint32_t method;
 	bool answered; /* on the quarantine list: any further use is misuse */
@@ -78,6 +79,9 @@ struct rmsgi_rpc_ctx {
 	/* answered requests, oldest first (RPC_REQ_QUARANTINE) */
 	struct rmsg_req *spare_reqs, *spare_reqs_tail;
 	unsigned nspare_calls, nspare_reqs;
+	/* requests handed to a handler and not answered yet: the context
+	 * frees them (and their connection reference) when destroyed */
+	struct rmsgi_list live;
 };
 
 static void rpc_hdr_encode(uint8_t *p, uint32_t word, uint64_t id)
@@ -90,8 +94,11 @@ static void rpc_hdr_encode(uint8_t *p, uint32_t word, uint64_t id)
 
 static struct rmsgi_rpc_ctx *rpc_ctx(struct rmsg_ctx *ctx)
 {
-	if (!ctx->rpc)
+	if (!ctx->rpc) {
 		ctx->rpc = calloc(1, sizeof(*ctx->rpc));
+		if (ctx->rpc)
+			rmsgi_list_init(&ctx->rpc->live);
+	}
 	return ctx->rpc;
 }
 
@@ -107,10 +114,19 @@ static struct rmsgi_rpc_conn *rpc_conn(struct rmsg_conn *c)
 
 void rmsgi_rpc_ctx_fini(struct rmsg_ctx *ctx)
 {
+	struct rmsgi_list *n;
 	size_t i;
 
 	if (!ctx->rpc)
 		return;
+	/* never answered: the caller's req pointers die with the context */
+	while ((n = rmsgi_list_pop(&ctx->rpc->live))) {
+		struct rmsg_req *req =
+			rmsgi_list_entry(n, struct rmsg_req, live);
+
+		rmsgi_conn_put(req->c);
+		free(req);
+	}
 	for (i = 0; i < RMSGI_ARRAY_SIZE(ctx->rpc->buckets); i++)
 		while (ctx->rpc->buckets[i]) {
 			struct rpc_handler *h = ctx->rpc->buckets[i];
@@ -517,6 +533,7 @@ static void req_free(struct rmsg_req *req)
 {
 	struct rmsgi_rpc_ctx *r = req->c->ctx->rpc;
 
+	rmsgi_list_del(&req->live);
 	rmsgi_conn_put(req->c);
 	req->c = NULL;
 	req->answered = true;
@@ -587,6 +604,7 @@ static int rpc_rx_request(struct rmsg_conn *c, struct rmsg_msg *m,
 	req->id = id;
 	req->method = method;
 	req->answered = false;
+	rmsgi_list_add_tail(&c->ctx->rpc->live, &req->live);
 	rmsgi_conn_get(c);
 	m->in_cb = 1;
 	c->ctx->in_cb++;

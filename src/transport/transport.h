@@ -283,6 +283,10 @@ static inline void rmsgi_msg_init(struct rmsg_msg *m, struct rmsg_conn *c,
 #define RMSGI_ACCESS_MW_BIND 0x200
 /* refusals of a peer's one-sided access that end its connection */
 #define RMSGI_REFUSALS_MAX 8
+/* resolver threads a context runs at once (resolve.c, rmsg_connect.3) */
+#define RMSGI_RESOLVE_THREADS 8
+/* distinct refused tokens remembered per connection (rma.c) */
+#define RMSGI_REFUSED_RECENT 4
 
 /* how a transport registers memory; @access: RMSG_ACCESS_* and
  * RMSGI_ACCESS_LOCAL_WRITE bits */

@@ -282,8 +282,8 @@ static int try_dereg(void)
 		return 0;
 	ret = rmsg_mr_dereg(msrc);
 	if (ret == -EBUSY) {
-		/* RDMA: posted writes hold the region's keys */
-		T_ASSERT(rdma, "-EBUSY over TCP");
+		/* writes still queued (rmsg_mr_reg.3, either transport);
+		 * RDMA: also posted writes, which hold the region's keys */
 		dereg_busy_seen++;
 	} else {
 		T_OK(ret);

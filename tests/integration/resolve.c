@@ -24,10 +24,19 @@
  *    loop (not inside the call), reason 0;
  *  - rmsg_ctx_destroy() during a resolution: on_close once, -ECANCELED,
  *    no callback after; the resolver thread's late answer touches
- *    nothing (run it under valgrind or ASan to see that).
+ *    nothing (run it under valgrind or ASan to see that);
+ *  - NCAP connections of one context to NCAP held names
+ *    (rmsg_connect.3: at most 8 resolver threads per context, the
+ *    other names wait): the server never sees more than CAP of those
+ *    names unanswered at once, the process never has more than CAP
+ *    threads beyond those it had, and every connection is established
+ *    once the names seen are released, round after round; a connection
+ *    closed while its name waits is never looked up, and a context
+ *    destroyed with names waiting closes each with -ECANCELED.
  * Prints B's round trips during A's resolution and how long A took.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
@@ -52,6 +61,8 @@
 #define K 20	      /* B's round trips while A resolves, at least */
 #define CTL_PORT 5354 /* the DNS server's control port */
 #define MAXC 8
+#define CAP 8	/* resolver threads per context (rmsg_connect.3) */
+#define NCAP 24 /* names resolved at once in the cap check */
 
 static struct ev_loop *loop;
 static pid_t dns_pid;
@@ -222,7 +233,7 @@ struct cli {
 	double t_connect, t_established;
 };
 
-static struct cli cl[MAXC];
+static struct cli cl[MAXC], capc[NCAP], capx;
 static struct cli *b_cli;
 static bool b_pinging;
 static int b_rts;
@@ -308,6 +319,121 @@ static void cli_connect(struct rmsg_ctx *ctx, struct cli *x, const char *host,
 		 ev_time() - x->t_connect);
 	T_ASSERT(x->established == 0 && x->closes == 0,
 		 "a callback inside rmsg_connect");
+}
+
+/* threads of this process */
+static int count_tasks(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	T_ASSERT(d, "/proc/self/task");
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* the cap step: names seen by the server and not released yet (marked
+ * in @now when not NULL) */
+static int cap_unreleased(const bool *rel, bool *now)
+{
+	char name[64];
+	int i, n = 0;
+
+	for (i = 0; i < NCAP; i++) {
+		if (now)
+			now[i] = false;
+		if (rel[i])
+			continue;
+		snprintf(name, sizeof(name), "cap%d.rmsg.test", i);
+		if (dns_seen(name) > 0) {
+			n++;
+			if (now)
+				now[i] = true;
+		}
+	}
+	return n;
+}
+
+/* the cap step's connections established or closed */
+static int cap_ended(void)
+{
+	int i, n = 0;
+
+	for (i = 0; i < NCAP; i++)
+		n += capc[i].established + capc[i].closes;
+	return n;
+}
+
+static void cap_step(void)
+{
+	struct rmsg_ctx *ctx3;
+	bool rel[NCAP] = {false}, now[NCAP];
+	char name[64];
+	int i, base, tasks, max_tasks = 0, nrel = 0, seen, rounds = 0;
+
+	base = count_tasks();
+	T_OK(rmsg_ctx_create(loop, NULL, &ctx3));
+	for (i = 0; i < NCAP; i++) {
+		snprintf(name, sizeof(name), "cap%d.rmsg.test", i);
+		cli_connect(ctx3, &capc[i], name, NULL);
+	}
+	/* one more, closed while its name waits: nobody looks it up */
+	cli_connect(ctx3, &capx, "capx.rmsg.test", NULL);
+	T_OK(rmsg_conn_close(capx.c));
+	T_RUN_UNTIL(loop, capx.closes, 30);
+	T_ASSERT(capx.reason == 0 && !capx.established, "capx: %d",
+		 capx.reason);
+	while (nrel < NCAP) {
+		int want = NCAP - nrel < CAP ? NCAP - nrel : CAP;
+
+		T_ASSERT(++rounds <= NCAP, "cap: %d rounds", rounds);
+		/* the names the threads took reach the server */
+		T_RUN_UNTIL(loop, cap_unreleased(rel, NULL) >= want, 30);
+		tasks = count_tasks() - base;
+		if (tasks > max_tasks)
+			max_tasks = tasks;
+		seen = cap_unreleased(rel, now);
+		T_ASSERT(seen <= CAP && tasks <= CAP,
+			 "cap: %d names resolving at once, %d more threads "
+			 "(at most %d)",
+			 seen, tasks, CAP);
+		/* only the names counted: the threads go on meanwhile */
+		for (i = 0; i < NCAP; i++) {
+			if (!now[i])
+				continue;
+			snprintf(name, sizeof(name), "cap%d.rmsg.test", i);
+			dns_release(name);
+			rel[i] = true;
+			nrel++;
+		}
+	}
+	T_RUN_UNTIL(loop, cap_ended() == NCAP, 60);
+	for (i = 0; i < NCAP; i++)
+		T_ASSERT(capc[i].established == 1,
+			 "cap: connection %d: on_close %d (%s)", i,
+			 capc[i].reason, rmsg_strerror(capc[i].reason));
+	T_ASSERT(dns_seen("capx.rmsg.test") == 0,
+		 "capx: looked up after its connection closed");
+	printf("resolve: %s: %d names at once on one context: at most %d "
+	       "more threads, %d rounds, all established\n",
+	       t_transport(), NCAP, max_tasks, rounds);
+	T_OK(rmsg_ctx_destroy(ctx3));
+	/* a context destroyed with names waiting for a thread: on_close
+	 * -ECANCELED for each (their memory goes: valgrind.sh) */
+	T_OK(rmsg_ctx_create(loop, NULL, &ctx3));
+	for (i = 0; i < CAP + 4; i++) {
+		snprintf(name, sizeof(name), "capd%d.rmsg.test", i);
+		cli_connect(ctx3, &capc[i], name, NULL);
+	}
+	T_OK(rmsg_ctx_destroy(ctx3));
+	for (i = 0; i < CAP + 4; i++)
+		T_ASSERT(capc[i].closes == 1 && capc[i].reason == -ECANCELED,
+			 "capd%d: %d on_close, reason %d", i, capc[i].closes,
+			 capc[i].reason);
 }
 
 int main(void)
@@ -416,6 +542,9 @@ int main(void)
 	T_ASSERT(cl_destroy->closes == 1 && cl_destroy->reason == -ECANCELED,
 		 "destroy: %d on_close, reason %d", cl_destroy->closes,
 		 cl_destroy->reason);
+
+	step("cap");
+	cap_step();
 
 	step("late answers");
 	/* the held answers now reach the threads of the connections that

@@ -106,6 +106,7 @@ static struct rmsg_ctx *ctx_new(size_t limit)
 	ctx->cfg.log_level = -1; /* quiet */
 	if (limit)
 		ctx->cfg.reg_limit = limit;
+	rmsgi_list_init(&ctx->conns); /* dereg looks at their send queues */
 	rmsgi_mr_init(ctx);
 	memset(&fk, 0, sizeof(fk));
 	memset(&fw, 0, sizeof(fw));
