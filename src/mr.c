@@ -656,19 +656,30 @@ int rmsg_mr_revoke(struct rmsg_mr *mr, const void *desc)
 	return 0;
 }
 
-/* the largest region of the context that grants @access: a bound on what
- * one peer's one-sided operation can have touched */
-size_t rmsgi_mr_max_len(const struct rmsg_ctx *ctx, int access)
+/* the largest export the peer of @c may reach with @access: its own
+ * windows and the any-peer exports. A bound on what one of its one-sided
+ * operations can have touched: what was granted to this peer, not the
+ * largest region of the context */
+static size_t export_list_max(const struct rmsgi_list *l, int access,
+			      size_t max)
 {
 	const struct rmsgi_list *n;
-	size_t max = 0;
 
-	for (n = ctx->mrt.regions.next; n != &ctx->mrt.regions; n = n->next) {
-		const struct rmsg_mr *mr =
-			rmsgi_list_entry(n, struct rmsg_mr, link);
+	for (n = l->next; n != l; n = n->next) {
+		const struct rmsgi_export *e =
+			rmsgi_list_entry(n, struct rmsgi_export, clink);
 
-		if ((mr->access & access) == access && mr->len > max)
-			max = mr->len;
+		if ((e->access & access) == access && e->len > max)
+			max = e->len;
 	}
 	return max;
+}
+
+size_t rmsgi_mr_conn_max_len(const struct rmsg_conn *c, int access)
+{
+	size_t max = export_list_max(&c->ctx->mrt.any_peer, access, 0);
+
+	if (!c->exports.next)
+		return max; /* never initialized: nothing of its own */
+	return export_list_max(&c->exports, access, max);
 }

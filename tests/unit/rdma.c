@@ -2303,6 +2303,46 @@ static void bound__peer_eager_clamped(void **state)
 	free(big);
 }
 
+/*
+ * A connection that must prove a key: the QP's remote rights are taken
+ * away as it comes up, so no export (an any-peer one's rkey is valid on
+ * every QP) is reachable before the proof (issue 30); without a key they
+ * are left as rdma_cm set them.
+ */
+static void auth__qp_rights_closed(void **state)
+{
+	static const char key[] = "0123456789abcdef0123456789abcdef";
+	struct rmsgi_hello h = {.credits = 32,
+				.eager_size = 8192,
+				.flags = RMSGI_HELLO_F_AUTH,
+				.nonce_len = RMSGI_NONCE_SIZE,
+				.conn_id = 77};
+	struct rt *t = *state;
+	uint8_t buf[RMSGI_HELLO_MAX];
+
+	memset(h.nonce, 0x42, sizeof(h.nonce));
+	assert_int_equal(rmsg_cfg_set_psk(t->cfg, key, sizeof(key) - 1), 0);
+	start_connect(t);
+	t->qpn = mock.last_qp->qp.qp_num;
+	assert_int_equal(mock.n_qp_access, 0);
+	cm_event(t, t->id, RDMA_CM_EVENT_ESTABLISHED, 0, buf,
+		 rmsgi_hello_encode(&h, buf));
+	/* in AUTH: the proof went, the rights are gone */
+	assert_int_equal(t->established, 0);
+	assert_int_equal(t->closed, 0);
+	assert_int_equal(mock.n_qp_access, 1);
+	assert_int_equal(mock.qp_access, 0);
+	assert_int_equal(rmsg_conn_close(t->c), 0);
+}
+
+static void auth__qp_rights_keyless(void **state)
+{
+	struct rt *t = *state;
+
+	connect_peer(t, 32, 8192);
+	assert_int_equal(mock.n_qp_access, 0);
+}
+
 static int imms;
 static size_t imm_len;
 
@@ -2313,10 +2353,12 @@ static void imm_cb(struct rmsg_conn *c, uint32_t imm, size_t len, void *arg)
 }
 
 /* an IMM frame claims the length of a split write: up to the largest
- * region the peer may write, never more */
+ * export this peer was granted to write, never more; a writable region
+ * not exported to it (the last case) grants nothing (issue 30) */
 static void bound__imm_length(void **state)
 {
-	static const uint64_t lens[] = {65536, 65537, (uint64_t)1 << 40};
+	static const uint64_t lens[] = {65536, 65537, (uint64_t)1 << 40, 4096};
+	uint8_t d[RMSG_MR_DESC_SIZE];
 	size_t i;
 
 	teardown(state);
@@ -2333,6 +2375,13 @@ static void bound__imm_length(void **state)
 		assert_int_equal(rmsg_mr_reg(t->ctx, rd, sizeof(rd),
 					     RMSG_ACCESS_REMOTE_READ, &mr2),
 				 0);
+		if (i < 3)
+			assert_int_equal(
+				rmsg_mr_export(mr, NULL, 0, 0,
+					       RMSG_ACCESS_REMOTE_WRITE |
+						       RMSG_EXPORT_ANY_PEER,
+					       d),
+				0);
 		imms = 0;
 		assert_int_equal(
 			rmsg_connect(t->ctx, URI, t->cfg, &ops, t, &t->c), 0);
@@ -2800,6 +2849,8 @@ int main(void)
 		T(bound__within_credits_stays_up),
 		T(bound__peer_eager_clamped),
 		T(bound__imm_length),
+		T(auth__qp_rights_closed),
+		T(auth__qp_rights_keyless),
 		T(bound__rndv_share),
 		T(bound__rndv_share_idle_conns),
 		T(bound__rndv_segments_over_4gib),
