@@ -644,15 +644,25 @@ undo_e:
 
 int rmsg_mr_revoke(struct rmsg_mr *mr, const void *desc)
 {
+	struct rmsgi_mrtab *t;
 	struct rmsgi_export *e;
 	struct rmsgi_desc d;
 
 	if (!mr || rmsgi_desc_decode(desc, &d))
 		return -EINVAL;
-	e = export_find(&mr->ctx->mrt, d.token);
+	t = &mr->ctx->mrt;
+	e = export_find(t, d.token);
 	if (!e || e->mr != mr)
 		return -ENOENT;
-	export_drop(&mr->ctx->mrt, e);
+	/* 0 means the peer's access has stopped: the window is gone from
+	 * the device when this returns. A window whose bind has not been
+	 * reaped cannot go yet (deallocating it under its bind fails the
+	 * queue pair), and letting it go later left it usable until then:
+	 * the export stays, and the caller tries again once the loop
+	 * turned (rmsg_mr_export.3) */
+	if (e->w && t->ops && t->ops->bind_pending(t->priv, e->w))
+		return -EBUSY;
+	export_drop(t, e);
 	return 0;
 }
 
