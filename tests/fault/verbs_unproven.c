@@ -11,7 +11,10 @@
  * connects with a valid hello but never sends its proof, and RDMA-writes
  * into the export with the descriptor's address and rkey (bytes 16 and
  * 4, src/mr.c): its write must fail (the server's device refuses it) and
- * the region must hold the client's bytes only. RDMA only: exits 77 over
+ * the region must hold the client's bytes only. Then the keyed client and
+ * the server exchange a BIG message each way (rendezvous: each side's
+ * device reads the other's memory once both proofs are done). RDMA
+ * only: exits 77 over
  * TCP (there, tests/fault/export_hostile.c covers one-sided frames
  * before the proof).
  */
@@ -29,6 +32,7 @@
 #define VICTIM_BYTE 0x3c
 #define GOOD_BYTE 0x11
 #define RAW_BYTE 0x5a
+#define BIG (256 << 10)
 
 static const char psk[] = "verbs_unproven: a key of 32 bytes";
 
@@ -98,8 +102,20 @@ static struct ev_loop *loop;
 static struct rmsg_listener *lis;
 static struct rmsg_conn *good;
 static struct rmsg_mr *victim_mr;
-static int pipe_fd = -1, child_done, wrote, srv_closes;
+static int pipe_fd = -1, child_done, wrote, srv_closes, big_back;
 static uint8_t payload[PAGE];
+static uint8_t big[BIG];
+
+/* the keyed client's BIG message, echoed */
+static void srv_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
+{
+	struct iovec iov = {big, BIG};
+
+	(void)arg;
+	T_ASSERT(rmsg_msg_len(m) == BIG && !memcmp(rmsg_msg_data(m), big, BIG),
+		 "server: %zu bytes, not the client's", rmsg_msg_len(m));
+	T_OK(rmsg_send(c, &iov, 1, NULL, NULL));
+}
 
 static void srv_est(struct rmsg_conn *c, void *arg)
 {
@@ -132,9 +148,12 @@ static void good_wrote(struct rmsg_conn *c, int status, void *arg)
 {
 	(void)c;
 	(void)arg;
+	struct iovec iov = {big, BIG};
+
 	T_ASSERT(status == 0, "the keyed client's write failed: %s",
 		 rmsg_strerror(status));
 	wrote = 1;
+	T_OK(rmsg_send(c, &iov, 1, NULL, NULL));
 }
 
 static void good_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
@@ -143,6 +162,13 @@ static void good_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 	struct iovec iov = {payload, sizeof(payload)};
 
 	(void)arg;
+	if (wrote) {
+		T_ASSERT(rmsg_msg_len(m) == BIG &&
+				 !memcmp(rmsg_msg_data(m), big, BIG),
+			 "client: %zu bytes, not the echo", rmsg_msg_len(m));
+		big_back = 1;
+		return;
+	}
 	T_ASSERT(rmsg_msg_len(m) == sizeof(d), "not a descriptor");
 	memcpy(d, rmsg_msg_data(m), sizeof(d));
 	memset(payload, GOOD_BYTE, sizeof(payload));
@@ -162,7 +188,7 @@ static void good_close(struct rmsg_conn *c, int reason, void *arg)
 static void wrote_check(struct ev_loop *l, ev_timer *w, int revents)
 {
 	(void)revents;
-	if (child_done && wrote) {
+	if (child_done && big_back) {
 		ev_timer_stop(l, w);
 		rmsg_conn_close(good);
 	}
@@ -171,6 +197,7 @@ static void wrote_check(struct ev_loop *l, ev_timer *w, int revents)
 int main(void)
 {
 	struct rmsg_conn_ops sops = {.on_established = srv_est,
+				     .on_msg = srv_msg,
 				     .on_close = srv_close};
 	struct rmsg_conn_ops gops = {.on_msg = good_msg,
 				     .on_close = good_close};
@@ -192,6 +219,8 @@ int main(void)
 	if (!host || !*host)
 		host = "127.0.0.1";
 	memset(victim, VICTIM_BYTE, sizeof(victim));
+	for (i = 0; i < BIG; i++)
+		big[i] = (uint8_t)(i * 7 + 1);
 	signal(SIGPIPE, SIG_IGN);
 	loop = ev_default_loop(0);
 	/* fork before any verbs state exists in this process */
@@ -217,8 +246,9 @@ int main(void)
 	t_deadline(loop, 300);
 	ev_run(loop, 0);
 
-	T_ASSERT(child_done && wrote, "child %d, keyed write %d", child_done,
-		 wrote);
+	T_ASSERT(child_done && wrote && big_back,
+		 "child %d, keyed write %d, echo %d", child_done, wrote,
+		 big_back);
 	/* the keyed client's page landed; nothing of the raw peer's */
 	for (i = 0; i < (int)sizeof(victim); i++) {
 		int want = i >= PAGE && i < 2 * PAGE ? GOOD_BYTE : VICTIM_BYTE;
@@ -230,8 +260,9 @@ int main(void)
 			 victim[i] == RAW_BYTE ? " (the unproven peer's)" : "");
 	}
 	printf("verbs_unproven: the unproven peer's write was refused, the "
-	       "keyed client's landed (%d server closes)\n",
-	       srv_closes);
+	       "keyed client's landed, %d KiB went each way (%d server "
+	       "closes)\n",
+	       BIG >> 10, srv_closes);
 	T_OK(rmsg_mr_dereg(victim_mr));
 	T_OK(rmsg_ctx_destroy(cctx));
 	T_OK(rmsg_ctx_destroy(ctx));
