@@ -16,6 +16,7 @@
 
 #include "mock.h"
 #include "rmsg_int.h"
+#include "conn_int.h" /* rmsgi_auth_client_mac: a peer's proof */
 
 #define URI "rdma://192.0.2.1:7471"
 #define SEND_TAG ((uint64_t)1 << 63)
@@ -2339,6 +2340,58 @@ static void auth__qp_rights_closed(void **state)
 	assert_int_equal(rmsg_conn_close(t->c), 0);
 }
 
+/* the server's side: taken away right after rdma_accept(); given back
+ * once the client's proof checked out, before the server's own proof
+ * goes (the client may write as soon as it has it) */
+static void auth__qp_rights_server(void **state)
+{
+	static const char key[] = "0123456789abcdef0123456789abcdef";
+	uint8_t buf[RMSGI_HELLO_MAX], proof[RMSGI_NONCE_SIZE + RMSGI_MAC_SIZE];
+	struct rt *t = *state;
+	struct rmsgi_hello ch, sh;
+	struct rdma_cm_id *id;
+	size_t n;
+
+	assert_int_equal(rmsg_cfg_set_psk(t->cfg, key, sizeof(key) - 1), 0);
+	rt_ctx(t);
+	assert_int_equal(rmsg_listen(t->ctx, "rdma://0.0.0.0:7471", t->cfg,
+				     &ops, accept_cb, t, &t->l),
+			 0);
+	peer_hello_flags = RMSGI_HELLO_F_AUTH;
+	n = hello(buf, 16, 4096, 0, "abc");
+	assert_int_equal(rmsgi_hello_decode(buf, n, &ch), 0);
+	id = mock_cm_push_request(mock.last_id, buf, n);
+	accepted = NULL;
+	cm_deliver(t);
+	assert_int_equal(mock.n_accept, 1);
+	assert_null(accepted); /* the app hears of it after the proof */
+	assert_int_equal(mock.n_qp_access, 1);
+	assert_int_equal(mock.qp_access, 0);
+	t->qpn = mock.last_qp->qp.qp_num;
+	cm_event(t, id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	assert_int_equal(mock.n_qp_access, 1);
+	/* the client's proof */
+	assert_int_equal(rmsgi_hello_decode(mock.accept_pdata,
+					    mock.accept_pdata_len, &sh),
+			 0);
+	assert_int_equal(sh.nonce_len, RMSGI_NONCE_SIZE);
+	memset(proof, 0x24, RMSGI_NONCE_SIZE);
+	rmsgi_auth_client_mac(&t->cfg->v, sh.nonce, proof, &ch,
+			      proof + RMSGI_NONCE_SIZE);
+	n = (size_t)mock.n_sent;
+	peer_frame(t, RMSGI_T_AUTH, 0, 0, 0, sizeof(proof), proof,
+		   sizeof(proof));
+	pump(t);
+	assert_non_null(accepted);
+	assert_int_equal(t->closed, 0);
+	assert_int_equal(mock.n_qp_access, 2);
+	assert_int_equal(mock.qp_access,
+			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	/* opened before the server's proof was posted */
+	assert_int_equal(mock.qp_access_sent, (int)n);
+	assert_true(mock.n_sent > (int)n);
+}
+
 static void auth__qp_rights_keyless(void **state)
 {
 	struct rt *t = *state;
@@ -2855,6 +2908,7 @@ int main(void)
 		T(bound__imm_length),
 		T(auth__qp_rights_closed),
 		T(auth__qp_rights_keyless),
+		T(auth__qp_rights_server),
 		T(bound__rndv_share),
 		T(bound__rndv_share_idle_conns),
 		T(bound__rndv_segments_over_4gib),
