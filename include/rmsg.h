@@ -1031,10 +1031,14 @@ int rmsg_mr_export(struct rmsg_mr *mr, struct rmsg_conn *c, uint64_t off,
  * @mr: the region
  * @desc: a descriptor rmsg_mr_export() wrote for @mr
  *
- * The peer's later accesses through @desc fail (-EACCES over TCP; over
- * RDMA a remote access error, which ends that connection).
- * Return: 0, -EINVAL, or -ENOENT (already revoked, or its connection
- * ended).
+ * When it returns 0 the peer's access has stopped: its accesses through
+ * @desc from then on fail (-EACCES over TCP; over RDMA a remote access
+ * error, which ends that connection), the memory window being gone from
+ * the device before the call returns.
+ * Return: 0, -EINVAL, -ENOENT (already revoked, or its connection
+ * ended), or -EBUSY (RDMA: the export's memory window is still being
+ * bound; nothing is changed, the export is in force: retry after the
+ * loop turned).
  */
 int rmsg_mr_revoke(struct rmsg_mr *mr, const void *desc);
 

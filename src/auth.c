@@ -234,6 +234,10 @@ static void auth_server_accept(struct rmsg_conn *c)
 				ret = -ECONNREFUSED;
 		}
 	}
+	/* the proof is complete: the peer may reach exports from now on,
+	 * before it learns it is accepted (and may use them) */
+	if (ret == 0 && c->tr_priv && c->tops->rma_open)
+		ret = c->tops->rma_open(c->tr_priv);
 	if (ret) {
 		struct rmsgi_hello r;
 
@@ -359,6 +363,14 @@ int rmsgi_conn_auth_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		if (c->tr_priv)
 			c->tops->disconnect(c->tr_priv, 0);
 	} else {
+		/* the server's proof is complete: exports open to it */
+		ret = c->tr_priv && c->tops->rma_open
+			      ? c->tops->rma_open(c->tr_priv)
+			      : 0;
+		if (ret) {
+			rmsgi_conn_abort(c, ret);
+			return ret;
+		}
 		rmsgi_conn_up(c);
 	}
 	return 0;

@@ -677,31 +677,52 @@ undo_e:
 
 int rmsg_mr_revoke(struct rmsg_mr *mr, const void *desc)
 {
+	struct rmsgi_mrtab *t;
 	struct rmsgi_export *e;
 	struct rmsgi_desc d;
 
 	if (!mr || rmsgi_desc_decode(desc, &d))
 		return -EINVAL;
-	e = export_find(&mr->ctx->mrt, d.token);
+	t = &mr->ctx->mrt;
+	e = export_find(t, d.token);
 	if (!e || e->mr != mr)
 		return -ENOENT;
-	export_drop(&mr->ctx->mrt, e);
+	/* 0 means the peer's access has stopped: the window is gone from
+	 * the device when this returns. A window whose bind has not been
+	 * reaped cannot go yet (deallocating it under its bind fails the
+	 * queue pair), and letting it go later left it usable until then:
+	 * the export stays, and the caller tries again once the loop
+	 * turned (rmsg_mr_export.3) */
+	if (e->w && t->ops && t->ops->bind_pending(t->priv, e->w))
+		return -EBUSY;
+	export_drop(t, e);
 	return 0;
 }
 
-/* the largest region of the context that grants @access: a bound on what
- * one peer's one-sided operation can have touched */
-size_t rmsgi_mr_max_len(const struct rmsg_ctx *ctx, int access)
+/* the largest export the peer of @c may reach with @access: its own
+ * windows and the any-peer exports. A bound on what one of its one-sided
+ * operations can have touched: what was granted to this peer, not the
+ * largest region of the context */
+static size_t export_list_max(const struct rmsgi_list *l, int access,
+			      size_t max)
 {
 	const struct rmsgi_list *n;
-	size_t max = 0;
 
-	for (n = ctx->mrt.regions.next; n != &ctx->mrt.regions; n = n->next) {
-		const struct rmsg_mr *mr =
-			rmsgi_list_entry(n, struct rmsg_mr, link);
+	for (n = l->next; n != l; n = n->next) {
+		const struct rmsgi_export *e =
+			rmsgi_list_entry(n, struct rmsgi_export, clink);
 
-		if ((mr->access & access) == access && mr->len > max)
-			max = mr->len;
+		if ((e->access & access) == access && e->len > max)
+			max = e->len;
 	}
 	return max;
+}
+
+size_t rmsgi_mr_conn_max_len(const struct rmsg_conn *c, int access)
+{
+	size_t max = export_list_max(&c->ctx->mrt.any_peer, access, 0);
+
+	if (!c->exports.next)
+		return max; /* never initialized: nothing of its own */
+	return export_list_max(&c->exports, access, max);
 }

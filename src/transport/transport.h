@@ -330,8 +330,9 @@ struct rmsgi_pin {
 int rmsgi_mr_pin(struct rmsg_ctx *ctx, const void *addr, size_t len, int need,
 		 struct rmsgi_pin *pin, uint32_t *lkey_p, uint32_t *rkey_p);
 void rmsgi_mr_unpin(struct rmsg_ctx *ctx, struct rmsgi_pin *pin);
-/* the largest region granting @access (0 without one) */
-size_t rmsgi_mr_max_len(const struct rmsg_ctx *ctx, int access);
+/* the largest export @c's peer may reach with @access (its own and the
+ * any-peer ones; 0 without one) */
+size_t rmsgi_mr_conn_max_len(const struct rmsg_conn *c, int access);
 
 /* ------------------------------------------------------------------ */
 /* what the core lends a backend                                        */
@@ -511,6 +512,15 @@ struct rmsgi_tr_conn_ops {
 	 * the backend may take those buffers back; it returns @credits.
 	 * Never fails the connection; does not call back. */
 	uint32_t (*grant)(void *tc, uint32_t credits);
+	/* May be NULL: the backend checks no one-sided access itself (TCP:
+	 * rmsgi_mr_target() does, in the core, by state). Opens this
+	 * connection's endpoint to the peer's one-sided operations: until
+	 * then a backend whose device checks keys (RDMA) keeps the peer
+	 * from reaching any export, any-peer ones included, while the
+	 * pre-shared key is not proven. The core calls it once the proof
+	 * is complete, before it tells the peer so. 0, or a negative errno
+	 * (the connection then fails). Does not call back. */
+	int (*rma_open)(void *tc);
 };
 
 /*

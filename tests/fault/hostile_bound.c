@@ -58,6 +58,7 @@
 #define BUDGET (48 * MIB)
 #define MAX_MSG (32 * MIB)
 #define REGION ((size_t)64 << 10)
+static uint8_t region_desc[RMSG_MR_DESC_SIZE];
 #define RNDV_LEN (8 * MIB)
 /* over BUDGET / 2 (20 MiB, over the share BUDGET / 4 but under
  * BUDGET / 2, is now read once the reads before it are done) */
@@ -719,6 +720,11 @@ int main(void)
 	T_OK(rmsg_ctx_create(loop, cfg, &ctx));
 	T_OK(rmsg_ctx_create(loop, NULL, &cctx));
 	T_OK(rmsg_mr_reg(ctx, region, REGION, RMSG_ACCESS_REMOTE_WRITE, &mr));
+	/* to every peer: what an IMM frame may claim is what its peer was
+	 * granted (issue 30), here REGION */
+	T_OK(rmsg_mr_export(mr, NULL, 0, 0,
+			    RMSG_ACCESS_REMOTE_WRITE | RMSG_EXPORT_ANY_PEER,
+			    region_desc));
 	t_listen(ctx, cfg, &sops, srv_accept, NULL, &lis, uri, sizeof(uri));
 	T_OK(rmsg_listener_port(lis, &port));
 	T_OK(rmsg_connect(cctx, uri, NULL, &gops, NULL, &good));

@@ -14,6 +14,9 @@
  *   RNDV_REQ of max + 1 bytes                       -> -EMSGSIZE
  *   RNDV_REQ whose segments do not add up           -> -EPROTO
  *   credits beyond the grant (CREDIT, 60000)        -> -EPROTO
+ *   the IMM frame of a split write-with-immediate claiming the whole
+ *     region's length, a region this peer was never granted (exported
+ *     to the good client only)                      -> -EPROTO
  *   a SEND larger than the receive buffers (64 KiB) -> -EPROTO
  *   a forged RNDV_REQ: bogus address and rkey       -> the server's READ
  *     fails: -EACCES (remote access error)
@@ -57,6 +60,7 @@ enum kind {
 	K_RNDV_HUGE,
 	K_RNDV_SUM,
 	K_CREDIT,
+	K_IMM_LEN,
 	K_OVERSIZE,
 	K_RNDV_FORGED,
 	K_WRITE_FORGED,
@@ -77,6 +81,7 @@ static const struct {
 	{K_RNDV_HUGE, "RNDV_REQ of max + 1 bytes", -EMSGSIZE},
 	{K_RNDV_SUM, "RNDV_REQ segments != length", -EPROTO},
 	{K_CREDIT, "credits beyond the grant", -EPROTO},
+	{K_IMM_LEN, "IMM beyond what it was granted", -EPROTO},
 	{K_OVERSIZE, "SEND of 64 KiB", -EPROTO},
 	{K_RNDV_FORGED, "forged RNDV_REQ, bogus rkey", -EACCES},
 	{K_WRITE_FORGED, "RDMA WRITE, another conn's rkey", 1},
@@ -231,6 +236,15 @@ static void raw_case(const char *host, uint16_t port, enum kind k, int n)
 	case K_CREDIT:
 		hdr_at(s, RMSGI_T_CREDIT, 60000, 0);
 		break;
+	case K_IMM_LEN: {
+		/* the length of a write it could not have made: the
+		 * region is exported to another connection only */
+		struct rmsgi_hdr h = {
+			.type = RMSGI_T_IMM, .aux = 7, .id = VICTIM_LEN};
+
+		rmsgi_hdr_encode(&h, s);
+		break;
+	}
 	case K_OVERSIZE:
 		hdr_at(s, RMSGI_T_DATA, 0, RAW_RXSZ - RMSGI_HDR_SIZE);
 		len = RAW_RXSZ;

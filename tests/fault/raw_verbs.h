@@ -43,6 +43,7 @@ struct raw_opts {
 	uint32_t eager;		     /* the hello's eager size */
 	uint8_t responder_resources; /* reads the server may have out */
 	double secs;		     /* to wait for ESTABLISHED */
+	uint8_t hello_flags;	     /* RMSGI_HELLO_F_AUTH: "I have a key" */
 };
 
 /* the send area, @off bytes in */
@@ -132,7 +133,9 @@ static inline void raw_connect(struct raw *r, const char *host, uint16_t port,
 {
 	struct ibv_qp_init_attr qa = {0};
 	struct rdma_conn_param cp = {0};
-	struct rmsgi_hello h = {.credits = o->credits, .eager_size = o->eager};
+	struct rmsgi_hello h = {.credits = o->credits,
+				.eager_size = o->eager,
+				.flags = o->hello_flags};
 	uint8_t pd_buf[64];
 	int i;
 

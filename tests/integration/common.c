@@ -182,6 +182,17 @@ void t_run_for(struct ev_loop *loop, double secs)
 	ev_timer_stop(loop, &w);
 }
 
+int t_revoke(struct ev_loop *loop, struct rmsg_mr *mr, const void *desc)
+{
+	double t0 = ev_time();
+	int ret;
+
+	while ((ret = rmsg_mr_revoke(mr, desc)) == -EBUSY &&
+	       ev_time() - t0 < 60 * t_scale())
+		t_run_for(loop, 0.01);
+	return ret;
+}
+
 static void t_child_cb(struct ev_loop *loop, ev_child *w, int revents)
 {
 	struct t_child *c = w->data;

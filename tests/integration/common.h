@@ -76,6 +76,11 @@ void t_child_watch(struct ev_loop *loop, struct t_child *c, pid_t pid,
 		   int *done, void (*then)(void));
 /* runs @loop for @secs seconds */
 void t_run_for(struct ev_loop *loop, double secs);
+/* rmsg_mr_revoke(), tried again while it says -EBUSY (RDMA: the window
+ * is still being bound, rmsg_mr_export.3) with the loop turning in
+ * between, for at most 60 s (scaled); its last result. Not from a
+ * callback */
+int t_revoke(struct ev_loop *loop, struct rmsg_mr *mr, const void *desc);
 
 /* runs @loop until @cond holds; fails after @max_s seconds (scaled) */
 #define T_RUN_UNTIL(loop, cond, max_s)                                     \

@@ -153,6 +153,62 @@ static void ask(int i, uint32_t kind)
 
 /* ---- server ---- */
 
+/* revokes a callback could not complete (-EBUSY, RDMA: the window is
+ * still being bound; rmsg_mr_export.3): tried again from a timer; once
+ * all went, pend_c (if set) gets pend_out */
+static struct {
+	struct rmsg_mr *mr;
+	uint8_t d[RMSG_MR_DESC_SIZE];
+} pend[FLOOD + 1];
+static int npend;
+static struct rmsg_conn *pend_c;
+static struct m pend_out;
+static ev_timer pend_w;
+
+static void pend_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	int i, j, ret;
+
+	for (i = j = 0; i < npend; i++) {
+		ret = rmsg_mr_revoke(pend[i].mr, pend[i].d);
+		if (ret == -EBUSY) {
+			pend[j++] = pend[i];
+			continue;
+		}
+		T_OK(ret);
+	}
+	npend = j;
+	if (npend) {
+		ev_timer_set(w, 0.005, 0.);
+		ev_timer_start(l, w);
+		return;
+	}
+	if (pend_c) {
+		revoke_again = rmsg_mr_revoke(mSCR, pend_out.desc[D_SCRATCH]);
+		msg_send(pend_c, &pend_out);
+		pend_c = NULL;
+	}
+}
+
+/* rmsg_mr_revoke(), or later if it is -EBUSY */
+static void revoke_soon(struct rmsg_mr *mr, const void *d)
+{
+	int ret = rmsg_mr_revoke(mr, d);
+
+	if (ret != -EBUSY) {
+		T_OK(ret);
+		return;
+	}
+	T_ASSERT(npend <= FLOOD, "too many revokes pending");
+	pend[npend].mr = mr;
+	memcpy(pend[npend].d, d, RMSG_MR_DESC_SIZE);
+	npend++;
+	if (!ev_is_active(&pend_w)) {
+		ev_timer_init(&pend_w, pend_cb, 0.005, 0.);
+		ev_timer_start(loop, &pend_w);
+	}
+}
+
 static void srv_msg(struct rmsg_conn *c, struct rmsg_msg *msg, void *arg)
 {
 	const struct m *h = rmsg_msg_data(msg);
@@ -202,10 +258,18 @@ static void srv_msg(struct rmsg_conn *c, struct rmsg_msg *msg, void *arg)
 		out.kind = K_DESCS;
 		T_OK(rmsg_mr_export(mSCR, c, 0, 0, RMSG_ACCESS_REMOTE_WRITE,
 				    out.desc[D_SCRATCH]));
-		msg_send(c, &out);
-		/* revoked before the peer could use it */
-		T_OK(rmsg_mr_revoke(mSCR, out.desc[D_SCRATCH]));
+		/* revoked before the peer could use it: the descriptor goes
+		 * once the revoke returned 0 (at once, or after -EBUSY) */
+		ret = rmsg_mr_revoke(mSCR, out.desc[D_SCRATCH]);
+		if (ret == -EBUSY) {
+			pend_c = c;
+			pend_out = out;
+			revoke_soon(mSCR, out.desc[D_SCRATCH]);
+			break;
+		}
+		T_OK(ret);
 		revoke_again = rmsg_mr_revoke(mSCR, out.desc[D_SCRATCH]);
+		msg_send(c, &out);
 		break;
 	case K_PING:
 		out.kind = K_PONG;
@@ -228,7 +292,7 @@ static void srv_msg(struct rmsg_conn *c, struct rmsg_msg *msg, void *arg)
 			T_ASSERT(n > 0, "no export at all");
 		}
 		for (i = 0; i < n; i++)
-			T_OK(rmsg_mr_revoke(mRW, flood[i]));
+			revoke_soon(mRW, flood[i]);
 		srv_writable = rdma ? 0 : 1;
 		out.kind = K_PONG;
 		if (!rdma)
@@ -658,8 +722,11 @@ static void dereg_busy(void)
 	/* covers: rmsg_mr_reg.3 EBUSY */
 	T_ASSERT(rmsg_mr_dereg(mBIG) == -EBUSY,
 		 "dereg while an export's window is bound");
-	/* changed nothing: the export still revokes */
-	T_OK(rmsg_mr_revoke(mBIG, d));
+	/* covers: rmsg_mr_export.3 EBUSY (the window may not go yet) */
+	T_ASSERT(rmsg_mr_revoke(mBIG, d) == -EBUSY,
+		 "revoke while its window is being bound");
+	/* changed nothing: the export still revokes, once the loop turned */
+	T_OK(t_revoke(loop, mBIG, d));
 	T_OK(rmsg_mr_export(mBIG, sconn[2], 0, 0, RMSG_ACCESS_REMOTE_READ, d));
 	T_ASSERT(rmsg_mr_dereg(mBIG) == -EBUSY, "dereg, second export");
 	/* once the loop turned, it goes */
@@ -887,7 +954,7 @@ int main(void)
 			T_RUN_UNTIL(loop, srv_writable > 0, 60);
 		}
 		T_OK(ret);
-		T_OK(rmsg_mr_revoke(mRW, d));
+		T_OK(t_revoke(loop, mRW, d));
 	}
 	round_trip(4);
 

@@ -550,7 +550,7 @@ int main(void)
 	/* 6. a revoked descriptor */
 	cb = cst(c);
 	sb = cst(s);
-	T_OK(rmsg_mr_revoke(mr, desc[1]));
+	T_OK(t_revoke(loop, mr, desc[1]));
 	{
 		struct iovec iov = {local, 64};
 

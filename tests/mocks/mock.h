@@ -110,6 +110,9 @@ struct mock_state {
 	int n_reg_remote_read; /* registrations for remote read */
 	int n_modify_err;      /* QPs moved to the error state */
 	int min_rnr_timer;     /* last IBV_QP_MIN_RNR_TIMER set, or -1 */
+	int n_qp_access;       /* IBV_QP_ACCESS_FLAGS modifies */
+	int qp_access;	       /* the last qp_access_flags set */
+	int qp_access_sent;    /* n_sent when it was set */
 	int n_cq_acked;
 	int cq_events;	  /* pending for ibv_get_cq_event */
 	int n_bad_sge;	  /* SGEs outside a registered MR, ... */

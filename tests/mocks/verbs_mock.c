@@ -668,6 +668,11 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 
 	if (attr_mask & IBV_QP_MIN_RNR_TIMER)
 		mock.min_rnr_timer = attr->min_rnr_timer;
+	if (attr_mask & IBV_QP_ACCESS_FLAGS) {
+		mock.n_qp_access++;
+		mock.qp_access = (int)attr->qp_access_flags;
+		mock.qp_access_sent = mock.n_sent;
+	}
 	if (!(attr_mask & IBV_QP_STATE))
 		return 0;
 	qp->state = attr->qp_state;

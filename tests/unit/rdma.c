@@ -16,6 +16,7 @@
 
 #include "mock.h"
 #include "rmsg_int.h"
+#include "conn_int.h" /* rmsgi_auth_client_mac: a peer's proof */
 
 #define URI "rdma://192.0.2.1:7471"
 #define SEND_TAG ((uint64_t)1 << 63)
@@ -1228,8 +1229,9 @@ static void send__rendezvous_bind_waits_for_empty_queue(void **state)
 /* rmsg_mr_export over RDMA: the region carries no remote rights; each
  * export is a window bound (fenced) on the connection's QP, over a
  * registration of just its bytes for a sub-range; revoked before its bind
- * completed, it goes when the bind does; the connection's end takes the
- * windows before the QP */
+ * completed it stays, -EBUSY (a later dealloc would leave the window
+ * usable after revoke returned 0: issue 30), and goes at once when
+ * revoked after; the connection's end takes the windows before the QP */
 static void export__window_on_qp(void **state)
 {
 	struct rt *t = *state;
@@ -1271,12 +1273,15 @@ static void export__window_on_qp(void **state)
 	assert_int_equal(d.addr, (uintptr_t)buf + 100);
 	assert_int_equal(d.len, 50);
 	/* revoked and the region deregistered while the binds are queued:
-	 * the window waits for its bind, the region refuses */
-	assert_int_equal(rmsg_mr_revoke(mr, d1), 0);
+	 * both refuse and change nothing */
+	assert_int_equal(rmsg_mr_revoke(mr, d1), -EBUSY);
 	assert_int_equal(mock.n_dealloc_mw, 0);
 	assert_int_equal(rmsg_mr_dereg(mr), -EBUSY);
 	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
 	pump(t);
+	assert_int_equal(mock.n_dealloc_mw, 0);
+	/* the bind retired: the window goes before revoke returns */
+	assert_int_equal(rmsg_mr_revoke(mr, d1), 0);
 	assert_int_equal(mock.n_dealloc_mw, 1);
 	/* the first bind retired: the held one went */
 	assert_int_equal(mock.n_sent, 2);
@@ -2303,6 +2308,98 @@ static void bound__peer_eager_clamped(void **state)
 	free(big);
 }
 
+/*
+ * A connection that must prove a key: the QP's remote rights are taken
+ * away as it comes up, so no export (an any-peer one's rkey is valid on
+ * every QP) is reachable before the proof (issue 30); without a key they
+ * are left as rdma_cm set them.
+ */
+static void auth__qp_rights_closed(void **state)
+{
+	static const char key[] = "0123456789abcdef0123456789abcdef";
+	struct rmsgi_hello h = {.credits = 32,
+				.eager_size = 8192,
+				.flags = RMSGI_HELLO_F_AUTH,
+				.nonce_len = RMSGI_NONCE_SIZE,
+				.conn_id = 77};
+	struct rt *t = *state;
+	uint8_t buf[RMSGI_HELLO_MAX];
+
+	memset(h.nonce, 0x42, sizeof(h.nonce));
+	assert_int_equal(rmsg_cfg_set_psk(t->cfg, key, sizeof(key) - 1), 0);
+	start_connect(t);
+	t->qpn = mock.last_qp->qp.qp_num;
+	assert_int_equal(mock.n_qp_access, 0);
+	cm_event(t, t->id, RDMA_CM_EVENT_ESTABLISHED, 0, buf,
+		 rmsgi_hello_encode(&h, buf));
+	/* in AUTH: the proof went, the rights are gone */
+	assert_int_equal(t->established, 0);
+	assert_int_equal(t->closed, 0);
+	assert_int_equal(mock.n_qp_access, 1);
+	assert_int_equal(mock.qp_access, 0);
+	assert_int_equal(rmsg_conn_close(t->c), 0);
+}
+
+/* the server's side: taken away right after rdma_accept(); given back
+ * once the client's proof checked out, before the server's own proof
+ * goes (the client may write as soon as it has it) */
+static void auth__qp_rights_server(void **state)
+{
+	static const char key[] = "0123456789abcdef0123456789abcdef";
+	uint8_t buf[RMSGI_HELLO_MAX], proof[RMSGI_NONCE_SIZE + RMSGI_MAC_SIZE];
+	struct rt *t = *state;
+	struct rmsgi_hello ch, sh;
+	struct rdma_cm_id *id;
+	size_t n;
+
+	assert_int_equal(rmsg_cfg_set_psk(t->cfg, key, sizeof(key) - 1), 0);
+	rt_ctx(t);
+	assert_int_equal(rmsg_listen(t->ctx, "rdma://0.0.0.0:7471", t->cfg,
+				     &ops, accept_cb, t, &t->l),
+			 0);
+	peer_hello_flags = RMSGI_HELLO_F_AUTH;
+	n = hello(buf, 16, 4096, 0, "abc");
+	assert_int_equal(rmsgi_hello_decode(buf, n, &ch), 0);
+	id = mock_cm_push_request(mock.last_id, buf, n);
+	accepted = NULL;
+	cm_deliver(t);
+	assert_int_equal(mock.n_accept, 1);
+	assert_null(accepted); /* the app hears of it after the proof */
+	assert_int_equal(mock.n_qp_access, 1);
+	assert_int_equal(mock.qp_access, 0);
+	t->qpn = mock.last_qp->qp.qp_num;
+	cm_event(t, id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	assert_int_equal(mock.n_qp_access, 1);
+	/* the client's proof */
+	assert_int_equal(rmsgi_hello_decode(mock.accept_pdata,
+					    mock.accept_pdata_len, &sh),
+			 0);
+	assert_int_equal(sh.nonce_len, RMSGI_NONCE_SIZE);
+	memset(proof, 0x24, RMSGI_NONCE_SIZE);
+	rmsgi_auth_client_mac(&t->cfg->v, sh.nonce, proof, &ch,
+			      proof + RMSGI_NONCE_SIZE);
+	n = (size_t)mock.n_sent;
+	peer_frame(t, RMSGI_T_AUTH, 0, 0, 0, sizeof(proof), proof,
+		   sizeof(proof));
+	pump(t);
+	assert_non_null(accepted);
+	assert_int_equal(t->closed, 0);
+	assert_int_equal(mock.n_qp_access, 2);
+	assert_int_equal(mock.qp_access,
+			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	/* opened before the server's proof was posted */
+	assert_int_equal(mock.qp_access_sent, (int)n);
+	assert_true(mock.n_sent > (int)n);
+}
+
+static void auth__qp_rights_keyless(void **state)
+{
+	struct rt *t = *state;
+
+	connect_peer(t, 32, 8192);
+	assert_int_equal(mock.n_qp_access, 0);
+}
+
 static int imms;
 static size_t imm_len;
 
@@ -2313,10 +2410,12 @@ static void imm_cb(struct rmsg_conn *c, uint32_t imm, size_t len, void *arg)
 }
 
 /* an IMM frame claims the length of a split write: up to the largest
- * region the peer may write, never more */
+ * export this peer was granted to write, never more; a writable region
+ * not exported to it (the last case) grants nothing (issue 30) */
 static void bound__imm_length(void **state)
 {
-	static const uint64_t lens[] = {65536, 65537, (uint64_t)1 << 40};
+	static const uint64_t lens[] = {65536, 65537, (uint64_t)1 << 40, 4096};
+	uint8_t d[RMSG_MR_DESC_SIZE];
 	size_t i;
 
 	teardown(state);
@@ -2333,6 +2432,13 @@ static void bound__imm_length(void **state)
 		assert_int_equal(rmsg_mr_reg(t->ctx, rd, sizeof(rd),
 					     RMSG_ACCESS_REMOTE_READ, &mr2),
 				 0);
+		if (i < 3)
+			assert_int_equal(
+				rmsg_mr_export(mr, NULL, 0, 0,
+					       RMSG_ACCESS_REMOTE_WRITE |
+						       RMSG_EXPORT_ANY_PEER,
+					       d),
+				0);
 		imms = 0;
 		assert_int_equal(
 			rmsg_connect(t->ctx, URI, t->cfg, &ops, t, &t->c), 0);
@@ -2800,6 +2906,9 @@ int main(void)
 		T(bound__within_credits_stays_up),
 		T(bound__peer_eager_clamped),
 		T(bound__imm_length),
+		T(auth__qp_rights_closed),
+		T(auth__qp_rights_keyless),
+		T(auth__qp_rights_server),
 		T(bound__rndv_share),
 		T(bound__rndv_share_idle_conns),
 		T(bound__rndv_segments_over_4gib),

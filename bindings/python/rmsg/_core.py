@@ -1600,8 +1600,10 @@ class MR:
         return desc.raw
 
     def revoke(self, desc: BytesLike) -> None:
-        """End the export `desc` (rmsg_mr_revoke); RmsgError(ENOENT) if it
-        already ended."""
+        """End the export `desc` (rmsg_mr_revoke): once it returns, the
+        peer's access has stopped. RmsgError(ENOENT) if it already ended;
+        RmsgError(EBUSY) over RDMA while the export's memory window is
+        still being bound (nothing changed: retry after the loop ran)."""
         desc = bytes(desc)
         if len(desc) != MR_DESC_SIZE:
             raise ValueError("descriptor must be %d bytes" % MR_DESC_SIZE)

@@ -99,6 +99,8 @@ static int rc_setup_qp(struct rdma_conn *rc)
 	return rdma_srq_fill(r, rc->q);
 }
 
+static int rc_rma_set(struct rdma_conn *rc, bool open);
+
 /*
  * The connection is up: the QP is in RTS. Its RNR timer is what the
  * peer waits before resending into an SRQ found empty; rdma_cm leaves it
@@ -112,6 +114,53 @@ void rdma_rc_up(struct rdma_conn *rc)
 	if (rc->qp && ibv_modify_qp(rc->qp, &qattr, IBV_QP_MIN_RNR_TIMER))
 		rmsgi_tr_dbg(rc->r->env, "conn %u: RNR timer not set",
 			     rc->ci->id);
+}
+
+/*
+ * The peer's one-sided operations reach this side's memory only through
+ * keys the device checks: windows on this QP, and any-peer exports'
+ * registrations, valid on every QP of the protection domain. The QP's
+ * own remote rights come first (the responder checks them before any
+ * key): rdma_cm grants remote write and read when it moves the QP to
+ * RTR; a connection that must prove a pre-shared key has them taken
+ * away at once, and given back by rdma_rma_open_op() once the proof is
+ * complete, so no export, any-peer ones included, is reachable before.
+ * A device that refuses: the connection cannot be kept from them, and
+ * fails.
+ */
+static int rc_rma_set(struct rdma_conn *rc, bool open)
+{
+	struct ibv_qp_attr a;
+	int ret;
+
+	if (!rc->qp)
+		return -ENOTCONN;
+	memset(&a, 0, sizeof(a));
+	if (open)
+		a.qp_access_flags =
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	ret = ibv_modify_qp(rc->qp, &a, IBV_QP_ACCESS_FLAGS);
+	if (ret) {
+		ret = rmsgi_err_verbs(ret);
+		rmsgi_err(rc->r->ctx,
+			  "conn %u: the device refused to %s the queue pair's "
+			  "remote access (%s): the pre-shared key's proof "
+			  "cannot guard the exports",
+			  rc->ci->id, open ? "grant" : "take away",
+			  rmsg_strerror(ret));
+		return ret;
+	}
+	rc->rma_open = open;
+	return 0;
+}
+
+int rdma_rma_open_op(void *tc)
+{
+	struct rdma_conn *rc = tc;
+
+	if (rc->rma_open)
+		return 0;
+	return rc_rma_set(rc, true);
 }
 
 /*
@@ -472,6 +521,10 @@ static void cm_request(struct rdma_ctx *r, struct rmsg_listener *l,
 		rc->peer_eager = h.eager_size;
 		rc_conn_param(rc, &param, buf);
 		ret = rmsgi_err_cm(rdma_accept(rc->id, &param));
+		/* the QP is RTS already, with remote rights: gone before the
+		 * peer can use them (rc_rma_set) */
+		if (ret == 0 && ci->cfg->psk_len)
+			ret = rc_rma_set(rc, false);
 		if (ret == 0) {
 			rdma_rc_timer(rc, ci->cfg->timeout_ms);
 			return;
@@ -525,6 +578,11 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 		rdma_rc_up(rc);
 		if (rc->is_server) {
 			rmsgi_conn_ev_established(rc->c, NULL);
+		} else if (rc->ci->cfg->psk_len && rc_rma_set(rc, false)) {
+			/* our exports could not be kept from a server that
+			 * has not proven the key yet (the server closed its
+			 * own after rdma_accept) */
+			rdma_rc_teardown(rc, -EOPNOTSUPP);
 		} else if (rmsgi_hello_decode(ev->param.conn.private_data,
 					      ev->param.conn.private_data_len,
 					      &h) == 0) {

@@ -28,6 +28,7 @@ static const struct rmsgi_tr_conn_ops rdma_conn_ops = {
 	.rndv_release = rdma_rndv_release,
 	.addrs = rdma_addrs_op,
 	.grant = rdma_grant_op,
+	.rma_open = rdma_rma_open_op,
 };
 
 const struct rmsgi_tr rmsgi_tr_rdma = {

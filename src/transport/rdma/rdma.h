@@ -294,8 +294,9 @@ struct rdma_conn {
 	struct rmsgi_timer timer; /* connect bound, then teardown bound */
 	bool timer_on;
 	bool room_wanted;
-	bool silent; /* rejected before the app saw it */
-	bool buried; /* torn down; only memory is left */
+	bool rma_open; /* the QP's remote rights given back (cm.c) */
+	bool silent;   /* rejected before the app saw it */
+	bool buried;   /* torn down; only memory is left */
 	struct rdma_conn *dead_next;
 };
 
@@ -435,6 +436,8 @@ void rdma_cm_cb(struct ev_loop *loop, ev_io *w, int revents);
 void rdma_rc_timer(struct rdma_conn *rc, unsigned ms);
 /* the connection is up (RC_UP), its RNR timer set */
 void rdma_rc_up(struct rdma_conn *rc);
+/* conn op rma_open: gives the QP its remote rights (cm.c rc_rma_set) */
+int rdma_rma_open_op(void *tc);
 /* conn and listener ops */
 int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 		    const struct rmsgi_uri *u, const struct rmsgi_addrs *to);

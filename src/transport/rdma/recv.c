@@ -399,13 +399,13 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 	if (ret == 0 && wc->byte_len > r->stride)
 		ret = -EPROTO;
 	/* an IMM frame's length is only the peer's word for what it wrote
-	 * (a split write-with-immediate): one write reaches one region, so
-	 * no more than the largest the peer may write */
+	 * (a split write-with-immediate): one write reaches one export, so
+	 * no more than the largest this peer was granted to write */
 	if (ret == 0 && h.type == RMSGI_T_IMM &&
-	    h.id > rmsgi_mr_max_len(r->ctx, RMSG_ACCESS_REMOTE_WRITE)) {
+	    h.id > rmsgi_mr_conn_max_len(rc->c, RMSG_ACCESS_REMOTE_WRITE)) {
 		rmsgi_warn(r->ctx,
 			   "conn %u: the peer claims a write of %llu bytes, "
-			   "more than any region it may write: closing",
+			   "more than any export it may write: closing",
 			   rc->ci->id, (unsigned long long)h.id);
 		ret = -EPROTO;
 	}
