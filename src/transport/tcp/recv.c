@@ -160,10 +160,25 @@ tcp_deliver(struct tcp_conn *tc, const struct rmsgi_hdr *h, const uint8_t *data,
 }
 
 /* which frames are legal now */
-static int tcp_check_type(const struct tcp_conn *tc, const struct rmsgi_hdr *h)
+static int tcp_check_type(struct tcp_conn *tc, const struct rmsgi_hdr *h)
 {
-	if (tc->phase == TCP_PH_OPEN)
-		return rmsgi_tr_frame_ok(TCP_CAPS, h->type) ? 0 : -EPROTO;
+	int ret;
+
+	if (tc->phase == TCP_PH_OPEN) {
+		if (!rmsgi_tr_frame_ok(TCP_CAPS, h->type))
+			return -EPROTO;
+		if (tc->rx_free)
+			return 0;
+		/* before the peer's proof: only what the handshake needs is
+		 * buffered (rmsg(7), the state table) */
+		ret = rmsgi_conn_rx_admit(tc->c, (size_t)h->len);
+		if (ret > 0)
+			tc->rx_free = true;
+		return ret < 0 ? ret : 0;
+	}
+	/* a handshake frame fits tc->hs's size; a longer one is not read */
+	if (h->len > RMSGI_HELLO_MAX)
+		return -EPROTO;
 	if (tc->server)
 		return h->type == RMSGI_T_HELLO ? 0 : -EPROTO;
 	return h->type == RMSGI_T_HELLO_ACK || h->type == RMSGI_T_REJECT
@@ -344,7 +359,7 @@ static inline __attribute__((always_inline)) void tcp_parse(struct tcp_conn *tc)
 		}
 		ret = rmsgi_hdr_decode(p, avail, max, &h);
 		if (RMSGI_UNLIKELY(ret || h.type != RMSGI_T_DATA ||
-				   tc->phase != TCP_PH_OPEN)) {
+				   tc->phase != TCP_PH_OPEN || !tc->rx_free)) {
 			if (!ret)
 				ret = tcp_check_type(tc, &h);
 			if (ret) {
@@ -438,6 +453,10 @@ static void tcp_read(struct tcp_conn *tc)
 			/* large frames in a row: a header first */
 			room = RMSGI_MIN(room, (size_t)RMSGI_HDR_SIZE);
 		}
+		/* before the handshake and the peer's proof: no more than
+		 * the handshake's frames at a time (tcp_check_type) */
+		if (RMSGI_UNLIKELY(!tc->rx_free))
+			room = RMSGI_MIN(room, (size_t)TCP_HS_MAX);
 		iov[cnt].iov_base = tc->rb->data + tc->rtail;
 		iov[cnt++].iov_len = room;
 		want = bigrest + room;

@@ -235,8 +235,11 @@ struct tcp_conn {
 	bool stall_tmo;	 /* tmo runs for the stall */
 	bool wait_start; /* the frame at rb[rhead] is still to start */
 	struct rmsgi_list stall_link; /* tcp_ctx.stalled */
-	size_t rneed;	     /* bytes the partial frame in rb still lacks */
-	bool big_streak;     /* the last frame was large: read headers alone */
+	size_t rneed;	 /* bytes the partial frame in rb still lacks */
+	bool big_streak; /* the last frame was large: read headers alone */
+	/* the core takes frames of any size now (rmsgi_conn_rx_admit): until
+	 * then each header is checked against it and reads stay short */
+	bool rx_free;
 	struct tcp_msg *rxm; /* message object for the next frame: each
 				frame reuses it unless the app held it */
 };
