@@ -87,7 +87,9 @@ void tcp_rx_give(struct tcp_ctx *t, size_t n)
 }
 
 /*
- * No room for more of this connection's frame: stop reading it until
+ * No room for more of this connection's frame: it is beyond its share
+ * (TCP_RX_SHARE; within it a take never fails) and the context's limit
+ * is full. Stop reading it until
  * memory comes back, for its timeout at most (tcp_tmo_cb, -ENOBUFS), or
  * half the keepalive bound if shorter: the peer's answers to our probes
  * wait behind the frame, and the keepalive must not take our own stall

@@ -241,7 +241,7 @@ static int tcp_big_start(struct tcp_conn *tc, const struct rmsgi_hdr *h,
 	} else {
 		if (tc->spare)
 			tcp_spare_drop(tc);
-		if (!tcp_rx_take(t, want)) {
+		if (!tcp_rx_take(tc, want)) {
 			tc->wait_start = true;
 			tcp_rx_stall(tc);
 			return -EAGAIN;
@@ -272,7 +272,7 @@ static int tcp_big_grow(struct tcp_conn *tc)
 	size_t ncap = cap > tc->big_len / 2 ? tc->big_len : cap * 2;
 	uint8_t *p;
 
-	if (!tcp_rx_take(t, ncap - cap)) {
+	if (!tcp_rx_take(tc, ncap - cap)) {
 		tcp_rx_stall(tc);
 		return -EAGAIN;
 	}
@@ -408,6 +408,19 @@ static void __attribute__((noinline)) tcp_parse_resume(struct tcp_conn *tc)
 	tcp_parse(tc);
 }
 
+/* the socket is drained and nothing partial waits in the read buffer:
+ * it goes back to the context's small cache (or to held messages that
+ * pin it), so an idle connection holds no read buffer (issue 30: 256 KiB
+ * per idle connection that once read much) and the next read takes one */
+static inline void tcp_rbuf_idle(struct tcp_conn *tc)
+{
+	if (tc->ended || !tc->rb || tc->rhead != tc->rtail)
+		return;
+	tcp_rbuf_put(tc->t, tc->rb);
+	tc->rb = NULL;
+	tc->rhead = tc->rtail = 0;
+}
+
 static void tcp_read(struct tcp_conn *tc)
 {
 	int round;
@@ -464,8 +477,10 @@ static void tcp_read(struct tcp_conn *tc)
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				tcp_rbuf_idle(tc);
 				return;
+			}
 			tcp_conn_end(tc, tcp_errno(errno), NULL);
 			return;
 		}
@@ -491,8 +506,11 @@ static void tcp_read(struct tcp_conn *tc)
 		 * frame is at most RMSGI_KA_PROGRESS away from whole) */
 		if (tc->big)
 			rmsgi_conn_rx_progress(tc->c, tc->big_got);
-		if ((size_t)r < want)
-			return; /* drained: skip the read that says EAGAIN */
+		if ((size_t)r < want) {
+			/* drained: skip the read that says EAGAIN */
+			tcp_rbuf_idle(tc);
+			return;
+		}
 	}
 }
 

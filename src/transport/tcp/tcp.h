@@ -22,7 +22,9 @@
  * The app may keep the pointer it got in on_msg until it releases a held
  * message, so a payload never moves: a held message pins the buffer it
  * lives in (as on RDMA), and the read path goes on in a fresh buffer from
- * a small per-context cache instead of reusing a pinned one. Every frame,
+ * a small per-context cache instead of reusing a pinned one. A drained
+ * connection with no partial frame gives its buffer back to that cache,
+ * so an idle one holds none. Every frame,
  * control frames included, used one of our credits: the free_fn of its
  * message gives it back.
  *
@@ -96,6 +98,12 @@
  * doubles as its bytes come, up to the frame's length */
 #define TCP_BIG_FIRST ((size_t)256 << 10)
 #define TCP_HS_MAX (RMSGI_HDR_SIZE + RMSGI_HELLO_MAX)
+/* a connection's share of large-frame memory (rmsg_cfg_set_tcp_rx_limit.3):
+ * its frame in progress and its spare may always hold this much, whatever
+ * the others hold; only beyond it does it draw on cfg.tcp_rx_limit, and
+ * only then can it stall (and, stalled for its bound, end with -ENOBUFS).
+ * One 16 MiB message in progress never waits for another connection. */
+#define TCP_RX_SHARE ((size_t)16 << 20)
 /* no rendezvous, no native one-sided ops: the core emulates them */
 #define TCP_CAPS 0u
 /* a frame's header slot: the header and a one-sided op's RMA header */
@@ -318,11 +326,19 @@ void tcp_rx_give(struct tcp_ctx *t, size_t n);
 void tcp_rx_stall(struct tcp_conn *tc);
 void tcp_big_recycle(struct tcp_conn *tc, uint8_t *p, size_t cap);
 
-static inline bool tcp_rx_take(struct tcp_ctx *t, size_t n)
+/* @n more bytes for @tc's frame in progress: within its share
+ * (TCP_RX_SHARE, counting its frame and its spare) always, beyond it
+ * only while the context's total stays under cfg.tcp_rx_limit. So the
+ * total exceeds the limit only by what connections hold within their
+ * shares, and a connection waits only for memory beyond its own share */
+static inline bool tcp_rx_take(struct tcp_conn *tc, size_t n)
 {
+	struct tcp_ctx *t = tc->t;
 	size_t limit = t->env->cfg->tcp_rx_limit;
+	size_t mine = (tc->big ? tc->big_cap : 0) + tc->spare_cap;
 
-	if (t->rx_bytes > limit || n > limit - t->rx_bytes)
+	if (mine + n > TCP_RX_SHARE &&
+	    (t->rx_bytes > limit || n > limit - t->rx_bytes))
 		return false;
 	t->rx_bytes += n;
 	return true;
