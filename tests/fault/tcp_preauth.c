@@ -7,12 +7,13 @@
  * nonce, and then, instead of their proof:
  *   1. 4 peers announce a 512 MiB DATA frame and stream its bytes;
  *   2. 4 peers announce a 512 MiB AUTH frame and stream its bytes;
- *   3. 1 peer sends a 4 KiB DATA frame (a frame other than AUTH).
+ *   3. 1 peer sends a 4 KiB DATA frame (a frame other than AUTH);
+ *   4. 1 peer, before any hello, announces a 512 MiB HELLO frame.
  * Each peer stops at STREAM bytes. The server must close every one of
  * them before it took STREAM bytes (the peer sees its writes fail and
  * exits 0; exit 1: the server swallowed them all), count the DATA ones
  * in auth_failures, and its peak resident memory must grow by less than
- * BOUND for all 9 peers together (before: every byte streamed was kept:
+ * BOUND for all 10 peers together (before: every byte streamed was kept:
  * +STREAM per peer). A keyed librmsg client keeps doing round trips
  * meanwhile. TCP only (raw sockets); exits 77 over RDMA.
  */
@@ -27,7 +28,7 @@
 #define ANNOUNCE ((uint64_t)512 << 20)
 #define STREAM (64 * MIB)
 #define BOUND (8 * MIB)
-#define PEERS 9
+#define PEERS 10
 #define KEY "tcp_preauth test key"
 
 static struct ev_loop *loop;
@@ -136,7 +137,7 @@ static int key_hello(uint16_t port)
 static void peer(uint16_t port, uint8_t type, uint64_t len)
 {
 	static uint8_t junk[64 << 10];
-	int fd = key_hello(port);
+	int fd = type == RMSGI_T_HELLO ? raw_connect(port) : key_hello(port);
 	size_t sent = 0, n = len < sizeof(junk) ? (size_t)len : sizeof(junk);
 
 	raw_put_hdr(fd, type, 0, len);
@@ -200,8 +201,10 @@ int main(void)
 				peer(port, RMSGI_T_DATA, ANNOUNCE);
 			else if (i < 8)
 				peer(port, RMSGI_T_AUTH, ANNOUNCE);
-			else
+			else if (i < 9)
 				peer(port, RMSGI_T_DATA, 4096);
+			else
+				peer(port, RMSGI_T_HELLO, ANNOUNCE);
 		}
 	}
 	/* the loop runs until every peer is done (bounded by t_deadline) */
