@@ -201,8 +201,8 @@ static void part_idle(void)
 		T_OK(rmsg_send(idle[i], &iov, 1, NULL, NULL));
 	T_RUN_UNTIL(loop, idle_back == NCONN, 60);
 	/* the spares of the large frames go after one to two seconds of
-	 * rest (rmsg_cfg_set_tcp_rx_limit.3) */
-	t_run_for(loop, 2.5);
+	 * rest, read buffers after two to three (rmsg_cfg_set_tcp_rx_limit.3) */
+	t_run_for(loop, 3.5);
 	u1 = malloc_in_use();
 	per = u1 > u0 ? (u1 - u0) / NCONN : 0;
 	printf("%d idle connections after a %zu KiB echo each: malloc in "

@@ -408,11 +408,9 @@ static void __attribute__((noinline)) tcp_parse_resume(struct tcp_conn *tc)
 	tcp_parse(tc);
 }
 
-/* the socket is drained and nothing partial waits in the read buffer:
- * it goes back to the context's small cache (or to held messages that
- * pin it), so an idle connection holds no read buffer (issue 30: 256 KiB
- * per idle connection that once read much) and the next read takes one */
-static inline void tcp_rbuf_idle(struct tcp_conn *tc)
+/* an idle connection (tcp_sweep_rb) gives its read buffer back once a
+ * read drained the socket with no partial frame left */
+static void tcp_rbuf_idle(struct tcp_conn *tc)
 {
 	if (tc->ended || !tc->rb || tc->rhead != tc->rtail)
 		return;
@@ -425,13 +423,16 @@ static void tcp_read(struct tcp_conn *tc)
 {
 	int round;
 
-	if (!tc->rb) {
+	if (RMSGI_UNLIKELY(!tc->rb)) {
 		tc->rb = tcp_rbuf_get(tc->t);
 		if (!tc->rb) {
 			tcp_conn_end(tc, -ENOMEM, NULL);
 			return;
 		}
+		/* given back once idle (tcp_sweep_cb) */
+		tcp_sweep_arm(tc->t);
 	}
+	tc->rb_reads++;
 	if (tc->wait_start) {
 		/* memory came back: start the frame that waited */
 		tc->wait_start = false;
@@ -478,7 +479,8 @@ static void tcp_read(struct tcp_conn *tc)
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				tcp_rbuf_idle(tc);
+				if (RMSGI_UNLIKELY(tc->rb_idle))
+					tcp_rbuf_idle(tc);
 				return;
 			}
 			tcp_conn_end(tc, tcp_errno(errno), NULL);
@@ -508,7 +510,8 @@ static void tcp_read(struct tcp_conn *tc)
 			rmsgi_conn_rx_progress(tc->c, tc->big_got);
 		if ((size_t)r < want) {
 			/* drained: skip the read that says EAGAIN */
-			tcp_rbuf_idle(tc);
+			if (RMSGI_UNLIKELY(tc->rb_idle))
+				tcp_rbuf_idle(tc);
 			return;
 		}
 	}

@@ -22,9 +22,10 @@
  * The app may keep the pointer it got in on_msg until it releases a held
  * message, so a payload never moves: a held message pins the buffer it
  * lives in (as on RDMA), and the read path goes on in a fresh buffer from
- * a small per-context cache instead of reusing a pinned one. A drained
- * connection with no partial frame gives its buffer back to that cache,
- * so an idle one holds none. Every frame,
+ * a small per-context cache instead of reusing a pinned one. A
+ * connection that reads seldom (TCP_RBUF_BUSY_READS) gives its buffer
+ * back after each read that leaves no partial frame, so an idle one
+ * holds none. Every frame,
  * control frames included, used one of our credits: the free_fn of its
  * message gives it back.
  *
@@ -92,6 +93,10 @@
 #define TCP_MSG_CACHE 256
 #define TCP_RBUF_CACHE 8
 #define TCP_SPARE_MAX ((size_t)16 << 20)
+/* a connection that read fewer times than this in a sweep period
+ * (TCP_SPARE_IDLE_S) is idle: it holds a read buffer only while it reads
+ * (keepalive probes and their answers are a few reads a second) */
+#define TCP_RBUF_BUSY_READS 16
 /* a spare buffer unused for one to two of these periods is freed */
 #define TCP_SPARE_IDLE_S 1.0
 /* a large frame's memory starts at this (or what already arrived) and
@@ -228,6 +233,8 @@ struct tcp_conn {
 
 	/* input: unparsed bytes are rb->data[rhead, rtail) */
 	struct tcp_rbuf *rb;
+	unsigned rb_reads; /* reads since the last sweep */
+	bool rb_idle;	   /* fewer than TCP_RBUF_BUSY_READS: rb goes */
 	size_t rhead;
 	size_t rtail;
 	uint8_t *big; /* a frame larger than rb, being read */
@@ -325,6 +332,8 @@ struct tcp_ctx *tcp_ctx_get(struct rmsg_ctx *ctx);
 void tcp_rx_give(struct tcp_ctx *t, size_t n);
 void tcp_rx_stall(struct tcp_conn *tc);
 void tcp_big_recycle(struct tcp_conn *tc, uint8_t *p, size_t cap);
+/* the sweep (TCP_SPARE_IDLE_S) runs while a spare or read buffer is out */
+void tcp_sweep_arm(struct tcp_ctx *t);
 
 /* @n more bytes for @tc's frame in progress: within its share
  * (TCP_RX_SHARE, counting its frame and its spare) always, beyond it
