@@ -233,8 +233,13 @@ int main(void)
 		 "resident memory grew by %zu KiB before any proof",
 		 (h1 - h0) >> 10);
 	/* the DATA frames are refused as "another frame before the proof";
-	 * an AUTH header longer than a proof fails its decode (-EPROTO) */
+	 * an AUTH header longer than a proof fails its decode (-EPROTO,
+	 * counted in proto_errors) */
 	T_ASSERT(n_refused >= 5, "auth_failures +%d of 5", n_refused);
+	printf("proto_errors +%llu\n",
+	       (unsigned long long)(st1.proto_errors - st0.proto_errors));
+	T_ASSERT(st1.proto_errors - st0.proto_errors >= 4,
+		 "the long AUTH headers were not counted");
 	T_ASSERT(round_trips - rt0 > 100, "the keyed client starved");
 
 	ending = true;
