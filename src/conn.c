@@ -611,6 +611,24 @@ int rmsg_conn_close(struct rmsg_conn *c)
 	return 0;
 }
 
+int rmsgi_conn_rx_admit(struct rmsg_conn *c, size_t len)
+{
+	if (!c->auth_wait)
+		return 1;
+	/* before the proof only the handshake's frame is read (auth.c):
+	 * a peer without the key makes us hold a few hundred bytes */
+	if (len <= RMSGI_AUTH_MAX)
+		return 0;
+	if (c->state < RMSGI_CS_CLOSING) {
+		c->ctx->st.auth_failures++;
+		rmsgi_warn(c->ctx,
+			   "conn %u: the peer announces a frame of %zu bytes "
+			   "before its proof of the pre-shared key",
+			   c->id, len);
+	}
+	return -EACCES;
+}
+
 void rmsgi_conn_heard(struct rmsg_conn *c)
 {
 	c->last_rx = ev_now(c->ctx->loop);

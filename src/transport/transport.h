@@ -668,6 +668,15 @@ void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status);
 void rmsgi_conn_tr_room(struct rmsg_conn *c);
 /* a receive buffer whose credit belongs to @c went back to the peer */
 void rmsgi_conn_credit_freed(struct rmsg_conn *c);
+/* may the backend buffer a frame of @len payload bytes on @c now? To be
+ * asked from the header, before the body is read. While the peer has not
+ * proven the pre-shared key (rmsg_cfg_set_psk) only the handshake's AUTH
+ * frame fits (RMSGI_AUTH_MAX bytes). Returns 1: yes, and any frame the
+ * header decode passes from now on (the answer never changes back, the
+ * backend may stop asking); 0: yes, this one; -EACCES: no (logged and
+ * counted): the backend ends the connection with it, payload unread.
+ * Frames of other types are refused by rmsgi_conn_rx() before the proof. */
+int rmsgi_conn_rx_admit(struct rmsg_conn *c, size_t len);
 /* the peer counts as heard from now (e.g. the backend stopped reading
  * it: its silence from here on is our doing) */
 void rmsgi_conn_heard(struct rmsg_conn *c);

@@ -67,6 +67,10 @@ struct rmsg_conn {
 	struct rxf rx[RX_MAX];
 	int nrx;
 	int rooms;
+	/* the core's answer to rmsgi_conn_rx_admit: 0 takes any frame,
+	 * else the largest one before the (mocked) proof */
+	size_t unproven_max;
+	int admits;
 };
 
 static struct ev_loop *loop;
@@ -221,6 +225,14 @@ void rmsgi_conn_tr_room(struct rmsg_conn *c)
 void rmsgi_conn_credit_freed(struct rmsg_conn *c)
 {
 	(void)c;
+}
+
+int rmsgi_conn_rx_admit(struct rmsg_conn *c, size_t len)
+{
+	c->admits++;
+	if (!c->unproven_max)
+		return 1;
+	return len <= c->unproven_max ? 0 : -EACCES;
 }
 
 void rmsgi_conn_heard(struct rmsg_conn *c)
@@ -725,6 +737,45 @@ static void tcp__rx_unknown_type(void **state)
 	refused(200, 0, -EPROTO);
 }
 
+/* rmsg.7, "What each state allows": before the peer's proof the core
+ * admits only a handshake-sized frame; a longer header ends the
+ * connection with the core's answer (-EACCES), its payload unread, and
+ * the backend asks for every frame until the core takes any */
+static void tcp__rx_unproven_bound(void **state)
+{
+	uint8_t *big = pattern(4096, 9);
+	struct rmsgi_hdr h = {.type = RMSGI_T_DATA};
+	uint8_t hb[RMSGI_HDR_SIZE];
+
+	(void)state;
+	open_conn();
+	conn.unproven_max = 64;
+	raw_send(RMSGI_T_DATA, "proof", 5);
+	RUN_UNTIL(conn.nrx == 1);
+	/* the mocked proof is done: any size now, asked no more */
+	conn.unproven_max = 0;
+	raw_send(RMSGI_T_DATA, big, 4096);
+	raw_send(RMSGI_T_DATA, "x", 1);
+	RUN_UNTIL(conn.nrx == 3);
+	assert_int_equal(conn.admits, 2);
+	assert_int_equal(conn.failed, 0);
+	free(big);
+
+	teardown(NULL);
+	setup(NULL);
+	open_conn();
+	conn.unproven_max = 64;
+	h.len = ctx.cfg.max_msg_size; /* the most the decode lets through */
+	rmsgi_hdr_encode(&h, hb);
+	raw_write(hb, sizeof(hb));
+	RUN_UNTIL(conn.down);
+	spin();
+	assert_int_equal(conn.failed, 1);
+	assert_int_equal(conn.fail_reason, -EACCES);
+	assert_int_equal(conn.nrx, 0);
+	assert_true(raw_eof());
+}
+
 /* the raw end closes: reported once as a reset, then down */
 static void tcp__peer_close(void **state)
 {
@@ -835,6 +886,7 @@ int main(void)
 		T(tcp__rx_over_max_msg_size),
 		T(tcp__rx_illegal_type),
 		T(tcp__rx_unknown_type),
+		T(tcp__rx_unproven_bound),
 		T(tcp__peer_close),
 		T(tcp__disconnect_linger),
 		T(tcp__disconnect_now),

@@ -27,6 +27,9 @@ struct tcp_conn *tcp_conn_new(struct tcp_ctx *t, struct rmsg_conn *c,
 	tc->c = c;
 	tc->ci = ci;
 	tc->fd = -1;
+	/* idle until the sweep sees it busy: a new connection, one still
+	 * proving the key included, holds a read buffer only while reading */
+	tc->rb_idle = true;
 	rmsgi_list_init(&tc->outq);
 	ev_io_init(&tc->rw, tcp_rw_cb, -1, EV_READ);
 	ev_io_init(&tc->ww, tcp_ww_cb, -1, EV_WRITE);

@@ -87,7 +87,9 @@ void tcp_rx_give(struct tcp_ctx *t, size_t n)
 }
 
 /*
- * No room for more of this connection's frame: stop reading it until
+ * No room for more of this connection's frame: it is beyond its share
+ * (TCP_RX_SHARE; within it a take never fails) and the context's limit
+ * is full. Stop reading it until
  * memory comes back, for its timeout at most (tcp_tmo_cb, -ENOBUFS), or
  * half the keepalive bound if shorter: the peer's answers to our probes
  * wait behind the frame, and the keepalive must not take our own stall
@@ -119,7 +121,28 @@ void tcp_rx_stall(struct tcp_conn *tc)
 	}
 }
 
-/* every TCP_SPARE_IDLE_S: a spare unused since the last pass goes */
+/* a connection that read fewer than TCP_RBUF_BUSY_READS times since the
+ * last pass is idle: its read buffer goes back to the cache (or to the
+ * held messages that pin it) now and after each of its reads, unless a
+ * partial frame waits in it; so an idle connection holds none (issue 30:
+ * 256 KiB each, outside the cap) while a busy one keeps its own. Returns
+ * whether the sweep must come again for it. */
+static bool tcp_sweep_rb(struct tcp_conn *tc)
+{
+	tc->rb_idle = tc->rb_reads < TCP_RBUF_BUSY_READS;
+	tc->rb_reads = 0;
+	if (!tc->rb_idle)
+		return true;
+	if (tc->rb && !tc->ended && tc->rhead == tc->rtail) {
+		tcp_rbuf_put(tc->t, tc->rb);
+		tc->rb = NULL;
+		tc->rhead = tc->rtail = 0;
+	}
+	return tc->rb != NULL;
+}
+
+/* every TCP_SPARE_IDLE_S: a spare or read buffer unused since the last
+ * pass goes */
 static void tcp_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct tcp_ctx *t = RMSGI_CONTAINER_OF(w, struct tcp_ctx, sweep.w);
@@ -131,6 +154,8 @@ static void tcp_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		struct tcp_conn *tc =
 			rmsgi_list_entry(n, struct tcp_conn, link);
 
+		if (tcp_sweep_rb(tc))
+			any = true;
 		if (!tc->spare)
 			continue;
 		if (tc->spare_used) {
@@ -146,7 +171,7 @@ static void tcp_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 }
 
-static void tcp_sweep_arm(struct tcp_ctx *t)
+void tcp_sweep_arm(struct tcp_ctx *t)
 {
 	if (rmsgi_timer_active(&t->sweep))
 		return;

@@ -160,10 +160,25 @@ tcp_deliver(struct tcp_conn *tc, const struct rmsgi_hdr *h, const uint8_t *data,
 }
 
 /* which frames are legal now */
-static int tcp_check_type(const struct tcp_conn *tc, const struct rmsgi_hdr *h)
+static int tcp_check_type(struct tcp_conn *tc, const struct rmsgi_hdr *h)
 {
-	if (tc->phase == TCP_PH_OPEN)
-		return rmsgi_tr_frame_ok(TCP_CAPS, h->type) ? 0 : -EPROTO;
+	int ret;
+
+	if (tc->phase == TCP_PH_OPEN) {
+		if (!rmsgi_tr_frame_ok(TCP_CAPS, h->type))
+			return -EPROTO;
+		if (tc->rx_free)
+			return 0;
+		/* before the peer's proof: only what the handshake needs is
+		 * buffered (rmsg(7), the state table) */
+		ret = rmsgi_conn_rx_admit(tc->c, (size_t)h->len);
+		if (ret > 0)
+			tc->rx_free = true;
+		return ret < 0 ? ret : 0;
+	}
+	/* a handshake frame fits tc->hs's size; a longer one is not read */
+	if (h->len > RMSGI_HELLO_MAX)
+		return -EPROTO;
 	if (tc->server)
 		return h->type == RMSGI_T_HELLO ? 0 : -EPROTO;
 	return h->type == RMSGI_T_HELLO_ACK || h->type == RMSGI_T_REJECT
@@ -226,7 +241,7 @@ static int tcp_big_start(struct tcp_conn *tc, const struct rmsgi_hdr *h,
 	} else {
 		if (tc->spare)
 			tcp_spare_drop(tc);
-		if (!tcp_rx_take(t, want)) {
+		if (!tcp_rx_take(tc, want)) {
 			tc->wait_start = true;
 			tcp_rx_stall(tc);
 			return -EAGAIN;
@@ -257,7 +272,7 @@ static int tcp_big_grow(struct tcp_conn *tc)
 	size_t ncap = cap > tc->big_len / 2 ? tc->big_len : cap * 2;
 	uint8_t *p;
 
-	if (!tcp_rx_take(t, ncap - cap)) {
+	if (!tcp_rx_take(tc, ncap - cap)) {
 		tcp_rx_stall(tc);
 		return -EAGAIN;
 	}
@@ -344,7 +359,7 @@ static inline __attribute__((always_inline)) void tcp_parse(struct tcp_conn *tc)
 		}
 		ret = rmsgi_hdr_decode(p, avail, max, &h);
 		if (RMSGI_UNLIKELY(ret || h.type != RMSGI_T_DATA ||
-				   tc->phase != TCP_PH_OPEN)) {
+				   tc->phase != TCP_PH_OPEN || !tc->rx_free)) {
 			if (!ret)
 				ret = tcp_check_type(tc, &h);
 			if (ret) {
@@ -393,17 +408,31 @@ static void __attribute__((noinline)) tcp_parse_resume(struct tcp_conn *tc)
 	tcp_parse(tc);
 }
 
+/* an idle connection (tcp_sweep_rb) gives its read buffer back once a
+ * read drained the socket with no partial frame left */
+static void tcp_rbuf_idle(struct tcp_conn *tc)
+{
+	if (tc->ended || !tc->rb || tc->rhead != tc->rtail)
+		return;
+	tcp_rbuf_put(tc->t, tc->rb);
+	tc->rb = NULL;
+	tc->rhead = tc->rtail = 0;
+}
+
 static void tcp_read(struct tcp_conn *tc)
 {
 	int round;
 
-	if (!tc->rb) {
+	if (RMSGI_UNLIKELY(!tc->rb)) {
 		tc->rb = tcp_rbuf_get(tc->t);
 		if (!tc->rb) {
 			tcp_conn_end(tc, -ENOMEM, NULL);
 			return;
 		}
+		/* given back once idle (tcp_sweep_cb) */
+		tcp_sweep_arm(tc->t);
 	}
+	tc->rb_reads++;
 	if (tc->wait_start) {
 		/* memory came back: start the frame that waited */
 		tc->wait_start = false;
@@ -438,6 +467,10 @@ static void tcp_read(struct tcp_conn *tc)
 			/* large frames in a row: a header first */
 			room = RMSGI_MIN(room, (size_t)RMSGI_HDR_SIZE);
 		}
+		/* before the handshake and the peer's proof: no more than
+		 * the handshake's frames at a time (tcp_check_type) */
+		if (RMSGI_UNLIKELY(!tc->rx_free))
+			room = RMSGI_MIN(room, (size_t)TCP_HS_MAX);
 		iov[cnt].iov_base = tc->rb->data + tc->rtail;
 		iov[cnt++].iov_len = room;
 		want = bigrest + room;
@@ -445,8 +478,11 @@ static void tcp_read(struct tcp_conn *tc)
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				if (RMSGI_UNLIKELY(tc->rb_idle))
+					tcp_rbuf_idle(tc);
 				return;
+			}
 			tcp_conn_end(tc, tcp_errno(errno), NULL);
 			return;
 		}
@@ -472,8 +508,12 @@ static void tcp_read(struct tcp_conn *tc)
 		 * frame is at most RMSGI_KA_PROGRESS away from whole) */
 		if (tc->big)
 			rmsgi_conn_rx_progress(tc->c, tc->big_got);
-		if ((size_t)r < want)
-			return; /* drained: skip the read that says EAGAIN */
+		if ((size_t)r < want) {
+			/* drained: skip the read that says EAGAIN */
+			if (RMSGI_UNLIKELY(tc->rb_idle))
+				tcp_rbuf_idle(tc);
+			return;
+		}
 	}
 }
 

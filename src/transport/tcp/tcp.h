@@ -22,7 +22,10 @@
  * The app may keep the pointer it got in on_msg until it releases a held
  * message, so a payload never moves: a held message pins the buffer it
  * lives in (as on RDMA), and the read path goes on in a fresh buffer from
- * a small per-context cache instead of reusing a pinned one. Every frame,
+ * a small per-context cache instead of reusing a pinned one. A
+ * connection that reads seldom (TCP_RBUF_BUSY_READS) gives its buffer
+ * back after each read that leaves no partial frame, so an idle one
+ * holds none. Every frame,
  * control frames included, used one of our credits: the free_fn of its
  * message gives it back.
  *
@@ -90,12 +93,22 @@
 #define TCP_MSG_CACHE 256
 #define TCP_RBUF_CACHE 8
 #define TCP_SPARE_MAX ((size_t)16 << 20)
+/* a connection that read fewer times than this in a sweep period
+ * (TCP_SPARE_IDLE_S) is idle: it holds a read buffer only while it reads
+ * (keepalive probes and their answers are a few reads a second) */
+#define TCP_RBUF_BUSY_READS 16
 /* a spare buffer unused for one to two of these periods is freed */
 #define TCP_SPARE_IDLE_S 1.0
 /* a large frame's memory starts at this (or what already arrived) and
  * doubles as its bytes come, up to the frame's length */
 #define TCP_BIG_FIRST ((size_t)256 << 10)
 #define TCP_HS_MAX (RMSGI_HDR_SIZE + RMSGI_HELLO_MAX)
+/* a connection's share of large-frame memory (rmsg_cfg_set_tcp_rx_limit.3):
+ * its frame in progress and its spare may always hold this much, whatever
+ * the others hold; only beyond it does it draw on cfg.tcp_rx_limit, and
+ * only then can it stall (and, stalled for its bound, end with -ENOBUFS).
+ * One 16 MiB message in progress never waits for another connection. */
+#define TCP_RX_SHARE ((size_t)16 << 20)
 /* no rendezvous, no native one-sided ops: the core emulates them */
 #define TCP_CAPS 0u
 /* a frame's header slot: the header and a one-sided op's RMA header */
@@ -220,6 +233,8 @@ struct tcp_conn {
 
 	/* input: unparsed bytes are rb->data[rhead, rtail) */
 	struct tcp_rbuf *rb;
+	unsigned rb_reads; /* reads since the last sweep */
+	bool rb_idle;	   /* fewer than TCP_RBUF_BUSY_READS: rb goes */
 	size_t rhead;
 	size_t rtail;
 	uint8_t *big; /* a frame larger than rb, being read */
@@ -235,8 +250,11 @@ struct tcp_conn {
 	bool stall_tmo;	 /* tmo runs for the stall */
 	bool wait_start; /* the frame at rb[rhead] is still to start */
 	struct rmsgi_list stall_link; /* tcp_ctx.stalled */
-	size_t rneed;	     /* bytes the partial frame in rb still lacks */
-	bool big_streak;     /* the last frame was large: read headers alone */
+	size_t rneed;	 /* bytes the partial frame in rb still lacks */
+	bool big_streak; /* the last frame was large: read headers alone */
+	/* the core takes frames of any size now (rmsgi_conn_rx_admit): until
+	 * then each header is checked against it and reads stay short */
+	bool rx_free;
 	struct tcp_msg *rxm; /* message object for the next frame: each
 				frame reuses it unless the app held it */
 };
@@ -314,12 +332,22 @@ struct tcp_ctx *tcp_ctx_get(struct rmsg_ctx *ctx);
 void tcp_rx_give(struct tcp_ctx *t, size_t n);
 void tcp_rx_stall(struct tcp_conn *tc);
 void tcp_big_recycle(struct tcp_conn *tc, uint8_t *p, size_t cap);
+/* the sweep (TCP_SPARE_IDLE_S) runs while a spare or read buffer is out */
+void tcp_sweep_arm(struct tcp_ctx *t);
 
-static inline bool tcp_rx_take(struct tcp_ctx *t, size_t n)
+/* @n more bytes for @tc's frame in progress: within its share
+ * (TCP_RX_SHARE, counting its frame and its spare) always, beyond it
+ * only while the context's total stays under cfg.tcp_rx_limit. So the
+ * total exceeds the limit only by what connections hold within their
+ * shares, and a connection waits only for memory beyond its own share */
+static inline bool tcp_rx_take(struct tcp_conn *tc, size_t n)
 {
+	struct tcp_ctx *t = tc->t;
 	size_t limit = t->env->cfg->tcp_rx_limit;
+	size_t mine = (tc->big ? tc->big_cap : 0) + tc->spare_cap;
 
-	if (t->rx_bytes > limit || n > limit - t->rx_bytes)
+	if (mine + n > TCP_RX_SHARE &&
+	    (t->rx_bytes > limit || n > limit - t->rx_bytes))
 		return false;
 	t->rx_bytes += n;
 	return true;
