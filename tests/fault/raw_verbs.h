@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 #include <rdma/rdma_cma.h>
 #include <infiniband/verbs.h>
@@ -179,6 +180,34 @@ static inline int raw_post(struct raw *r, enum ibv_wr_opcode op, size_t off,
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
 	return ibv_post_send(r->id->qp, &wr, &bad);
+}
+
+/* the status of the signalled work request raw_post() made (wr_id
+ * 1000), other completions skipped, polled for up to @secs seconds: -1
+ * when none came, -2 when polling failed */
+static inline int raw_wait_wr(struct raw *r, double secs)
+{
+	struct timespec t0, t;
+	struct ibv_wc wc;
+	int n;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		n = ibv_poll_cq(r->cq, 1, &wc);
+		if (n < 0)
+			return -2;
+		if (n == 1) {
+			if (wc.wr_id == 1000)
+				return (int)wc.status;
+			continue; /* a SEND, or a receive flushed */
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((double)(t.tv_sec - t0.tv_sec) +
+			    (double)(t.tv_nsec - t0.tv_nsec) / 1e9 >
+		    secs)
+			return -1;
+		usleep(1000);
+	}
 }
 
 /* a SEND of @len bytes at @off of the send area */

@@ -46,10 +46,8 @@ static void raw_peer(const char *host, int in, int out)
 {
 	struct rmsgi_hdr h = {.type = RMSGI_T_DATA, .len = 2};
 	struct raw r = {0};
-	struct ibv_wc wc;
-	ev_tstamp end;
 	uint16_t port;
-	int st = -1;
+	int st;
 
 	if (read(in, &port, sizeof(port)) != sizeof(port))
 		_exit(30);
@@ -65,21 +63,9 @@ static void raw_peer(const char *host, int in, int out)
 	if (raw_post(&r, IBV_WR_RDMA_WRITE, PAGE, PAGE, true,
 		     rmsgi_get64(desc + 16), rmsgi_get32(desc + 4)))
 		_exit(33);
-	end = ev_time() + 30 * t_scale();
-	while (ev_time() < end) {
-		int n = ibv_poll_cq(r.cq, 1, &wc);
-
-		if (n == 0) {
-			usleep(1000);
-			continue;
-		}
-		if (n < 0)
-			_exit(34);
-		if (wc.wr_id != 1000)
-			continue; /* the SEND, or a flushed receive */
-		st = (int)wc.status;
-		break;
-	}
+	st = raw_wait_wr(&r, 30 * t_scale());
+	if (st == -2)
+		_exit(34);
 	printf("raw: write after the revoke: %s\n",
 	       st < 0 ? "no completion"
 		      : ibv_wc_status_str((enum ibv_wc_status)st));

@@ -53,10 +53,9 @@ static const struct raw_opts opts = {.cqe = 64,
 
 static void raw_peer(const char *host, int fd)
 {
-	ev_tstamp end;
 	struct raw r = {0};
-	struct ibv_wc wc;
 	uint16_t port;
+	int st;
 
 	if (read(fd, &port, sizeof(port)) != sizeof(port) ||
 	    read(fd, desc, sizeof(desc)) != sizeof(desc))
@@ -69,30 +68,22 @@ static void raw_peer(const char *host, int fd)
 	if (raw_post(&r, IBV_WR_RDMA_WRITE, 0, PAGE, true,
 		     rmsgi_get64(desc + 16), rmsgi_get32(desc + 4)))
 		_exit(32);
-	end = ev_time() + 30 * t_scale();
-	while (ev_time() < end) {
-		int n = ibv_poll_cq(r.cq, 1, &wc);
-
-		if (n == 0) {
-			usleep(1000);
-			continue;
-		}
-		if (n < 0)
-			_exit(33);
-		if (wc.wr_id != 1000)
-			continue; /* a receive flushed with the queue pair */
-		printf("raw: write before the proof: %s\n",
-		       ibv_wc_status_str(wc.status));
-		fflush(stdout);
-		/* the device's refusal: a remote access or invalid request
-		 * error, whichever the QP's rights give */
-		if (wc.status == IBV_WC_SUCCESS)
-			_exit(40);
-		raw_close(&r);
-		_exit(0);
+	st = raw_wait_wr(&r, 30 * t_scale());
+	if (st == -2)
+		_exit(33);
+	if (st == -1) {
+		fprintf(stderr, "raw: the write has no completion\n");
+		_exit(34);
 	}
-	fprintf(stderr, "raw: the write has no completion\n");
-	_exit(34);
+	printf("raw: write before the proof: %s\n",
+	       ibv_wc_status_str((enum ibv_wc_status)st));
+	fflush(stdout);
+	/* the device's refusal: a remote access or invalid request
+	 * error, whichever the QP's rights give */
+	if (st == IBV_WC_SUCCESS)
+		_exit(40);
+	raw_close(&r);
+	_exit(0);
 }
 
 /* ------------------------------------------------------------------ */
