@@ -328,7 +328,13 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 	rmsgi_list_for_each_safe (n, t, &ctx->conns)
 		rmsgi_conn_abort(rmsgi_list_entry(n, struct rmsg_conn, link),
 				 -ECANCELED);
-	/* backends tear down synchronously and report every op and conn */
+	/* backends tear down synchronously and report every op and conn;
+	 * the callbacks that follow (-ECANCELED) may release messages,
+	 * which a backend's stop keeps valid until its fini */
+	for (i = 0; i < RMSGI_TR_COUNT; i++)
+		if (ctx->tr_priv[i] && rmsgi_tr_get((unsigned)i)->ctx->stop)
+			rmsgi_tr_get((unsigned)i)->ctx->stop(ctx->tr_priv[i]);
+	rmsgi_ctx_flush(ctx);
 	for (i = 0; i < RMSGI_TR_COUNT; i++)
 		if (ctx->tr_priv[i])
 			rmsgi_tr_get((unsigned)i)->ctx->fini(ctx->tr_priv[i]);

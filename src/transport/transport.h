@@ -386,9 +386,14 @@ struct rmsgi_tr_conn_info {
  * a connect); the core calls these only while the slot is set.
  */
 struct rmsgi_tr_ctx_ops {
-	/* the context goes: aborts whatever is left (every posted op is
-	 * completed, every connection reported down, synchronously), frees
-	 * the state and clears the slot. Never blocks for long. */
+	/* the context goes, first step: ends every listener and connection
+	 * (every posted op completed, every connection reported down,
+	 * synchronously) but keeps what messages it handed up use, so the
+	 * callbacks the core then runs may still release them. NULL: fini
+	 * does it all. */
+	void (*stop)(void *tctx);
+	/* the context goes: aborts whatever is left (as stop), frees the
+	 * state and clears the slot. Never blocks for long. */
 	void (*fini)(void *tctx);
 	/* polls completions without blocking and returns how many ran;
 	 * with @arm, also re-arms event notification before the loop sleeps

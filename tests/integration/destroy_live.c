@@ -5,7 +5,10 @@
  * and sends in flight: every send callback runs exactly once (0 or
  * -ECANCELED), every on_close runs once with -ECANCELED, all before
  * rmsg_ctx_destroy() returns; destroying from a callback is refused with
- * -EBUSY. Busy-poll mode is used on the client side to cover it.
+ * -EBUSY. Busy-poll mode is used on the client side to cover it. The
+ * server holds some of the messages it received and releases them in
+ * its on_close, which runs inside rmsg_ctx_destroy(): a release there
+ * is valid (it was a use after free of the transport's state).
  */
 #include <string.h>
 
@@ -19,6 +22,9 @@ static struct rmsg_conn *client;
 static int cbs[EARLY + LATE], srv_recvd, closes, busy_seen;
 static int cli_reason = 1, srv_reason = 1, cli_closes, srv_closes;
 static uint8_t buf[20000];
+#define HELD 16
+static struct rmsg_msg *held[HELD];
+static int nheld;
 
 static void send_done(struct rmsg_conn *c, int status, void *arg)
 {
@@ -31,6 +37,10 @@ static void send_done(struct rmsg_conn *c, int status, void *arg)
 
 static void srv_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 {
+	if (srv_recvd % 2 && nheld < HELD) {
+		rmsg_msg_hold(m);
+		held[nheld++] = m;
+	}
 	if (srv_recvd < EARLY) {
 		T_ASSERT(rmsg_msg_len(m) == (size_t)srv_recvd + 1,
 			 "early message %d out of order", srv_recvd);
@@ -65,6 +75,9 @@ static void on_close(struct rmsg_conn *c, int reason, void *arg)
 	} else {
 		srv_closes++;
 		srv_reason = reason;
+		/* inside the server's rmsg_ctx_destroy() */
+		while (nheld)
+			rmsg_msg_release(held[--nheld]);
 	}
 }
 

@@ -377,10 +377,11 @@ int rdma_ctx_get(struct rmsg_ctx *ctx, struct rdma_ctx **r_p)
 /* ------------------------------------------------------------------ */
 /* the context's end                                                    */
 
-void rdma_ctx_fini(void *p)
+/* ends the connections; the receive queues and buffers stay for the
+ * releases the core's callbacks make next (rdma_ctx_fini frees them) */
+void rdma_ctx_stop(void *p)
 {
 	struct rdma_ctx *r = p;
-	struct ev_loop *loop = r->env->loop;
 	uint32_t i;
 	int spins;
 
@@ -401,6 +402,15 @@ void rdma_ctx_fini(void *p)
 			rdma_rc_teardown(rc, 0);
 		}
 	}
+}
+
+void rdma_ctx_fini(void *p)
+{
+	struct rdma_ctx *r = p;
+	struct ev_loop *loop = r->env->loop;
+	uint32_t i;
+
+	rdma_ctx_stop(r);
 	/* buffers released since the last batch hold their connections
 	 * until reposted, and the shared receive queue goes now: let the
 	 * connections go (the last drain above may have left some) */

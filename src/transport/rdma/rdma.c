@@ -7,6 +7,7 @@
 #include "rdma.h"
 
 static const struct rmsgi_tr_ctx_ops rdma_ctx_ops = {
+	.stop = rdma_ctx_stop,
 	.fini = rdma_ctx_fini,
 	.poll = rdma_poll,
 };

@@ -394,6 +394,7 @@ void rdma_rxq_put(struct rdma_rxq *q);
 /* conn op: the connection's share of the SRQ follows the core's grant */
 uint32_t rdma_grant_op(void *p, uint32_t credits);
 /* ctx op */
+void rdma_ctx_stop(void *p);
 void rdma_ctx_fini(void *p);
 
 /* ------------------------------------------------------------------ */

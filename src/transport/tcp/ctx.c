@@ -201,10 +201,11 @@ void tcp_big_recycle(struct tcp_conn *tc, uint8_t *p, size_t cap)
 /* ------------------------------------------------------------------ */
 /* context                                                              */
 
-static void tcp_ctx_fini(void *p)
+/* ends listeners and connections; the message and read-buffer caches
+ * stay for the releases the core's callbacks make next */
+static void tcp_ctx_stop(void *p)
 {
 	struct tcp_ctx *t = p;
-	struct ev_loop *loop = t->env->loop;
 	struct rmsgi_list *n, *tmp;
 
 	while ((n = t->listeners.next) != &t->listeners) {
@@ -221,6 +222,14 @@ static void tcp_ctx_fini(void *p)
 		tcp_conn_end(tc, 0, NULL);
 		tcp_conn_unbusy(tc);
 	}
+}
+
+static void tcp_ctx_fini(void *p)
+{
+	struct tcp_ctx *t = p;
+	struct ev_loop *loop = t->env->loop;
+
+	tcp_ctx_stop(t);
 	/* messages the app still holds become invalid here (rmsg.h) */
 	while (t->msg_free)
 		free(tcp_msg_unqueue(t));
@@ -239,7 +248,9 @@ static void tcp_ctx_fini(void *p)
 }
 
 static const struct rmsgi_tr_ctx_ops tcp_ctx_ops = {
-	.fini = tcp_ctx_fini, .poll = NULL, /* purely event driven */
+	.stop = tcp_ctx_stop,
+	.fini = tcp_ctx_fini,
+	.poll = NULL, /* purely event driven */
 };
 
 static const struct rmsgi_tr_listener_ops tcp_listener_ops = {
