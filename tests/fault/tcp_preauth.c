@@ -240,7 +240,11 @@ int main(void)
 	       (unsigned long long)(st1.proto_errors - st0.proto_errors));
 	T_ASSERT(st1.proto_errors - st0.proto_errors >= 4,
 		 "the long AUTH headers were not counted");
-	T_ASSERT(round_trips - rt0 > 100, "the keyed client starved");
+	/* served meanwhile, and still served: counts, not rates (under
+	 * valgrind a round trip takes far longer) */
+	T_ASSERT(round_trips - rt0 > 0, "the keyed client starved");
+	rt0 = round_trips;
+	T_RUN_UNTIL(loop, round_trips - rt0 >= 20, 60);
 
 	ending = true;
 	T_OK(rmsg_ctx_destroy(cctx));
