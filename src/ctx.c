@@ -306,7 +306,7 @@ int rmsg_ctx_create(struct ev_loop *loop, const struct rmsg_cfg *cfg,
 int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 {
 	struct rmsgi_list *n, *t;
-	int i;
+	int i, k;
 
 	if (!ctx)
 		return -EINVAL;
@@ -331,10 +331,18 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 	/* backends tear down synchronously and report every op and conn;
 	 * the callbacks that follow (-ECANCELED) may release messages,
 	 * which a backend's stop keeps valid until its fini */
-	for (i = 0; i < RMSGI_TR_COUNT; i++)
-		if (ctx->tr_priv[i] && rmsgi_tr_get((unsigned)i)->ctx->stop)
-			rmsgi_tr_get((unsigned)i)->ctx->stop(ctx->tr_priv[i]);
-	rmsgi_ctx_flush(ctx);
+	for (k = 0; k < 8; k++) {
+		/* a release in a callback may let a connection end in the
+		 * next stop (a buffer held it), whose callbacks run next */
+		for (i = 0; i < RMSGI_TR_COUNT; i++)
+			if (ctx->tr_priv[i] &&
+			    rmsgi_tr_get((unsigned)i)->ctx->stop)
+				rmsgi_tr_get((unsigned)i)
+					->ctx->stop(ctx->tr_priv[i]);
+		if (rmsgi_list_empty(&ctx->dirty))
+			break;
+		rmsgi_ctx_flush(ctx);
+	}
 	for (i = 0; i < RMSGI_TR_COUNT; i++)
 		if (ctx->tr_priv[i])
 			rmsgi_tr_get((unsigned)i)->ctx->fini(ctx->tr_priv[i]);

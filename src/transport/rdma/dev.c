@@ -377,8 +377,32 @@ int rdma_ctx_get(struct rmsg_ctx *ctx, struct rdma_ctx **r_p)
 /* ------------------------------------------------------------------ */
 /* the context's end                                                    */
 
+/* buffers released since the last batch hold their connections until
+ * reposted, and the shared receive queue goes: let the connections go
+ * (their end then runs in the core's next flush) */
+static void rdma_repost_drop(struct rdma_ctx *r)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->nq; i++) {
+		struct rdma_rxq *q = r->q[i];
+
+		while (q->repost) {
+			struct rxbuf *rb = q->repost;
+
+			q->repost = rb->next;
+			q->repost_n--;
+			if (rb->m.conn) {
+				rmsgi_conn_put(rb->m.conn);
+				rb->m.conn = NULL;
+			}
+		}
+	}
+}
+
 /* ends the connections; the receive queues and buffers stay for the
- * releases the core's callbacks make next (rdma_ctx_fini frees them) */
+ * releases the core's callbacks make next (rdma_ctx_fini frees them);
+ * run until the core has nothing more to flush */
 void rdma_ctx_stop(void *p)
 {
 	struct rdma_ctx *r = p;
@@ -402,6 +426,7 @@ void rdma_ctx_stop(void *p)
 			rdma_rc_teardown(rc, 0);
 		}
 	}
+	rdma_repost_drop(r);
 }
 
 void rdma_ctx_fini(void *p)
@@ -411,23 +436,7 @@ void rdma_ctx_fini(void *p)
 	uint32_t i;
 
 	rdma_ctx_stop(r);
-	/* buffers released since the last batch hold their connections
-	 * until reposted, and the shared receive queue goes now: let the
-	 * connections go (the last drain above may have left some) */
-	for (i = 0; i < r->nq; i++) {
-		struct rdma_rxq *q = r->q[i];
-
-		while (q->repost) {
-			struct rxbuf *rb = q->repost;
-
-			q->repost = rb->next;
-			q->repost_n--;
-			if (rb->m.conn) {
-				rmsgi_conn_put(rb->m.conn);
-				rb->m.conn = NULL;
-			}
-		}
-	}
+	rdma_repost_drop(r);
 	if (r->verbs) {
 		ev_ref(loop);
 		ev_io_stop(loop, &r->cq_io);
