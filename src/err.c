@@ -130,9 +130,8 @@ static const struct {
 	{ENETUNREACH, "network unreachable: no route to the peer"},
 	{ECONNRESET, "connection reset: the peer died, or its end was reset "
 		     "without closing"},
-	{ESHUTDOWN, "shut down: the peer closed the connection "
-		    "(rmsg_conn_close), or rmsg_ctx_submit() came after "
-		    "rmsg_ctx_destroy() had started"},
+	{ESHUTDOWN, "peer closed: the peer closed the connection "
+		    "(rmsg_conn_close)"},
 	{ECONNABORTED, "connection aborted by the local side"},
 	{EPROTONOSUPPORT, "unknown URI scheme: use rdma://, tcp:// or "
 			  "auto://"},
