@@ -50,9 +50,7 @@ static void async_run(struct rmsg_ctx *ctx)
 		bool heap = wk->heap; /* the library's may free itself */
 
 		list = wk->next;
-		ctx->in_cb++;
-		wk->fn(ctx, wk->arg);
-		ctx->in_cb--;
+		RMSGI_USER_CB(ctx, wk->fn(ctx, wk->arg));
 		if (heap)
 			free(wk);
 	}

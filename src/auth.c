@@ -225,10 +225,10 @@ static void auth_server_accept(struct rmsg_conn *c)
 		c->ops = l->ops;
 		if (l->accept) {
 			c->in_accept = true;
-			c->ctx->in_cb++;
-			ret = l->accept(l, c, c->peer_pdata, c->peer_pdata_len,
-					l->arg);
-			c->ctx->in_cb--;
+			RMSGI_USER_CB(c->ctx,
+				      ret = l->accept(l, c, c->peer_pdata,
+						      c->peer_pdata_len,
+						      l->arg));
 			c->in_accept = false;
 			if (ret > 0)
 				ret = -ECONNREFUSED;

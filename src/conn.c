@@ -257,9 +257,8 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 	c->ops = l->ops;
 	if (l->accept) {
 		c->in_accept = true;
-		c->ctx->in_cb++;
-		ret = l->accept(l, c, h->pdata, h->pdata_len, l->arg);
-		c->ctx->in_cb--;
+		RMSGI_USER_CB(c->ctx, ret = l->accept(l, c, h->pdata,
+						      h->pdata_len, l->arg));
 		c->in_accept = false;
 		if (ret > 0)
 			ret = -ECONNREFUSED;
@@ -339,9 +338,7 @@ void rmsgi_conn_up(struct rmsg_conn *c)
 	rmsgi_keepalive_start(c);
 	rmsgi_conn_get(c);
 	if (c->ops.on_established) {
-		c->ctx->in_cb++;
-		c->ops.on_established(c, c->arg);
-		c->ctx->in_cb--;
+		RMSGI_USER_CB(c->ctx, c->ops.on_established(c, c->arg));
 	}
 	rmsgi_ctx_mark_dirty(c->ctx, c);
 	rmsgi_conn_put(c);
@@ -700,9 +697,8 @@ void rmsgi_conn_finalize(struct rmsg_conn *c)
 		c->ctx->st.conns_closed++;
 	if (c->ops.on_close &&
 	    (c->was_established || !c->is_server || c->app_accepted)) {
-		c->ctx->in_cb++;
-		c->ops.on_close(c, c->close_reason, c->arg);
-		c->ctx->in_cb--;
+		RMSGI_USER_CB(c->ctx,
+			      c->ops.on_close(c, c->close_reason, c->arg));
 	}
 	ev_unref(c->ctx->loop);
 	rmsgi_conn_put(c);

@@ -263,6 +263,7 @@ int rmsgi_ctx_new(struct ev_loop *loop, const struct rmsg_cfg *cfg,
 	rmsgi_list_init(&ctx->conns);
 	rmsgi_list_init(&ctx->listeners);
 	rmsgi_list_init(&ctx->dirty);
+	rmsgi_list_init(&ctx->held);
 	rmsgi_list_init(&ctx->op_free);
 	rmsgi_list_init(&ctx->pack_live);
 	rmsgi_list_init(&ctx->pack_done);
@@ -303,10 +304,31 @@ int rmsg_ctx_create(struct ev_loop *loop, const struct rmsg_cfg *cfg,
 	return rmsgi_ctx_new(loop, cfg, NULL, NULL, ctx_p);
 }
 
+/* backends tear down synchronously and report every op and conn; the
+ * callbacks that follow (-ECANCELED) may release messages, which a
+ * backend's stop keeps valid until its fini */
+static void ctx_settle(struct rmsg_ctx *ctx)
+{
+	int i, k;
+
+	for (k = 0; k < 8; k++) {
+		/* a release in a callback may let a connection end in the
+		 * next stop (a buffer held it), whose callbacks run next */
+		for (i = 0; i < RMSGI_TR_COUNT; i++)
+			if (ctx->tr_priv[i] &&
+			    rmsgi_tr_get((unsigned)i)->ctx->stop)
+				rmsgi_tr_get((unsigned)i)
+					->ctx->stop(ctx->tr_priv[i]);
+		if (rmsgi_list_empty(&ctx->dirty))
+			break;
+		rmsgi_ctx_flush(ctx);
+	}
+}
+
 int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 {
 	struct rmsgi_list *n, *t;
-	int i, k;
+	int i;
 
 	if (!ctx)
 		return -EINVAL;
@@ -328,21 +350,13 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 	rmsgi_list_for_each_safe (n, t, &ctx->conns)
 		rmsgi_conn_abort(rmsgi_list_entry(n, struct rmsg_conn, link),
 				 -ECANCELED);
-	/* backends tear down synchronously and report every op and conn;
-	 * the callbacks that follow (-ECANCELED) may release messages,
-	 * which a backend's stop keeps valid until its fini */
-	for (k = 0; k < 8; k++) {
-		/* a release in a callback may let a connection end in the
-		 * next stop (a buffer held it), whose callbacks run next */
-		for (i = 0; i < RMSGI_TR_COUNT; i++)
-			if (ctx->tr_priv[i] &&
-			    rmsgi_tr_get((unsigned)i)->ctx->stop)
-				rmsgi_tr_get((unsigned)i)
-					->ctx->stop(ctx->tr_priv[i]);
-		if (rmsgi_list_empty(&ctx->dirty))
-			break;
-		rmsgi_ctx_flush(ctx);
-	}
+	ctx_settle(ctx);
+	/* held messages the app did not release in those callbacks are
+	 * invalid from here on (rmsg_ctx_destroy.3): released for it, which
+	 * lets their connections go */
+	while ((n = rmsgi_list_pop(&ctx->held)))
+		rmsg_msg_release(rmsgi_list_entry(n, struct rmsg_msg, link));
+	ctx_settle(ctx);
 	for (i = 0; i < RMSGI_TR_COUNT; i++)
 		if (ctx->tr_priv[i])
 			rmsgi_tr_get((unsigned)i)->ctx->fini(ctx->tr_priv[i]);

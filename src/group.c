@@ -127,9 +127,7 @@ void rmsgi_tr_handoff(struct rmsg_listener *l, const struct rmsgi_tr *tr,
 	bool full, gone;
 
 	if (g->pick) {
-		l->ctx->in_cb++;
-		i = g->pick(peer, g->n, g->arg);
-		l->ctx->in_cb--;
+		RMSGI_USER_CB(l->ctx, i = g->pick(peer, g->n, g->arg));
 	} else {
 		unsigned tries = g->n;
 

@@ -24,6 +24,7 @@ int rmsg_msg_hold(struct rmsg_msg *m)
 	m->held = 1;
 	/* the connection outlives its held messages */
 	rmsgi_conn_get(m->conn);
+	rmsgi_list_add_tail(&m->conn->ctx->held, &m->link);
 	return 0;
 }
 
@@ -35,6 +36,7 @@ void rmsg_msg_release(struct rmsg_msg *m)
 		return;
 	m->held = 0;
 	c = m->conn;
+	rmsgi_list_del(&m->link);
 	if (!m->in_cb)
 		m->free_fn(m); /* else freed when on_msg returns */
 	rmsgi_conn_put(c);

@@ -152,6 +152,9 @@ struct rmsg_ctx {
 	struct rmsgi_list conns; /* every live connection */
 	struct rmsgi_list listeners;
 	struct rmsgi_list dirty; /* connections with queued work */
+	/* messages the app holds (their link is free once delivered):
+	 * rmsg_ctx_destroy() releases those it never will */
+	struct rmsgi_list held;
 	struct rmsgi_pool *pool;
 	struct rmsgi_tr_env env;       /* what the backends see of it */
 	void *tr_priv[RMSGI_TR_COUNT]; /* per-backend context state */
@@ -253,6 +256,22 @@ int rmsgi_listener_admit(struct rmsg_listener *l);
 void rmsgi_listener_attach(struct rmsg_listener *l, struct rmsg_conn *c);
 /* @c changes state: its handshake or its life may end */
 void rmsgi_listener_track(struct rmsg_conn *c, int state);
+
+/*
+ * The one way into user code: every callback the library makes runs as
+ * RMSGI_USER_CB(ctx, call). The depth it keeps is the re-entry guard:
+ * rmsg_ctx_destroy() refuses inside (-EBUSY), and work that must not
+ * run inside a user callback (the flush from the fd mode's progress,
+ * a submit's drain) waits until the depth is 0. Nothing else writes
+ * ctx->in_cb (tests/check-layout.sh).
+ */
+#define RMSGI_USER_CB(ctx, call)                   \
+	do {                                       \
+		struct rmsg_ctx *ucb_ctx_ = (ctx); \
+		ucb_ctx_->in_cb++;                 \
+		call;                              \
+		ucb_ctx_->in_cb--;                 \
+	} while (0)
 
 /* ------------------------------------------------------------------ */
 /* connections (conn.c, send.c, rx.c, rma.c; conn_int.h): one state machine */

@@ -261,9 +261,8 @@ static void call_deliver(struct rpc_call *call, struct rmsg_msg *reply)
 
 	call->delivered = true;
 	if (call->cb) {
-		c->ctx->in_cb++;
-		call->cb(c, call->status, reply, call->arg);
-		c->ctx->in_cb--;
+		RMSGI_USER_CB(c->ctx,
+			      call->cb(c, call->status, reply, call->arg));
 	}
 }
 
@@ -607,9 +606,7 @@ static int rpc_rx_request(struct rmsg_conn *c, struct rmsg_msg *m,
 	rmsgi_list_add_tail(&c->ctx->rpc->live, &req->live);
 	rmsgi_conn_get(c);
 	m->in_cb = 1;
-	c->ctx->in_cb++;
-	h->h(c, req, m, h->arg);
-	c->ctx->in_cb--;
+	RMSGI_USER_CB(c->ctx, h->h(c, req, m, h->arg));
 	m->in_cb = 0;
 	return 0;
 }

@@ -60,9 +60,7 @@ static inline void msg_after_cb(struct rmsg_conn *c, struct rmsg_msg *m)
 static inline void call_on_msg(struct rmsg_conn *c, struct rmsg_msg *m)
 {
 	m->in_cb = 1;
-	c->ctx->in_cb++;
-	c->ops.on_msg(c, m, c->arg);
-	c->ctx->in_cb--;
+	RMSGI_USER_CB(c->ctx, c->ops.on_msg(c, m, c->arg));
 	m->in_cb = 0;
 	msg_after_cb(c, m);
 }
@@ -83,9 +81,9 @@ static void deliver_rx(struct rmsg_conn *c)
 			 * messages around it */
 			c->st.imm_recv++;
 			if (c->state == RMSGI_CS_ESTABLISHED && c->ops.on_imm) {
-				c->ctx->in_cb++;
-				c->ops.on_imm(c, m->aux, m->len, c->arg);
-				c->ctx->in_cb--;
+				RMSGI_USER_CB(c->ctx,
+					      c->ops.on_imm(c, m->aux, m->len,
+							    c->arg));
 			}
 			m->free_fn(m);
 			continue;

@@ -577,18 +577,14 @@ void rmsgi_conn_flush(struct rmsg_conn *c)
 
 		op_recycle(c, op);
 		if (cb) {
-			c->ctx->in_cb++;
-			cb(c, status, arg);
-			c->ctx->in_cb--;
+			RMSGI_USER_CB(c->ctx, cb(c, status, arg));
 		}
 	}
 	if (c->want_writable && c->state == RMSGI_CS_ESTABLISHED &&
 	    c->sendq_len <= c->cfg.send_queue / 2) {
 		c->want_writable = false;
 		if (c->ops.on_writable) {
-			c->ctx->in_cb++;
-			c->ops.on_writable(c, c->arg);
-			c->ctx->in_cb--;
+			RMSGI_USER_CB(c->ctx, c->ops.on_writable(c, c->arg));
 		}
 	}
 	if (c->state == RMSGI_CS_CLOSING && c->tr_down &&
