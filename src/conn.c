@@ -154,7 +154,7 @@ static void __attribute__((noinline)) conn_free(struct rmsg_conn *c)
 	rmsgi_mr_conn_gone(
 		c); /* rmsgi_conn_finalize() did, unless it never ran */
 	rmsgi_rpc_conn_free(c);
-	free(c->auto_to);
+	free(c->fb);
 	explicit_bzero(c->cfg.psk, sizeof(c->cfg.psk));
 	free(c);
 }
@@ -393,13 +393,8 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 		return;
 	if (reason == -EPROTO)
 		c->st.proto_errors++;
-	if (c->auto_fallback && c->state == RMSGI_CS_CONNECTING && !h) {
-		/* auto://: RDMA could not connect (an app's reject, which
-		 * carries a hello, is final); TCP once the backend is down */
-		c->fallback_pending = true;
-		c->fallback_reason = reason ? reason : -ECONNRESET;
-		return;
-	}
+	if (rmsgi_fallback_failed(c, reason, h))
+		return; /* auto://: TCP next, once the backend is down */
 	if (h) {
 		c->peer_pdata_len = h->pdata_len;
 		memcpy(c->peer_pdata, h->pdata, h->pdata_len);
@@ -429,116 +424,10 @@ bool rmsgi_conn_awaits_peer(const struct rmsg_conn *c)
 	return !rmsgi_list_empty(&c->rndvq);
 }
 
-static int conn_start_tr(struct rmsg_conn *c, const struct rmsgi_tr *tr,
-			 const struct rmsgi_uri *u,
-			 const struct rmsgi_addrs *to)
-{
-	int ret;
-
-	c->tr = tr;
-	c->tops = tr->conn;
-	c->tr_priv = NULL;
-	ret = tr->conn->connect(c, &c->ti, u, to);
-	if (ret)
-		c->tr_priv = NULL; /* nothing started */
-	return ret;
-}
-
-/* the backends for @u's scheme, with the addresses @to */
-static int conn_start_addrs(struct rmsg_conn *c, const struct rmsgi_uri *u,
-			    const struct rmsgi_addrs *to)
-{
-	const struct rmsgi_tr *v[RMSGI_TR_COUNT];
-	int n = rmsgi_tr_for_scheme(u->scheme, v);
-	int ret;
-
-	if (n < 1)
-		return -EINVAL;
-	if (n > 1) {
-		/* auto://: the first that connects; a failure after the
-		 * start falls back in rmsgi_conn_ev_failed/ev_down, to the
-		 * same addresses (the name is resolved once) */
-		c->auto_to = malloc(sizeof(*c->auto_to));
-		if (!c->auto_to)
-			return -ENOMEM;
-		*c->auto_to = *to;
-		c->auto_fallback = true;
-		c->auto_uri = *u;
-	}
-	ret = conn_start_tr(c, v[0], u, to);
-	if (ret && n > 1) {
-		/* no RDMA here (no device, or no route through one) */
-		c->auto_fallback = false;
-		c->fallback_reason = ret;
-		rmsgi_info(c->ctx, "auto://%s:%u: %s; using %s", u->host,
-			   u->port, rmsgi_fallback_text(ret), v[1]->name);
-		ret = conn_start_tr(c, v[1], u, to);
-		if (ret == 0)
-			c->st.fallbacks++;
-	}
-	return ret;
-}
-
-int rmsgi_conn_start(struct rmsg_conn *c, const struct rmsgi_uri *u)
-{
-	const struct rmsgi_tr *v[RMSGI_TR_COUNT];
-	struct rmsgi_addrs to;
-	int ret;
-
-	if (rmsgi_tr_for_scheme(u->scheme, v) < 1)
-		return -EINVAL;
-	/* a numeric host now; a name by a resolver thread, and the
-	 * connection goes on in rmsgi_conn_resolved() */
-	ret = rmsgi_resolve(c, u, &to);
-	if (ret == -EINPROGRESS) {
-		c->auto_uri = *u;
-		return 0;
-	}
-	if (ret)
-		return ret;
-	return conn_start_addrs(c, u, &to);
-}
-
-void rmsgi_conn_resolved(struct rmsg_conn *c, int err,
-			 const struct rmsgi_addrs *to)
-{
-	if (c->state >= RMSGI_CS_CLOSING)
-		return; /* closed meanwhile (it cancelled the resolution) */
-	if (!err)
-		err = conn_start_addrs(c, &c->auto_uri, to);
-	if (!err)
-		return;
-	/* not resolved, timed out, or no backend could start: the app
-	 * learns it from on_close, as of any failure to connect */
-	c->tr = NULL;
-	c->tops = NULL;
-	c->tr_priv = NULL;
-	c->auto_fallback = false;
-	rmsgi_conn_ev_failed(c, err, NULL);
-	rmsgi_conn_ev_down(c);
-}
-
 void rmsgi_conn_ev_down(struct rmsg_conn *c)
 {
-	if (c->fallback_pending) {
-		/* the scheme's next backend, from the registry: for auto://
-		 * the one after RDMA */
-		const struct rmsgi_tr *v[RMSGI_TR_COUNT];
-		int ret;
-
-		rmsgi_tr_for_scheme(c->auto_uri.scheme, v);
-		c->fallback_pending = false;
-		c->auto_fallback = false;
-		rmsgi_info(c->ctx, "conn %u: RDMA failed (%s); using TCP",
-			   c->id, rmsgi_fallback_text(c->fallback_reason));
-		c->tr_priv = NULL;
-		ret = conn_start_tr(c, v[1], &c->auto_uri, c->auto_to);
-		if (ret == 0) {
-			c->st.fallbacks++;
-			return;
-		}
-		c->close_reason = ret;
-	}
+	if (rmsgi_fallback_down(c))
+		return; /* auto://: TCP took over */
 	c->tr_priv = NULL;
 	c->tr_down = true;
 	/* nobody will acknowledge these now, and nothing queued can go
@@ -702,34 +591,6 @@ void rmsgi_conn_finalize(struct rmsg_conn *c)
 	}
 	ev_unref(c->ctx->loop);
 	rmsgi_conn_put(c);
-}
-
-const char *rmsgi_fallback_text(int reason)
-{
-	switch (reason) {
-	case -ENODEV:
-	case -ENOENT:
-	case -ENXIO:
-		return "no RDMA device";
-	case -EADDRNOTAVAIL:
-		return "no RDMA device serves this address";
-	case -EHOSTUNREACH:
-	case -ENETUNREACH:
-		return "route to host not resolved over RDMA";
-	case -ECONNREFUSED:
-		return "peer has no RDMA listener";
-	case -ETIMEDOUT:
-		return "RDMA connection setup timed out";
-	default:
-		return "RDMA connection setup failed";
-	}
-}
-
-const char *rmsg_conn_fallback_reason(const struct rmsg_conn *c)
-{
-	if (!c || !c->fallback_reason || c->auto_fallback)
-		return NULL;
-	return rmsgi_fallback_text(c->fallback_reason);
 }
 
 const char *rmsg_conn_transport(const struct rmsg_conn *c)

@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * conn_int.h - what the connection's files share (conn.c, send.c, rx.c,
- * rma.c); nothing outside them includes it.
+ * conn_int.h - what the connection's files share (conn.c, start.c,
+ * send.c, rx.c, pack.c, rma.c, auth.c); nothing outside them includes it.
  *
  *  conn.c  the one state machine: creation and lifetime, the backends'
- *          events, close and abort, auto:// fallback, accessors
+ *          events, close and abort, accessors
+ *  start.c the transport started: the scheme's backends, the name
+ *          resolved first, auto:// fallback (its state on auto:// only)
  *  send.c  the op queue: credits, posting, the direct send, rmsg_send,
  *          op completion and cancellation
  *  rx.c    received frames: in-order delivery, held messages, control
  *          frames, rendezvous acknowledgements
+ *  pack.c  PACK frames both ways: small queued messages sent as one,
+ *          a received one unpacked into messages of their own
  *  rma.c   rmsg_write/write_imm/read, and the receiving half of one-sided
  *          ops emulated in frames (TCP)
  *  auth.c  authentication with a pre-shared key: the AUTH state of the
@@ -258,5 +262,27 @@ int rmsgi_conn_rma_rx_read(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 			   struct rmsg_msg *m);
 int rmsgi_conn_rma_rx_read_resp(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 				struct rmsg_msg *m);
+
+/* packing (pack.c). Can @op go packed with those queued behind it? */
+static inline bool rmsgi_pack_want(const struct rmsg_conn *c,
+				   const struct rmsgi_op *op)
+{
+	return op->kind == RMSGI_OP_SEND && op->type == RMSGI_T_DATA &&
+	       op->proto == RMSGI_OP_P_EAGER && !op->aux && !op->pre_len &&
+	       RMSGI_PACK_ENT(op->len) <= c->peer_eager;
+}
+/* the op at @first and those after it packed into a PACK op that takes
+ * their place at the head of the send queue; NULL (nothing changed) if
+ * fewer than two fit or no memory */
+struct rmsgi_op *rmsgi_pack_build(struct rmsg_conn *c, struct rmsgi_op *first);
+/* the PACK op completed with @status: so does each message in it */
+void rmsgi_pack_finish(struct rmsg_conn *c, struct rmsgi_op *pk, int status);
+/* a received PACK frame @f: its messages delivered in order */
+int rmsgi_pack_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+		  struct rmsg_msg *f);
+/* send.c: @op is done with @status (its callback runs at the next flush) */
+void rmsgi_conn_op_finish(struct rmsg_conn *c, struct rmsgi_op *op, int status);
+/* rx.c: delivers what is ready in the receive queue, in order */
+void rmsgi_conn_deliver(struct rmsg_conn *c);
 
 #endif /* RMSG_CONN_INT_H */

@@ -142,6 +142,7 @@ void rmsgi_budget_give(struct rmsg_ctx *ctx, size_t bytes);
 /* context (ctx.c)                                                      */
 
 struct rmsgi_pool;
+struct rmsgi_fallback;
 
 struct rmsg_ctx {
 	struct ev_loop *loop;
@@ -160,7 +161,7 @@ struct rmsg_ctx {
 	void *tr_priv[RMSGI_TR_COUNT]; /* per-backend context state */
 	struct rmsgi_list op_free;     /* recycled struct rmsgi_op */
 	unsigned op_free_len;
-	/* unpacked PACK frames (rx.c): those with messages still in use,
+	/* unpacked PACK frames (pack.c): those with messages still in use,
 	 * and those whose messages are all freed, oldest first, kept a
 	 * while so that a late second release stays harmless */
 	struct rmsgi_list pack_live, pack_done;
@@ -190,7 +191,7 @@ struct rmsg_ctx {
 struct rmsgi_op *rmsgi_op_get(struct rmsg_ctx *ctx);
 void rmsgi_op_put(struct rmsg_ctx *ctx, struct rmsgi_op *op);
 
-/* rx.c: frees what pack_done keeps (the context goes) */
+/* pack.c: frees what pack_done keeps (the context goes) */
 void rmsgi_pack_fini(struct rmsg_ctx *ctx);
 
 /* marks @c as having queued work; flushed before the loop blocks */
@@ -310,13 +311,10 @@ struct rmsg_conn {
 	bool tr_down;  /* transport reported it is gone */
 	bool peer_bye; /* the peer said it closes (RMSGI_CREDIT_BYE) */
 	bool was_established;
-	bool app_accepted;  /* the accept callback said yes */
-	bool auto_fallback; /* auto://: TCP if RDMA cannot connect */
-	bool fallback_pending;
-	int fallback_reason; /* why RDMA was not used, or 0 */
-	struct rmsgi_uri auto_uri;
-	/* auto://: the addresses TCP falls back to */
-	struct rmsgi_addrs *auto_to;
+	bool app_accepted; /* the accept callback said yes */
+	/* what it connects to, kept while its name resolves (start.c) */
+	struct rmsgi_uri uri;
+	struct rmsgi_fallback *fb; /* auto:// only (start.c) */
 	/* its host name being resolved (resolve.c), or NULL */
 	struct rmsgi_rsv *rsv;
 	struct rmsgi_rpc_conn *rpc; /* calls in flight (rpc.c) */
@@ -354,7 +352,7 @@ struct rmsg_conn {
 	 * credits, or RMSGI_CREDITS_MAX if its grant grows */
 	uint16_t peer_credits;
 	/* the peer's hello had RMSGI_HELLO_F_PACK: queued small messages
-	 * may go to it packed (send.c) */
+	 * may go to it packed (pack.c) */
 	bool peer_pack;
 
 	uint8_t peer_pdata[RMSG_PRIVATE_DATA_MAX];
@@ -391,6 +389,13 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
  * (rmsgi_conn_ev_failed/ev_down) when it fails to connect. 0, or the
  * negative errno rmsg_connect returns (nothing reported) */
 int rmsgi_conn_start(struct rmsg_conn *c, const struct rmsgi_uri *u);
+/* auto:// (start.c): the connect failed with @reason (@h: the peer's
+ * reply, if it made one); true if TCP is to be tried instead, once the
+ * backend is down */
+bool rmsgi_fallback_failed(struct rmsg_conn *c, int reason,
+			   const struct rmsgi_hello *h);
+/* the backend is down: true if TCP took over the connection */
+bool rmsgi_fallback_down(struct rmsg_conn *c);
 /* how long a local close lingers for posted work and the peer's answers
  * (both backends) */
 #define RMSGI_LINGER_MS 2000u

@@ -107,6 +107,11 @@ static void deliver_rx(struct rmsg_conn *c)
 	}
 }
 
+void rmsgi_conn_deliver(struct rmsg_conn *c)
+{
+	deliver_rx(c);
+}
+
 struct rmsgi_op *rmsgi_conn_rndv_find(struct rmsg_conn *c, uint64_t id)
 {
 	struct rmsgi_list *n;
@@ -130,124 +135,6 @@ void rmsgi_conn_rx_enqueue(struct rmsg_conn *c, struct rmsg_msg *m)
 	rmsgi_conn_put(c);
 }
 
-/*
- * A PACK frame (proto.h): checked whole first, then each message in it is
- * a struct rmsg_msg of its own, a view into the frame's buffer, delivered
- * in order like a plain message (held and released one by one). The
- * frame's buffer, and with it the credit, goes back when the last of them
- * is freed: the frame holds one reference per message and one for the
- * duration of this call.
- */
-struct rmsgi_pack {
-	struct rmsgi_list link; /* the context's pack_live, then pack_done */
-	struct rmsg_msg *frame;
-	uint32_t refs;
-	uint32_t n; /* messages */
-	struct rmsg_msg msgs[];
-};
-
-/* packs are kept after their last message went: a message object stays
- * readable (released, so a second release does nothing) until this many
- * more messages that came packed were freed (rmsg_msg_release(3)) */
-#define PACK_DONE_KEEP 255
-
-void rmsgi_pack_fini(struct rmsg_ctx *ctx)
-{
-	struct rmsgi_list *n;
-
-	while ((n = rmsgi_list_pop(&ctx->pack_live)))
-		free(rmsgi_list_entry(n, struct rmsgi_pack, link));
-	while ((n = rmsgi_list_pop(&ctx->pack_done)))
-		free(rmsgi_list_entry(n, struct rmsgi_pack, link));
-	ctx->pack_done_len = 0;
-}
-
-static void pack_unref(struct rmsgi_pack *pk)
-{
-	struct rmsg_msg *f = pk->frame;
-	struct rmsg_ctx *ctx = f->conn->ctx;
-
-	if (--pk->refs)
-		return;
-	rmsgi_list_del(&pk->link);
-	rmsgi_list_add_tail(&ctx->pack_done, &pk->link);
-	ctx->pack_done_len += pk->n;
-	for (;;) {
-		struct rmsgi_pack *o = rmsgi_list_entry(
-			ctx->pack_done.next, struct rmsgi_pack, link);
-
-		if (ctx->pack_done_len - o->n < PACK_DONE_KEEP)
-			break;
-		ctx->pack_done_len -= o->n;
-		rmsgi_list_del(&o->link);
-		free(o);
-	}
-	if (f->lent) {
-		/* still inside rmsgi_conn_rx(): the transport recycles it */
-		f->lent = 0;
-		conn_credit_freed(f->conn);
-	} else {
-		f->free_fn(f);
-	}
-}
-
-static void pack_msg_free(struct rmsg_msg *m)
-{
-	pack_unref(m->tr_priv);
-}
-
-static int __attribute__((noinline))
-rx_pack(struct rmsg_conn *c, const struct rmsgi_hdr *h, struct rmsg_msg *f)
-{
-	const uint8_t *p = f->data;
-	struct rmsgi_pack *pk;
-	uint32_t i, n = h->aux;
-	int ret = -EPROTO;
-
-	if (f->len != h->len || h->len > c->cfg.eager_size ||
-	    rmsgi_pack_check(p, f->len, n, c->cfg.max_msg_size)) {
-		rmsgi_warn(c->ctx,
-			   "conn %u: the peer sent a malformed PACK "
-			   "frame: closing",
-			   c->id);
-		goto fail;
-	}
-	ret = -ENOMEM;
-	pk = malloc(sizeof(*pk) + (size_t)n * sizeof(pk->msgs[0]));
-	if (!pk)
-		goto fail;
-	pk->frame = f;
-	pk->refs = n + 1;
-	pk->n = n;
-	rmsgi_list_add_tail(&c->ctx->pack_live, &pk->link);
-	c->st.packs_recv++;
-	c->st.packed_recv += n;
-	c->st.msgs_recv += n;
-	rmsgi_conn_get(c);
-	for (i = 0; i < n; i++) {
-		struct rmsg_msg *m = &pk->msgs[i];
-		uint32_t len = rmsgi_get32(p);
-
-		rmsgi_msg_init(m, c, p + RMSGI_PACK_ENT_SIZE, len);
-		m->type = RMSGI_T_DATA;
-		m->aux = 0;
-		m->id = 0;
-		m->free_fn = pack_msg_free;
-		m->tr_priv = pk;
-		c->st.bytes_recv += len;
-		rmsgi_list_add_tail(&c->rxq, &m->link);
-		p += RMSGI_PACK_ENT(len);
-	}
-	deliver_rx(c);
-	pack_unref(pk);
-	rmsgi_conn_put(c);
-	return 0;
-fail:
-	f->free_fn(f);
-	rmsgi_conn_abort(c, ret);
-	return ret;
-}
-
 /* every frame but an in-order plain message (rmsgi_conn_rx) */
 static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		    struct rmsg_msg *m)
@@ -266,7 +153,7 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		rmsgi_conn_rx_enqueue(c, m);
 		return 0;
 	case RMSGI_T_PACK:
-		return rx_pack(c, h, m);
+		return rmsgi_pack_rx(c, h, m);
 	case RMSGI_T_AUTH: /* after the handshake: refused there */
 		return rmsgi_conn_auth_rx(c, h, m);
 	case RMSGI_T_CREDIT:

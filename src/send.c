@@ -158,12 +158,10 @@ static void op_recycle(struct rmsg_conn *c, struct rmsgi_op *op)
 
 /* moves an op to the done queue; its callback runs at the next flush.
  * One without a callback is recycled at once: nothing would run. */
-static void pack_finish(struct rmsg_conn *c, struct rmsgi_op *pk, int status);
-
 static void op_finish(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 {
 	if (RMSGI_UNLIKELY(op->kind == RMSGI_OP_PACK)) {
-		pack_finish(c, op, status);
+		rmsgi_pack_finish(c, op, status);
 		return;
 	}
 	op_state(c, op, RMSGI_OS_DONE);
@@ -178,104 +176,9 @@ static void op_finish(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 	rmsgi_ctx_mark_dirty(c->ctx, c);
 }
 
-/*
- * Packing (PACK frames, proto.h). When the op at the head of the send
- * queue is a plain eager message and more of them follow it (they queued
- * up behind the credits, or several sends came in one loop iteration),
- * as many consecutive ones as fit the peer's eager size go in one frame:
- * one credit, one receive buffer at the peer. The PACK op carries them
- * on its rlink (it waits for no answer) in order and owns the frame's
- * buffer, from the context's pool (registered memory over RDMA, so the
- * backend sends it as it is); each message's callback runs when the
- * frame completes, with its status. A lone message goes as before.
- */
-static inline bool op_packable(const struct rmsg_conn *c,
-			       const struct rmsgi_op *op)
+void rmsgi_conn_op_finish(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 {
-	return op->kind == RMSGI_OP_SEND && op->type == RMSGI_T_DATA &&
-	       op->proto == RMSGI_OP_P_EAGER && !op->aux && !op->pre_len &&
-	       RMSGI_PACK_ENT(op->len) <= c->peer_eager;
-}
-
-/* the op at @first and those after it packed into a PACK op that takes
- * their place at the head of the send queue; NULL (nothing changed) if
- * fewer than two fit or no memory */
-static struct rmsgi_op *__attribute__((noinline))
-pack_build(struct rmsg_conn *c, struct rmsgi_op *first)
-{
-	size_t lim = RMSGI_MIN((size_t)c->peer_eager, RMSGI_PACK_MAX);
-	size_t total = 0, sz;
-	struct rmsgi_list *n;
-	struct rmsgi_op *pk, *op;
-	uint32_t cnt = 0, i;
-	uint8_t *p;
-	void *buf;
-	int k;
-
-	for (n = &first->link; n != &c->sendq; n = n->next) {
-		op = rmsgi_list_entry(n, struct rmsgi_op, link);
-		if (!op_packable(c, op))
-			break;
-		sz = RMSGI_PACK_ENT(op->len);
-		if (total + sz > lim || cnt == RMSGI_PACK_MAX_ENT)
-			break;
-		total += sz;
-		cnt++;
-	}
-	if (cnt < 2)
-		return NULL;
-	pk = rmsgi_op_get(c->ctx);
-	if (!pk)
-		return NULL;
-	if (rmsgi_pool_alloc(c->ctx->pool, total, &buf)) {
-		rmsgi_op_put(c->ctx, pk);
-		return NULL;
-	}
-	pk->kind = RMSGI_OP_PACK;
-	pk->type = RMSGI_T_PACK;
-	pk->proto = RMSGI_OP_P_EAGER;
-	pk->aux = cnt;
-	pk->len = total;
-	pk->iov[0].iov_base = buf;
-	pk->iov[0].iov_len = total;
-	pk->iovcnt = 1;
-	pk->arg = buf;
-	rmsgi_list_init(&pk->rlink);
-	p = buf;
-	for (i = 0; i < cnt; i++) {
-		op = rmsgi_list_entry(rmsgi_list_pop(&c->sendq),
-				      struct rmsgi_op, link);
-		p = rmsgi_pack_ent_encode(p, (uint32_t)op->len);
-		for (k = 0; k < op->iovcnt; k++) {
-			if (op->iov[k].iov_len)
-				memcpy(p, op->iov[k].iov_base,
-				       op->iov[k].iov_len);
-			p += op->iov[k].iov_len;
-		}
-		sz = RMSGI_PACK_ENT(op->len) - RMSGI_PACK_ENT_SIZE - op->len;
-		memset(p, 0, sz);
-		p += sz;
-		rmsgi_list_add_tail(&pk->rlink, &op->link);
-	}
-	op_state(c, pk, RMSGI_OS_QUEUED);
-	rmsgi_list_add_head(&c->sendq, &pk->link);
-	return pk;
-}
-
-/* the PACK frame completed (or failed, or was cancelled): so does each
- * message in it, in order, with @status; the frame's buffer goes */
-static void __attribute__((noinline))
-pack_finish(struct rmsg_conn *c, struct rmsgi_op *pk, int status)
-{
-	struct rmsgi_list *n;
-
-	op_state(c, pk, RMSGI_OS_DONE);
-	while ((n = rmsgi_list_pop(&pk->rlink)))
-		op_finish(c, rmsgi_list_entry(n, struct rmsgi_op, link),
-			  status);
-	rmsgi_pool_free(c->ctx->pool, pk->arg);
-	pk->arg = NULL;
-	rmsgi_op_put(c->ctx, pk);
+	op_finish(c, op, status);
 }
 
 /* a rendezvous send (or emulated one-sided op) leaves rndvq when
@@ -499,8 +402,8 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		}
 		/* more messages behind a small one: one frame for them */
 		if (c->peer_pack && n->next != &c->sendq &&
-		    op_packable(c, op)) {
-			struct rmsgi_op *pk = pack_build(c, op);
+		    rmsgi_pack_want(c, op)) {
+			struct rmsgi_op *pk = rmsgi_pack_build(c, op);
 
 			if (pk)
 				op = pk;
