@@ -90,8 +90,67 @@ bool rmsgi_auth_mac_eq(const uint8_t *a, const uint8_t *b)
 /* ------------------------------------------------------------------ */
 /* the handshake (proto.h has the frames)                               */
 
+/*
+ * A connection's handshake state (rmsg_conn.auth): allocated when a
+ * handshake with a key starts, so a connection without a key carries
+ * none of it; kept until the connection is freed, because our AUTH
+ * frame's payload (buf) may still be queued or posted after the proofs.
+ */
+struct rmsgi_auth {
+	struct rmsg_conn *c;
+	struct rmsgi_timer tmo;	      /* bounds the AUTH state */
+	uint8_t ns[RMSGI_NONCE_SIZE]; /* the server's nonce */
+	uint8_t nc[RMSGI_NONCE_SIZE]; /* the client's */
+	struct rmsgi_hello hello;     /* server: the client's hello */
+	uint8_t buf[RMSGI_AUTH_MAX];  /* our AUTH frame's payload */
+};
+
+static void auth_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents);
+
+static int auth_alloc(struct rmsg_conn *c)
+{
+	if (c->auth)
+		return 0;
+	c->auth = calloc(1, sizeof(*c->auth));
+	if (!c->auth)
+		return -ENOMEM;
+	c->auth->c = c;
+	rmsgi_timer_init(&c->auth->tmo, c->ctx->env.timers, auth_tmo_cb);
+	return 0;
+}
+
+void rmsgi_auth_hello(const struct rmsg_conn *c, struct rmsgi_hello *h)
+{
+	h->flags |= RMSGI_HELLO_F_AUTH;
+	h->nonce_len = RMSGI_NONCE_SIZE;
+	memcpy(h->nonce, c->auth->ns, RMSGI_NONCE_SIZE);
+}
+
+void rmsgi_auth_nonces(const struct rmsg_conn *c, const uint8_t **ns,
+		       const uint8_t **nc)
+{
+	*ns = c->auth ? c->auth->ns : NULL;
+	*nc = c->auth ? c->auth->nc : NULL;
+}
+
+void rmsgi_auth_stop(struct rmsg_conn *c)
+{
+	if (c->auth)
+		rmsgi_timer_stop(c->ctx->loop, &c->auth->tmo);
+}
+
+void rmsgi_auth_free(struct rmsg_conn *c)
+{
+	if (!c->auth)
+		return;
+	rmsgi_auth_stop(c);
+	explicit_bzero(c->auth, sizeof(*c->auth));
+	free(c->auth);
+	c->auth = NULL;
+}
+
 /* queues our AUTH frame ahead of what the app queued: @len bytes of
- * c->auth_buf, @aux the status */
+ * c->auth->buf, @aux the status */
 static int auth_send(struct rmsg_conn *c, uint32_t aux, size_t len)
 {
 	struct rmsgi_op *op = rmsgi_op_get(c->ctx);
@@ -102,7 +161,7 @@ static int auth_send(struct rmsg_conn *c, uint32_t aux, size_t len)
 	op->type = RMSGI_T_AUTH;
 	op->aux = aux;
 	op->len = len;
-	op->iov[0].iov_base = c->auth_buf;
+	op->iov[0].iov_base = c->auth->buf;
 	op->iov[0].iov_len = len;
 	op->iovcnt = len ? 1 : 0;
 	/* eager: at most RMSGI_AUTH_MAX bytes, below any eager size */
@@ -157,10 +216,10 @@ static void auth_fail(struct rmsg_conn *c, int err, const char *why, bool tell)
 		rmsgi_conn_ev_down(c);
 }
 
-void rmsgi_auth_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
+static void auth_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct rmsg_conn *c =
-		RMSGI_CONTAINER_OF(w, struct rmsg_conn, auth_tmo.w);
+		RMSGI_CONTAINER_OF(w, struct rmsgi_auth, tmo.w)->c;
 
 	rmsgi_conn_get(c);
 	auth_fail(c, -ETIMEDOUT, "the peer's proof did not come in time",
@@ -182,9 +241,14 @@ void rmsgi_auth_begin(struct rmsg_conn *c, const struct rmsgi_hello *h)
 			  false);
 		return;
 	}
+	ret = auth_alloc(c);
+	if (ret) {
+		rmsgi_conn_abort(c, ret);
+		return;
+	}
 	c->auth_wait = true;
 	rmsgi_conn_set_state(c, RMSGI_CS_AUTH);
-	rmsgi_timer_start(c->ctx->loop, &c->auth_tmo,
+	rmsgi_timer_start(c->ctx->loop, &c->auth->tmo,
 			  c->cfg.timeout_ms / 1000.0, 0.);
 	if (c->is_server)
 		return;
@@ -195,16 +259,16 @@ void rmsgi_auth_begin(struct rmsg_conn *c, const struct rmsgi_hello *h)
 			  false);
 		return;
 	}
-	memcpy(c->auth_ns, h->nonce, RMSGI_NONCE_SIZE);
-	ret = rmsgi_auth_nonce(c->auth_nc);
+	memcpy(c->auth->ns, h->nonce, RMSGI_NONCE_SIZE);
+	ret = rmsgi_auth_nonce(c->auth->nc);
 	if (ret) {
 		rmsgi_conn_abort(c, ret);
 		return;
 	}
 	rmsgi_conn_hello(c, &mine);
-	memcpy(c->auth_buf, c->auth_nc, RMSGI_NONCE_SIZE);
-	rmsgi_auth_client_mac(&c->cfg, c->auth_ns, c->auth_nc, &mine,
-			      c->auth_buf + RMSGI_NONCE_SIZE);
+	memcpy(c->auth->buf, c->auth->nc, RMSGI_NONCE_SIZE);
+	rmsgi_auth_client_mac(&c->cfg, c->auth->ns, c->auth->nc, &mine,
+			      c->auth->buf + RMSGI_NONCE_SIZE);
 	ret = auth_send(c, 0, RMSGI_NONCE_SIZE + RMSGI_MAC_SIZE);
 	if (ret)
 		rmsgi_conn_abort(c, ret);
@@ -214,7 +278,7 @@ void rmsgi_auth_begin(struct rmsg_conn *c, const struct rmsgi_hello *h)
 static void auth_server_accept(struct rmsg_conn *c)
 {
 	struct rmsg_listener *l = c->lst;
-	uint8_t *pd = c->auth_buf + RMSGI_MAC_SIZE;
+	uint8_t *pd = c->auth->buf + RMSGI_MAC_SIZE;
 	uint32_t status;
 	int ret = 0;
 
@@ -248,8 +312,8 @@ static void auth_server_accept(struct rmsg_conn *c)
 	}
 	status = (uint32_t)-ret;
 	memcpy(pd, c->my_pdata, c->my_pdata_len);
-	rmsgi_auth_server_mac(&c->cfg, c->auth_nc, c->auth_ns, status, pd,
-			      c->my_pdata_len, c->auth_buf);
+	rmsgi_auth_server_mac(&c->cfg, c->auth->nc, c->auth->ns, status, pd,
+			      c->my_pdata_len, c->auth->buf);
 	if (auth_send(c, status, RMSGI_MAC_SIZE + c->my_pdata_len)) {
 		rmsgi_conn_abort(c, -ENOMEM);
 		return;
@@ -310,9 +374,9 @@ int rmsgi_conn_auth_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 			auth_fail(c, -EACCES, "a malformed proof", true);
 			return -EACCES;
 		}
-		memcpy(c->auth_nc, buf, RMSGI_NONCE_SIZE);
-		rmsgi_auth_client_mac(&c->cfg, c->auth_ns, c->auth_nc,
-				      &c->auth_hello, mac);
+		memcpy(c->auth->nc, buf, RMSGI_NONCE_SIZE);
+		rmsgi_auth_client_mac(&c->cfg, c->auth->ns, c->auth->nc,
+				      &c->auth->hello, mac);
 		if (!rmsgi_auth_mac_eq(mac, buf + RMSGI_NONCE_SIZE)) {
 			auth_fail(c, -EACCES,
 				  "the peer's proof does not match the "
@@ -328,7 +392,7 @@ int rmsgi_conn_auth_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 				  false);
 			return -EACCES;
 		}
-		rmsgi_auth_server_mac(&c->cfg, c->auth_nc, c->auth_ns, h->aux,
+		rmsgi_auth_server_mac(&c->cfg, c->auth->nc, c->auth->ns, h->aux,
 				      buf + RMSGI_MAC_SIZE,
 				      len - RMSGI_MAC_SIZE, mac);
 		if (!rmsgi_auth_mac_eq(mac, buf)) {
@@ -400,10 +464,12 @@ int rmsgi_auth_request(struct rmsg_conn *c, const struct rmsgi_hello *h,
 		reply->flags |= RMSGI_HELLO_F_AUTH;
 		return ret;
 	}
-	ret = rmsgi_auth_nonce(c->auth_ns);
+	ret = auth_alloc(c);
+	if (ret == 0)
+		ret = rmsgi_auth_nonce(c->auth->ns);
 	if (ret)
 		return rmsgi_conn_refuse(c, ret, reply);
-	c->auth_hello = *h;
+	c->auth->hello = *h;
 	c->auth_wait = true;
 	rmsgi_conn_set_state(c, RMSGI_CS_ACCEPTING);
 	/* with the flag and our nonce (a backend may build it again) */

@@ -72,7 +72,7 @@ void rmsgi_conn_set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
 	size_t max;
 
 	if (c->state == RMSGI_CS_AUTH && s != RMSGI_CS_AUTH)
-		rmsgi_timer_stop(c->ctx->loop, &c->auth_tmo);
+		rmsgi_auth_stop(c);
 	c->state = s;
 	c->direct_lim = 0;
 	if (c->lst)
@@ -112,7 +112,6 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 	rmsgi_list_init(&c->doneq);
 	rmsgi_list_init(&c->dirty_link);
 	rmsgi_list_add_tail(&ctx->conns, &c->link);
-	rmsgi_timer_init(&c->auth_tmo, ctx->env.timers, rmsgi_auth_tmo_cb);
 	c->credit_op.kind = RMSGI_OP_CTRL;
 	c->credit_op.type = RMSGI_T_CREDIT;
 	c->credit_op.iov = c->credit_op.iov_inline;
@@ -155,6 +154,7 @@ static void __attribute__((noinline)) conn_free(struct rmsg_conn *c)
 		c); /* rmsgi_conn_finalize() did, unless it never ran */
 	rmsgi_rpc_conn_free(c);
 	free(c->fb);
+	rmsgi_auth_free(c);
 	explicit_bzero(c->cfg.psk, sizeof(c->cfg.psk));
 	free(c);
 }
@@ -178,11 +178,8 @@ void rmsgi_conn_hello(const struct rmsg_conn *c, struct rmsgi_hello *h)
 		h->pdata_len = c->my_pdata_len;
 		memcpy(h->pdata, c->my_pdata, c->my_pdata_len);
 		/* accepting a key holder (auth_request): our nonce goes */
-		if (c->auth_wait) {
-			h->flags |= RMSGI_HELLO_F_AUTH;
-			h->nonce_len = RMSGI_NONCE_SIZE;
-			memcpy(h->nonce, c->auth_ns, RMSGI_NONCE_SIZE);
-		}
+		if (c->auth_wait)
+			rmsgi_auth_hello(c, h);
 	} else {
 		h->pdata_len = c->cfg.pdata_len;
 		memcpy(h->pdata, c->cfg.pdata, c->cfg.pdata_len);

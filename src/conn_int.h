@@ -249,8 +249,16 @@ int rmsgi_auth_request(struct rmsg_conn *c, const struct rmsgi_hello *h,
 /* the transport is up on a connection that authenticates: the client
  * sends its proof, the server waits for it (rmsgi_conn_ev_established) */
 void rmsgi_auth_begin(struct rmsg_conn *c, const struct rmsgi_hello *h);
-/* bounds the AUTH state (c->auth_tmo) */
-void rmsgi_auth_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents);
+/* server: our reply's hello asks for the proof, with our nonce */
+void rmsgi_auth_hello(const struct rmsg_conn *c, struct rmsgi_hello *h);
+/* the handshake's nonces, server's and client's (NULL without one): for
+ * the fuzzer, which plays the peer */
+void rmsgi_auth_nonces(const struct rmsg_conn *c, const uint8_t **ns,
+		       const uint8_t **nc);
+/* stops the timer that bounds the AUTH state (leaving it) */
+void rmsgi_auth_stop(struct rmsg_conn *c);
+/* frees the handshake's state (the connection goes) */
+void rmsgi_auth_free(struct rmsg_conn *c);
 /* a frame while authenticating, or an AUTH frame (rmsgi_conn_rx) */
 int rmsgi_conn_auth_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		       struct rmsg_msg *m);

@@ -143,6 +143,7 @@ void rmsgi_budget_give(struct rmsg_ctx *ctx, size_t bytes);
 
 struct rmsgi_pool;
 struct rmsgi_fallback;
+struct rmsgi_auth;
 
 struct rmsg_ctx {
 	struct ev_loop *loop;
@@ -369,15 +370,11 @@ struct rmsg_conn {
 	 * added to the context's when the connection leaves it; eager_*
 	 * are derived when read (stats.c) */
 	struct rmsg_stats st;
-	/* authentication (rmsg_cfg_set_psk; conn.c, AUTH state): set from
-	 * the handshake until the peer's proof checked out; every frame
-	 * goes to rmsgi_conn_auth_rx() meanwhile */
+	/* authentication (rmsg_cfg_set_psk; auth.c, the AUTH state): set
+	 * from the handshake until the peer's proof checked out; every
+	 * frame goes to rmsgi_conn_auth_rx() meanwhile */
 	bool auth_wait;
-	struct rmsgi_timer auth_tmo; /* bounds the AUTH state: cfg.timeout_ms */
-	uint8_t auth_ns[RMSGI_NONCE_SIZE]; /* the server's nonce */
-	uint8_t auth_nc[RMSGI_NONCE_SIZE]; /* the client's */
-	struct rmsgi_hello auth_hello;	   /* server: the client's hello */
-	uint8_t auth_buf[RMSGI_AUTH_MAX];  /* our AUTH frame's payload */
+	struct rmsgi_auth *auth; /* only with a key (auth.c) */
 };
 
 /* creation, used by rmsg_connect and rmsgi_tr_incoming */

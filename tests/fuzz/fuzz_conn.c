@@ -343,10 +343,16 @@ static void auth_proof(struct rmsg_conn *c)
 	uint32_t status = sel & 1 ? 0 : u8() % 3 * 13;
 	struct rmsgi_hdr h = {.type = RMSGI_T_AUTH, .aux = status};
 	struct rmsg_msg *m = fmsg_new(c, RMSGI_MAC_SIZE + n);
+	const uint8_t *ns, *nc;
 
-	memcpy(pd, m->data + RMSGI_MAC_SIZE, n);
-	rmsgi_auth_server_mac(&c->cfg, c->auth_nc, c->auth_ns, status, pd, n,
-			      mac);
+	rmsgi_auth_nonces(c, &ns, &nc);
+	if (!ns) {
+		/* no handshake state: any proof is wrong */
+		memset(mac, 0, sizeof(mac));
+	} else {
+		memcpy(pd, m->data + RMSGI_MAC_SIZE, n);
+		rmsgi_auth_server_mac(&c->cfg, nc, ns, status, pd, n, mac);
+	}
 	if (sel & 2)
 		mac[sel % RMSGI_MAC_SIZE] ^= 1;
 	memcpy((uint8_t *)m->data, mac, RMSGI_MAC_SIZE);
