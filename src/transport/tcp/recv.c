@@ -358,8 +358,9 @@ static inline __attribute__((always_inline)) void tcp_parse(struct tcp_conn *tc)
 			break;
 		}
 		ret = rmsgi_hdr_decode(p, avail, max, &h);
+		/* rx_free only ever follows TCP_PH_OPEN: one test for both */
 		if (RMSGI_UNLIKELY(ret || h.type != RMSGI_T_DATA ||
-				   tc->phase != TCP_PH_OPEN || !tc->rx_free)) {
+				   !tc->rx_free)) {
 			if (!ret)
 				ret = tcp_check_type(tc, &h);
 			if (ret) {
@@ -409,9 +410,15 @@ static void __attribute__((noinline)) tcp_parse_resume(struct tcp_conn *tc)
 }
 
 /* an idle connection (tcp_sweep_rb) gives its read buffer back once a
- * read drained the socket with no partial frame left */
+ * read drained the socket with no partial frame left; one that became
+ * busy since the last sweep keeps it until the next sweep judges (a
+ * buffer given back and taken again per read costs more than the read) */
 static void tcp_rbuf_idle(struct tcp_conn *tc)
 {
+	if (tc->rb_reads >= TCP_RBUF_BUSY_READS) {
+		tc->rb_idle = false;
+		return;
+	}
 	if (tc->ended || !tc->rb || tc->rhead != tc->rtail)
 		return;
 	tcp_rbuf_put(tc->t, tc->rb);

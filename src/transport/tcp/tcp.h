@@ -253,7 +253,9 @@ struct tcp_conn {
 	size_t rneed;	 /* bytes the partial frame in rb still lacks */
 	bool big_streak; /* the last frame was large: read headers alone */
 	/* the core takes frames of any size now (rmsgi_conn_rx_admit): until
-	 * then each header is checked against it and reads stay short */
+	 * then each header is checked against it and reads stay short. Set
+	 * only in TCP_PH_OPEN, which a connection never leaves: tcp_parse
+	 * tests it alone for "open and free" */
 	bool rx_free;
 	struct tcp_msg *rxm; /* message object for the next frame: each
 				frame reuses it unless the app held it */
