@@ -26,7 +26,6 @@ struct rmsg_cfg {
 };
 
 void rmsgi_cfg_defaults(struct rmsgi_cfgv *v);
-int rmsgi_uri_parse(const char *uri, struct rmsgi_uri *u);
 
 /* the core's debug lines (a backend: rmsgi_tr_dbg) */
 #define rmsgi_dbg(ctx, ...)                                          \
@@ -34,10 +33,6 @@ int rmsgi_uri_parse(const char *uri, struct rmsgi_uri *u);
 		if ((ctx)->log_max >= RMSG_LOG_DEBUG)                \
 			rmsgi_log(ctx, RMSG_LOG_DEBUG, __VA_ARGS__); \
 	} while (0)
-
-/* transports                                                           */
-
-#include "transport/transport.h"
 
 /* ------------------------------------------------------------------ */
 /* memory regions and the registration cache (mr.c)                     */
