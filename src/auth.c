@@ -144,8 +144,8 @@ static void auth_fail(struct rmsg_conn *c, int err, const char *why, bool tell)
 				op_state(c, op, RMSGI_OS_DONE);
 				rmsgi_op_put(c->ctx, op);
 				tell = false;
-			} else if (c->tops->kick) {
-				c->tops->kick(c->tr_priv);
+			} else {
+				rmsgi_tr_kick(c->tops, c->tr_priv);
 			}
 		} else {
 			tell = false;
@@ -236,8 +236,8 @@ static void auth_server_accept(struct rmsg_conn *c)
 	}
 	/* the proof is complete: the peer may reach exports from now on,
 	 * before it learns it is accepted (and may use them) */
-	if (ret == 0 && c->tr_priv && c->tops->rma_open)
-		ret = c->tops->rma_open(c->tr_priv);
+	if (ret == 0 && c->tr_priv)
+		ret = rmsgi_tr_rma_open(c->tops, c->tr_priv);
 	if (ret) {
 		struct rmsgi_hello r;
 

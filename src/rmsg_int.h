@@ -19,6 +19,7 @@
 
 #include "rmsg.h"
 #include "transport/transport.h"
+#include "registry.h"
 #include "credit.h"
 
 struct rmsg_cfg {
@@ -370,12 +371,6 @@ int rmsgi_conn_start(struct rmsg_conn *c, const struct rmsgi_uri *u);
 /* how long a local close lingers for posted work and the peer's answers
  * (both backends) */
 #define RMSGI_LINGER_MS 2000u
-
-/* the registry (transport/registry.c): every backend by id, and which
- * serve a scheme, in the order a connection tries them */
-const struct rmsgi_tr *rmsgi_tr_get(unsigned id);
-int rmsgi_tr_for_scheme(enum rmsgi_scheme s,
-			const struct rmsgi_tr *v[RMSGI_TR_COUNT]);
 
 /*
  * What a peer may make us hold. Answers the library generates for a peer

@@ -11,7 +11,8 @@
 enum rmsgi_scheme {
 	RMSGI_SCHEME_RDMA,
 	RMSGI_SCHEME_TCP,
-	RMSGI_SCHEME_AUTO
+	RMSGI_SCHEME_AUTO,
+	RMSGI_SCHEME_NONE, /* no scheme: a registry row with no next */
 };
 
 struct rmsgi_uri {
