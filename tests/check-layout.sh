@@ -7,7 +7,8 @@
 #  2. a backend's files (src/transport/NAME/*.c) include only the
 #     backend's own header (NAME.h) and system headers, and NAME.h only
 #     ../transport.h and system headers: a backend sees the core through
-#     the contract alone;
+#     the contract alone; no file outside the backend's folder includes
+#     one of its files;
 #  3. every file under src/ (*.c, *.h) has a row in the README's layout
 #     table ("Where each concern lives"), and every file a row names
 #     exists;
@@ -81,6 +82,16 @@ for d in src/transport/*/; do
 			done
 	done
 done >"${TMPDIR:-/tmp}/check-layout.$$"
+# ... and nothing outside a backend's folder includes its files: the
+# core reaches a backend through the registry's row alone
+for d in src/transport/*/; do
+	name=$(basename "$d")
+	for f in $srcs; do
+		case $f in "$d"*) continue ;; esac
+		grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]*/)?('"$name"'/[^"]*|'"$name"'\.h)"' "$f" |
+			sed "s|^|check-layout: $f:|; s|\$|: the core includes a backend's file|"
+	done
+done >>"${TMPDIR:-/tmp}/check-layout.$$"
 if [ -s "${TMPDIR:-/tmp}/check-layout.$$" ]; then
 	cat "${TMPDIR:-/tmp}/check-layout.$$"
 	fail=1
