@@ -20,7 +20,7 @@ scripts/setup.sh test
 start=$(date +%s)
 make -s format-check
 make -s -j"$(nproc)" check || {
-	for f in tests/*.log tests/*/*.log; do
+	for f in tests/*.log tests/*/*.log tests/*/*/*.log; do
 		[ -f "$f" ] && grep -q '^:test-result: \(FAIL\|ERROR\)' "${f%.log}.trs" 2>/dev/null &&
 			{ echo "==> $f"; tail -n 40 "$f"; }
 	done

@@ -203,8 +203,8 @@ static void auth_fail(struct rmsg_conn *c, int err, const char *why, bool tell)
 				op_state(c, op, RMSGI_OS_DONE);
 				rmsgi_op_put(c->ctx, op);
 				tell = false;
-			} else if (c->tops->kick) {
-				c->tops->kick(c->tr_priv);
+			} else {
+				rmsgi_tr_kick(c->tops, c->tr_priv);
 			}
 		} else {
 			tell = false;
@@ -300,8 +300,8 @@ static void auth_server_accept(struct rmsg_conn *c)
 	}
 	/* the proof is complete: the peer may reach exports from now on,
 	 * before it learns it is accepted (and may use them) */
-	if (ret == 0 && c->tr_priv && c->tops->rma_open)
-		ret = c->tops->rma_open(c->tr_priv);
+	if (ret == 0 && c->tr_priv)
+		ret = rmsgi_tr_rma_open(c->tops, c->tr_priv);
 	if (ret) {
 		struct rmsgi_hello r;
 
@@ -428,9 +428,7 @@ int rmsgi_conn_auth_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 			c->tops->disconnect(c->tr_priv, 0);
 	} else {
 		/* the server's proof is complete: exports open to it */
-		ret = c->tr_priv && c->tops->rma_open
-			      ? c->tops->rma_open(c->tr_priv)
-			      : 0;
+		ret = c->tr_priv ? rmsgi_tr_rma_open(c->tops, c->tr_priv) : 0;
 		if (ret) {
 			rmsgi_conn_abort(c, ret);
 			return ret;

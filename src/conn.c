@@ -77,7 +77,7 @@ void rmsgi_conn_set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
 	c->direct_lim = 0;
 	if (c->lst)
 		rmsgi_listener_track(c, s);
-	if (s != RMSGI_CS_ESTABLISHED || !c->tops->send_direct)
+	if (s != RMSGI_CS_ESTABLISHED || !rmsgi_tr_has_direct(c->tops))
 		return;
 	max = c->tops->direct_max(c->tr_priv);
 	/* a rendezvous is never sent directly */
@@ -280,18 +280,18 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
  */
 void rmsgi_conn_grant(struct rmsg_conn *c, uint32_t credits)
 {
-	bool live = c->tops && c->tops->grant && c->tr_priv;
+	bool live = c->tops && c->tr_priv;
 
 	if (credits <= c->cr.grant) {
 		/* a shrink (rmsgi_credit_freed counted it already) */
 		if (live)
-			c->tops->grant(c->tr_priv, credits);
+			rmsgi_tr_grant(c->tops, c->tr_priv, credits);
 		return;
 	}
 	if (c->state != RMSGI_CS_ESTABLISHED)
 		return;
 	if (live)
-		credits = c->tops->grant(c->tr_priv, credits);
+		credits = rmsgi_tr_grant(c->tops, c->tr_priv, credits);
 	if (credits > c->cr.grant)
 		rmsgi_dbg(c->ctx, "conn %u: grant %u -> %u credits", c->id,
 			  c->cr.grant, credits);
@@ -379,8 +379,7 @@ static void send_bye(struct rmsg_conn *c)
 		rmsgi_op_put(c->ctx, op);
 		return;
 	}
-	if (c->tops->kick)
-		c->tops->kick(c->tr_priv);
+	rmsgi_tr_kick(c->tops, c->tr_priv);
 }
 
 void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,

@@ -108,8 +108,8 @@ static int ctx_poll(struct rmsg_ctx *ctx, bool arm)
 	for (i = 0; i < RMSGI_TR_COUNT; i++) {
 		const struct rmsgi_tr *tr = rmsgi_tr_get((unsigned)i);
 
-		if (ctx->tr_priv[i] && tr->ctx->poll)
-			n += tr->ctx->poll(ctx->tr_priv[i], arm);
+		if (ctx->tr_priv[i])
+			n += rmsgi_tr_poll(tr, ctx->tr_priv[i], arm);
 	}
 	return n;
 }
@@ -120,7 +120,8 @@ static bool ctx_can_poll(const struct rmsg_ctx *ctx)
 	int i;
 
 	for (i = 0; i < RMSGI_TR_COUNT; i++)
-		if (ctx->tr_priv[i] && rmsgi_tr_get((unsigned)i)->ctx->poll)
+		if (ctx->tr_priv[i] &&
+		    rmsgi_tr_polls(rmsgi_tr_get((unsigned)i)))
 			return true;
 	return false;
 }
@@ -315,10 +316,9 @@ static void ctx_settle(struct rmsg_ctx *ctx)
 		/* a release in a callback may let a connection end in the
 		 * next stop (a buffer held it), whose callbacks run next */
 		for (i = 0; i < RMSGI_TR_COUNT; i++)
-			if (ctx->tr_priv[i] &&
-			    rmsgi_tr_get((unsigned)i)->ctx->stop)
-				rmsgi_tr_get((unsigned)i)
-					->ctx->stop(ctx->tr_priv[i]);
+			if (ctx->tr_priv[i])
+				rmsgi_tr_stop(rmsgi_tr_get((unsigned)i),
+					      ctx->tr_priv[i]);
 		if (rmsgi_list_empty(&ctx->dirty))
 			break;
 		rmsgi_ctx_flush(ctx);

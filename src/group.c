@@ -311,7 +311,7 @@ int rmsg_listen_group(struct rmsg_ctx *const *ctxs, unsigned n, const char *uri,
 	if (ret)
 		goto undo;
 	for (i = 0; i < RMSGI_TR_COUNT; i++)
-		if (l->tr[i] && (!l->tr[i]->lst->adopt || !l->tr[i]->lst->drop))
+		if (l->tr[i] && !rmsgi_tr_serves_group(l->tr[i]))
 			ret = -EOPNOTSUPP;
 	if (ret) {
 		rmsg_listener_close(l);

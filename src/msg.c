@@ -17,7 +17,7 @@ size_t rmsg_msg_len(const struct rmsg_msg *m)
 
 int rmsg_msg_hold(struct rmsg_msg *m)
 {
-	if (!m || !m->in_cb)
+	if (!m || !m->in_deliver)
 		return -EINVAL;
 	if (m->held)
 		return -EALREADY;
@@ -37,7 +37,7 @@ void rmsg_msg_release(struct rmsg_msg *m)
 	m->held = 0;
 	c = m->conn;
 	rmsgi_list_del(&m->link);
-	if (!m->in_cb)
+	if (!m->in_deliver)
 		m->free_fn(m); /* else freed when on_msg returns */
 	rmsgi_conn_put(c);
 }

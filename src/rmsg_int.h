@@ -19,6 +19,7 @@
 
 #include "rmsg.h"
 #include "transport/transport.h"
+#include "registry.h"
 #include "credit.h"
 
 struct rmsg_cfg {
@@ -26,7 +27,6 @@ struct rmsg_cfg {
 };
 
 void rmsgi_cfg_defaults(struct rmsgi_cfgv *v);
-int rmsgi_uri_parse(const char *uri, struct rmsgi_uri *u);
 
 /* the core's debug lines (a backend: rmsgi_tr_dbg) */
 #define rmsgi_dbg(ctx, ...)                                          \
@@ -34,10 +34,6 @@ int rmsgi_uri_parse(const char *uri, struct rmsgi_uri *u);
 		if ((ctx)->log_max >= RMSG_LOG_DEBUG)                \
 			rmsgi_log(ctx, RMSG_LOG_DEBUG, __VA_ARGS__); \
 	} while (0)
-
-/* transports                                                           */
-
-#include "transport/transport.h"
 
 /* ------------------------------------------------------------------ */
 /* memory regions and the registration cache (mr.c)                     */
@@ -396,12 +392,6 @@ bool rmsgi_fallback_down(struct rmsg_conn *c);
 /* how long a local close lingers for posted work and the peer's answers
  * (both backends) */
 #define RMSGI_LINGER_MS 2000u
-
-/* the registry (transport/registry.c): every backend by id, and which
- * serve a scheme, in the order a connection tries them */
-const struct rmsgi_tr *rmsgi_tr_get(unsigned id);
-int rmsgi_tr_for_scheme(enum rmsgi_scheme s,
-			const struct rmsgi_tr *v[RMSGI_TR_COUNT]);
 
 /*
  * What a peer may make us hold. Answers the library generates for a peer

@@ -420,9 +420,9 @@ static int rpc_rx_reply(struct rmsg_conn *c, struct rmsg_msg *m, uint32_t word,
 	call->status = status;
 	call_unhash(call);
 	call_timer_stop(call);
-	m->in_cb = 1;
+	m->in_deliver = 1;
 	call_deliver(call, status ? NULL : m);
-	m->in_cb = 0;
+	m->in_deliver = 0;
 	call_maybe_free(call);
 	return 0;
 }
@@ -605,9 +605,9 @@ static int rpc_rx_request(struct rmsg_conn *c, struct rmsg_msg *m,
 	req->answered = false;
 	rmsgi_list_add_tail(&c->ctx->rpc->live, &req->live);
 	rmsgi_conn_get(c);
-	m->in_cb = 1;
+	m->in_deliver = 1;
 	RMSGI_USER_CB(c->ctx, h->h(c, req, m, h->arg));
-	m->in_cb = 0;
+	m->in_deliver = 0;
 	return 0;
 }
 

@@ -59,9 +59,9 @@ static inline void msg_after_cb(struct rmsg_conn *c, struct rmsg_msg *m)
 /* hands a message to on_msg, then frees it unless the app holds it */
 static inline void call_on_msg(struct rmsg_conn *c, struct rmsg_msg *m)
 {
-	m->in_cb = 1;
+	m->in_deliver = 1;
 	RMSGI_USER_CB(c->ctx, c->ops.on_msg(c, m, c->arg));
-	m->in_cb = 0;
+	m->in_deliver = 0;
 	msg_after_cb(c, m);
 }
 

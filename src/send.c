@@ -188,8 +188,8 @@ void rmsgi_conn_rndv_settle(struct rmsg_conn *c, struct rmsgi_op *op,
 			    int status)
 {
 	c->rndv_mark = ev_now(c->ctx->loop);
-	if (c->tr_priv && c->tops->rndv_release)
-		c->tops->rndv_release(c->tr_priv, op);
+	if (c->tr_priv)
+		rmsgi_tr_rndv_release(c->tops, c->tr_priv, op);
 	op->status = status;
 	if (op->state == RMSGI_OS_POSTED)
 		op_state(c, op, RMSGI_OS_ANSWERED);
@@ -455,14 +455,14 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 			else
 				op_finish(c, op, ret);
 			/* what was accepted before the failure still goes */
-			if (posted && c->tops->kick)
-				c->tops->kick(c->tr_priv);
+			if (posted)
+				rmsgi_tr_kick(c->tops, c->tr_priv);
 			rmsgi_conn_abort(c, ret);
 			return;
 		}
 	}
-	if (posted && c->tops->kick)
-		c->tops->kick(c->tr_priv);
+	if (posted)
+		rmsgi_tr_kick(c->tops, c->tr_priv);
 }
 
 void rmsgi_conn_flush(struct rmsg_conn *c)
@@ -600,8 +600,7 @@ static int send_direct_end(struct rmsg_conn *c, const struct iovec *iov,
 		rmsgi_conn_abort(c, ret);
 		return 0;
 	}
-	if (c->tops->kick)
-		c->tops->kick(c->tr_priv);
+	rmsgi_tr_kick(c->tops, c->tr_priv);
 	return 0;
 }
 

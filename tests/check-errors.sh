@@ -160,8 +160,9 @@ cat "$tmp/table"
 grep -q '^MISSING: ' "$tmp/table" && fail=1
 
 # The table of RDMA completion statuses in rmsg_strerror.3 is the one
-# src/err.c (rmsgi_err_wc) applies; unit/rdma.c checks that operations and
-# on_close get what rmsgi_err_wc() says, this that the page says the same.
+# src/err.c (rmsgi_err_wc) applies; unit/rdma/send.c checks that operations
+# and on_close get what rmsgi_err_wc() says, this that the page says the
+# same.
 awk '/^int rmsgi_err_wc/ { p = 1 } p && /^}/ { p = 0 } p' \
 	"$top_srcdir/src/err.c" |
 	awk '/case IBV_WC_/ { gsub(/[:\t ]|case/, ""); c[++n] = $0 }

@@ -1,20 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * fake_registry.c - the registry of the core's tests: the fake transport
- * (fake_tr.h) under its id, for every scheme; no other backend exists,
- * so auto:// has nothing to fall back to and never asks for TCP.
+ * fake_registry.c - the registry rows of the core's tests: the fake
+ * transport (fake_tr.h) under its id, for every scheme; no other backend
+ * exists, so auto:// has nothing to fall back to and never asks for TCP.
  */
 #include "fake_tr.h"
 
-const struct rmsgi_tr *rmsgi_tr_get(unsigned id)
-{
-	return id == fake_tr.id ? &fake_tr : NULL;
-}
-
-int rmsgi_tr_for_scheme(enum rmsgi_scheme s,
-			const struct rmsgi_tr *v[RMSGI_TR_COUNT])
-{
-	(void)s;
-	v[0] = &fake_tr;
-	return 1;
-}
+const struct rmsgi_tr_row rmsgi_tr_rows[] = {
+	{RMSGI_SCHEME_RDMA, &fake_tr, RMSGI_SCHEME_NONE},
+	{RMSGI_SCHEME_TCP, &fake_tr, RMSGI_SCHEME_NONE},
+	{RMSGI_SCHEME_AUTO, &fake_tr, RMSGI_SCHEME_NONE},
+	{0, NULL, 0},
+};

@@ -6,9 +6,9 @@
  * ops, reports room, failure and the end when it chooses. A fake
  * connection's state (tc) is the core's connection itself.
  *
- * Link fake_tr.c and fake_registry.c instead of src/transport/registry.c:
- * the registry then serves this fake for every id and scheme, and no real
- * backend is linked.
+ * Link fake_tr.c and fake_registry.c (the registry's rows) instead of
+ * src/transport/registry.c: the registry then serves this fake for every
+ * id and scheme, and no real backend is linked.
  */
 #ifndef RMSG_TEST_FAKE_TR_H
 #define RMSG_TEST_FAKE_TR_H

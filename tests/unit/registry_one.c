@@ -1,33 +1,21 @@
 // SPDX-License-Identifier: MIT
 /*
- * registry_one.c - the registry of a test of one real backend: the
- * backend named by -DUNIT_TR=rmsgi_tr_tcp (or rmsgi_tr_rdma) is the only
- * one. Its own scheme and auto:// reach it (auto:// with one backend has
- * nothing to fall back to, so the core never asks for another id); the
+ * registry_one.c - the registry rows of a test of one real backend: the
+ * backend named by -DUNIT_TR=rmsgi_tr_tcp (or rmsgi_tr_rdma), whose
+ * scheme is -DUNIT_SCHEME, is the only one. Its own scheme and auto://
+ * reach it (auto:// with one backend has nothing to fall back to); the
  * other scheme is refused as an unknown one.
  */
 #include "rmsg_int.h"
 
-#ifndef UNIT_TR
-#error "build with -DUNIT_TR=rmsgi_tr_tcp or -DUNIT_TR=rmsgi_tr_rdma"
+#if !defined(UNIT_TR) || !defined(UNIT_SCHEME)
+#error "build with -DUNIT_TR=rmsgi_tr_tcp -DUNIT_SCHEME=RMSGI_SCHEME_TCP (or rdma)"
 #endif
 
 extern const struct rmsgi_tr UNIT_TR;
 
-const struct rmsgi_tr *rmsgi_tr_get(unsigned id)
-{
-	return id == UNIT_TR.id ? &UNIT_TR : NULL;
-}
-
-int rmsgi_tr_for_scheme(enum rmsgi_scheme s,
-			const struct rmsgi_tr *v[RMSGI_TR_COUNT])
-{
-	bool mine = s == RMSGI_SCHEME_AUTO ||
-		    (s == RMSGI_SCHEME_RDMA && UNIT_TR.id == RMSGI_TR_RDMA) ||
-		    (s == RMSGI_SCHEME_TCP && UNIT_TR.id == RMSGI_TR_TCP);
-
-	if (!mine)
-		return 0;
-	v[0] = &UNIT_TR;
-	return 1;
-}
+const struct rmsgi_tr_row rmsgi_tr_rows[] = {
+	{UNIT_SCHEME, &UNIT_TR, RMSGI_SCHEME_NONE},
+	{RMSGI_SCHEME_AUTO, &UNIT_TR, RMSGI_SCHEME_NONE},
+	{0, NULL, 0},
+};

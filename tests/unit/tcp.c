@@ -5,7 +5,7 @@
  * drives the other end raw with the wire codec (proto.h), and a fake core
  * written here implements the up-calls of transport.h, recording what the
  * backend reports. Which frames are legal is the core's rule, inline in
- * transport.h (rmsgi_tr_frame_ok), as the backend sees it in the library.
+ * op.h (rmsgi_tr_frame_ok), as the backend sees it in the library.
  *
  * What is checked is the backend's side of the contract in transport.h
  * ("Posting", the up-calls, disconnect): frames go out whole and in order,

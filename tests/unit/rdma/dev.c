@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: MIT
+/*
+ * unit tests of the device and its receive groups
+ * (src/transport/rdma/dev.c): SRQs and CQs added as connections need them,
+ * grants within the SRQ.
+ */
+#include "harness.h"
+
+/* receive groups: no fixed connection cap (issue 20)                   */
+
+/* opens a client connection up to its QP (the route resolved) */
+static struct rmsg_conn *open_qp(struct rt *t)
+{
+	struct rmsg_conn *c;
+
+	assert_int_equal(rmsg_connect(t->ctx, URI, t->cfg, &ops, t, &c), 0);
+	cm_event(t, mock.last_id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0);
+	cm_event(t, mock.last_id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, 0);
+	return c;
+}
+
+/* a device whose SRQ holds 256 receives: one SRQ at the old fixed 32
+ * credits took (256 - 32 spare) / 32 = 7 connections. Now each takes the
+ * initial credits on a receive group (a CQ and an SRQ) with room, a new
+ * group when none has, as many as the device allows (max_srq 2 here);
+ * beyond, the connection fails with -ENOBUFS and the log says why */
+static void rxq__groups_until_device_limit(void **state)
+{
+	struct rt *t = *state;
+	static struct rmsg_conn *c[512];
+	int n = 0, i, warnings;
+
+	mock.srq_max_wr = 256;
+	mock.max_srq = 2;
+	rt_ctx(t);
+	for (;;) {
+		assert_true(n < 512);
+		warnings = t->warnings;
+		c[n] = open_qp(t);
+		if (t->closed)
+			break;
+		assert_int_equal(mock.live_qp, n + 1);
+		n++;
+	}
+	/* far more than 7, on both groups the device allows */
+	assert_true(n > 2 * 7);
+	assert_int_equal(mock.live_srq, 2);
+	assert_int_equal(mock.live_cq, 2);
+	/* the one beyond: a clear error, no QP left behind */
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -ENOBUFS);
+	assert_true(t->warnings > warnings);
+	assert_int_equal(mock.live_qp, n);
+	/* every receive the groups hold is backed: at least the credits */
+	assert_true(mock_srq_posted() >= (unsigned)n * 4);
+	/* one goes: its room is taken again */
+	assert_int_equal(rmsg_conn_close(c[0]), 0);
+	pump(t);
+	c[0] = open_qp(t);
+	assert_int_equal(t->closed, 2);
+	assert_int_equal(mock.live_qp, n);
+	for (i = 0; i < n; i++)
+		assert_int_equal(rmsg_conn_close(c[i]), 0);
+	pump(t);
+	assert_int_equal(mock.live_qp, 0);
+}
+
+/* a group's CQ holds every completion its QPs and SRQ can make at once
+ * (a QP's whole send queue flushes when it fails): a device with small
+ * CQs gets more groups, not an overrun */
+static void rxq__cq_sized_for_qps(void **state)
+{
+	struct rt *t = *state;
+	static struct rmsg_conn *c[64];
+	int i;
+
+	mock.srq_max_wr = 256;
+	/* room for the SRQ and two send queues of 128 */
+	mock.max_cqe = 256 + 2 * 128;
+	rt_ctx(t);
+	for (i = 0; i < 6; i++) {
+		c[i] = open_qp(t);
+		assert_int_equal(t->closed, 0);
+	}
+	assert_int_equal(mock.live_cq, 3);
+	assert_int_equal(mock.live_srq, 3);
+	for (i = 0; i < 6; i++)
+		assert_int_equal(rmsg_conn_close(c[i]), 0);
+	pump(t);
+	assert_int_equal(mock.live_qp, 0);
+}
+
+/* the grant grows on the connection's SRQ as far as its room goes */
+static void rxq__grant_grows_within_srq(void **state)
+{
+	struct rt *t = *state;
+	unsigned int posted;
+	int i;
+
+	int back = 0;
+
+	mock.srq_max_wr = 52; /* 32 spare, so 20 for grants */
+	peer_hello_flags = RMSGI_HELLO_F_GROW;
+	connect_peer(t, 32, 8192);
+	posted = mock_srq_posted();
+	assert_true(posted >= 4 + 32);
+	assert_true(posted <= 52);
+	/* the peer (whose hello takes a growing grant) uses what it has,
+	 * again and again, returning the buffers our frames took */
+	for (i = 0; i < 20; i++) {
+		while (t->c->cr.peer_avail >= 2) {
+			peer_frame(t, RMSGI_T_DATA,
+				   (uint16_t)(mock.n_sent - back), 0, 0, 1, "z",
+				   1);
+			back = mock.n_sent;
+			pump(t);
+		}
+		pump(t);
+		mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+		pump(t);
+	}
+	/* it grew (4, 8, 16, then 32 wanted), as far as the SRQ backs it
+	 * and no further: 20 */
+	assert_int_equal(t->c->cr.grant, 20);
+	assert_true(mock_srq_posted() <= 52);
+	assert_int_equal(t->closed, 0);
+	/* then one message at a time: the grant shrinks back to the start
+	 * and the SRQ with it (buffers beyond its target are not
+	 * reposted): 4 credits and the 32 spare */
+	for (i = 0; i < 200; i++) {
+		peer_frame(t, RMSGI_T_DATA, (uint16_t)(mock.n_sent - back), 0,
+			   0, 1, "z", 1);
+		back = mock.n_sent;
+		pump(t);
+		mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+		pump(t);
+	}
+	assert_int_equal(t->c->cr.grant, 4);
+	assert_int_equal(mock_srq_posted(), 4 + 32);
+	assert_int_equal(t->closed, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(rxq__groups_until_device_limit),
+		T(rxq__cq_sized_for_qps),
+		T(rxq__grant_grows_within_srq),
+	};
+
+	unit_filter();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
