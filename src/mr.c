@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * mr.c - memory regions, their descriptors, and the registration cache.
+ * mr.c - memory regions, their descriptors and exports, and the budget of
+ * registered bytes.
  *
  * A region is memory the app registered with rmsg_mr_reg(). A peer
  * reaches it only through an export (rmsg_mr_export): to one connection,
@@ -24,18 +25,10 @@
  * opening its device); before that a region only exists for TCP, and is
  * registered when the hooks arrive.
  *
- * The registration cache: local memory passed to rmsg_send (rendezvous),
- * rmsg_write and rmsg_read needs keys on RDMA. Memory inside a region of
- * the app, or the pools, has them. Other memory gets a page-granular
- * registration (exact bytes when the peer may read it) that operations on
- * the same pages share while any of them is in flight, and that goes when
- * the last one completes. Idle registrations are deliberately not kept:
- * without a kernel notifier (ODP, or hooks on munmap/madvise/brk as UCX
- * and libfabric install) a freed and reused buffer cannot be told from the
- * same buffer, and sending from a stale registration would send old pages.
  * Pinned bytes, regions included, are bounded by the context's budget,
  * which the pools of pool.c (rmsg_buf_alloc, receive and copy buffers)
- * share: when a registration does not fit, idle pool slabs go first.
+ * share: when a registration does not fit, idle pool slabs go first. The
+ * registration cache for memory outside them is regcache.c.
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -44,7 +37,7 @@
 #include "rmsg_int.h"
 #include "pool.h"
 
-static size_t page_size(void)
+size_t rmsgi_page_size(void)
 {
 	static size_t ps;
 
@@ -200,9 +193,9 @@ static void budget_drop(struct rmsgi_mrtab *t, size_t bytes)
 	rmsgi_budget_give(RMSGI_CONTAINER_OF(t, struct rmsg_ctx, mrt), bytes);
 }
 
-static size_t page_span(const void *addr, size_t len)
+size_t rmsgi_page_span(const void *addr, size_t len)
 {
-	uintptr_t ps = page_size();
+	uintptr_t ps = rmsgi_page_size();
 	uintptr_t s = (uintptr_t)addr & ~(ps - 1);
 	uintptr_t e = ((uintptr_t)addr + len + ps - 1) & ~(ps - 1);
 
@@ -363,112 +356,6 @@ void rmsgi_mr_conn_gone(struct rmsg_conn *c)
 			    rmsgi_list_entry(n, struct rmsgi_export, clink));
 }
 
-/* a region of the app that holds [addr, addr+len) and has keys */
-static struct rmsg_mr *mr_covering(struct rmsgi_mrtab *t, uintptr_t a,
-				   size_t len)
-{
-	struct rmsgi_list *n;
-
-	for (n = t->regions.next; n != &t->regions; n = n->next) {
-		struct rmsg_mr *mr = rmsgi_list_entry(n, struct rmsg_mr, link);
-		uintptr_t s = (uintptr_t)mr->addr;
-
-		if (mr->h && a >= s && a - s <= mr->len &&
-		    len <= mr->len - (a - s))
-			return mr;
-	}
-	return NULL;
-}
-
-int rmsgi_mr_pin(struct rmsg_ctx *ctx, const void *addr, size_t len, int need,
-		 struct rmsgi_pin *pin, uint32_t *lkey_p, uint32_t *rkey_p)
-{
-	struct rmsgi_mrtab *t = &ctx->mrt;
-	uintptr_t a = (uintptr_t)addr, ps = page_size(), s, e;
-	struct rmsgi_rc_ent *ent;
-	struct rmsgi_list *n;
-	bool peer = need & (RMSG_ACCESS_REMOTE_READ | RMSGI_ACCESS_MW_BIND);
-	struct rmsg_mr *mr;
-	int ret;
-
-	pin->mr = NULL;
-	pin->ent = NULL;
-	pin->h = NULL;
-	if (!t->ops || !len || a + len < a)
-		return -EINVAL;
-
-	/* the app's regions are local-only for this purpose: a rendezvous
-	 * must not expose a region beyond what was exported */
-	if (!peer && (mr = mr_covering(t, a, len))) {
-		mr->busy++;
-		pin->mr = mr;
-		*lkey_p = mr->lkey;
-		*rkey_p = 0;
-		return 0;
-	}
-	/* pages for local use; exact bytes for what a peer may read */
-	s = peer ? a : a & ~(ps - 1);
-	e = peer ? a + len : (a + len + ps - 1) & ~(ps - 1);
-	for (n = t->rc.next; n != &t->rc; n = n->next) {
-		ent = rmsgi_list_entry(n, struct rmsgi_rc_ent, link);
-		/* a window's registration bounds what its peer reaches
-		 * (rxe checks the MR's range): shared only when exact */
-		if (ent->access == need && ent->start <= s && e <= ent->end &&
-		    (!(need & RMSGI_ACCESS_MW_BIND) ||
-		     (ent->start == s && ent->end == e)))
-			goto hit;
-	}
-	ent = calloc(1, sizeof(*ent));
-	if (!ent)
-		return -ENOMEM;
-	ent->start = s;
-	ent->end = e;
-	ent->access = need;
-	ent->charged = page_span((void *)s, e - s);
-	ret = rmsgi_budget_take(ctx, ent->charged);
-	if (ret) {
-		free(ent);
-		return ret;
-	}
-	ret = t->ops->reg(t->priv, (void *)s, e - s, need, &ent->h, &ent->lkey,
-			  &ent->rkey);
-	if (ret) {
-		budget_drop(t, ent->charged);
-		free(ent);
-		return ret;
-	}
-	rmsgi_list_add_head(&t->rc, &ent->link);
-	t->rc_n++;
-hit:
-	ent->refs++;
-	pin->ent = ent;
-	pin->h = ent->h;
-	*lkey_p = ent->lkey;
-	*rkey_p = ent->rkey;
-	return 0;
-}
-
-void rmsgi_mr_unpin(struct rmsg_ctx *ctx, struct rmsgi_pin *pin)
-{
-	struct rmsgi_mrtab *t = &ctx->mrt;
-	struct rmsgi_rc_ent *ent = pin->ent;
-
-	if (pin->mr && pin->mr->busy)
-		pin->mr->busy--;
-	pin->mr = NULL;
-	pin->ent = NULL;
-	if (!ent || --ent->refs)
-		return;
-	/* never kept idle: the memory may be freed once its last
-	 * operation completed (see the top of this file) */
-	rmsgi_list_del(&ent->link);
-	t->rc_n--;
-	if (t->ops)
-		t->ops->dereg(t->priv, ent->h);
-	budget_drop(t, ent->charged);
-	free(ent);
-}
-
 /* ------------------------------------------------------------------ */
 /* the API                                                              */
 
@@ -491,7 +378,7 @@ int rmsg_mr_reg(struct rmsg_ctx *ctx, void *addr, size_t len, int access,
 	mr->len = len;
 	mr->access = access;
 	rmsgi_list_init(&mr->exports);
-	mr->charged = page_span(addr, len);
+	mr->charged = rmsgi_page_span(addr, len);
 	ret = rmsgi_budget_take(ctx, mr->charged);
 	if (ret)
 		goto undo_mr;

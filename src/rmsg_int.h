@@ -133,6 +133,10 @@ void rmsgi_mr_unbusy(struct rmsg_ctx *ctx, struct rmsg_mr *mr);
  * the limit, when @bytes do not fit even after idle pool slabs went */
 int rmsgi_budget_take(struct rmsg_ctx *ctx, size_t bytes);
 void rmsgi_budget_give(struct rmsg_ctx *ctx, size_t bytes);
+/* the system's page size, and the bytes of the pages [addr, addr+len)
+ * spans: what registering it pins (mr.c) */
+size_t rmsgi_page_size(void);
+size_t rmsgi_page_span(const void *addr, size_t len);
 
 /* ------------------------------------------------------------------ */
 /* context (ctx.c)                                                      */

@@ -49,7 +49,7 @@ printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)\n{ (void)d; (
 # the sources linked into the target: proto.c and mr.c are what is
 # fuzzed, log.c and pool.c (the registration budget) are mr.c's
 # dependencies. If mr.c gains one, add its source here.
-SRCS="src/proto.c src/mr.c src/log.c src/pool.c"
+SRCS="src/proto.c src/mr.c src/regcache.c src/log.c src/pool.c"
 
 if [ "${1:-}" = --regen ]; then
 	# shellcheck disable=SC2086
@@ -184,7 +184,7 @@ echo "$summary" | tee "$B/summary.txt"
 CSRCS="src/async.c src/cfg.c src/conn.c src/send.c src/rx.c src/pack.c
  src/start.c src/rma.c
  src/credit.c src/ctx.c src/err.c
- src/keepalive.c src/listener.c src/log.c src/mr.c src/msg.c src/pool.c
+ src/keepalive.c src/listener.c src/log.c src/mr.c src/regcache.c src/msg.c src/pool.c
  src/proto.c src/rpc.c src/stats.c src/uri.c src/auth.c src/resolve.c
  src/timer.c src/ownloop.c src/group.c src/registry.c
  tests/unit/fake_tr.c tests/unit/fake_registry.c"
