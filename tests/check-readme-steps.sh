@@ -86,28 +86,28 @@ block server.c "$tmp/server.c"
 block client.c "$tmp/client.c"
 [ "$nfail" -eq 0 ] || exit 1
 
-# 2. the stand-ins, then the block
-cat > "$tmp/prelude.sh" <<EOF
-sudo() { "\$@"; }
-ldconfig() { :; }
-apt-get() {
-	[ "\$1" = install ] || { echo "apt-get \$1: only install is run here"; return 1; }
-	shift
-	for p in "\$@"; do
-		case \$p in -*) continue ;; esac
-		echo "\$p" >> "$tmp/packages"
-		dpkg-query -W -f='\${Status}\n' "\$p" 2> /dev/null |
-			grep -q '^install ok installed' ||
-			{ echo "package \$p is not installed here"; return 1; }
-	done
-}
-set -ex
+# 2. the stand-ins (commands first in PATH), then the block
+mkdir "$tmp/bin"
+printf '#!/bin/sh\nexec "$@"\n' > "$tmp/bin/sudo"
+printf '#!/bin/sh\nexit 0\n' > "$tmp/bin/ldconfig"
+cat > "$tmp/bin/apt-get" <<EOF
+#!/bin/sh
+[ "\$1" = install ] || { echo "apt-get \$1: only install is run here"; exit 1; }
+shift
+for p in "\$@"; do
+	case \$p in -*) continue ;; esac
+	echo "\$p" >> "$tmp/packages"
+	dpkg-query -W -f='\${Status}\n' "\$p" 2> /dev/null |
+		grep -q '^install ok installed' ||
+		{ echo "package \$p is not installed here"; exit 1; }
+done
 EOF
+chmod +x "$tmp/bin/sudo" "$tmp/bin/ldconfig" "$tmp/bin/apt-get"
 echo "prefix=$tmp/prefix" > "$tmp/config.site"
 : > "$tmp/packages"
 echo "running the README's install steps in the clone"
 if ! (cd "$src" && CONFIG_SITE=$tmp/config.site MAKEFLAGS=-j2 \
-	sh -c ". '$tmp/prelude.sh'; . '$tmp/install.sh'") \
+	PATH=$tmp/bin:$PATH sh -ex "$tmp/install.sh") \
 	> "$tmp/install.log" 2>&1; then
 	fail "README.md's install steps failed in a fresh clone" \
 		"(the last lines):"
@@ -139,7 +139,7 @@ if [ -n "$pc" ]; then
 		mkdir "$tmp/$prog"
 		cp "$tmp/$prog.c" "$tmp/$prog/app.c"
 		if ! (cd "$tmp/$prog" && PKG_CONFIG_PATH=$pcdir \
-			sh -c ". '$tmp/prelude.sh'; . '$tmp/build.sh'") \
+			PATH=$tmp/bin:$PATH sh -ex "$tmp/build.sh") \
 			> "$tmp/$prog.log" 2>&1; then
 			fail "README.md's cc line failed for its $prog.c:"
 			sed 's/^/  /' "$tmp/$prog.log" | tail -n 20
