@@ -162,6 +162,7 @@ _decl("rmsg_cfg_create", c_int, POINTER(c_void_p))
 _decl("rmsg_cfg_destroy", None, P)
 _decl("rmsg_cfg_set_eager_size", c_int, P, c_size_t)
 _decl("rmsg_cfg_set_credits", c_int, P, c_uint)
+_decl("rmsg_cfg_set_credits_initial", c_int, P, c_uint)
 _decl("rmsg_cfg_set_send_queue", c_int, P, c_uint)
 _decl("rmsg_cfg_set_busy_poll_us", c_int, P, c_uint)
 _decl("rmsg_cfg_set_max_msg_size", c_int, P, c_size_t)
@@ -215,6 +216,16 @@ _decl_versioned("rmsg_connect", CONN_OPS_VERSION, c_int, P, c_char_p, P,
 _decl("rmsg_conn_close", c_int, P)
 _decl("rmsg_conn_transport", c_char_p, P)
 _decl("rmsg_conn_fallback_reason", c_char_p, P)
+# the hook for the per-connection close reason string of issue 35
+# (rmsg_conn_close_reason(), on the C side's way): used when the loaded
+# library exports it (CloseReason.text), else None. Its prototype here
+# must be the header's once the header has it: tests/test_header.py
+# compares every declaration of this file with include/rmsg.h.
+try:
+    _decl("rmsg_conn_close_reason", c_char_p, P)
+    conn_close_reason: Any = lib.rmsg_conn_close_reason
+except AttributeError:
+    conn_close_reason = None
 _decl("rmsg_conn_set_arg", c_int, P, P)
 _decl("rmsg_conn_stats", c_int, P, POINTER(rmsg_stats), c_size_t)
 _decl("rmsg_ctx_stats", c_int, P, POINTER(rmsg_stats), c_size_t)
