@@ -119,6 +119,12 @@ MYPY_CACHE_DIR=$tmp/mypy-cache "$vpy" "$mypy" --strict --no-error-summary \
 
 # registering memory over RDMA needs locked memory
 ulimit -l unlimited 2> /dev/null || true
+# the tree's header, for tests/test_header.py (the installed package's
+# declarations against it)
+if [ -z "${RMSG_HEADER:-}" ] && [ -f "$src/../../include/rmsg.h" ]; then
+	RMSG_HEADER=$(cd "$src/../../include" && pwd)/rmsg.h
+	export RMSG_HEADER
+fi
 RMSG_PY_TEST_INSTALLED=1 PYTHONDONTWRITEBYTECODE=1 "$vpy" -m pytest -q \
 	-p no:cacheprovider "$@" tests
 echo "check-install: PASS"
