@@ -15,13 +15,14 @@ from ._core import (ACCESS_REMOTE_READ, ACCESS_REMOTE_WRITE, IOV_MAX,
                     Buffer, CloseReason, Connection, ConnectionClosed,
                     Context, Listener, RmsgConnectionRefusedError, RmsgError,
                     RmsgPermissionError, RmsgTimeoutError, RmsgValueError,
-                    errno_name, rmsg_error, strerror)
+                    errno_name, listen_group, rmsg_error, strerror)
 from ._ffi import LIBRMSG_PATH, lib as _lib
 
 __all__ = ["Context", "Listener", "Connection", "Buffer", "MR", "RmsgError",
            "RmsgTimeoutError", "RmsgConnectionRefusedError",
            "RmsgPermissionError", "RmsgValueError", "ConnectionClosed",
            "CloseReason", "rmsg_error", "errno_name", "strerror",
+           "listen_group",
            "ACCESS_REMOTE_READ", "ACCESS_REMOTE_WRITE", "MR_DESC_SIZE",
            "PRIVATE_DATA_MAX", "IOV_MAX", "RECV_QUEUE_DEFAULT", "LIBRMSG_PATH",
            "version_info"]

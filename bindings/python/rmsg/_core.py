@@ -543,6 +543,27 @@ def _on_accept_py(lp: int, c: int, pdata: Optional[int], plen: int,
 _on_accept = _ffi.ACCEPT_CB(_on_accept_py)
 
 
+def _on_pick_py(peer: Optional[int], n: int, h: int) -> int:
+    listener = _handles.get(h)
+    pick = listener._pick if listener is not None else None
+    if pick is None:
+        return n
+    try:
+        addr = None
+        if peer:
+            fam = int.from_bytes(ctypes.string_at(peer, 2), sys.byteorder)
+            size = 28 if fam == socket.AF_INET6 else 16
+            addr = _address(ctypes.string_at(peer, size).ljust(28, b"\0"))
+        i = int(pick(addr, n))
+        return i if 0 <= i < n else n
+    except BaseException:
+        _uncaught("pick")
+        return n  # refused
+
+
+_on_pick = _ffi.PICK_CB(_on_pick_py)
+
+
 def _on_done_py(c: int, status: int, h: int) -> None:
     op = _handles.pop(h, None)
     if op is not None:
@@ -583,6 +604,9 @@ _CONN_OPS = _ffi.conn_ops(_on_established, _on_msg, _on_imm, _on_writable,
                           _on_close)
 
 _live_contexts: weakref.WeakSet[Context] = weakref.WeakSet()
+# struct rmsg_ctx * -> its Context: the context a group listener handed
+# a connection to (rmsg_conn_ctx(3))
+_ctx_by_ptr: Dict[int, Context] = {}
 
 
 @atexit.register
@@ -653,6 +677,8 @@ class Context:
             lib.rmsg_ctx_destroy(p.value)
             raise
         _live_contexts.add(self)
+        if p.value:
+            _ctx_by_ptr[p.value] = self
 
     # -- driving the library -------------------------------------------
 
@@ -687,6 +713,7 @@ class Context:
         if self._in_progress:
             return  # inside a callback: _progress() does it on return
         _live_contexts.discard(self)
+        _ctx_by_ptr.pop(ctxp, None)
         self._aloop.remove_reader(self._fd)
         # requests still waiting for an async handler: answer them now,
         # a later reply finds them gone
@@ -1026,6 +1053,78 @@ def _takes_two(fn: Any) -> bool:
     return n >= 2
 
 
+class _Member:
+    """A context of a group listener, its connections and its waiter."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.queue: Deque[Connection] = collections.deque()
+        self.waiter: Optional[asyncio.Future[None]] = None
+
+    def wake(self) -> None:
+        w = self.waiter
+        if w is not None:
+            self.waiter = None
+            _resolve(w, None, None)
+
+
+def listen_group(contexts: Sequence[Context], uri: str, *,
+                 accept: Optional[AcceptFunc] = None,
+                 pick: Optional[Callable[[Optional[Address], int], int]]
+                 = None,
+                 recv_queue: Optional[int] = _CTX_DEFAULT,
+                 **options: Any) -> Listener:
+    """One address served by several contexts (rmsg_listen_group(3)),
+    typically each on its own thread with its own asyncio loop.
+    contexts[0] is the home: call this on its loop's thread; it owns the
+    listener (close it there). Each new connection is handed to one
+    context: pick(peer_addr, n) (on the home's thread; None: round-robin)
+    returns its index, n or more refuses the peer. accept (as for
+    Context.listen()) and every callback of the connection run on the
+    chosen context's thread, and ``await listener.accept()`` (or ``async
+    for``, serve_forever()) awaited on a context's loop returns the
+    connections of that context. recv_queue: default each context's.
+    options: a cfg for the accepted connections (see Context)."""
+    ctxs = list(contexts)
+    if not 1 <= len(ctxs) <= _ffi.RMSG_GROUP_MAX or \
+            len(set(map(id, ctxs))) != len(ctxs):
+        raise ValueError("contexts: 1 to %d distinct Context objects"
+                         % _ffi.RMSG_GROUP_MAX)
+    home = ctxs[0]
+    if threading.get_ident() != home._tid:
+        raise RuntimeError("listen_group() runs on the thread of "
+                           "contexts[0], the home")
+    ptrs = (ctypes.c_void_p * len(ctxs))(*[c._live() for c in ctxs])
+    listener = Listener(home, uri, accept, None)
+    listener._members = {c: _Member(c) for c in ctxs}
+    listener._pick = pick
+    if recv_queue is _CTX_DEFAULT:
+        listener._recv_default = True
+    else:
+        listener._recv_queue = _recv_bound(recv_queue)
+    cfg = _make_cfg(options, _rmsg_log_level()) if options else None
+    p = ctypes.c_void_p()
+    try:
+        rc = lib.rmsg_listen_group(ptrs, len(ctxs), uri.encode(), cfg,
+                                   ctypes.byref(_CONN_OPS), _on_accept,
+                                   _on_pick if pick is not None else
+                                   ctypes.cast(0, _ffi.PICK_CB),
+                                   listener._handle,
+                                   ctypes.byref(p))
+    finally:
+        if cfg:
+            lib.rmsg_cfg_destroy(cfg)
+    if rc:
+        _handles.pop(listener._handle, None)
+        raise _error(rc)
+    port = ctypes.c_uint16()
+    lib.rmsg_listener_port(p.value, ctypes.byref(port))
+    listener._lp = p.value
+    listener.port = port.value
+    home._listeners.add(listener)
+    return listener
+
+
 class Listener:
     """Accepts connections; ``await l.accept()``, ``async for conn in
     l`` or ``await l.serve_forever(per_conn)``. Connections are delivered
@@ -1043,6 +1142,11 @@ class Listener:
         self.uri_requested = uri
         self._accept_fn = accept
         self._accept_peer = _takes_two(accept)
+        # a group listener (listen_group()): per member context, the
+        # connections handed to it and its accept() waiter, on its thread
+        self._members: Optional[Dict[Context, _Member]] = None
+        self._pick: Optional[Callable[[Optional[Address], int], int]] = None
+        self._recv_default = False  # each member context's recv_queue
         self._recv_queue = recv_queue
         self._handle = _register(self)
         self._lp: Optional[int] = None
@@ -1078,7 +1182,17 @@ class Listener:
                 return -(e.errno or _errno.ECONNREFUSED)
             if res is False:
                 return -_errno.ECONNREFUSED
-        conn = Connection(self._ctx, self, self._recv_queue)
+        ctx = self._ctx
+        bound = self._recv_queue
+        if self._members is not None:
+            # runs on the thread of the context the group picked
+            member = _ctx_by_ptr.get(lib.rmsg_conn_ctx(c) or 0)
+            if member is None or member not in self._members:
+                return -_errno.ECONNREFUSED
+            ctx = member
+            if self._recv_default:
+                bound = ctx._recv_queue
+        conn = Connection(ctx, self, bound)
         conn.peer_data = pdata
         if isinstance(res, (bytes, bytearray, memoryview)):
             res = bytes(res)
@@ -1088,7 +1202,7 @@ class Listener:
                 return rc
         lib.rmsg_conn_set_arg(c, conn._handle)
         conn._cptr = c
-        self._ctx._conns[c] = conn
+        ctx._conns[c] = conn
         return 0
 
     def _closed_cb(self) -> None:
@@ -1097,6 +1211,9 @@ class Listener:
         self._push(None)
 
     def _push(self, conn: Optional[Connection]) -> None:
+        if self._members is not None:
+            self._push_member(conn)
+            return
         if conn is None:
             self._closed = True
         else:
@@ -1106,9 +1223,43 @@ class Listener:
             self._waiter = None
             _resolve(w, None, None)
 
+    def _push_member(self, conn: Optional[Connection]) -> None:
+        """A group listener: conn to its context's queue (on that
+        context's thread), or the close (on the home's) to every
+        member, each woken on its own loop."""
+        assert self._members is not None
+        if conn is not None:
+            m = self._members[conn._ctx]
+            m.queue.append(conn)
+            m.wake()
+            return
+        self._closed = True
+        for m in self._members.values():
+            if m.ctx._aloop is self._ctx._aloop:
+                m.wake()
+                continue
+            try:
+                m.ctx._aloop.call_soon_threadsafe(m.wake)
+            except RuntimeError:
+                pass  # that loop is closed: nobody waits there
+
     async def accept(self) -> Connection:
         """The next established connection; RmsgError(ESHUTDOWN) once the
-        listener is closed."""
+        listener is closed. For a group listener (listen_group()): the
+        next connection handed to the context of the running loop."""
+        if self._members is not None:
+            loop = asyncio.get_running_loop()
+            m = next((x for x in self._members.values()
+                      if x.ctx._aloop is loop), None)
+            if m is None:
+                raise RuntimeError("accept() of a group listener runs on "
+                                   "the loop of one of its contexts")
+            while not m.queue:
+                if self._closed:
+                    raise RmsgError(_errno.ESHUTDOWN, "listener closed")
+                m.waiter = loop.create_future()
+                await m.waiter
+            return m.queue.popleft()
         while not self._queue:
             if self._closed:
                 raise RmsgError(_errno.ESHUTDOWN, "listener closed")

@@ -138,7 +138,7 @@ _SCALARS = {
 _CALLBACKS = {
     "rmsg_log_cb": _ffi.LOG_CB, "rmsg_accept_cb": _ffi.ACCEPT_CB,
     "rmsg_done_cb": _ffi.DONE_CB, "rmsg_reply_cb": _ffi.REPLY_CB,
-    "rmsg_handler_cb": _ffi.HANDLER_CB,
+    "rmsg_handler_cb": _ffi.HANDLER_CB, "rmsg_pick_cb": _ffi.PICK_CB,
 }
 # structs the binding lays out; the others are opaque to it
 _STRUCTS = {"rmsg_stats": _ffi.rmsg_stats,
@@ -314,7 +314,7 @@ def test_conn_ops_layout():
 
 
 def test_constants():
-    for name in ("RMSG_PRIVATE_DATA_MAX", "RMSG_IOV_MAX",
+    for name in ("RMSG_PRIVATE_DATA_MAX", "RMSG_IOV_MAX", "RMSG_GROUP_MAX",
                  "RMSG_MR_DESC_SIZE", "RMSG_ACCESS_REMOTE_WRITE",
                  "RMSG_ACCESS_REMOTE_READ", "RMSG_EXPORT_ANY_PEER",
                  "RMSG_LOG_ERROR", "RMSG_LOG_WARN", "RMSG_LOG_INFO",
