@@ -74,8 +74,8 @@ if [ "$last" != "$minor_node" ] && [ "${version##*.}" = 0 ]; then
 fi
 
 # c.
-top_srcdir=$top_srcdir "$top_srcdir/scripts/man-versions.sh" --check ||
-	nfail=$((nfail + 1))
+export top_srcdir
+"$top_srcdir/scripts/man-versions.sh" --check || nfail=$((nfail + 1))
 
 # d.
 awk '
