@@ -1,10 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# man-versions.sh - the man pages say the package version, and each
-# man3 page says in which version its functions appeared.
+# man-versions.sh - the man pages say the package version, each man3
+# page says in which version its functions appeared, and the Debian
+# symbols file lists the map's symbols.
 #
-#   scripts/man-versions.sh           rewrite the pages in place
+#   scripts/man-versions.sh           rewrite the pages (and the symbols
+#                                     file) in place; run it after adding
+#                                     functions to src/librmsg.map
 #   scripts/man-versions.sh --check   change nothing; list every page that
 #                                     differs from what it would write
 #                                     (exit 1), as tests/check-versions.sh
@@ -19,7 +22,9 @@
 #    src/librmsg.map that exports them (LIBRMSG_X.Y: version X.Y.0, the
 #    release that added the node). The section is replaced where it
 #    exists, else put before NOTES, EXAMPLE or SEE ALSO, whichever comes
-#    first (the man-pages order).
+#    first (the man-pages order);
+#  - debian/librmsg0.symbols (dpkg-gensymbols' format): every symbol of
+#    the map at its node, with the version of that node (X.Y.0).
 #
 # Environment: top_srcdir (default: this script's ../).
 
@@ -165,8 +170,35 @@ END {
 		ndiff=$((ndiff + 1))
 	fi
 done
+# the symbols file
+sym=$top_srcdir/debian/librmsg0.symbols
+{
+	echo "librmsg.so.0 librmsg0 #MINVER#"
+	echo "* Build-Depends-Package: librmsg-dev"
+	awk '
+/^[ \t]*LIBRMSG_[0-9]+\.[0-9]+[ \t]*\{/ {
+	node = $1; sub(/\{.*/, "", node)
+	v = node; sub(/^LIBRMSG_/, "", v)
+	print " " node "@" node " " v ".0"
+	next
+}
+node != "" && /^[ \t]*rmsg_[a-z0-9_]+;[ \t]*$/ {
+	n = $1; sub(/;.*/, "", n); print " " n "@" node " " v ".0"
+}' "$top_srcdir/src/librmsg.map"
+} > "$tmp/symbols"
+if ! cmp -s "$sym" "$tmp/symbols"; then
+	if [ -n "$check" ]; then
+		echo "FAIL: debian/librmsg0.symbols out of date" \
+			"(scripts/man-versions.sh rewrites it):"
+		diff -u "$sym" "$tmp/symbols" | sed -n '3,40s/^/  /p'
+	else
+		cat "$tmp/symbols" > "$sym"
+		echo "updated debian/librmsg0.symbols"
+	fi
+	ndiff=$((ndiff + 1))
+fi
 if [ -n "$check" ] && [ "$ndiff" -gt 0 ]; then
-	echo "$ndiff pages out of date"
+	echo "$ndiff files out of date"
 	exit 1
 fi
 exit 0
