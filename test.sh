@@ -30,6 +30,7 @@ make -s -j"$(nproc)" check || {
 grep -h -E '^(tcp|rdma|figure): |^[a-z_]+: (tcp|rdma|[0-9])' tests/fault/*.log || true
 make -s check-python
 tests/consumer/run.sh # a program outside the tree: pkg-config, CMake
+tests/check-readme-steps.sh # README's steps in a fresh clone (issue 35)
 RMSG_LIB=$PWD/.libs/librmsg.so bindings/python/check-install.sh
 scripts/abi-check.sh
 # the benchmark comparison once, quick: it works and parses (issue 7)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * hello - the quick-start demo: a server and a client that exchange
- * messages through librmsg and report the transport, the round-trip
- * latency and the streaming throughput.
+ * messages through librmsg and report the transport, the half round
+ * trip (a 64-byte round trip halved, as perftest reports latency) and the
+ * streaming throughput.
  *
  *   hello server URI            echo every message back
  *   hello client URI [SECONDS]  measure against a server
@@ -192,8 +193,8 @@ static void cli_close(struct rmsg_conn *c, int reason, void *arg)
 		failed = reason;
 		return;
 	}
-	printf("client: transport %s, latency %.1f us (64 B, half round "
-	       "trip, %d round trips), throughput %.1f MB/s (64 KiB "
+	printf("client: transport %s, half round trip %.1f us (64 B, mean "
+	       "of %d round trips, halved), throughput %.1f MB/s (64 KiB "
 	       "messages, %d MB), rate %.0f msg/s (32 B, window %d)\n",
 	       rmsg_conn_transport(c), lat_us, PINGS,
 	       (double)streamed * STREAM_SIZE / stream_s / 1e6,

@@ -43,9 +43,21 @@ struct rmsg_req;
 /** RMSG_VERSION_MAJOR - major version of the API described here */
 #define RMSG_VERSION_MAJOR 0
 /** RMSG_VERSION_MINOR - minor version of the API described here */
-#define RMSG_VERSION_MINOR 1
+#define RMSG_VERSION_MINOR 2
 /** RMSG_VERSION_PATCH - patch level of the release this header came with */
 #define RMSG_VERSION_PATCH 0
+
+/**
+ * RMSG_VERSION_ENCODE() - one comparable number for a version:
+ * MAJOR * 10000 + MINOR * 100 + PATCH (0.2.0 is 200), for the header's
+ * version (RMSG_VERSION_NUMBER) and for rmsg_version()'s at run time
+ */
+#define RMSG_VERSION_ENCODE(major, minor, patch) \
+	((major)*10000 + (minor)*100 + (patch))
+/** RMSG_VERSION_NUMBER - the header's version as RMSG_VERSION_ENCODE() */
+#define RMSG_VERSION_NUMBER                                         \
+	RMSG_VERSION_ENCODE(RMSG_VERSION_MAJOR, RMSG_VERSION_MINOR, \
+			    RMSG_VERSION_PATCH)
 
 /** RMSG_PRIVATE_DATA_MAX - most bytes of user private data in a handshake */
 #define RMSG_PRIVATE_DATA_MAX 32

@@ -112,7 +112,9 @@ static const struct {
 		   "size (rmsg_cfg_set_max_msg_size), or, over TCP, for the "
 		   "receiver's receive memory limit "
 		   "(rmsg_cfg_set_tcp_rx_limit)"},
-	{ENOTCONN, "not connected: the connection is closing or closed"},
+	{ENOTCONN, "not connected: the connection is not established yet "
+		   "(a connecting side knows its addresses from "
+		   "on_established on), or it is closing or closed"},
 	{ENODEV, "no RDMA device: none is present, none is up, or none "
 		 "serves this address (try 'ibv_devices', 'rdma link' and "
 		 "rmsg-doctor; use tcp:// or auto:// without RDMA)"},

@@ -3,8 +3,9 @@
 #
 # check-install.sh - the binding installs as a package and works
 # installed: makes a venv (python3 -m venv --system-site-packages, so
-# that Debian's setuptools, wheel and pytest are there), pip-installs
-# bindings/python offline (--no-build-isolation --no-index), then runs
+# that Debian's pytest and mypy are there), pip-installs bindings/python
+# offline (--no-index; the package builds with its own backend,
+# _rmsg_build.py, and needs neither setuptools nor wheel), then runs
 # the binding's tests with the installed package, from a copy of the
 # tests that has no rmsg package next to it (RMSG_PY_TEST_INSTALLED=1),
 # type-checks a small program against the installed package with mypy
@@ -17,8 +18,8 @@
 # The library: $RMSG_LIB if set (test.sh: the build tree's), else the
 # one the package finds itself: the installed librmsg.so.0 (a package,
 # or 'make install' and ldconfig). Installs nothing outside a temporary
-# directory; needs python3-venv, python3-pip, python3-setuptools,
-# python3-wheel, python3-pytest and mypy (scripts/setup.sh test).
+# directory; needs python3-venv, python3-pip, python3-pytest and mypy
+# (scripts/setup.sh test).
 # Arguments go to pytest. Exit 0 pass, 1 fail.
 set -e
 PY=${PYTHON:-/usr/bin/python3}
@@ -29,14 +30,15 @@ trap 'exit 1' HUP INT TERM
 
 # a copy: pip builds in the source directory (build/, *.egg-info)
 mkdir "$tmp/src"
-cp -R "$src/pyproject.toml" "$src/README.md" "$src/rmsg" "$src/tests" \
+cp -R "$src/pyproject.toml" "$src/_rmsg_build.py" "$src/README.md" \
+	"$src/rmsg" "$src/tests" \
 	"$src/examples" "$tmp/src/"
 find "$tmp/src" -name __pycache__ -prune -exec rm -rf {} +
 
 "$PY" -m venv --system-site-packages "$tmp/venv"
 vpy=$tmp/venv/bin/python
 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 "$vpy" -m pip install -q \
-	--no-build-isolation --no-index --no-deps --ignore-installed "$tmp/src"
+	--no-index --no-deps --ignore-installed "$tmp/src"
 # from here on only the installed package can be imported
 rm -rf "$tmp/src/rmsg"
 cd "$tmp/src"
@@ -117,6 +119,12 @@ MYPY_CACHE_DIR=$tmp/mypy-cache "$vpy" "$mypy" --strict --no-error-summary \
 
 # registering memory over RDMA needs locked memory
 ulimit -l unlimited 2> /dev/null || true
+# the tree's header, for tests/test_header.py (the installed package's
+# declarations against it)
+if [ -z "${RMSG_HEADER:-}" ] && [ -f "$src/../../include/rmsg.h" ]; then
+	RMSG_HEADER=$(cd "$src/../../include" && pwd)/rmsg.h
+	export RMSG_HEADER
+fi
 RMSG_PY_TEST_INSTALLED=1 PYTHONDONTWRITEBYTECODE=1 "$vpy" -m pytest -q \
 	-p no:cacheprovider "$@" tests
 echo "check-install: PASS"

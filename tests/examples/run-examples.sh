@@ -179,7 +179,7 @@ t0=$(date +%s)
 once=
 if start_server hello "$transport" "$ex/hello" server; then
 	client hello 0 "$ex/hello" client "$uri" 1 &&
-		expect hello "$tmp/hello.client" "transport $transport, latency"
+		expect hello "$tmp/hello.client" "transport $transport, half round trip"
 	stop_server
 fi
 echo "hello: done ($(($(date +%s) - t0)) s)"

@@ -12,12 +12,17 @@ from typing import Tuple
 
 from ._core import (ACCESS_REMOTE_READ, ACCESS_REMOTE_WRITE, IOV_MAX,
                     MR_DESC_SIZE, PRIVATE_DATA_MAX, RECV_QUEUE_DEFAULT, MR,
-                    Buffer, Connection, ConnectionClosed, Context, Listener,
-                    RmsgError, RmsgTimeoutError, strerror)
+                    Buffer, CloseReason, Connection, ConnectionClosed,
+                    Context, Listener, RmsgConnectionRefusedError, RmsgError,
+                    RmsgPermissionError, RmsgTimeoutError, RmsgValueError,
+                    errno_name, listen_group, rmsg_error, strerror)
 from ._ffi import LIBRMSG_PATH, lib as _lib
 
 __all__ = ["Context", "Listener", "Connection", "Buffer", "MR", "RmsgError",
-           "RmsgTimeoutError", "ConnectionClosed", "strerror",
+           "RmsgTimeoutError", "RmsgConnectionRefusedError",
+           "RmsgPermissionError", "RmsgValueError", "ConnectionClosed",
+           "CloseReason", "rmsg_error", "errno_name", "strerror",
+           "listen_group",
            "ACCESS_REMOTE_READ", "ACCESS_REMOTE_WRITE", "MR_DESC_SIZE",
            "PRIVATE_DATA_MAX", "IOV_MAX", "RECV_QUEUE_DEFAULT", "LIBRMSG_PATH",
            "version_info"]
@@ -31,7 +36,7 @@ def _library_version() -> Tuple[str, Tuple[int, int, int]]:
 
 
 #: the version of the librmsg library loaded (rmsg_version()), e.g.
-#: "0.1.0", which may be newer than the release this package came with
+#: "0.2.0", which may be newer than the release this package came with
 __version__: str
 #: the same as a tuple of ints: (major, minor, patch)
 version_info: Tuple[int, int, int]

@@ -60,8 +60,11 @@ WritableBuffer = Union[bytearray, memoryview, mmap.mmap, "Buffer"]
 #: list of them, or None), or an awaitable of it
 Handler = Callable[["Connection", bytes], Any]
 HandlerT = TypeVar("HandlerT", bound=Handler)
-#: listen()'s accept(peer_private_data): None/True, bytes, or False
-AcceptFunc = Callable[[bytes], Union[None, bool, BytesLike]]
+#: listen()'s accept(peer_private_data) or accept(peer_private_data,
+#: peer_addr): None/True, bytes, or False
+AcceptFunc = Union[Callable[[bytes], Union[None, bool, BytesLike]],
+                   Callable[[bytes, Optional[Tuple[str, int]]],
+                            Union[None, bool, BytesLike]]]
 #: serve_forever()'s per-connection coroutine function
 ConnHandler = Callable[["Connection"], Awaitable[Any]]
 #: a socket address: (host, port), host numeric ("10.0.0.1", "::1",
@@ -84,13 +87,32 @@ def strerror(err: int) -> str:
     return s
 
 
+def errno_name(err: int) -> str:
+    """The symbolic name of an errno (sign does not matter), e.g.
+    "ECONNREFUSED"; "E<number>" for one Python does not know."""
+    e = abs(int(err))
+    return _errno.errorcode.get(e, "E%d" % e)
+
+
 class RmsgError(OSError):
     """An error from librmsg: .errno is the positive errno, .strerror the
-    text of rmsg_strerror(). Handlers may raise it to reply with an error."""
+    text of rmsg_strerror(). Handlers may raise it to reply with an error.
+
+    Errors that have a builtin class are raised as a subclass of both
+    (so ``except ConnectionRefusedError`` and ``except RmsgError`` each
+    catch them): ECONNREFUSED RmsgConnectionRefusedError
+    (ConnectionRefusedError), a closed connection ConnectionClosed
+    (ConnectionResetError), EACCES and EPERM RmsgPermissionError
+    (PermissionError), ETIMEDOUT RmsgTimeoutError (TimeoutError), a bad
+    option value RmsgValueError (ValueError). RmsgError(errno) itself
+    makes the plain class; rmsg_error(errno) picks the class."""
 
     def __init__(self, err: int, text: Optional[str] = None) -> None:
         e = abs(int(err))
         super().__init__(e, text if text is not None else strerror(e))
+
+    def __str__(self) -> str:
+        return "[%s] %s" % (errno_name(self.errno or 0), self.strerror)
 
 
 class RmsgTimeoutError(RmsgError, TimeoutError):
@@ -98,22 +120,106 @@ class RmsgTimeoutError(RmsgError, TimeoutError):
     asyncio.TimeoutError (the same class as TimeoutError since 3.11)."""
 
 
-class ConnectionClosed(RmsgError, ConnectionError):
-    """recv() on a closed connection; .errno is the close reason
-    (ECANCELED for a local close)."""
+class RmsgConnectionRefusedError(RmsgError, ConnectionRefusedError):
+    """ECONNREFUSED: nobody listens there, the listener's accept refused,
+    or a listener limit (max_conns, max_pending) turned the peer away."""
+
+
+class RmsgPermissionError(RmsgError, PermissionError):
+    """EACCES or EPERM: authentication failed (a different psk on the
+    two sides: rmsg_cfg_set_psk(3)), an accept that refused with EACCES,
+    a one-sided access outside what was exported."""
+
+
+class RmsgValueError(RmsgError, ValueError):
+    """EINVAL for a value the caller gave: an option out of range (the
+    message names the option: "credits: ..."), a malformed URI."""
+
+
+class ConnectionClosed(RmsgError, ConnectionResetError):
+    """The connection is closed, whatever the call that finds out:
+    recv() after the last message, a send, call or one-sided operation
+    the close ended (ECANCELED) or started after it (ENOTCONN), or the
+    library's ECONNRESET, EPIPE or ESHUTDOWN. .errno is the close reason
+    for recv() (ECANCELED for a local close), else the operation's
+    status."""
+
+
+# errno -> class (rmsg_error()); ECANCELED and ENOTCONN are ConnectionClosed
+# only where they mean a closed connection (Connection operations)
+_ERRNO_CLASSES: Dict[int, type] = {
+    _errno.ETIMEDOUT: RmsgTimeoutError,
+    _errno.ECONNREFUSED: RmsgConnectionRefusedError,
+    _errno.ECONNRESET: ConnectionClosed,
+    _errno.EPIPE: ConnectionClosed,
+    _errno.ESHUTDOWN: ConnectionClosed,
+    _errno.EACCES: RmsgPermissionError,
+    _errno.EPERM: RmsgPermissionError,
+}
+
+
+def rmsg_error(err: int, text: Optional[str] = None) -> RmsgError:
+    """The exception for errno err (sign does not matter), of the class
+    RmsgError's doc names for it."""
+    e = abs(int(err))
+    cls = _ERRNO_CLASSES.get(e, RmsgError)
+    exc: RmsgError = cls(e, text)
+    return exc
 
 
 def _error(rc: int, cls: Optional[type] = None) -> RmsgError:
-    e = abs(rc)
     if cls is None:
-        cls = RmsgTimeoutError if e == _errno.ETIMEDOUT else RmsgError
-    err: RmsgError = cls(e)
+        return rmsg_error(rc)
+    err: RmsgError = cls(abs(rc))
     return err
 
 
 def _check(rc: int) -> None:
     if rc:
         raise _error(rc)
+
+
+class CloseReason(int):
+    """Why a connection closed (Connection.close_reason, and what close()
+    and wait_closed() return): the int on_close got, as before (0: this
+    side closed it; else a negative errno), readable: .name is the
+    errno's name ("ECONNREFUSED"; "" for 0), .text what happened in
+    words, and str() gives both ("ECONNREFUSED: connection refused:
+    ..."). .text is the library's own reason for this connection when it
+    has one (rmsg_conn_close_reason(), when the loaded library exports
+    it), else rmsg_strerror() of the errno."""
+
+    name: str
+    text: str
+
+    def __new__(cls, code: int, text: Optional[str] = None) -> CloseReason:
+        self = super().__new__(cls, int(code))
+        self.name = errno_name(code) if code else ""
+        if text is None:
+            text = strerror(code) if code else "closed by this side"
+        self.text = text
+        return self
+
+    def __str__(self) -> str:
+        return "%s: %s" % (self.name, self.text) if self else self.text
+
+    def __repr__(self) -> str:
+        return "CloseReason(%d, %r)" % (int(self), self.text)
+
+    def __reduce__(self) -> Any:
+        return (CloseReason, (int(self), self.text))
+
+
+def _close_text(cptr: Optional[int]) -> Optional[str]:
+    """The hook for the library's per-connection close reason (issue 35's
+    rmsg_conn_close_reason(), declared in _ffi when the library exports
+    it), read in on_close while the connection still exists; None
+    without it (CloseReason then explains the errno)."""
+    fn = _ffi.conn_close_reason
+    if fn is None or cptr is None:
+        return None
+    raw: Optional[bytes] = fn(cptr)
+    return raw.decode("utf-8", "replace") if raw else None
 
 
 def _stats(fn: Any, ptr: Optional[int]) -> Dict[str, int]:
@@ -252,6 +358,7 @@ def _msg_bytes(m: int) -> bytes:
 _CFG_SETTERS = {
     "eager_size": lib.rmsg_cfg_set_eager_size,
     "credits": lib.rmsg_cfg_set_credits,
+    "credits_initial": lib.rmsg_cfg_set_credits_initial,
     "send_queue": lib.rmsg_cfg_set_send_queue,
     "busy_poll_us": lib.rmsg_cfg_set_busy_poll_us,
     "max_msg_size": lib.rmsg_cfg_set_max_msg_size,
@@ -265,6 +372,16 @@ _CFG_SETTERS = {
 }
 
 
+def _check_option(name: str, value: Any, rc: int) -> None:
+    """rc of an rmsg_cfg_set_NAME(): EINVAL (a value out of range) as a
+    ValueError that names the option and its page."""
+    if rc == -_errno.EINVAL:
+        raise RmsgValueError(_errno.EINVAL, "%s: %s is not a valid value "
+                             "(rmsg_cfg_set_%s(3) gives the range)"
+                             % (name, value, name))
+    _check(rc)
+
+
 def _make_cfg(opts: Dict[str, Any], log_level: Optional[int] = None) -> int:
     """An rmsg_cfg from keyword options; the caller destroys it."""
     p = ctypes.c_void_p()
@@ -275,20 +392,32 @@ def _make_cfg(opts: Dict[str, Any], log_level: Optional[int] = None) -> int:
         for k, v in opts.items():
             if v is None:
                 continue
-            if k == "private_data":
-                v = bytes(v)
-                _check(lib.rmsg_cfg_set_private_data(cfg, v, len(v)))
-                continue
-            if k == "psk":
-                # the pre-shared key (16..64 bytes): both sides must
-                # hold it (rmsg_cfg_set_psk(3))
-                v = bytes(v)
-                _check(lib.rmsg_cfg_set_psk(cfg, v, len(v)))
+            if k in ("private_data", "psk"):
+                # psk: the pre-shared key (16..64 bytes): both sides
+                # must hold it (rmsg_cfg_set_psk(3))
+                try:
+                    v = bytes(v)
+                except TypeError:
+                    raise TypeError("%s: expected bytes, got %s"
+                                    % (k, type(v).__name__)) from None
+                fn = (lib.rmsg_cfg_set_private_data if k == "private_data"
+                      else lib.rmsg_cfg_set_psk)
+                _check_option(k, "%d bytes" % len(v), fn(cfg, v, len(v)))
                 continue
             setter = _CFG_SETTERS.get(k)
             if setter is None:
                 raise TypeError("unknown option %r" % k)
-            _check(setter(cfg, int(v)))
+            if isinstance(v, bool) or not isinstance(v, int):
+                try:
+                    v = int(v)  # an int-like value (numpy, IntEnum)
+                except (TypeError, ValueError):
+                    raise TypeError("%s: expected an int, got %s"
+                                    % (k, type(v).__name__)) from None
+            # ctypes would cut a value too wide for the C parameter
+            bits = 8 * ctypes.sizeof(setter.argtypes[1])
+            if v < 0 or v >= 1 << bits:
+                _check_option(k, v, -_errno.EINVAL)
+            _check_option(k, v, setter(cfg, v))
         if log_level is not None:
             _check(lib.rmsg_cfg_set_log(cfg, log_level, _log_cb, None))
     except BaseException:
@@ -414,6 +543,27 @@ def _on_accept_py(lp: int, c: int, pdata: Optional[int], plen: int,
 _on_accept = _ffi.ACCEPT_CB(_on_accept_py)
 
 
+def _on_pick_py(peer: Optional[int], n: int, h: int) -> int:
+    listener = _handles.get(h)
+    pick = listener._pick if listener is not None else None
+    if pick is None:
+        return n
+    try:
+        addr = None
+        if peer:
+            fam = int.from_bytes(ctypes.string_at(peer, 2), sys.byteorder)
+            size = 28 if fam == socket.AF_INET6 else 16
+            addr = _address(ctypes.string_at(peer, size).ljust(28, b"\0"))
+        i = int(pick(addr, n))
+        return i if 0 <= i < n else n
+    except BaseException:
+        _uncaught("pick")
+        return n  # refused
+
+
+_on_pick = _ffi.PICK_CB(_on_pick_py)
+
+
 def _on_done_py(c: int, status: int, h: int) -> None:
     op = _handles.pop(h, None)
     if op is not None:
@@ -454,6 +604,9 @@ _CONN_OPS = _ffi.conn_ops(_on_established, _on_msg, _on_imm, _on_writable,
                           _on_close)
 
 _live_contexts: weakref.WeakSet[Context] = weakref.WeakSet()
+# struct rmsg_ctx * -> its Context: the context a group listener handed
+# a connection to (rmsg_conn_ctx(3))
+_ctx_by_ptr: Dict[int, Context] = {}
 
 
 @atexit.register
@@ -472,8 +625,10 @@ class Context:
     """A librmsg context driven by the running asyncio loop (no thread of
     its own: rmsg_ctx_create_fd(3), watched with loop.add_reader()).
 
-    Options (all optional) set the context's rmsg_cfg: eager_size,
-    credits, send_queue, busy_poll_us, max_msg_size, private_data,
+    Options (all optional) set the context's rmsg_cfg, one per
+    rmsg_cfg_set_NAME(3) (a value out of range raises RmsgValueError, a
+    ValueError naming the option): eager_size, credits,
+    credits_initial, send_queue, busy_poll_us, max_msg_size, private_data,
     timeout_ms, reg_limit, tcp_rx_limit, keepalive_ms, keepalive_misses,
     psk (a pre-shared key of 16 to 64 bytes: the peer must hold the same
     one, else the connection fails with EACCES; rmsg_cfg_set_psk(3))
@@ -522,6 +677,8 @@ class Context:
             lib.rmsg_ctx_destroy(p.value)
             raise
         _live_contexts.add(self)
+        if p.value:
+            _ctx_by_ptr[p.value] = self
 
     # -- driving the library -------------------------------------------
 
@@ -556,6 +713,7 @@ class Context:
         if self._in_progress:
             return  # inside a callback: _progress() does it on return
         _live_contexts.discard(self)
+        _ctx_by_ptr.pop(ctxp, None)
         self._aloop.remove_reader(self._fd)
         # requests still waiting for an async handler: answer them now,
         # a later reply finds them gone
@@ -640,11 +798,15 @@ class Context:
         "auto://host:port" (port 0 picks one). Returns a Listener, which
         may also be awaited (``async with await ctx.listen(uri) as l``).
 
-        accept(peer_private_data: bytes) runs for each incoming
-        connection, inside the library's callback, and must be quick:
-        return None/True to accept, bytes to accept with that private
-        data, False to reject with ECONNREFUSED, or raise RmsgError(errno)
-        to reject with errno. recv_queue: the receive queue bound of the
+        accept(peer_private_data: bytes) or, if it takes two arguments,
+        accept(peer_private_data, peer_addr) runs for each incoming
+        connection, inside the library's callback, and must be quick;
+        peer_addr is the client's (host, port), as Connection.peer_addr
+        (an IPv4 client of a listener on [::] shows as
+        "::ffff:127.0.0.1"; rmsg_conn_peer_addr(3)). Return None/True to
+        accept, bytes to accept with that private data, False to reject
+        with ECONNREFUSED, or raise RmsgError(errno) to reject with
+        errno. recv_queue: the receive queue bound of the
         accepted connections (default: the context's). options: a cfg for
         accepted connections (see Context)."""
         ctxp = self._live()
@@ -873,6 +1035,96 @@ class Context:
 # ---------------------------------------------------------------------
 # listeners
 
+def _takes_two(fn: Any) -> bool:
+    """Whether fn can be called with two positional arguments (listen()'s
+    accept(private_data, peer_addr)) rather than one."""
+    if fn is None:
+        return False
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return False
+    n = 0
+    for p in sig.parameters.values():
+        if p.kind == p.VAR_POSITIONAL:
+            return True
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            n += 1
+    return n >= 2
+
+
+class _Member:
+    """A context of a group listener, its connections and its waiter."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.queue: Deque[Connection] = collections.deque()
+        self.waiter: Optional[asyncio.Future[None]] = None
+
+    def wake(self) -> None:
+        w = self.waiter
+        if w is not None:
+            self.waiter = None
+            _resolve(w, None, None)
+
+
+def listen_group(contexts: Sequence[Context], uri: str, *,
+                 accept: Optional[AcceptFunc] = None,
+                 pick: Optional[Callable[[Optional[Address], int], int]]
+                 = None,
+                 recv_queue: Optional[int] = _CTX_DEFAULT,
+                 **options: Any) -> Listener:
+    """One address served by several contexts (rmsg_listen_group(3)),
+    typically each on its own thread with its own asyncio loop.
+    contexts[0] is the home: call this on its loop's thread; it owns the
+    listener (close it there). Each new connection is handed to one
+    context: pick(peer_addr, n) (on the home's thread; None: round-robin)
+    returns its index, n or more refuses the peer. accept (as for
+    Context.listen()) and every callback of the connection run on the
+    chosen context's thread, and ``await listener.accept()`` (or ``async
+    for``, serve_forever()) awaited on a context's loop returns the
+    connections of that context. recv_queue: default each context's.
+    options: a cfg for the accepted connections (see Context)."""
+    ctxs = list(contexts)
+    if not 1 <= len(ctxs) <= _ffi.RMSG_GROUP_MAX or \
+            len(set(map(id, ctxs))) != len(ctxs):
+        raise ValueError("contexts: 1 to %d distinct Context objects"
+                         % _ffi.RMSG_GROUP_MAX)
+    home = ctxs[0]
+    if threading.get_ident() != home._tid:
+        raise RuntimeError("listen_group() runs on the thread of "
+                           "contexts[0], the home")
+    ptrs = (ctypes.c_void_p * len(ctxs))(*[c._live() for c in ctxs])
+    listener = Listener(home, uri, accept, None)
+    listener._members = {c: _Member(c) for c in ctxs}
+    listener._pick = pick
+    if recv_queue is _CTX_DEFAULT:
+        listener._recv_default = True
+    else:
+        listener._recv_queue = _recv_bound(recv_queue)
+    cfg = _make_cfg(options, _rmsg_log_level()) if options else None
+    p = ctypes.c_void_p()
+    try:
+        rc = lib.rmsg_listen_group(ptrs, len(ctxs), uri.encode(), cfg,
+                                   ctypes.byref(_CONN_OPS), _on_accept,
+                                   _on_pick if pick is not None else
+                                   ctypes.cast(0, _ffi.PICK_CB),
+                                   listener._handle,
+                                   ctypes.byref(p))
+    finally:
+        if cfg:
+            lib.rmsg_cfg_destroy(cfg)
+    if rc:
+        _handles.pop(listener._handle, None)
+        raise _error(rc)
+    port = ctypes.c_uint16()
+    lib.rmsg_listener_port(p.value, ctypes.byref(port))
+    listener._lp = p.value
+    listener.port = port.value
+    home._listeners.add(listener)
+    return listener
+
+
 class Listener:
     """Accepts connections; ``await l.accept()``, ``async for conn in
     l`` or ``await l.serve_forever(per_conn)``. Connections are delivered
@@ -889,6 +1141,12 @@ class Listener:
         self._ctx = ctx
         self.uri_requested = uri
         self._accept_fn = accept
+        self._accept_peer = _takes_two(accept)
+        # a group listener (listen_group()): per member context, the
+        # connections handed to it and its accept() waiter, on its thread
+        self._members: Optional[Dict[Context, _Member]] = None
+        self._pick: Optional[Callable[[Optional[Address], int], int]] = None
+        self._recv_default = False  # each member context's recv_queue
         self._recv_queue = recv_queue
         self._handle = _register(self)
         self._lp: Optional[int] = None
@@ -912,12 +1170,29 @@ class Listener:
         res: Union[None, bool, BytesLike] = None
         if self._accept_fn is not None:
             try:
-                res = self._accept_fn(pdata)
+                if self._accept_peer:
+                    buf = ctypes.create_string_buffer(
+                        _ffi.SOCKADDR_STORAGE_SIZE)
+                    peer = _address(buf.raw) if lib.rmsg_conn_peer_addr(
+                        c, buf) == 0 else None
+                    res = self._accept_fn(pdata, peer)  # type: ignore
+                else:
+                    res = self._accept_fn(pdata)  # type: ignore
             except OSError as e:
                 return -(e.errno or _errno.ECONNREFUSED)
             if res is False:
                 return -_errno.ECONNREFUSED
-        conn = Connection(self._ctx, self, self._recv_queue)
+        ctx = self._ctx
+        bound = self._recv_queue
+        if self._members is not None:
+            # runs on the thread of the context the group picked
+            member = _ctx_by_ptr.get(lib.rmsg_conn_ctx(c) or 0)
+            if member is None or member not in self._members:
+                return -_errno.ECONNREFUSED
+            ctx = member
+            if self._recv_default:
+                bound = ctx._recv_queue
+        conn = Connection(ctx, self, bound)
         conn.peer_data = pdata
         if isinstance(res, (bytes, bytearray, memoryview)):
             res = bytes(res)
@@ -927,7 +1202,7 @@ class Listener:
                 return rc
         lib.rmsg_conn_set_arg(c, conn._handle)
         conn._cptr = c
-        self._ctx._conns[c] = conn
+        ctx._conns[c] = conn
         return 0
 
     def _closed_cb(self) -> None:
@@ -936,6 +1211,9 @@ class Listener:
         self._push(None)
 
     def _push(self, conn: Optional[Connection]) -> None:
+        if self._members is not None:
+            self._push_member(conn)
+            return
         if conn is None:
             self._closed = True
         else:
@@ -945,9 +1223,43 @@ class Listener:
             self._waiter = None
             _resolve(w, None, None)
 
+    def _push_member(self, conn: Optional[Connection]) -> None:
+        """A group listener: conn to its context's queue (on that
+        context's thread), or the close (on the home's) to every
+        member, each woken on its own loop."""
+        assert self._members is not None
+        if conn is not None:
+            m = self._members[conn._ctx]
+            m.queue.append(conn)
+            m.wake()
+            return
+        self._closed = True
+        for m in self._members.values():
+            if m.ctx._aloop is self._ctx._aloop:
+                m.wake()
+                continue
+            try:
+                m.ctx._aloop.call_soon_threadsafe(m.wake)
+            except RuntimeError:
+                pass  # that loop is closed: nobody waits there
+
     async def accept(self) -> Connection:
         """The next established connection; RmsgError(ESHUTDOWN) once the
-        listener is closed."""
+        listener is closed. For a group listener (listen_group()): the
+        next connection handed to the context of the running loop."""
+        if self._members is not None:
+            loop = asyncio.get_running_loop()
+            m = next((x for x in self._members.values()
+                      if x.ctx._aloop is loop), None)
+            if m is None:
+                raise RuntimeError("accept() of a group listener runs on "
+                                   "the loop of one of its contexts")
+            while not m.queue:
+                if self._closed:
+                    raise RmsgError(_errno.ESHUTDOWN, "listener closed")
+                m.waiter = loop.create_future()
+                await m.waiter
+            return m.queue.popleft()
         while not self._queue:
             if self._closed:
                 raise RmsgError(_errno.ESHUTDOWN, "listener closed")
@@ -1074,7 +1386,8 @@ class Connection:
     transport: str
     fallback_reason: Optional[str]
     peer_data: bytes
-    close_reason: Optional[int]
+    #: None while open; then why it closed (an int: 0 or -errno)
+    close_reason: Optional[CloseReason]
     on_imm: Optional[Callable[[int, int], Any]]
     #: the bound of the receive queue, in messages (None: unbounded)
     recv_queue: Optional[int]
@@ -1150,14 +1463,16 @@ class Connection:
         self._fail_blocked(reason or -_errno.ECANCELED)
         if self._cptr is not None:
             self._ctx._conns.pop(self._cptr, None)
+        why = CloseReason(reason, _close_text(self._cptr) if reason else None)
         self._cptr = None
-        self.close_reason = reason
+        self.close_reason = why
         if not self._established.done():
-            _resolve(self._established, _error(reason or -_errno.ECANCELED),
-                     None)
+            _resolve(self._established,
+                     _error(reason or -_errno.ECANCELED) if not reason else
+                     rmsg_error(reason, str(why.text)), None)
             if self._established.done():
                 self._established.exception()  # retrieved: no warning
-        _resolve(self._closed, None, reason)
+        _resolve(self._closed, None, why)
         self._wake()
 
     def _wake(self) -> None:
@@ -1243,7 +1558,16 @@ class Connection:
         fut = op.fut
         if type(fut) is _CallFuture:
             fut._op = None  # no reference cycle left for the collector
-        _resolve(fut, _error(status) if status else None, data)
+        _resolve(fut, self._op_error(status) if status else None, data)
+
+    def _op_error(self, status: int) -> RmsgError:
+        """An operation's error; ECANCELED (the close ended it) and
+        ENOTCONN (started on a closed connection) are ConnectionClosed,
+        like recv()'s, so one except clause sees a closed connection
+        whatever the call."""
+        if -status in (_errno.ECANCELED, _errno.ENOTCONN):
+            return ConnectionClosed(-status)
+        return _error(status)
 
     # -- operations ---------------------------------------------------------
 
@@ -1458,8 +1782,9 @@ class Connection:
 
     async def close(self) -> int:
         """Close and wait for on_close. Pending operations fail with
-        ECANCELED. Returns the close reason (0 for this local close unless
-        the connection had already failed)."""
+        ConnectionClosed (ECANCELED). Returns the close reason, a
+        CloseReason (0 for this local close unless the connection had
+        already failed)."""
         self._close_nowait()
         return await asyncio.shield(self._closed)
 

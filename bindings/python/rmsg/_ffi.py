@@ -119,6 +119,7 @@ DONE_CB = CFUNCTYPE(None, c_void_p, c_int, c_void_p)
 REPLY_CB = CFUNCTYPE(None, c_void_p, c_int, c_void_p, c_void_p)
 HANDLER_CB = CFUNCTYPE(None, c_void_p, c_void_p, c_void_p, c_void_p)
 LOG_CB = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
+PICK_CB = CFUNCTYPE(c_uint, c_void_p, c_uint, c_void_p)
 
 
 class conn_ops(Structure):
@@ -162,6 +163,7 @@ _decl("rmsg_cfg_create", c_int, POINTER(c_void_p))
 _decl("rmsg_cfg_destroy", None, P)
 _decl("rmsg_cfg_set_eager_size", c_int, P, c_size_t)
 _decl("rmsg_cfg_set_credits", c_int, P, c_uint)
+_decl("rmsg_cfg_set_credits_initial", c_int, P, c_uint)
 _decl("rmsg_cfg_set_send_queue", c_int, P, c_uint)
 _decl("rmsg_cfg_set_busy_poll_us", c_int, P, c_uint)
 _decl("rmsg_cfg_set_max_msg_size", c_int, P, c_size_t)
@@ -208,13 +210,32 @@ def _decl_versioned(name: str, version: bytes, restype: Any,
 
 _decl_versioned("rmsg_listen", CONN_OPS_VERSION, c_int, P, c_char_p, P,
                 POINTER(conn_ops), ACCEPT_CB, P, POINTER(c_void_p))
+# rmsg_listen_group() exists from LIBRMSG_0.2 on, where struct
+# rmsg_conn_ops has the layout of conn_ops above; a release that grows
+# the struct keeps that layout at this version (as for CONN_OPS_VERSION)
+GROUP_OPS_VERSION = b"LIBRMSG_0.2"
+_decl_versioned("rmsg_listen_group", GROUP_OPS_VERSION, c_int,
+                POINTER(c_void_p), c_uint, c_char_p, P, POINTER(conn_ops),
+                ACCEPT_CB, PICK_CB, P, POINTER(c_void_p))
+RMSG_GROUP_MAX = 64
 _decl("rmsg_listener_port", c_int, P, POINTER(c_uint16))
 _decl("rmsg_listener_close", c_int, P)
 _decl_versioned("rmsg_connect", CONN_OPS_VERSION, c_int, P, c_char_p, P,
                 POINTER(conn_ops), P, POINTER(c_void_p))
 _decl("rmsg_conn_close", c_int, P)
 _decl("rmsg_conn_transport", c_char_p, P)
+_decl("rmsg_conn_ctx", c_void_p, P)
 _decl("rmsg_conn_fallback_reason", c_char_p, P)
+# the hook for the per-connection close reason string of issue 35
+# (rmsg_conn_close_reason(), on the C side's way): used when the loaded
+# library exports it (CloseReason.text), else None. Its prototype here
+# must be the header's once the header has it: tests/test_header.py
+# compares every declaration of this file with include/rmsg.h.
+try:
+    _decl("rmsg_conn_close_reason", c_char_p, P)
+    conn_close_reason: Any = lib.rmsg_conn_close_reason
+except AttributeError:
+    conn_close_reason = None
 _decl("rmsg_conn_set_arg", c_int, P, P)
 _decl("rmsg_conn_stats", c_int, P, POINTER(rmsg_stats), c_size_t)
 _decl("rmsg_ctx_stats", c_int, P, POINTER(rmsg_stats), c_size_t)

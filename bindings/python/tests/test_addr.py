@@ -63,3 +63,37 @@ async def test_addresses_ipv6_loopback():
     peer, local = await check("tcp://[::1]:0", "::1")
     assert peer[0] == "::1" and local[0] == "::1"
 
+
+
+def _dual_stack():
+    """Whether an IPv6 wildcard socket here also takes IPv4 (the system's
+    net.ipv6.bindv6only is 0, and IPv6 exists)."""
+    try:
+        with open("/proc/sys/net/ipv6/bindv6only") as f:
+            return f.read().strip() == "0"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(TRANSPORT != "tcp" or ADDR != "127.0.0.1"
+                    or not _dual_stack(),
+                    reason="IPv4 to a TCP [::] listener on this host")
+@async_test
+async def test_v4_client_of_v6_wildcard_is_mapped():
+    """rmsg_conn_peer_addr(3): an IPv4 client of a tcp://[::] listener
+    has an IPv4-mapped address, ::ffff:127.0.0.1, in accept() and in
+    peer_addr (what the page's access-control example allows for)."""
+    seen = []
+    async with rmsg.Context() as sctx, rmsg.Context() as cctx:
+        lst = sctx.listen("tcp://[::]:0",
+                          accept=lambda pd, peer: seen.append(peer))
+        conn = await cctx.connect("tcp://127.0.0.1:%d" % lst.port)
+        sconn = await lst.accept()
+        port = conn.local_addr[1]
+        assert seen == [("::ffff:127.0.0.1", port)]
+        assert sconn.peer_addr == ("::ffff:127.0.0.1", port)
+        mapped = ipaddress.ip_address(sconn.peer_addr[0])
+        assert mapped.ipv4_mapped == ipaddress.ip_address("127.0.0.1")
+        assert sconn.local_addr == ("::ffff:127.0.0.1", lst.port)
+        await conn.close()
+        lst.close()
