@@ -62,9 +62,81 @@
  * run from the context flush (never inside the API call that queued them),
  * and always before on_close.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "conn_int.h"
+
+void rmsgi_conn_why(struct rmsg_conn *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->why[0] || c->state >= RMSGI_CS_CLOSING)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(c->why, sizeof(c->why), fmt, ap);
+	va_end(ap);
+}
+
+/* the reason of a close nobody explained, from its errno and what the
+ * connection knows; the texts name the setting to look at */
+static const char *why_of(const struct rmsg_conn *c, int r)
+{
+	switch (r) {
+	case 0:
+		return "closed by this side (rmsg_conn_close)";
+	case -ESHUTDOWN:
+		return "the peer closed the connection";
+	case -ECONNRESET:
+		return "the peer's end went away without a close (reset: its "
+		       "process or host died, or the network failed)";
+	case -ECONNREFUSED:
+		return c->is_server ? "refused by the accept callback"
+				    : "refused: nothing listens there";
+	case -ECANCELED:
+		return "the context was destroyed (rmsg_ctx_destroy)";
+	case -ETIMEDOUT:
+		return c->was_established
+			       ? "timed out"
+			       : "not established within the connect timeout "
+				 "(rmsg_cfg_set_timeout_ms)";
+	case -EPROTO:
+		return "the peer broke the protocol";
+	case -EACCES:
+		return "authentication failed (rmsg_cfg_set_psk)";
+	case -EUSERS:
+		return "refused by the listener's limits "
+		       "(rmsg_cfg_set_max_conns, rmsg_cfg_set_max_pending)";
+	case -ECONNABORTED:
+		return "the listener closed before the connection was "
+		       "accepted";
+	case -ENOMEM:
+		return "out of memory";
+	case -ENXIO:
+		return "the host name does not resolve";
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+		return "no route to the peer";
+	default:
+		return NULL;
+	}
+}
+
+/* fixes the reason as the connection starts to close */
+static void why_fix(struct rmsg_conn *c)
+{
+	const char *t = why_of(c, c->close_reason);
+
+	if (c->why[0])
+		return;
+	if (t)
+		snprintf(c->why, sizeof(c->why), "%s", t);
+	else
+		snprintf(c->why, sizeof(c->why), "%s (%s)",
+			 strerror(-c->close_reason),
+			 rmsg_err_name(c->close_reason));
+}
 
 /* every state change goes through here: the direct-send limit follows */
 void rmsgi_conn_set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
@@ -73,6 +145,8 @@ void rmsgi_conn_set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
 
 	if (c->state == RMSGI_CS_AUTH && s != RMSGI_CS_AUTH)
 		rmsgi_timer_stop(c->ctx->loop, &c->auth_tmo);
+	if (s >= RMSGI_CS_CLOSING && c->state < RMSGI_CS_CLOSING)
+		why_fix(c);
 	c->state = s;
 	c->direct_lim = 0;
 	if (c->lst)
@@ -245,8 +319,13 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 	c->is_server = true;
 	set_peer(c, h);
 	conn_addrs(c);
-	if (h->credits < 4 || h->eager_size < 64)
+	if (h->credits < 4 || h->eager_size < 64) {
+		rmsgi_conn_why(c,
+			       "the peer's hello offers %u credits and "
+			       "an eager size of %u (at least 4 and 64)",
+			       h->credits, h->eager_size);
 		return rmsgi_conn_refuse(c, -EPROTO, reply);
+	}
 	if (!l)
 		l = c->lst;
 	if (!l) /* a group's listener closed before the hello came */
@@ -267,12 +346,15 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 	if (ret) {
 		c->ctx->st.conns_refused++;
 		memset(&c->ops, 0, sizeof(c->ops));
+		rmsgi_conn_why(c, "refused by the accept callback (%s)",
+			       rmsg_err_name(ret));
 		rmsgi_conn_refusal(c, ret, reply);
 		return reply->status;
 	}
 	rmsgi_conn_set_state(c, RMSGI_CS_ACCEPTING);
 	c->app_accepted = true;
 	c->ctx->st.conns_accepted++;
+	rmsgi_conn_event(c, "accepted", NULL);
 	rmsgi_conn_hello(c, reply);
 	return 0;
 }
@@ -315,6 +397,11 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 		return;
 	if (h) {
 		if (h->credits < 4 || h->eager_size < 64) {
+			rmsgi_conn_why(c,
+				       "the peer's hello offers %u credits "
+				       "and an eager size of %u (at least 4 "
+				       "and 64)",
+				       h->credits, h->eager_size);
 			rmsgi_conn_abort(c, -EPROTO);
 			return;
 		}
@@ -328,9 +415,25 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	rmsgi_conn_up(c);
 }
 
+/* why this connection runs on its transport, for the info line */
+static const char *transport_why(const struct rmsg_conn *c)
+{
+	if (c->is_server)
+		return "the listener's";
+	if (c->fallback_reason)
+		return rmsgi_fallback_text(c->fallback_reason);
+	if (c->auto_to)
+		return "auto:// found RDMA";
+	return "the URI's scheme";
+}
+
 /* -> ESTABLISHED: on_established */
 void rmsgi_conn_up(struct rmsg_conn *c)
 {
+	if (c->auth_wait)
+		rmsgi_conn_event(c, "authenticated", NULL);
+	rmsgi_conn_event(c, "established", "transport=%s why=\"%s\"",
+			 c->tr ? c->tr->name : "none", transport_why(c));
 	c->auth_wait = false;
 	rmsgi_conn_set_state(c, RMSGI_CS_ESTABLISHED);
 	/* what was queued before goes by what is known now */
@@ -407,19 +510,33 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 		c->peer_pdata_len = h->pdata_len;
 		memcpy(c->peer_pdata, h->pdata, h->pdata_len);
 		/* a listener over its limits, not the app, said no */
-		if (h->status == -EUSERS)
+		if (h->status == -EUSERS) {
 			rmsgi_warn(c->ctx, "conn %u: refused: %s", c->id,
 				   rmsg_strerror(-EUSERS));
+			rmsgi_conn_why(c,
+				       "refused by the peer's listener: over "
+				       "its limits (max_conns, max_pending)");
+		}
 		/* the two sides disagree on authentication (auth_request) */
 		if (h->status == -EACCES && (h->flags & RMSGI_HELLO_F_AUTH)) {
+			const char *t =
+				c->cfg.psk_len ? "the server has no pre-shared "
+						 "key"
+					       : "the server requires a "
+						 "pre-shared key "
+						 "(rmsg_cfg_set_psk)";
+
 			c->ctx->st.auth_failures++;
-			rmsgi_warn(c->ctx, "conn %u: refused: %s", c->id,
-				   c->cfg.psk_len
-					   ? "the server has no pre-shared key"
-					   : "the server requires a pre-shared "
-					     "key (rmsg_cfg_set_psk)");
+			rmsgi_warn(c->ctx, "conn %u: refused: %s", c->id, t);
+			rmsgi_conn_why(c, "authentication failed: %s", t);
 			reason = -EACCES;
 		}
+		if (h->status == -ECONNABORTED)
+			rmsgi_conn_why(c, "the peer's listener closed before "
+					  "accepting");
+		else if (h->status == -EPROTO)
+			rmsgi_conn_why(c, "the peer found our hello malformed");
+		rmsgi_conn_why(c, "rejected by the peer's accept callback");
 	}
 	c->close_reason = peer_reason(c, reason);
 	rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
@@ -564,12 +681,12 @@ void rmsgi_conn_abort(struct rmsg_conn *c, int reason)
 {
 	if (c->state >= RMSGI_CS_CLOSING)
 		return;
-	rmsgi_log(c->ctx, reason == -ECANCELED ? RMSG_LOG_DEBUG : RMSG_LOG_WARN,
-		  "conn %u: closing: %s", c->id, rmsg_strerror(reason));
 	if (reason == -EPROTO)
 		c->st.proto_errors++;
 	c->close_reason = reason;
 	rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
+	rmsgi_log(c->ctx, reason == -ECANCELED ? RMSG_LOG_DEBUG : RMSG_LOG_WARN,
+		  "conn %u: closing: %s", c->id, c->why);
 	rmsgi_conn_cancel_queued(c, reason);
 	rmsgi_conn_drop_rx(c);
 	/* a failure does not linger */
@@ -685,9 +802,20 @@ ev_tstamp rmsgi_conn_tx_idle(const struct rmsg_conn *c, ev_tstamp now)
 
 void rmsgi_conn_finalize(struct rmsg_conn *c)
 {
+	bool seen = c->was_established || !c->is_server || c->app_accepted;
+
 	rmsgi_conn_set_state(c, RMSGI_CS_CLOSED);
 	rmsgi_list_del(&c->link);
 	rmsgi_stats_fold(c);
+	/* a connection the app never saw was refused (the server's side) */
+	rmsgi_conn_event(c, seen ? "closed" : "refused",
+			 "err=%s reason=\"%s\" msgs_sent=%llu bytes_sent=%llu "
+			 "msgs_recv=%llu bytes_recv=%llu",
+			 rmsg_err_name(c->close_reason), c->why,
+			 (unsigned long long)c->st.msgs_sent,
+			 (unsigned long long)c->st.bytes_sent,
+			 (unsigned long long)c->st.msgs_recv,
+			 (unsigned long long)c->st.bytes_recv);
 	rmsgi_keepalive_stop(c);
 	/* what was exported to this connection ends with it */
 	rmsgi_mr_conn_gone(c);
@@ -734,6 +862,35 @@ const char *rmsg_conn_fallback_reason(const struct rmsg_conn *c)
 	if (!c || !c->fallback_reason || c->auto_fallback)
 		return NULL;
 	return rmsgi_fallback_text(c->fallback_reason);
+}
+
+const char *rmsg_conn_close_reason(const struct rmsg_conn *c)
+{
+	if (!c || c->state < RMSGI_CS_CLOSING)
+		return NULL;
+	return c->why;
+}
+
+/* the prefix of every event line: who, and between which addresses */
+void rmsgi_conn_event(const struct rmsg_conn *c, const char *event,
+		      const char *fmt, ...)
+{
+	char local[64], peer[64], rest[384] = "";
+	va_list ap;
+
+	if (c->ctx->log_max < RMSG_LOG_INFO)
+		return;
+	rmsgi_addr_fmt(c->addrs_known ? &c->local_addr : NULL, local,
+		       sizeof(local));
+	rmsgi_addr_fmt(c->addrs_known ? &c->peer_addr : NULL, peer,
+		       sizeof(peer));
+	if (fmt) {
+		va_start(ap, fmt);
+		vsnprintf(rest, sizeof(rest), fmt, ap);
+		va_end(ap);
+	}
+	rmsgi_info(c->ctx, "conn=%u event=%s local=%s peer=%s%s%s", c->id,
+		   event, local, peer, fmt ? " " : "", rest);
 }
 
 const char *rmsg_conn_transport(const struct rmsg_conn *c)

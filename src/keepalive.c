@@ -62,6 +62,14 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 								: "large send",
 				   op->len, now - since);
 			c->st.ka_timeouts++;
+			rmsgi_conn_why(c,
+				       "keepalive: the peer left a %s of %zu "
+				       "bytes unanswered for %.1f s",
+				       op->kind == RMSGI_OP_READ ? "read"
+				       : op->kind == RMSGI_OP_WRITE
+					       ? "write"
+					       : "large send",
+				       op->len, now - since);
 			rmsgi_conn_abort(c, -ETIMEDOUT);
 			rmsgi_ctx_flush(c->ctx);
 			return;
@@ -86,6 +94,12 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			   c->id, idle, c->cfg.keepalive_ms,
 			   c->cfg.keepalive_misses);
 		c->st.ka_timeouts++;
+		rmsgi_conn_why(c,
+			       "keepalive: nothing heard from the peer for "
+			       "%.1f s (keepalive %u ms x %u misses): peer "
+			       "dead or unreachable",
+			       idle, c->cfg.keepalive_ms,
+			       c->cfg.keepalive_misses);
 		rmsgi_conn_abort(c, -ETIMEDOUT);
 		rmsgi_ctx_flush(c->ctx);
 		return;

@@ -266,6 +266,9 @@ enum rmsgi_conn_state {
 	RMSGI_CS_CLOSED,      /* on_close delivered; waits for last ref */
 };
 
+/* the longest reason text rmsg_conn_close_reason() gives, NUL included */
+#define RMSGI_WHY_MAX 160
+
 struct rmsg_conn {
 	struct rmsgi_list link;	      /* ctx->conns */
 	struct rmsgi_list dirty_link; /* ctx->dirty */
@@ -312,6 +315,11 @@ struct rmsg_conn {
 	ev_tstamp rndv_mark; /* rndvq last moved (an answer, or first op) */
 	size_t ka_mark;	     /* payload bytes of a large frame at last life */
 	int close_reason;
+	/* why it closed or was refused, for rmsg_conn_close_reason(): the
+	 * first reason given while open (rmsgi_conn_why), else the text of
+	 * close_reason as the connection enters CLOSING; fixed from then on,
+	 * so that the app may keep the pointer while it holds the handle */
+	char why[RMSGI_WHY_MAX];
 	/* the CREDIT frame's op, reused: queued or posted, or idle (DONE) */
 	struct rmsgi_op credit_op;
 
@@ -493,5 +501,14 @@ void rmsgi_async_poll(struct rmsg_ctx *ctx);
 
 /* text of why auto:// fell back to TCP */
 const char *rmsgi_fallback_text(int reason);
+
+/* log.c: "ADDR:PORT" or "[ADDR6]:PORT" of @ss, "-" if not an address */
+void rmsgi_addr_fmt(const struct sockaddr_storage *ss, char *buf, size_t len);
+/* the connection events logged at info (conn.c, listener.c, auth.c):
+ * one line each, "conn=ID event=NAME local=ADDR peer=ADDR" and @fmt's
+ * key=value pairs; nothing is formatted below info */
+void rmsgi_conn_event(const struct rmsg_conn *c, const char *event,
+		      const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #endif /* RMSG_INT_H */

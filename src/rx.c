@@ -212,6 +212,7 @@ rx_pack(struct rmsg_conn *c, const struct rmsgi_hdr *h, struct rmsg_msg *f)
 			   "conn %u: the peer sent a malformed PACK "
 			   "frame: closing",
 			   c->id);
+		rmsgi_conn_why(c, "the peer sent a malformed PACK frame");
 		goto fail;
 	}
 	ret = -ENOMEM;
@@ -298,10 +299,16 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		m->free_fn(m);
 		op = rmsgi_conn_rndv_find(c, h->id);
 		if (!op || op->kind == RMSGI_OP_READ) {
+			rmsgi_conn_why(c, "the peer sent a RNDV_ACK frame for "
+					  "nothing we asked");
 			rmsgi_conn_abort(c, -EPROTO);
 			return -EPROTO;
 		}
 		if (h->aux > 4095) {
+			rmsgi_conn_why(c,
+				       "the peer sent a RNDV_ACK frame "
+				       "with the status %u (not an errno)",
+				       h->aux);
 			rmsgi_conn_abort(c, -EPROTO);
 			return -EPROTO;
 		}
@@ -312,6 +319,10 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		return 0;
 	default:
 		m->free_fn(m);
+		rmsgi_conn_why(c,
+			       "the peer sent a %s frame (type %u), "
+			       "unknown or not allowed here",
+			       rmsgi_frame_name(h->type), h->type);
 		rmsgi_conn_abort(c, -EPROTO);
 		return -EPROTO;
 	}
@@ -346,6 +357,10 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 			   "conn %u: the peer sent a frame beyond the %u "
 			   "credits it was granted",
 			   c->id, c->cr.grant);
+		rmsgi_conn_why(c,
+			       "the peer sent a %s frame beyond the %u "
+			       "credits it was granted",
+			       rmsgi_frame_name(h->type), c->cr.grant);
 		rmsgi_conn_abort(c, -EPROTO);
 		return -EPROTO;
 	}
@@ -358,6 +373,10 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 					    c->peer_credits);
 		if (RMSGI_UNLIKELY(ret)) {
 			m->free_fn(m);
+			rmsgi_conn_why(c,
+				       "the peer's %s frame returned more "
+				       "credits than it holds of ours",
+				       rmsgi_frame_name(h->type));
 			rmsgi_conn_abort(c, ret);
 			return ret;
 		}

@@ -620,6 +620,11 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c,
  * Idempotent. */
 void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 			  const struct rmsgi_hello *h);
+/* says why @c is about to end (rmsg_conn_close_reason()), just before
+ * the rmsgi_conn_ev_failed() that ends it; the first reason given
+ * counts, and none once the connection is closing */
+void rmsgi_conn_why(struct rmsg_conn *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* the backend has completed every posted op and released the endpoint:
  * it forgets @c (the core may start another backend for it) */
 void rmsgi_conn_ev_down(struct rmsg_conn *c);
