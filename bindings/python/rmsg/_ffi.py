@@ -246,5 +246,17 @@ _decl("rmsg_call_cancel", c_int, P, c_uint64)
 _decl("rmsg_reply", c_int, P, IOV_P, c_int)
 _decl("rmsg_reply_error", c_int, P, c_int)
 _decl("rmsg_strerror", c_char_p, c_int)
+_decl("rmsg_err_name", c_char_p, c_int)
+_decl("rmsg_conn_close_reason", c_char_p, P)
+_decl("rmsg_stat_count", c_int)
+_decl("rmsg_stat_info", c_int, c_int, POINTER(c_char_p), POINTER(c_char_p),
+      POINTER(c_uint))
+_decl("rmsg_ctx_stats_export", c_int, P, c_int, c_char_p, c_size_t)
+# enum rmsg_stat_flags, enum rmsg_stats_format (rmsg_stat_count(3),
+# rmsg_ctx_stats_export(3))
+STAT_COUNTER = 1
+STAT_CTX_ONLY = 2
+STATS_PROMETHEUS = 0
+STATS_JSON = 1
 _decl("rmsg_version", c_char_p, POINTER(c_uint), POINTER(c_uint),
       POINTER(c_uint))
