@@ -687,9 +687,8 @@ const char *rmsg_conn_fallback_reason(const struct rmsg_conn *c);
  * the peer for ...", the frame a peer broke the protocol with, the limit
  * that was hit.
  * Return: NULL while the connection is open (before it starts to close),
- * else a text that stays the same, at the same address, while the handle
- * is valid (in on_close, and after it while a held message keeps the
- * connection).
+ * else a text that stays the same, at the same address, until on_close
+ * has returned.
  */
 const char *rmsg_conn_close_reason(const struct rmsg_conn *c);
 
