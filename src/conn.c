@@ -204,6 +204,16 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
  * callbacks, nothing posted */
 void rmsgi_conn_discard(struct rmsg_conn *c)
 {
+	/* a request refused before the app saw it (RDMA: no endpoint
+	 * follows); logged as the other refusals are (finalize) */
+	if (c->is_server && c->state < RMSGI_CS_CLOSING) {
+		if (!c->close_reason)
+			rmsgi_conn_why(c, "refused before the application "
+					  "saw it");
+		rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
+		rmsgi_conn_event(c, "refused", "err=%s reason=\"%s\"",
+				 rmsg_err_name(c->close_reason), c->why);
+	}
 	c->tr = NULL;
 	c->tops = NULL;
 	c->tr_priv = NULL;
@@ -307,6 +317,9 @@ static void conn_addrs(struct rmsg_conn *c)
 int rmsgi_conn_refuse(struct rmsg_conn *c, int err, struct rmsgi_hello *reply)
 {
 	rmsgi_conn_refusal(c, err, reply);
+	/* the reason the log gives if the connection goes without an end
+	 * of the backend's (rmsgi_conn_discard) */
+	c->close_reason = reply->status;
 	return reply->status;
 }
 
@@ -348,8 +361,7 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 		memset(&c->ops, 0, sizeof(c->ops));
 		rmsgi_conn_why(c, "refused by the accept callback (%s)",
 			       rmsg_err_name(ret));
-		rmsgi_conn_refusal(c, ret, reply);
-		return reply->status;
+		return rmsgi_conn_refuse(c, ret, reply);
 	}
 	rmsgi_conn_set_state(c, RMSGI_CS_ACCEPTING);
 	c->app_accepted = true;

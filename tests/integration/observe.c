@@ -378,7 +378,7 @@ static void child_stderr(const char *value, char *out, size_t size)
 static void check_env(void)
 {
 	static char text[16384];
-	const char *p;
+	const char *p, *ev;
 	int lines = 0;
 
 	child_stderr("info", text, sizeof(text));
@@ -389,7 +389,10 @@ static void check_env(void)
 				 p[19] == '.' && p[26] == 'Z' &&
 				 !strncmp(p + 27, " librmsg ", 9),
 			 "a line without its time: %.80s", p);
-		if (strstr(p, " librmsg info: conn=") && strstr(p, " event="))
+		/* this line's, not a later one's */
+		ev = strstr(p, " event=");
+		if (!strncmp(p + 27, " librmsg info: conn=", 20) && ev &&
+		    ev < strchr(p, '\n'))
 			lines++;
 	}
 	/* dialed, accepted, 2 established, 2 closed */
