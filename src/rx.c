@@ -319,10 +319,16 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		return 0;
 	default:
 		m->free_fn(m);
-		rmsgi_conn_why(c,
-			       "the peer sent a %s frame (type %u), "
-			       "unknown or not allowed here",
-			       rmsgi_frame_name(h->type), h->type);
+		if (h->type >= RMSGI_T_MAX_)
+			rmsgi_conn_why(c,
+				       "the peer sent a frame of an unknown "
+				       "type (%u)",
+				       h->type);
+		else
+			rmsgi_conn_why(c,
+				       "the peer sent a %s frame, not allowed "
+				       "here",
+				       rmsgi_frame_name(h->type));
 		rmsgi_conn_abort(c, -EPROTO);
 		return -EPROTO;
 	}
