@@ -84,6 +84,15 @@ const char *rmsg_version(unsigned *major, unsigned *minor, unsigned *patch);
  */
 const char *rmsg_strerror(int err);
 
+/**
+ * rmsg_err_name() - the symbolic name of an error code
+ * @err: an errno value, negative (as librmsg returns them) or positive
+ *
+ * Return: a static string, the name <errno.h> gives it ("ECONNREFUSED"),
+ * "OK" for 0, "UNKNOWN" for a value that names no error.
+ */
+const char *rmsg_err_name(int err);
+
 /* ------------------------------------------------------------------ */
 /* configuration (struct rmsg_cfg): rmsg_cfg_create(3); then every    */
 /* setting, setter and getter together, in the order of their pages:  */
@@ -680,6 +689,22 @@ const char *rmsg_conn_transport(const struct rmsg_conn *c);
 const char *rmsg_conn_fallback_reason(const struct rmsg_conn *c);
 
 /**
+ * rmsg_conn_close_reason() - why a connection closed, or was refused
+ * @c: the connection
+ *
+ * Says in words what the reason of on_close (a negative errno) means for
+ * this connection: "closed by this side (rmsg_conn_close)", "the peer
+ * closed the connection", "authentication failed: the peer refused our
+ * proof: a different pre-shared key?", "keepalive: nothing heard from
+ * the peer for ...", the frame a peer broke the protocol with, the limit
+ * that was hit.
+ * Return: NULL while the connection is open (before it starts to close),
+ * else a text that stays the same, at the same address, until on_close
+ * has returned.
+ */
+const char *rmsg_conn_close_reason(const struct rmsg_conn *c);
+
+/**
  * rmsg_conn_ctx() - the context a connection belongs to
  * @c: the connection
  *
@@ -886,6 +911,64 @@ int rmsg_conn_stats(const struct rmsg_conn *c, struct rmsg_stats *st,
  */
 int rmsg_ctx_stats(const struct rmsg_ctx *ctx, struct rmsg_stats *st,
 		   size_t size);
+
+/** enum rmsg_stat_flags - what rmsg_stat_info() says of a counter */
+enum rmsg_stat_flags {
+	RMSG_STAT_COUNTER = 1,	/* a count that never goes back */
+	RMSG_STAT_CTX_ONLY = 2, /* counted by the context: 0 in a conn's */
+};
+
+/**
+ * rmsg_stat_count() - the number of counters this library keeps
+ *
+ * Counter i is the i-th uint64_t member of struct rmsg_stats, as
+ * rmsg_conn_stats() and rmsg_ctx_stats() fill it. A library newer than
+ * the header a program was built with may know more: reading
+ * rmsg_stat_count() values into an array of uint64_t with those
+ * functions gets them all.
+ * Return: the number, at least 1.
+ */
+int rmsg_stat_count(void);
+
+/**
+ * rmsg_stat_info() - the name and meaning of a counter
+ * @i: its index, from 0 to rmsg_stat_count() - 1
+ * @name_p: where the name is stored ("msgs_sent", the member's), or NULL
+ * @desc_p: where a one-line description is stored, or NULL
+ * @flags_p: where its enum rmsg_stat_flags are stored, or NULL
+ *
+ * The strings are static. Any thread may call it.
+ * Return: 0, or -EINVAL (@i out of range).
+ */
+int rmsg_stat_info(int i, const char **name_p, const char **desc_p,
+		   unsigned *flags_p);
+
+/** enum rmsg_stats_format - the formats of rmsg_ctx_stats_export() */
+enum rmsg_stats_format {
+	RMSG_STATS_PROMETHEUS = 0, /* the Prometheus text format 0.0.4 */
+	RMSG_STATS_JSON = 1,	   /* one JSON object */
+};
+
+/**
+ * rmsg_ctx_stats_export() - a context's counters and its connections', as
+ * text
+ * @ctx: the context
+ * @format: an enum rmsg_stats_format
+ * @buf: where the text is written, or NULL with @len 0 to measure it
+ * @len: the size of @buf
+ *
+ * Writes the context's counters (rmsg_ctx_stats()) and those of each live
+ * connection, with its id, transport and addresses, named and described
+ * as rmsg_stat_info() says. Like snprintf(): at most @len bytes, the
+ * last a NUL; a result of @len or more means the text was cut (@buf
+ * holds its beginning) and a buffer of result + 1 bytes holds it all.
+ * Only the loop thread may call it.
+ * Return: the length of the whole text (without the NUL), or -EINVAL
+ * (NULL @ctx, unknown @format, NULL @buf with @len > 0), -EOVERFLOW (the
+ * text would exceed INT_MAX).
+ */
+int rmsg_ctx_stats_export(const struct rmsg_ctx *ctx, int format, char *buf,
+			  size_t len);
 
 /* ------------------------------------------------------------------ */
 /* messages (struct rmsg_msg): rmsg_send(3), rmsg_msg_data(3)         */

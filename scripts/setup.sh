@@ -10,7 +10,8 @@ BUILD_PKGS="autoconf automake libtool pkgconf make gcc libc6-dev
  nettle-dev libuv1-dev libglib2.0-dev"
 TEST_PKGS="mandoc groff-base qemu-system-x86 busybox-static kmod cpio
  rdma-core ibverbs-utils rdmacm-utils perftest iproute2 clang-format
- python3 python3-pytest clang valgrind libclang-rt-14-dev llvm cmake
+ python3 python3-pytest python3-prometheus-client clang valgrind
+ libclang-rt-14-dev llvm cmake
  python3-venv python3-pip python3-setuptools python3-wheel mypy
  abigail-tools
  dpkg-dev debhelper dh-python lintian man-db

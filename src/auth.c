@@ -185,6 +185,7 @@ static void auth_fail(struct rmsg_conn *c, int err, const char *why, bool tell)
 	if (c->is_server && !c->app_accepted)
 		c->ctx->st.conns_refused++;
 	rmsgi_warn(c->ctx, "conn %u: authentication failed: %s", c->id, why);
+	rmsgi_conn_why(c, "authentication failed: %s", why);
 	c->close_reason = err;
 	rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
 	rmsgi_conn_cancel_queued(c, err);
@@ -305,6 +306,8 @@ static void auth_server_accept(struct rmsg_conn *c)
 	if (ret) {
 		struct rmsgi_hello r;
 
+		rmsgi_conn_why(c, "refused by the accept callback (%s)",
+			       rmsg_err_name(ret));
 		c->ctx->st.conns_refused++;
 		memset(&c->ops, 0, sizeof(c->ops));
 		rmsgi_conn_refusal(c, ret, &r);
@@ -321,6 +324,7 @@ static void auth_server_accept(struct rmsg_conn *c)
 	if (ret == 0) {
 		c->app_accepted = true;
 		c->ctx->st.conns_accepted++;
+		rmsgi_conn_event(c, "accepted", NULL);
 		rmsgi_conn_up(c);
 		return;
 	}
@@ -342,7 +346,7 @@ int rmsgi_conn_auth_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	bool ok;
 	int ret;
 
-	c->last_rx = ev_now(c->ctx->loop);
+	rmsgi_live_rx(&c->live, ev_now(c->ctx->loop));
 	if (c->state >= RMSGI_CS_CLOSING) {
 		/* an unauthenticated peer's last frames: dropped unread; one
 		 * whose payload the transport still reads stays queued until
@@ -387,8 +391,8 @@ int rmsgi_conn_auth_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	} else {
 		if (len < RMSGI_MAC_SIZE) {
 			auth_fail(c, -EACCES,
-				  "the server refused our proof (a different "
-				  "pre-shared key?)",
+				  "the peer refused our proof: a different "
+				  "pre-shared key?",
 				  false);
 			return -EACCES;
 		}
@@ -421,6 +425,8 @@ int rmsgi_conn_auth_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		 * (-ECONNREFUSED whatever the app returned, as without a
 		 * key: rmsg_connect.3) */
 		c->auth_wait = false;
+		rmsgi_conn_why(c, "rejected by the peer's accept callback "
+				  "(after authentication)");
 		c->close_reason = -ECONNREFUSED;
 		rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
 		rmsgi_conn_cancel_queued(c, c->close_reason);
@@ -450,13 +456,15 @@ int rmsgi_auth_request(struct rmsg_conn *c, const struct rmsgi_hello *h,
 	int ret;
 
 	if (!c->cfg.psk_len || !(h->flags & RMSGI_HELLO_F_AUTH)) {
+		const char *why =
+			c->cfg.psk_len ? "the peer has no pre-shared key and "
+					 "this listener requires one"
+				       : "the peer requires a pre-shared key "
+					 "and this listener has none";
+
 		c->ctx->st.auth_failures++;
-		rmsgi_warn(c->ctx, "conn %u: refused: %s", c->id,
-			   c->cfg.psk_len
-				   ? "the peer has no pre-shared key and this "
-				     "listener requires one"
-				   : "the peer requires a pre-shared key and "
-				     "this listener has none");
+		rmsgi_warn(c->ctx, "conn %u: refused: %s", c->id, why);
+		rmsgi_conn_why(c, "authentication failed: %s", why);
 		c->ctx->st.conns_refused++;
 		ret = rmsgi_conn_refuse(c, -EACCES, reply);
 		reply->flags |= RMSGI_HELLO_F_AUTH;

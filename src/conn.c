@@ -62,6 +62,8 @@
  * run from the context flush (never inside the API call that queued them),
  * and always before on_close.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "conn_int.h"
@@ -73,6 +75,8 @@ void rmsgi_conn_set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
 
 	if (c->state == RMSGI_CS_AUTH && s != RMSGI_CS_AUTH)
 		rmsgi_auth_stop(c);
+	if (s >= RMSGI_CS_CLOSING && c->state < RMSGI_CS_CLOSING)
+		rmsgi_conn_why_fix(c);
 	c->state = s;
 	c->direct_lim = 0;
 	if (c->lst)
@@ -129,6 +133,16 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
  * callbacks, nothing posted */
 void rmsgi_conn_discard(struct rmsg_conn *c)
 {
+	/* a request refused before the app saw it (RDMA: no endpoint
+	 * follows); logged as the other refusals are (finalize) */
+	if (c->is_server && c->state < RMSGI_CS_CLOSING) {
+		if (!c->close_reason)
+			rmsgi_conn_why(c, "refused before the application "
+					  "saw it");
+		rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
+		rmsgi_conn_event(c, "refused", "err=%s reason=\"%s\"",
+				 rmsg_err_name(c->close_reason), c->why);
+	}
 	c->tr = NULL;
 	c->tops = NULL;
 	c->tr_priv = NULL;
@@ -230,6 +244,9 @@ static void conn_addrs(struct rmsg_conn *c)
 int rmsgi_conn_refuse(struct rmsg_conn *c, int err, struct rmsgi_hello *reply)
 {
 	rmsgi_conn_refusal(c, err, reply);
+	/* the reason the log gives if the connection goes without an end
+	 * of the backend's (rmsgi_conn_discard) */
+	c->close_reason = reply->status;
 	return reply->status;
 }
 
@@ -242,8 +259,13 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 	c->is_server = true;
 	set_peer(c, h);
 	conn_addrs(c);
-	if (h->credits < 4 || h->eager_size < 64)
+	if (h->credits < 4 || h->eager_size < 64) {
+		rmsgi_conn_why(c,
+			       "the peer's hello offers %u credits and "
+			       "an eager size of %u (at least 4 and 64)",
+			       h->credits, h->eager_size);
 		return rmsgi_conn_refuse(c, -EPROTO, reply);
+	}
 	if (!l)
 		l = c->lst;
 	if (!l) /* a group's listener closed before the hello came */
@@ -263,12 +285,14 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 	if (ret) {
 		c->ctx->st.conns_refused++;
 		memset(&c->ops, 0, sizeof(c->ops));
-		rmsgi_conn_refusal(c, ret, reply);
-		return reply->status;
+		rmsgi_conn_why(c, "refused by the accept callback (%s)",
+			       rmsg_err_name(ret));
+		return rmsgi_conn_refuse(c, ret, reply);
 	}
 	rmsgi_conn_set_state(c, RMSGI_CS_ACCEPTING);
 	c->app_accepted = true;
 	c->ctx->st.conns_accepted++;
+	rmsgi_conn_event(c, "accepted", NULL);
 	rmsgi_conn_hello(c, reply);
 	return 0;
 }
@@ -311,6 +335,11 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 		return;
 	if (h) {
 		if (h->credits < 4 || h->eager_size < 64) {
+			rmsgi_conn_why(c,
+				       "the peer's hello offers %u credits "
+				       "and an eager size of %u (at least 4 "
+				       "and 64)",
+				       h->credits, h->eager_size);
 			rmsgi_conn_abort(c, -EPROTO);
 			return;
 		}
@@ -324,9 +353,21 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	rmsgi_conn_up(c);
 }
 
+/* why this connection runs on its transport, for the info line */
+static const char *transport_why(const struct rmsg_conn *c)
+{
+	if (c->is_server)
+		return "the listener's";
+	return rmsgi_fallback_why(c);
+}
+
 /* -> ESTABLISHED: on_established */
 void rmsgi_conn_up(struct rmsg_conn *c)
 {
+	if (c->auth_wait)
+		rmsgi_conn_event(c, "authenticated", NULL);
+	rmsgi_conn_event(c, "established", "transport=%s why=\"%s\"",
+			 c->tr ? c->tr->name : "none", transport_why(c));
 	c->auth_wait = false;
 	rmsgi_conn_set_state(c, RMSGI_CS_ESTABLISHED);
 	/* what was queued before goes by what is known now */
@@ -395,19 +436,33 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 		c->peer_pdata_len = h->pdata_len;
 		memcpy(c->peer_pdata, h->pdata, h->pdata_len);
 		/* a listener over its limits, not the app, said no */
-		if (h->status == -EUSERS)
+		if (h->status == -EUSERS) {
 			rmsgi_warn(c->ctx, "conn %u: refused: %s", c->id,
 				   rmsg_strerror(-EUSERS));
+			rmsgi_conn_why(c,
+				       "refused by the peer's listener: over "
+				       "its limits (max_conns, max_pending)");
+		}
 		/* the two sides disagree on authentication (auth_request) */
 		if (h->status == -EACCES && (h->flags & RMSGI_HELLO_F_AUTH)) {
+			const char *t =
+				c->cfg.psk_len ? "the server has no pre-shared "
+						 "key"
+					       : "the server requires a "
+						 "pre-shared key "
+						 "(rmsg_cfg_set_psk)";
+
 			c->ctx->st.auth_failures++;
-			rmsgi_warn(c->ctx, "conn %u: refused: %s", c->id,
-				   c->cfg.psk_len
-					   ? "the server has no pre-shared key"
-					   : "the server requires a pre-shared "
-					     "key (rmsg_cfg_set_psk)");
+			rmsgi_warn(c->ctx, "conn %u: refused: %s", c->id, t);
+			rmsgi_conn_why(c, "authentication failed: %s", t);
 			reason = -EACCES;
 		}
+		if (h->status == -ECONNABORTED)
+			rmsgi_conn_why(c, "the peer's listener closed before "
+					  "accepting");
+		else if (h->status == -EPROTO)
+			rmsgi_conn_why(c, "the peer found our hello malformed");
+		rmsgi_conn_why(c, "rejected by the peer's accept callback");
 	}
 	c->close_reason = peer_reason(c, reason);
 	rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
@@ -446,12 +501,12 @@ void rmsgi_conn_abort(struct rmsg_conn *c, int reason)
 {
 	if (c->state >= RMSGI_CS_CLOSING)
 		return;
-	rmsgi_log(c->ctx, reason == -ECANCELED ? RMSG_LOG_DEBUG : RMSG_LOG_WARN,
-		  "conn %u: closing: %s", c->id, rmsg_strerror(reason));
 	if (reason == -EPROTO)
 		c->st.proto_errors++;
 	c->close_reason = reason;
 	rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
+	rmsgi_log(c->ctx, reason == -ECANCELED ? RMSG_LOG_DEBUG : RMSG_LOG_WARN,
+		  "conn %u: closing: %s", c->id, c->why);
 	rmsgi_conn_cancel_queued(c, reason);
 	rmsgi_conn_drop_rx(c);
 	/* a failure does not linger */
@@ -511,65 +566,27 @@ int rmsgi_conn_rx_admit(struct rmsg_conn *c, size_t len)
 	return -EACCES;
 }
 
-void rmsgi_conn_heard(struct rmsg_conn *c)
-{
-	c->last_rx = ev_now(c->ctx->loop);
-}
-
-void rmsgi_conn_rx_progress(struct rmsg_conn *c, size_t got)
-{
-	if (got < c->ka_mark)
-		c->ka_mark = 0; /* a new frame */
-	if (got - c->ka_mark < RMSGI_KA_PROGRESS)
-		return;
-	c->ka_mark = got;
-	c->last_rx = ev_now(c->ctx->loop);
-}
-
 bool rmsgi_conn_is_established(const struct rmsg_conn *c)
 {
 	return c->state == RMSGI_CS_ESTABLISHED;
 }
 
-void rmsgi_conn_ka_begin(struct rmsg_conn *c, ev_tstamp now)
-{
-	c->last_rx = c->last_tx = now;
-}
-
-void rmsgi_conn_ka_stalled(struct rmsg_conn *c, ev_tstamp now)
-{
-	c->last_rx = now;
-	c->rndv_mark = now;
-}
-
-const struct rmsgi_op *rmsgi_conn_oldest_wait(const struct rmsg_conn *c,
-					      ev_tstamp *since)
-{
-	if (rmsgi_list_empty(&c->rndvq))
-		return NULL;
-	*since = c->rndv_mark;
-	return rmsgi_list_entry(c->rndvq.next, struct rmsgi_op, rlink);
-}
-
-ev_tstamp rmsgi_conn_rx_idle(struct rmsg_conn *c, ev_tstamp now)
-{
-	/* a peer that keeps us from returning credits (it returns none of
-	 * ours) is silent by its own doing: that counts */
-	if (rmsgi_credit_peer_held(&c->cr))
-		c->last_rx = now;
-	return now - c->last_rx;
-}
-
-ev_tstamp rmsgi_conn_tx_idle(const struct rmsg_conn *c, ev_tstamp now)
-{
-	return now - c->last_tx;
-}
-
 void rmsgi_conn_finalize(struct rmsg_conn *c)
 {
+	bool seen = c->was_established || !c->is_server || c->app_accepted;
+
 	rmsgi_conn_set_state(c, RMSGI_CS_CLOSED);
 	rmsgi_list_del(&c->link);
 	rmsgi_stats_fold(c);
+	/* a connection the app never saw was refused (the server's side) */
+	rmsgi_conn_event(c, seen ? "closed" : "refused",
+			 "err=%s reason=\"%s\" msgs_sent=%llu bytes_sent=%llu "
+			 "msgs_recv=%llu bytes_recv=%llu",
+			 rmsg_err_name(c->close_reason), c->why,
+			 (unsigned long long)c->st.msgs_sent,
+			 (unsigned long long)c->st.bytes_sent,
+			 (unsigned long long)c->st.msgs_recv,
+			 (unsigned long long)c->st.bytes_recv);
 	rmsgi_keepalive_stop(c);
 	/* what was exported to this connection ends with it */
 	rmsgi_mr_conn_gone(c);

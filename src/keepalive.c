@@ -21,6 +21,39 @@
  */
 #include "rmsg_int.h"
 
+/* ------------------------------------------------------------------ */
+/* liveness (struct rmsgi_live, keepalive.h)                            */
+
+void rmsgi_conn_heard(struct rmsg_conn *c)
+{
+	rmsgi_live_rx(&c->live, ev_now(c->ctx->loop));
+}
+
+void rmsgi_conn_rx_progress(struct rmsg_conn *c, size_t got)
+{
+	struct rmsgi_live *l = &c->live;
+
+	if (got < l->rx_mark)
+		l->rx_mark = 0; /* a new frame */
+	if (got - l->rx_mark < RMSGI_KA_PROGRESS)
+		return;
+	l->rx_mark = got;
+	l->last_rx = ev_now(c->ctx->loop);
+}
+
+/* how long the peer has been silent by its own doing at @now: while it
+ * cannot talk because our app holds every message it sent (no credit
+ * left, none to return) its silence restarts */
+static ev_tstamp rx_idle(struct rmsg_conn *c, ev_tstamp now)
+{
+	if (rmsgi_credit_peer_held(&c->cr))
+		c->live.last_rx = now;
+	return now - c->live.last_rx;
+}
+
+/* ------------------------------------------------------------------ */
+/* probes                                                               */
+
 void rmsgi_keepalive_answer(struct rmsg_conn *c)
 {
 	rmsgi_conn_send_credit(c, 0);
@@ -37,14 +70,17 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	if (!rmsgi_conn_is_established(c))
 		return;
-	if (now - c->ka_tick > iv) {
+	if (now - c->live.tick > iv) {
 		/* this loop was stalled (a long callback, a debugger, a
 		 * paused VM): frames may be waiting unread, so the silence
-		 * proves nothing; start a fresh window */
-		rmsgi_conn_ka_stalled(c, now);
+		 * proves nothing; start fresh windows for the peer's silence
+		 * and for its unanswered rendezvous */
+		c->live.last_rx = now;
+		c->live.wait_mark = now;
 	}
-	c->ka_tick = now;
-	op = rmsgi_conn_oldest_wait(c, &since);
+	c->live.tick = now;
+	op = rmsgi_conn_oldest_wait(c);
+	since = c->live.wait_mark;
 	if (op) {
 		/* the oldest rendezvous (or emulated one-sided op) must be
 		 * answered within the bound plus its size at
@@ -62,6 +98,14 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 								: "large send",
 				   op->len, now - since);
 			c->st.ka_timeouts++;
+			rmsgi_conn_why(c,
+				       "keepalive: the peer left a %s of %zu "
+				       "bytes unanswered for %.1f s",
+				       op->kind == RMSGI_OP_READ ? "read"
+				       : op->kind == RMSGI_OP_WRITE
+					       ? "write"
+					       : "large send",
+				       op->len, now - since);
 			rmsgi_conn_abort(c, -ETIMEDOUT);
 			rmsgi_ctx_flush(c->ctx);
 			return;
@@ -78,7 +122,7 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	 * (nothing to return): do not count that. A peer that keeps us
 	 * from returning credits (it returns none of ours) is silent by
 	 * its own doing: that counts */
-	idle = rmsgi_conn_rx_idle(c, now);
+	idle = rx_idle(c, now);
 	if (!reading && idle > iv * c->cfg.keepalive_misses) {
 		rmsgi_warn(c->ctx,
 			   "conn %u: nothing heard for %.1f s "
@@ -86,6 +130,12 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			   c->id, idle, c->cfg.keepalive_ms,
 			   c->cfg.keepalive_misses);
 		c->st.ka_timeouts++;
+		rmsgi_conn_why(c,
+			       "keepalive: nothing heard from the peer for "
+			       "%.1f s (keepalive %u ms x %u misses): peer "
+			       "dead or unreachable",
+			       idle, c->cfg.keepalive_ms,
+			       c->cfg.keepalive_misses);
 		rmsgi_conn_abort(c, -ETIMEDOUT);
 		rmsgi_ctx_flush(c->ctx);
 		return;
@@ -94,7 +144,7 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		if (rmsgi_conn_send_credit(c, RMSGI_CREDIT_PROBE))
 			c->st.ka_probes++;
 		rmsgi_ctx_flush(c->ctx);
-	} else if (rmsgi_conn_tx_idle(c, now) >= iv) {
+	} else if (now - c->live.last_tx >= iv) {
 		/* we said nothing for an interval: tell the peer we live.
 		 * Over TCP its probes can be stuck behind a large frame it
 		 * is still sending us, which it cannot tell from silence */
@@ -107,24 +157,25 @@ void rmsgi_keepalive_start(struct rmsg_conn *c)
 {
 	ev_tstamp iv;
 
-	c->ka_tick = ev_now(c->ctx->loop);
-	rmsgi_conn_ka_begin(c, c->ka_tick);
-	if (!c->cfg.keepalive_ms || c->ka_on)
+	c->live.tick = ev_now(c->ctx->loop);
+	/* heard from, and spoken, now */
+	c->live.last_rx = c->live.last_tx = c->live.tick;
+	if (!c->cfg.keepalive_ms || c->live.on)
 		return;
 	iv = c->cfg.keepalive_ms / 1000.0;
-	rmsgi_timer_init(&c->ka, c->ctx->env.timers, ka_cb);
-	c->ka.w.data = c;
-	rmsgi_timer_start(c->ctx->loop, &c->ka, iv / 2, iv / 2);
+	rmsgi_timer_init(&c->live.ka, c->ctx->env.timers, ka_cb);
+	c->live.ka.w.data = c;
+	rmsgi_timer_start(c->ctx->loop, &c->live.ka, iv / 2, iv / 2);
 	/* the connection itself keeps the loop alive, not its heartbeat */
 	ev_unref(c->ctx->loop);
-	c->ka_on = true;
+	c->live.on = true;
 }
 
 void rmsgi_keepalive_stop(struct rmsg_conn *c)
 {
-	if (!c->ka_on)
+	if (!c->live.on)
 		return;
 	ev_ref(c->ctx->loop);
-	rmsgi_timer_stop(c->ctx->loop, &c->ka);
-	c->ka_on = false;
+	rmsgi_timer_stop(c->ctx->loop, &c->live.ka);
+	c->live.on = false;
 }

@@ -229,6 +229,7 @@ int rmsg_connect(struct rmsg_ctx *ctx, const char *uri,
 		return ret;
 	}
 	ctx->st.conns_opened++;
+	rmsgi_conn_event(c, "dialed", "uri=%s", uri);
 	*c_p = c;
 	return 0;
 }

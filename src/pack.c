@@ -187,6 +187,7 @@ int rmsgi_pack_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 			   "conn %u: the peer sent a malformed PACK "
 			   "frame: closing",
 			   c->id);
+		rmsgi_conn_why(c, "the peer sent a malformed PACK frame");
 		goto fail;
 	}
 	ret = -ENOMEM;

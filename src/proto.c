@@ -188,3 +188,25 @@ int rmsgi_rma_decode(const void *buf, size_t avail, int read,
 	r->len = read ? rmsgi_get64(p + 16) : 0;
 	return 0;
 }
+
+const char *rmsgi_frame_name(unsigned type)
+{
+	static const char *const names[RMSGI_T_MAX_] = {
+		[RMSGI_T_DATA] = "DATA",
+		[RMSGI_T_CREDIT] = "CREDIT",
+		[RMSGI_T_RNDV_REQ] = "RNDV_REQ",
+		[RMSGI_T_RNDV_ACK] = "RNDV_ACK",
+		[RMSGI_T_HELLO] = "HELLO",
+		[RMSGI_T_HELLO_ACK] = "HELLO_ACK",
+		[RMSGI_T_REJECT] = "REJECT",
+		[RMSGI_T_WRITE] = "WRITE",
+		[RMSGI_T_WRITE_IMM] = "WRITE_IMM",
+		[RMSGI_T_READ_REQ] = "READ_REQ",
+		[RMSGI_T_READ_RESP] = "READ_RESP",
+		[RMSGI_T_IMM] = "IMM",
+		[RMSGI_T_AUTH] = "AUTH",
+		[RMSGI_T_PACK] = "PACK",
+	};
+
+	return type < RMSGI_T_MAX_ && names[type] ? names[type] : "unknown";
+}

@@ -235,6 +235,10 @@ static inline void rmsgi_hdr_encode(const struct rmsgi_hdr *h, void *buf)
 	rmsgi_put64(p + 24, h->id);
 }
 
+/* the frame type's name ("DATA", "RNDV_ACK"...) for reasons and logs,
+ * "unknown" outside the enum */
+const char *rmsgi_frame_name(unsigned type);
+
 /* the per-type rules of rmsgi_hdr_decode() for every type but DATA */
 int rmsgi_hdr_check_type(const struct rmsgi_hdr *h, uint64_t max_len);
 

@@ -55,6 +55,8 @@ static bool refused(struct rmsg_conn *c, const char *what, uint64_t len,
 		   "conn %u: %u refused one-sided accesses: closing the "
 		   "connection",
 		   c->id, c->refusals);
+	rmsgi_conn_why(c, "the peer made %u refused one-sided accesses",
+		       c->refusals);
 	rmsgi_conn_abort(c, -EACCES);
 	return true;
 }
@@ -84,6 +86,8 @@ int rmsgi_conn_rma_rx_write(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	}
 	if (rmsgi_rma_decode(m->data, m->len, 0, &r)) {
 		m->free_fn(m);
+		rmsgi_conn_why(c, "the peer sent a malformed %s frame",
+			       rmsgi_frame_name(h->type));
 		rmsgi_conn_abort(c, -EPROTO);
 		return -EPROTO;
 	}
@@ -140,6 +144,7 @@ int rmsgi_conn_rma_rx_read(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	st = rmsgi_rma_decode(m->data, m->len, 1, &r);
 	m->free_fn(m);
 	if (st) {
+		rmsgi_conn_why(c, "the peer sent a malformed READ_REQ frame");
 		rmsgi_conn_abort(c, -EPROTO);
 		return -EPROTO;
 	}
@@ -194,6 +199,8 @@ int rmsgi_conn_rma_rx_read_resp(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	if (!op || op->kind != RMSGI_OP_READ ||
 	    (!h->aux && h->len != op->len)) {
 		m->free_fn(m);
+		rmsgi_conn_why(c, "the peer sent a READ_RESP frame for no "
+				  "read of ours, or of the wrong length");
 		rmsgi_conn_abort(c, -EPROTO);
 		return -EPROTO;
 	}

@@ -21,6 +21,7 @@
 #include "transport/transport.h"
 #include "registry.h"
 #include "credit.h"
+#include "keepalive.h"
 
 struct rmsg_cfg {
 	struct rmsgi_cfgv v;
@@ -287,6 +288,9 @@ enum rmsgi_conn_state {
 	RMSGI_CS_CLOSED,      /* on_close delivered; waits for last ref */
 };
 
+/* the longest reason text rmsg_conn_close_reason() gives, NUL included */
+#define RMSGI_WHY_MAX 160
+
 struct rmsg_conn {
 	struct rmsgi_list link;	      /* ctx->conns */
 	struct rmsgi_list dirty_link; /* ctx->dirty */
@@ -321,15 +325,16 @@ struct rmsg_conn {
 	struct rmsgi_rpc_conn *rpc; /* calls in flight (rpc.c) */
 	struct rmsg_listener *lst;  /* counts against its limits (listener.c) */
 	bool lst_pending;	    /* ... as a handshake too */
-	struct rmsgi_timer ka;	    /* keepalive (keepalive.c) */
-	bool ka_on;
-	ev_tstamp last_rx, last_tx, ka_tick;
+	struct rmsgi_live live;	    /* liveness and keepalive (keepalive.h) */
 	/* answers generated for the peer (READ_RESP, RNDV_ACK, RPC replies)
 	 * queued or posted (see "What a peer may make us hold" below) */
 	unsigned ans_n;
-	ev_tstamp rndv_mark; /* rndvq last moved (an answer, or first op) */
-	size_t ka_mark;	     /* payload bytes of a large frame at last life */
 	int close_reason;
+	/* why it closed or was refused, for rmsg_conn_close_reason(): the
+	 * first reason given while open (rmsgi_conn_why), else the text of
+	 * close_reason as the connection enters CLOSING; fixed from then on,
+	 * so that the app may keep the pointer while it holds the handle */
+	char why[RMSGI_WHY_MAX];
 	/* the CREDIT frame's op, reused: queued or posted, or idle (DONE) */
 	struct rmsgi_op credit_op;
 
@@ -393,6 +398,9 @@ bool rmsgi_fallback_failed(struct rmsg_conn *c, int reason,
 			   const struct rmsgi_hello *h);
 /* the backend is down: true if TCP took over the connection */
 bool rmsgi_fallback_down(struct rmsg_conn *c);
+/* why the connection runs on its transport (the scheme, auto:// found
+ * RDMA, or why it did not), for the log */
+const char *rmsgi_fallback_why(const struct rmsg_conn *c);
 /* how long a local close lingers for posted work and the peer's answers
  * (both backends) */
 #define RMSGI_LINGER_MS 2000u
@@ -444,21 +452,9 @@ bool rmsgi_conn_is_established(const struct rmsg_conn *c);
  * its way already (that tells the peer too) or @c is not established;
  * true if it was queued */
 bool rmsgi_conn_send_credit(struct rmsg_conn *c, uint32_t aux);
-/* the peer counts as heard from, and we as having spoken, at @now */
-void rmsgi_conn_ka_begin(struct rmsg_conn *c, ev_tstamp now);
-/* the loop stalled: the silence so far proves nothing; restarts the
- * windows of the peer's silence and of its unanswered rendezvous */
-void rmsgi_conn_ka_stalled(struct rmsg_conn *c, ev_tstamp now);
 /* the oldest rendezvous (or emulated one-sided op) waiting for the
- * peer's answer, or NULL; @since: when the queue last moved */
-const struct rmsgi_op *rmsgi_conn_oldest_wait(const struct rmsg_conn *c,
-					      ev_tstamp *since);
-/* how long the peer has been silent by its own doing at @now: while it
- * cannot talk because our app holds every message it sent (no credit
- * left, none to return) its silence restarts */
-ev_tstamp rmsgi_conn_rx_idle(struct rmsg_conn *c, ev_tstamp now);
-/* how long since we last posted a frame, at @now */
-ev_tstamp rmsgi_conn_tx_idle(const struct rmsg_conn *c, ev_tstamp now);
+ * peer's answer, or NULL (send.c) */
+const struct rmsgi_op *rmsgi_conn_oldest_wait(const struct rmsg_conn *c);
 
 /*
  * Name resolution (resolve.c). rmsgi_resolve() fills @to at once for a
@@ -508,5 +504,17 @@ void rmsgi_async_poll(struct rmsg_ctx *ctx);
 
 /* text of why auto:// fell back to TCP */
 const char *rmsgi_fallback_text(int reason);
+
+/* log.c: "ADDR:PORT" or "[ADDR6]:PORT" of @ss, "-" if not an address */
+void rmsgi_addr_fmt(const struct sockaddr_storage *ss, char *buf, size_t len);
+/* why.c: fixes the close reason as @c starts to close (conn.c's
+ * set_state), from its errno unless someone gave one */
+void rmsgi_conn_why_fix(struct rmsg_conn *c);
+/* why.c: the connection events logged at info (from conn.c, listener.c,
+ * auth.c): one line each, "conn=ID event=NAME local=ADDR peer=ADDR" and
+ * @fmt's key=value pairs; nothing is formatted below info */
+void rmsgi_conn_event(const struct rmsg_conn *c, const char *event,
+		      const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #endif /* RMSG_INT_H */

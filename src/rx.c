@@ -183,10 +183,16 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		m->free_fn(m);
 		op = rmsgi_conn_rndv_find(c, h->id);
 		if (!op || op->kind == RMSGI_OP_READ) {
+			rmsgi_conn_why(c, "the peer sent a RNDV_ACK frame for "
+					  "nothing we asked");
 			rmsgi_conn_abort(c, -EPROTO);
 			return -EPROTO;
 		}
 		if (h->aux > 4095) {
+			rmsgi_conn_why(c,
+				       "the peer sent a RNDV_ACK frame "
+				       "with the status %u (not an errno)",
+				       h->aux);
 			rmsgi_conn_abort(c, -EPROTO);
 			return -EPROTO;
 		}
@@ -197,6 +203,16 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		return 0;
 	default:
 		m->free_fn(m);
+		if (h->type >= RMSGI_T_MAX_)
+			rmsgi_conn_why(c,
+				       "the peer sent a frame of an unknown "
+				       "type (%u)",
+				       h->type);
+		else
+			rmsgi_conn_why(c,
+				       "the peer sent a %s frame, not allowed "
+				       "here",
+				       rmsgi_frame_name(h->type));
 		rmsgi_conn_abort(c, -EPROTO);
 		return -EPROTO;
 	}
@@ -223,7 +239,7 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		return rmsgi_conn_auth_rx(c, h, m);
 	/* any frame shows the peer alive and used one of its credits; one
 	 * beyond them (held messages count until released) is refused */
-	c->last_rx = ev_now(c->ctx->loop);
+	rmsgi_live_rx(&c->live, ev_now(c->ctx->loop));
 	if (RMSGI_UNLIKELY(rmsgi_credit_arrived(&c->cr)) &&
 	    !bye_beyond_grant(c, h)) {
 		m->free_fn(m);
@@ -231,6 +247,10 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 			   "conn %u: the peer sent a frame beyond the %u "
 			   "credits it was granted",
 			   c->id, c->cr.grant);
+		rmsgi_conn_why(c,
+			       "the peer sent a %s frame beyond the %u "
+			       "credits it was granted",
+			       rmsgi_frame_name(h->type), c->cr.grant);
 		rmsgi_conn_abort(c, -EPROTO);
 		return -EPROTO;
 	}
@@ -243,6 +263,10 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 					    c->peer_credits);
 		if (RMSGI_UNLIKELY(ret)) {
 			m->free_fn(m);
+			rmsgi_conn_why(c,
+				       "the peer's %s frame returned more "
+				       "credits than it holds of ours",
+				       rmsgi_frame_name(h->type));
 			rmsgi_conn_abort(c, ret);
 			return ret;
 		}

@@ -187,7 +187,7 @@ void rmsgi_conn_op_finish(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 void rmsgi_conn_rndv_settle(struct rmsg_conn *c, struct rmsgi_op *op,
 			    int status)
 {
-	c->rndv_mark = ev_now(c->ctx->loop);
+	rmsgi_live_wait_moved(&c->live, ev_now(c->ctx->loop));
 	if (c->tr_priv)
 		rmsgi_tr_rndv_release(c->tops, c->tr_priv, op);
 	op->status = status;
@@ -416,7 +416,7 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 			if (credit)
 				rmsgi_credit_spend(&c->cr);
 		}
-		c->last_tx = ev_now(c->ctx->loop);
+		rmsgi_live_tx(&c->live, ev_now(c->ctx->loop));
 		rmsgi_list_del(&op->link);
 		op_state(c, op, RMSGI_OS_POSTED);
 		ret = c->tops->post(c->tr_priv, op);
@@ -426,7 +426,8 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		}
 		if (ret == 0 && op->rndv) {
 			if (rmsgi_list_empty(&c->rndvq))
-				c->rndv_mark = ev_now(c->ctx->loop);
+				rmsgi_live_wait_moved(&c->live,
+						      ev_now(c->ctx->loop));
 			rmsgi_list_add_tail(&c->rndvq, &op->rlink);
 		}
 		if (ret == -EAGAIN) {
@@ -499,7 +500,7 @@ void rmsgi_conn_flush(struct rmsg_conn *c)
  * May a send be written inside the API call? Over TCP that writes it at
  * once, saving a loop iteration's worth of deferral for the common case
  * of one reply per event. Only the first send of a loop iteration
- * (last_tx is the loop time of the last post) on an idle queue, outside
+ * (live.last_tx is the loop time of the last post) on an idle queue, outside
  * the context flush, with a credit to spare and no rendezvous
  * (direct_lim): later ones batch as before. Its callback is still only
  * queued (op_finish), so none runs inside the call.
@@ -510,7 +511,7 @@ static inline bool send_now(const struct rmsg_conn *c, int iovcnt, size_t len,
 	return len < c->direct_lim && iovcnt <= RMSGI_OP_IOV_INLINE &&
 	       rmsgi_list_empty(&c->sendq) && !c->ctx->flushing &&
 	       rmsgi_credit_can_send(&c->cr, true) &&
-	       c->last_tx != (*now_p = ev_now(c->ctx->loop));
+	       rmsgi_live_tx_before(&c->live, *now_p = ev_now(c->ctx->loop));
 }
 
 /* an op carrying a copy of the caller's iovec array (not of the data) */
@@ -565,7 +566,7 @@ static int send_direct_end(struct rmsg_conn *c, const struct iovec *iov,
 			rmsgi_op_put(c->ctx, op);
 		return -EAGAIN;
 	}
-	c->last_tx = now;
+	rmsgi_live_tx(&c->live, now);
 	if (w > 0)
 		stats_direct(c, len);
 	if (w < 0 || (size_t)w == RMSGI_HDR_SIZE + len) {
@@ -633,7 +634,7 @@ send_direct(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	h.credits = credit_take(c);
 	w = c->tops->send_direct(c->tr_priv, &h, iov, iovcnt);
 	if (RMSGI_LIKELY(!op && w == (ssize_t)(RMSGI_HDR_SIZE + len))) {
-		c->last_tx = now;
+		rmsgi_live_tx(&c->live, now);
 		stats_direct(c, len);
 		return 0;
 	}
@@ -683,4 +684,11 @@ int rmsg_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	      rmsg_done_cb cb, void *arg)
 {
 	return conn_send(c, iov, iovcnt, 0, false, cb, arg);
+}
+
+const struct rmsgi_op *rmsgi_conn_oldest_wait(const struct rmsg_conn *c)
+{
+	if (rmsgi_list_empty(&c->rndvq))
+		return NULL;
+	return rmsgi_list_entry(c->rndvq.next, struct rmsgi_op, rlink);
 }

@@ -166,6 +166,15 @@ const char *rmsgi_fallback_text(int reason)
 	}
 }
 
+const char *rmsgi_fallback_why(const struct rmsg_conn *c)
+{
+	if (!c->fb)
+		return "the URI's scheme";
+	if (c->fb->reason)
+		return rmsgi_fallback_text(c->fb->reason);
+	return "auto:// found RDMA";
+}
+
 const char *rmsg_conn_fallback_reason(const struct rmsg_conn *c)
 {
 	if (!c || !c->fb || !c->fb->reason || c->fb->armed)

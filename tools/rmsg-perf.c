@@ -56,7 +56,7 @@ static const char *const loop_names[] = {"ev", "epoll"};
 
 #define PERF_METHOD 0x7066u /* the rpc method the server serves */
 #define MAX_SIZES 64
-#define MAX_LINE 256
+#define MAX_LINE 384
 
 /* client to server before each size */
 struct ctl {
@@ -80,6 +80,7 @@ static unsigned poll_us;
 static int loop_mode; /* -L */
 static int stop;      /* the run is over: the loop returns */
 static int verbose;   /* -v: counters at the end */
+static int json_out;  /* --json: one JSON object a line, no table */
 static const char *prog = "rmsg-perf";
 
 static void die(const char *what, int err)
@@ -367,11 +368,17 @@ static void print_stats(const char *what, const struct rmsg_stats *st)
 #undef STAT
 	size_t i;
 
-	printf("# %s counters\n", what);
+	if (json_out)
+		printf("{\"counters_of\":\"%s\",\"counters\":{", what);
+	else
+		printf("# %s counters\n", what);
 	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++)
-		printf("#   %-15s %llu\n", f[i].name,
+		printf(json_out ? "%s\"%s\":%llu" : "%s#   %-15s %llu\n",
+		       json_out && i ? "," : "", f[i].name,
 		       (unsigned long long)*(
 			       const uint64_t *)((const char *)st + f[i].off));
+	if (json_out)
+		printf("}}\n");
 	fflush(stdout);
 }
 
@@ -503,9 +510,17 @@ static void report(void)
 			       cli.size, n, med, sum, (double)cli.rtt[0] / 2e3,
 			       p99);
 		snprintf(line, MAX_LINE,
-			 "rmsg-perf op=%s mode=%s size=%zu iters=%ld "
-			 "lat_us=%.3f mean_us=%.3f min_us=%.3f p99_us=%.3f "
-			 "poll_us=%u loop=%s transport=%s",
+			 json_out
+				 ? "{\"op\":\"%s\",\"mode\":\"%s\","
+				   "\"size\":%zu,\"iters\":%ld,"
+				   "\"lat_us\":%.3f,\"mean_us\":%.3f,"
+				   "\"min_us\":%.3f,\"p99_us\":%.3f,"
+				   "\"poll_us\":%u,\"loop\":\"%s\","
+				   "\"transport\":\"%s\"}"
+				 : "rmsg-perf op=%s mode=%s size=%zu iters=%ld "
+				   "lat_us=%.3f mean_us=%.3f min_us=%.3f "
+				   "p99_us=%.3f poll_us=%u loop=%s "
+				   "transport=%s",
 			 op, mode, cli.size, n, med, sum,
 			 (double)cli.rtt[0] / 2e3, p99, poll_us,
 			 loop_names[loop_mode], cli.transport);
@@ -520,9 +535,16 @@ static void report(void)
 			       cli.size, (unsigned long long)cli.total, mbps,
 			       mmsgs, secs);
 		snprintf(line, MAX_LINE,
-			 "rmsg-perf op=%s mode=%s size=%zu iters=%llu "
-			 "window=%u mbps=%.1f mmsgs=%.4f secs=%.4f "
-			 "poll_us=%u loop=%s transport=%s",
+			 json_out ? "{\"op\":\"%s\",\"mode\":\"%s\","
+				    "\"size\":%zu,\"iters\":%llu,"
+				    "\"window\":%u,\"mbps\":%.1f,"
+				    "\"mmsgs\":%.4f,\"secs\":%.4f,"
+				    "\"poll_us\":%u,\"loop\":\"%s\","
+				    "\"transport\":\"%s\"}"
+				  : "rmsg-perf op=%s mode=%s size=%zu "
+				    "iters=%llu window=%u mbps=%.1f "
+				    "mmsgs=%.4f secs=%.4f poll_us=%u loop=%s "
+				    "transport=%s",
 			 op, mode, cli.size, (unsigned long long)cli.total,
 			 cli.window, mbps, mmsgs, secs, poll_us,
 			 loop_names[loop_mode], cli.transport);
@@ -788,8 +810,9 @@ static void usage(int status)
 		"       %s [-o send|write_imm|rpc] [-m lat|bw|rate]\n"
 		"                 [-s SIZE,... | -a] [-n ITERS] [-w WARMUP] "
 		"[-W WINDOW]\n"
-		"                 [-L ev|epoll] [-b US] [-c CREDITS] [-P] [-v] "
-		"client URI\n"
+		"                 [-L ev|epoll] [-b US] [-c CREDITS] [-P | "
+		"--json] "
+		"[-v] client URI\n"
 		"       %s -h | --help | --version\n"
 		"URI: rdma://HOST:PORT, tcp://HOST:PORT or auto://HOST:PORT\n",
 		prog, prog, prog);
@@ -819,6 +842,8 @@ static void usage(int status)
 	      "              the loop spins on rmsg_ctx_progress\n"
 	      "  -c CREDITS  receive buffers granted to the peer\n"
 	      "  -P          print only the result lines, no table\n"
+	      "  --json      print each result (and -v's counters) as one "
+	      "JSON object a line\n"
 	      "  -k          server: keep serving after a client leaves\n"
 	      "  -v          print the connection's and the context's "
 	      "counters at the end\n"
@@ -876,11 +901,13 @@ int main(int argc, char **argv)
 	struct rmsg_cfg *cfg;
 	const char *sizes = NULL;
 	enum {
-		OPT_VERSION = 256
+		OPT_VERSION = 256,
+		OPT_JSON
 	};
 	static const struct option longopts[] = {
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, OPT_VERSION},
+		{"json", no_argument, NULL, OPT_JSON},
 		{NULL, 0, NULL, 0},
 	};
 
@@ -915,6 +942,11 @@ int main(int argc, char **argv)
 			return 0;
 		case 'k':
 			keep = 1;
+			break;
+		case OPT_JSON:
+			/* the results alone, as JSON (no table) */
+			json_out = 1;
+			cli.parseable = 1;
 			break;
 		case 'L':
 			loop_mode = lookup(optarg, loop_names, 2);

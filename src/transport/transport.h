@@ -248,8 +248,13 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c,
  * ops, then calls ev_down(). Idempotent. */
 void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 			  const struct rmsgi_hello *h);
-/* every posted op completed, the endpoint released: the backend forgets
- * @c (the core may start another backend for it) */
+/* says why @c is about to end (rmsg_conn_close_reason()), just before
+ * the rmsgi_conn_ev_failed() that ends it; the first reason given
+ * counts, and none once the connection is closing */
+void rmsgi_conn_why(struct rmsg_conn *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* the backend has completed every posted op and released the endpoint:
+ * it forgets @c (the core may start another backend for it) */
 void rmsgi_conn_ev_down(struct rmsg_conn *c);
 /* instead of ev_down for a server connection the app never saw */
 void rmsgi_conn_discard(struct rmsg_conn *c);

@@ -12,7 +12,7 @@
  *   3. rmsg_cfg_set_private_data() and rmsg_cfg_set_log() bounds;
  *   4. RMSG_LOG (any case) replaces the level of rmsg_cfg_set_log() (in
  *      forked children: it is read once per process); with no function,
- *      lines go to standard error as "librmsg warn: LINE";
+ *      lines go to standard error as "TIME librmsg warn: LINE";
  *   5. over a TCP loopback: a NULL cfg to rmsg_ctx_create() means the
  *      defaults and to rmsg_listen()/rmsg_connect() the context's; the
  *      values are copied when the object is made (changing or destroying
@@ -822,7 +822,8 @@ static void check_log_env(void)
 	T_ASSERT(n > 0, "RMSG_LOG=DeBuG, level error: no warning passed on");
 }
 
-/* rmsg_cfg_set_log.3: with no function, "librmsg warn: LINE" on stderr */
+/* rmsg_cfg_set_log.3: with no function, "TIME librmsg warn: LINE" on
+ * stderr */
 static void check_log_stderr(void)
 {
 	char path[] = "/tmp/rmsg-cfg-stderr.XXXXXX", text[4096];
@@ -843,8 +844,12 @@ static void check_log_stderr(void)
 	T_ASSERT(n > 0, "no line on standard error");
 	text[n] = 0;
 	fprintf(stderr, "%s", text);
-	T_ASSERT(!strncmp(text, "librmsg warn: ", 14) ||
-			 strstr(text, "\nlibrmsg warn: "),
+	/* each line starts with its time, "2026-12-06T03:16:35.123456Z " */
+	T_ASSERT(strlen(text) > 28 && text[4] == '-' && text[10] == 'T' &&
+			 text[26] == 'Z' && text[27] == ' ',
+		 "no timestamp at the start of the line");
+	T_ASSERT(!strncmp(text + 28, "librmsg warn: ", 14) ||
+			 strstr(text, "Z librmsg warn: "),
 		 "no 'librmsg warn: ' line on standard error");
 	T_ASSERT(text[n - 1] == '\n' && !strstr(text, "\n\n"),
 		 "standard error lines are not one per line");

@@ -184,6 +184,8 @@ static void victim_est(struct rmsg_conn *c, void *arg)
 
 static void victim_close(struct rmsg_conn *c, int reason, void *arg)
 {
+	const char *why;
+
 	t_closed = ev_time();
 	close_reason = reason;
 	closed++;
@@ -201,6 +203,20 @@ static void victim_close(struct rmsg_conn *c, int reason, void *arg)
 	else
 		T_ASSERT(reason == -ETIMEDOUT, "hung peer: %s",
 			 rmsg_strerror(reason));
+	/* the reason in words says which (rmsg_conn_close_reason.3) */
+	why = rmsg_conn_close_reason(c);
+	T_ASSERT(why, "no close reason in on_close");
+	/* over RDMA the device's retries may run out before keepalive */
+	if (reason == -ETIMEDOUT)
+		T_ASSERT(!strncmp(why, "keepalive: ", 11) ||
+				 strstr(why, "RDMA send, write or read failed"),
+			 "a keepalive timeout reads \"%s\"", why);
+	else
+		T_ASSERT(strstr(why, "went away without a close") ||
+				 strstr(why, "an RDMA "),
+			 "a reset reads \"%s\"", why);
+	printf("%s: peer %s: close reason \"%s\"\n", t_transport(),
+	       round_no ? "hung" : "killed", why);
 	{
 		int i;
 

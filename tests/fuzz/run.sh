@@ -182,7 +182,7 @@ echo "$summary" | tee "$B/summary.txt"
 # 4. the stateful target: a connection (the whole core) behind a fake
 # transport; starts from its regression inputs, grows its own corpus
 CSRCS="src/async.c src/cfg.c src/conn.c src/send.c src/rx.c src/pack.c
- src/start.c src/rma.c
+ src/start.c src/why.c src/rma.c
  src/credit.c src/ctx.c src/err.c
  src/keepalive.c src/listener.c src/log.c src/mr.c src/regcache.c src/msg.c src/pool.c
  src/proto.c src/rpc.c src/stats.c src/uri.c src/auth.c src/resolve.c

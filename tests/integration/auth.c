@@ -8,6 +8,9 @@
  *  - a wrong key, a key on the client only, a key on the server only: the
  *    client's on_close says -EACCES and the server's app sees nothing (no
  *    accept callback, no on_established, no on_close, no message);
+ *    rmsg_conn_close_reason() at the client and the server's log say
+ *    why, the same for each case (and a close on purpose reads so on
+ *    both sides);
  *  - TCP only: a real client's handshake, recorded by a relay, replayed
  *    on a new connection to the same server is refused (the server's
  *    fresh nonce), the app sees nothing; the key is not in the bytes;
@@ -35,7 +38,31 @@ static int accept_calls, srv_est, srv_close, srv_msgs;
 /* the client's */
 static int cli_est, cli_closed, cli_reason, cli_pongs;
 static bool cli_close_on_est; /* the timing loop: close at once */
-static double cli_est_time;   /* ev_time() at on_established */
+/* rmsg_conn_close_reason() in on_close, on each side */
+static char cli_why[256], srv_why[256];
+/* the server context's log lines at info, one per line */
+static char srv_log[16384];
+static size_t srv_log_len;
+
+static void srv_log_cb(int level, const char *line, void *arg)
+{
+	int n = snprintf(srv_log + srv_log_len, sizeof(srv_log) - srv_log_len,
+			 "%s\n", line);
+
+	if (n > 0 && srv_log_len + (size_t)n < sizeof(srv_log))
+		srv_log_len += (size_t)n;
+}
+
+static void keep_why(char *buf, size_t len, struct rmsg_conn *c)
+{
+	const char *why = rmsg_conn_close_reason(c);
+
+	T_ASSERT(why, "no close reason in on_close");
+	snprintf(buf, len, "%s", why);
+	/* the same text at the same address while the handle lives */
+	T_ASSERT(rmsg_conn_close_reason(c) == why, "the reason moved");
+}
+static double cli_est_time; /* ev_time() at on_established */
 
 static int on_accept(struct rmsg_listener *l, struct rmsg_conn *c,
 		     const void *pd, size_t pdlen, void *arg)
@@ -59,6 +86,7 @@ static void srv_on_est(struct rmsg_conn *c, void *arg)
 
 static void srv_on_close(struct rmsg_conn *c, int reason, void *arg)
 {
+	keep_why(srv_why, sizeof(srv_why), c);
 	srv_close++;
 }
 
@@ -80,6 +108,7 @@ static void cli_on_est(struct rmsg_conn *c, void *arg)
 
 	cli_est++;
 	cli_est_time = ev_time();
+	T_ASSERT(!rmsg_conn_close_reason(c), "a reason while open");
 	if (cli_close_on_est) {
 		rmsg_conn_close(c);
 		return;
@@ -100,6 +129,7 @@ static void cli_on_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 
 static void cli_on_close(struct rmsg_conn *c, int reason, void *arg)
 {
+	keep_why(cli_why, sizeof(cli_why), c);
 	cli_closed++;
 	cli_reason = reason;
 }
@@ -128,12 +158,18 @@ static struct rmsg_cfg *cfg_with(const char *key, const char *pd)
 
 static void reset(void)
 {
+	cli_why[0] = srv_why[0] = 0;
+	srv_log[0] = 0;
+	srv_log_len = 0;
 	accept_calls = srv_est = srv_close = srv_msgs = 0;
 	cli_est = cli_closed = cli_reason = cli_pongs = 0;
 }
 
-/* one connection from a client with @ckey to a listener with @skey */
-static void one_case(const char *name, const char *ckey, const char *skey)
+/* one connection from a client with @ckey to a listener with @skey;
+ * @cwhy, @swhy: what the client's close reason and the server's log
+ * line of the refusal say */
+static void one_case(const char *name, const char *ckey, const char *skey,
+		     const char *cwhy, const char *swhy)
 {
 	struct rmsg_cfg *scfg = cfg_with(skey, NULL);
 	struct rmsg_cfg *ccfg = cfg_with(ckey, "hi-cli");
@@ -158,6 +194,12 @@ static void one_case(const char *name, const char *ckey, const char *skey)
 		T_RUN_UNTIL(loop, srv_close == 1, 30);
 		T_ASSERT(accept_calls == 1 && srv_est == 1 && srv_msgs == 1,
 			 "%s: the server app's callbacks", name);
+		/* the client closed: each side says who */
+		T_ASSERT(!strcmp(cli_why,
+				 "closed by this side (rmsg_conn_close)"),
+			 "%s: the client's reason \"%s\"", name, cli_why);
+		T_ASSERT(!strcmp(srv_why, "the peer closed the connection"),
+			 "%s: the server's reason \"%s\"", name, srv_why);
 	} else {
 		/* covers: rmsg_cfg_set_psk.3 EACCES */
 		T_ASSERT(cli_reason == -EACCES, "%s: on_close %d (%s)", name,
@@ -166,6 +208,18 @@ static void one_case(const char *name, const char *ckey, const char *skey)
 		/* the server's end of it is over too by now (it closed, or
 		 * refused before the client heard); give it a moment */
 		t_run_for(loop, 0.3 * t_scale());
+		/* why, at both ends (issue 35: -EACCES alone said nothing) */
+		T_ASSERT(strstr(cli_why, cwhy),
+			 "%s: the client's reason "
+			 "\"%s\", not \"%s\"",
+			 name, cli_why, cwhy);
+		T_ASSERT(strstr(srv_log, "event=refused") &&
+				 strstr(srv_log, swhy),
+			 "%s: the server's log has no refusal saying \"%s\":"
+			 "\n%s",
+			 name, swhy, srv_log);
+		printf("auth: %s: %s: client: \"%s\"\n", t_transport(), name,
+		       cli_why);
 		T_ASSERT(accept_calls == 0 && srv_est == 0 && srv_close == 0 &&
 				 srv_msgs == 0,
 			 "%s: the server app saw the peer (accept %d est %d "
@@ -468,16 +522,35 @@ int main(void)
 	t_require_transport();
 	signal(SIGPIPE, SIG_IGN);
 	loop = ev_default_loop(0);
-	T_OK(rmsg_ctx_create(loop, NULL, &sctx));
+	/* the server's connection events at info, to a hook: the refusals
+	 * it logs are checked (RMSG_LOG would override the level) */
+	unsetenv("RMSG_LOG");
+	{
+		struct rmsg_cfg *cfg;
+
+		T_OK(rmsg_cfg_create(&cfg));
+		T_OK(rmsg_cfg_set_log(cfg, RMSG_LOG_INFO, srv_log_cb, NULL));
+		T_OK(rmsg_ctx_create(loop, cfg, &sctx));
+		rmsg_cfg_destroy(cfg);
+	}
 	T_OK(rmsg_ctx_create(loop, NULL, &cctx));
 	t_deadline(loop, 300);
 
 	psk_einval();
-	one_case("no key on either side (one set, then cleared)", NULL, NULL);
-	one_case("the same key", key_a, key_a);
-	one_case("a wrong key", key_b, key_a);
-	one_case("a key on the client only", key_a, NULL);
-	one_case("a key on the server only", NULL, key_a);
+	one_case("no key on either side (one set, then cleared)", NULL, NULL,
+		 NULL, NULL);
+	one_case("the same key", key_a, key_a, NULL, NULL);
+	one_case("a wrong key", key_b, key_a,
+		 "the peer refused our proof: a different pre-shared key?",
+		 "the peer's proof does not match the pre-shared key");
+	one_case("a key on the client only", key_a, NULL,
+		 "the server has no pre-shared key",
+		 "the peer requires a pre-shared key and this listener has "
+		 "none");
+	one_case("a key on the server only", NULL, key_a,
+		 "the server requires a pre-shared key",
+		 "the peer has no pre-shared key and this listener requires "
+		 "one");
 	if (!strcmp(t_transport(), "tcp"))
 		replay_case();
 	if (n > 0) {

@@ -281,12 +281,19 @@ static void p_close(struct rmsg_conn *x, int reason, void *arg)
 {
 	struct rmsg_stats st = cst(x);
 
+	const char *why = rmsg_conn_close_reason(x);
+
 	p_closed++;
+	/* and in words (rmsg_conn_close_reason.3), naming what broke */
+	printf("raw peer: closed: %s\n", why);
 	if (reason == -EPROTO) {
+		T_ASSERT(strstr(why, "frame of an unknown type"), "%s", why);
 		p_reason_proto++;
 		EQ(st.proto_errors, 1);
 		EQ(st.ka_timeouts, 0);
 	} else if (reason == -ETIMEDOUT) {
+		T_ASSERT(!strncmp(why, "keepalive: nothing heard", 24), "%s",
+			 why);
 		p_reason_ka++;
 		EQ(st.ka_timeouts, 1);
 		T_ASSERT(st.ka_probes >= 1, "no probe before the timeout");

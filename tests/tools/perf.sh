@@ -7,7 +7,8 @@
 # (-L epoll: rmsg_ctx_create_fd, epoll_wait, rmsg_ctx_progress), then a
 # client of each mode against a server of the other; usage errors exit 2
 # with the usage on stderr, -h and --help print it on stdout and exit 0,
-# --version names the tool and the library's version (librmsg.pc's).
+# --version names the tool and the library's version (librmsg.pc's);
+# --json prints one JSON object a line.
 # Not a benchmark: no timing is asserted.
 # Transport: tcp://127.0.0.1 here; rdma://$RMSG_TEST_ADDR with
 # RMSG_TEST_TRANSPORT=rdma (make check-rxe). Environment: top_builddir.
@@ -135,6 +136,29 @@ uri=$uri_epoll
 run ev -o rpc -m lat
 uri=$uri_ev
 run epoll -o send -m bw -W 4
+
+# --json: one JSON object a line, the results then -v's counters; the
+# shape checked here, the parse by Python's json where there is one
+# (the VM has none)
+uri=$uri_ev
+for m in lat bw; do
+	timeout 60 "$perf" --json -v -m $m -s 64,4k -n 20 -w 5 client "$uri" \
+		> "$tmp/out" 2>&1
+	rc=$?
+	[ $rc = 0 ] || fail "--json -m $m: exit $rc"
+	n=$(grep -c '^{"op":"send","mode":"'$m'","size":[0-9]*,"iters":20,.*,"transport":"'"$transport"'"}$' "$tmp/out")
+	[ "$n" = 2 ] || fail "--json -m $m: $n result objects, expected 2"
+	n=$(grep -c '^{"counters_of":"client [a-z]*[^"]*","counters":{"msgs_sent":[0-9]*,.*}}$' "$tmp/out")
+	[ "$n" = 2 ] || fail "--json -m $m: $n counter objects, expected 2"
+	grep -v '^{' "$tmp/out" > /dev/null && fail "--json -m $m: a line that is no object"
+	for py in /usr/bin/python3 python3; do
+		command -v $py > /dev/null 2>&1 || continue
+		$py -c 'import json, sys
+for line in sys.stdin:
+    json.loads(line)' < "$tmp/out" || fail "--json -m $m: json.loads failed"
+		break
+	done
+done
 
 [ "$failures" = 0 ] || exit 1
 echo "PASS: rmsg-perf ($transport)"

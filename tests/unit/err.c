@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* unit tests of error conversion and rmsg_strerror (src/err.c) */
+/* unit tests of error conversion, rmsg_strerror and rmsg_err_name
+ * (src/err.c) */
+#define _GNU_SOURCE
 #include <limits.h>
+#include <string.h>
 #include <infiniband/verbs.h>
 
 #include "unit.h"
@@ -202,9 +205,53 @@ static void rmsg_strerror__int_min(void **state)
 	assert_string_equal(rmsg_strerror(INT_MIN), "unknown error");
 }
 
+/* every errno has its <errno.h> name, as the C library spells it */
+static void rmsg_err_name__every_errno(void **state)
+{
+	int e, named = 0;
+
+	(void)state;
+	for (e = 1; e < 200; e++) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
+		const char *libc = strerrorname_np(e);
+
+		if (libc && e != EWOULDBLOCK && e != EDEADLOCK)
+			assert_string_equal(rmsg_err_name(-e), libc);
+#endif
+		if (strcmp(rmsg_err_name(-e), "UNKNOWN"))
+			named++;
+	}
+	assert_true(named > 100);
+	assert_string_equal(rmsg_err_name(-ECONNREFUSED), "ECONNREFUSED");
+	assert_string_equal(rmsg_err_name(-EAGAIN), "EAGAIN");
+	assert_string_equal(rmsg_err_name(-EOPNOTSUPP), "EOPNOTSUPP");
+	for (e = 0; e < (int)UNIT_ARRAY_SIZE(lib_errnos); e++)
+		assert_string_not_equal(rmsg_err_name(-lib_errnos[e]),
+					"UNKNOWN");
+}
+
+static void rmsg_err_name__both_signs(void **state)
+{
+	(void)state;
+	assert_ptr_equal(rmsg_err_name(EACCES), rmsg_err_name(-EACCES));
+	assert_string_equal(rmsg_err_name(ETIMEDOUT), "ETIMEDOUT");
+}
+
+static void rmsg_err_name__zero_and_unknown(void **state)
+{
+	(void)state;
+	assert_string_equal(rmsg_err_name(0), "OK");
+	assert_string_equal(rmsg_err_name(-99999), "UNKNOWN");
+	assert_string_equal(rmsg_err_name(INT_MAX), "UNKNOWN");
+	assert_string_equal(rmsg_err_name(INT_MIN), "UNKNOWN");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(rmsg_err_name__every_errno),
+		cmocka_unit_test(rmsg_err_name__both_signs),
+		cmocka_unit_test(rmsg_err_name__zero_and_unknown),
 		cmocka_unit_test(err_wc__table),
 		cmocka_unit_test(err_wc__table_complete),
 		cmocka_unit_test(err_wc__explained),

@@ -16,6 +16,7 @@ from ._core import (ACCESS_REMOTE_READ, ACCESS_REMOTE_WRITE, IOV_MAX,
                     Context, Listener, RmsgConnectionRefusedError, RmsgError,
                     RmsgPermissionError, RmsgTimeoutError, RmsgValueError,
                     errno_name, listen_group, rmsg_error, strerror)
+from ._core import err_name, stat_info
 from ._ffi import LIBRMSG_PATH, lib as _lib
 
 __all__ = ["Context", "Listener", "Connection", "Buffer", "MR", "RmsgError",
@@ -25,7 +26,7 @@ __all__ = ["Context", "Listener", "Connection", "Buffer", "MR", "RmsgError",
            "listen_group",
            "ACCESS_REMOTE_READ", "ACCESS_REMOTE_WRITE", "MR_DESC_SIZE",
            "PRIVATE_DATA_MAX", "IOV_MAX", "RECV_QUEUE_DEFAULT", "LIBRMSG_PATH",
-           "version_info"]
+           "version_info", "err_name", "stat_info"]
 
 
 def _library_version() -> Tuple[str, Tuple[int, int, int]]:

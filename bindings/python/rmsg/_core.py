@@ -94,6 +94,28 @@ def errno_name(err: int) -> str:
     return _errno.errorcode.get(e, "E%d" % e)
 
 
+def err_name(err: int) -> str:
+    """rmsg_err_name(): the errno's symbolic name, "ECONNREFUSED" (sign
+    does not matter), "OK" for 0, "UNKNOWN" for no errno."""
+    raw: Optional[bytes] = lib.rmsg_err_name(int(err))
+    return raw.decode("ascii") if raw else "UNKNOWN"
+
+
+def stat_info() -> List[Tuple[str, str, int]]:
+    """rmsg_stat_count() and rmsg_stat_info(): (name, description,
+    flags) of every counter the library keeps, in the order of struct
+    rmsg_stats; flags are STAT_COUNTER and STAT_CTX_ONLY of _ffi."""
+    out: List[Tuple[str, str, int]] = []
+    name, desc = ctypes.c_char_p(), ctypes.c_char_p()
+    flags = ctypes.c_uint()
+    for i in range(lib.rmsg_stat_count()):
+        _check(lib.rmsg_stat_info(i, ctypes.byref(name), ctypes.byref(desc),
+                                  ctypes.byref(flags)))
+        out.append(((name.value or b"").decode(),
+                    (desc.value or b"").decode(), flags.value))
+    return out
+
+
 class RmsgError(OSError):
     """An error from librmsg: .errno is the positive errno, .strerror the
     text of rmsg_strerror(). Handlers may raise it to reply with an error.
@@ -106,6 +128,9 @@ class RmsgError(OSError):
     (PermissionError), ETIMEDOUT RmsgTimeoutError (TimeoutError), a bad
     option value RmsgValueError (ValueError). RmsgError(errno) itself
     makes the plain class; rmsg_error(errno) picks the class."""
+
+    #: a connection's failure: why, in words (rmsg_conn_close_reason())
+    close_reason_text: Optional[str] = None
 
     def __init__(self, err: int, text: Optional[str] = None) -> None:
         e = abs(int(err))
@@ -877,6 +902,24 @@ class Context:
         dict. Awaitable (for compatibility: it does not wait)."""
         return _stats(lib.rmsg_ctx_stats, self._live())
 
+    def stats_export(self, format: str = "prometheus") -> str:
+        """rmsg_ctx_stats_export(): the context's counters and those of
+        each live connection, as the Prometheus text format
+        ("prometheus") or one JSON object ("json")."""
+        fmt = {"prometheus": _ffi.STATS_PROMETHEUS,
+               "json": _ffi.STATS_JSON}.get(format)
+        if fmt is None:
+            raise ValueError("stats_export: format %r: 'prometheus' or "
+                             "'json'" % (format,))
+        ptr = self._live()
+        # measured, then written in the same turn of the loop
+        n = lib.rmsg_ctx_stats_export(ptr, fmt, None, 0)
+        _check(min(n, 0))
+        buf = ctypes.create_string_buffer(n + 1)
+        n = lib.rmsg_ctx_stats_export(ptr, fmt, buf, n + 1)
+        _check(min(n, 0))
+        return buf.value.decode("utf-8", "replace")
+
     @overload
     def handle(self, method: int) -> Callable[[HandlerT], HandlerT]: ...
 
@@ -1388,6 +1431,8 @@ class Connection:
     peer_data: bytes
     #: None while open; then why it closed (an int: 0 or -errno)
     close_reason: Optional[CloseReason]
+    #: why it closed, in words (rmsg_conn_close_reason()), once closed
+    close_reason_text: Optional[str]
     on_imm: Optional[Callable[[int, int], Any]]
     #: the bound of the receive queue, in messages (None: unbounded)
     recv_queue: Optional[int]
@@ -1412,6 +1457,7 @@ class Connection:
         self._peer_addr: Optional[Address] = None
         self._local_addr: Optional[Address] = None
         self.close_reason = None
+        self.close_reason_text = None
         self._msgs: Deque[bytes] = collections.deque()
         # struct rmsg_msg * held past the bound, oldest first
         self._held: Deque[int] = collections.deque()
@@ -1460,6 +1506,9 @@ class Connection:
         # the counters as the connection ended: stats() after close
         self._last_stats = _stats(lib.rmsg_conn_stats, self._cptr)
         self._info()
+        why = lib.rmsg_conn_close_reason(self._cptr)
+        self.close_reason_text = why.decode("utf-8", "replace") \
+            if why else None
         self._fail_blocked(reason or -_errno.ECANCELED)
         if self._cptr is not None:
             self._ctx._conns.pop(self._cptr, None)
@@ -1467,9 +1516,10 @@ class Connection:
         self._cptr = None
         self.close_reason = why
         if not self._established.done():
-            _resolve(self._established,
-                     _error(reason or -_errno.ECANCELED) if not reason else
-                     rmsg_error(reason, str(why.text)), None)
+            exc = (_error(reason or -_errno.ECANCELED) if not reason else
+                   rmsg_error(reason, str(why.text)))
+            exc.close_reason_text = self.close_reason_text
+            _resolve(self._established, exc, None)
             if self._established.done():
                 self._established.exception()  # retrieved: no warning
         _resolve(self._closed, None, why)

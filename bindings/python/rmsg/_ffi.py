@@ -226,16 +226,6 @@ _decl("rmsg_conn_close", c_int, P)
 _decl("rmsg_conn_transport", c_char_p, P)
 _decl("rmsg_conn_ctx", c_void_p, P)
 _decl("rmsg_conn_fallback_reason", c_char_p, P)
-# the hook for the per-connection close reason string of issue 35
-# (rmsg_conn_close_reason(), on the C side's way): used when the loaded
-# library exports it (CloseReason.text), else None. Its prototype here
-# must be the header's once the header has it: tests/test_header.py
-# compares every declaration of this file with include/rmsg.h.
-try:
-    _decl("rmsg_conn_close_reason", c_char_p, P)
-    conn_close_reason: Any = lib.rmsg_conn_close_reason
-except AttributeError:
-    conn_close_reason = None
 _decl("rmsg_conn_set_arg", c_int, P, P)
 _decl("rmsg_conn_stats", c_int, P, POINTER(rmsg_stats), c_size_t)
 _decl("rmsg_ctx_stats", c_int, P, POINTER(rmsg_stats), c_size_t)
@@ -267,5 +257,19 @@ _decl("rmsg_call_cancel", c_int, P, c_uint64)
 _decl("rmsg_reply", c_int, P, IOV_P, c_int)
 _decl("rmsg_reply_error", c_int, P, c_int)
 _decl("rmsg_strerror", c_char_p, c_int)
+_decl("rmsg_err_name", c_char_p, c_int)
+_decl("rmsg_conn_close_reason", c_char_p, P)
+# why a connection closed, in words (CloseReason.text)
+conn_close_reason: Any = lib.rmsg_conn_close_reason
+_decl("rmsg_stat_count", c_int)
+_decl("rmsg_stat_info", c_int, c_int, POINTER(c_char_p), POINTER(c_char_p),
+      POINTER(c_uint))
+_decl("rmsg_ctx_stats_export", c_int, P, c_int, c_char_p, c_size_t)
+# enum rmsg_stat_flags, enum rmsg_stats_format (rmsg_stat_count(3),
+# rmsg_ctx_stats_export(3))
+STAT_COUNTER = 1
+STAT_CTX_ONLY = 2
+STATS_PROMETHEUS = 0
+STATS_JSON = 1
 _decl("rmsg_version", c_char_p, POINTER(c_uint), POINTER(c_uint),
       POINTER(c_uint))

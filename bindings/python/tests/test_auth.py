@@ -66,17 +66,23 @@ async def test_same_key_on_the_context():
     assert accepted == [b"hi-cli"]
 
 
-@pytest.mark.parametrize("server_psk,client_psk", [
-    (KEY, OTHER),   # a wrong key
-    (None, KEY),    # a key on the client only
-    (KEY, None),    # a key on the server only
+@pytest.mark.parametrize("server_psk,client_psk,why", [
+    # a wrong key
+    (KEY, OTHER, "the peer refused our proof: a different pre-shared key?"),
+    # a key on the client only
+    (None, KEY, "the server has no pre-shared key"),
+    # a key on the server only
+    (KEY, None, "the server requires a pre-shared key"),
 ])
 @async_test
-async def test_refused(server_psk, client_psk):
+async def test_refused(server_psk, client_psk, why):
     result, accepted, served = await _try(server_psk, client_psk)
     assert isinstance(result, rmsg.RmsgError)
     # covers: rmsg_cfg_set_psk.3 EACCES
     assert result.errno == errno.EACCES
+    # and why, in words (rmsg_conn_close_reason(3))
+    assert why in result.close_reason_text, result.close_reason_text
+    assert rmsg.err_name(-result.errno) == "EACCES"
     # the server's application never saw the peer
     assert accepted == [] and served == []
 

@@ -24,6 +24,8 @@ async def test_local_close():
         assert await conn.recv() == b"x"
         assert await conn.close() == 0
         assert conn.closed and conn.close_reason == 0
+        assert conn.close_reason_text == \
+            "closed by this side (rmsg_conn_close)"
         assert await conn.close() == 0          # harmless again
         with pytest.raises(rmsg.ConnectionClosed) as ei:
             await conn.recv()

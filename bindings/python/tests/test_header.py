@@ -188,7 +188,9 @@ def _match(ctype, py, where):
             ok = py in (ctypes.c_void_p, ctypes.c_char_p)
         return None if ok else "%s: %s *, binding %r" % (where, base, py)
     if stars == 2:
-        ok = py is ctypes.POINTER(ctypes.c_void_p)
+        # a pointer out-parameter: to a string (char **) or to a handle
+        ok = py is ctypes.POINTER(ctypes.c_void_p) or (
+            base == "char" and py is ctypes.POINTER(ctypes.c_char_p))
         return None if ok else "%s: %s **, binding %r" % (where, base, py)
     return "%s: %s with %d stars" % (where, base, stars)
 

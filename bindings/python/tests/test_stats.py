@@ -3,6 +3,8 @@
 rmsg_conn_stats(3) as a dict, moved by exactly the traffic made here."""
 import asyncio
 
+import pytest
+
 import rmsg
 from rmsg import _ffi
 from conftest import TRANSPORT, Pair, async_test, echo_server
@@ -84,3 +86,31 @@ async def test_stats_one_sided_and_imm():
         # them unseen
         served = (3, 1) if TRANSPORT == "tcp" else (0, 0)
         assert (srv["writes_served"], srv["reads_served"]) == served
+
+
+@async_test
+async def test_stats_export_parsed():
+    """Context.stats_export(): the Prometheus text parsed by
+    python3-prometheus-client, the JSON by json.loads; the names are
+    those of stat_info()."""
+    import json
+    from prometheus_client.parser import text_string_to_metric_families
+    names = [n for n, _, _ in rmsg.stat_info()]
+    assert names == list(_ffi.STATS_FIELDS)
+    async with Pair() as p:
+        p.serve(echo_server)
+        conn = await p.connect()
+        await conn.send(b"abc")
+        assert await asyncio.wait_for(conn.recv(), 10) == b"abc"
+        text = p.cctx.stats_export()
+        fams = {f.name: f for f in text_string_to_metric_families(text)}
+        assert fams["rmsg_ctx_msgs_sent"].samples[0].value == 1
+        assert fams["rmsg_ctx_conns_opened"].samples[0].value == 1
+        (s,) = fams["rmsg_conn_bytes_recv"].samples
+        assert s.value == 3 and s.labels["transport"] == TRANSPORT
+        doc = json.loads(p.cctx.stats_export("json"))
+        assert list(doc["counters"]) == names
+        assert doc["connections"][0]["counters"]["msgs_recv"] == 1
+        with pytest.raises(ValueError):
+            p.cctx.stats_export("xml")
+        await conn.close()

@@ -363,6 +363,8 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 		    wc->status != IBV_WC_WR_FLUSH_ERR) {
 			rmsgi_warn(r->ctx, "conn %u: receive failed: %s",
 				   rc->ci->id, ibv_wc_status_str(wc->status));
+			rmsgi_conn_why(rc->c, "an RDMA receive failed: %s",
+				       ibv_wc_status_str(wc->status));
 			rdma_rc_teardown(rc, rmsgi_err_wc(wc->status));
 		}
 		return;
@@ -466,6 +468,11 @@ static int rxq_drain(struct rdma_ctx *r, struct rdma_rxq *q)
 					   "error: %s",
 					   rc->ci->id,
 					   ibv_wc_status_str(wc->status));
+				/* a dead peer: the device's retries ran out */
+				rmsgi_conn_why(rc->c,
+					       "an RDMA send, write or read "
+					       "failed: %s",
+					       ibv_wc_status_str(wc->status));
 				rdma_rc_teardown(rc, rmsgi_err_wc(wc->status));
 			} else if ((rc->state == RC_DRAINING ||
 				    rc->state == RC_LINGER) &&

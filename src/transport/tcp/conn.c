@@ -298,6 +298,8 @@ static void tcp_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		tc->stall_tmo = false;
 		rmsgi_warn(tc->t->ctx, "conn %u: closing: %s", tc->ci->id,
 			   rmsg_strerror(-ENOBUFS));
+		rmsgi_conn_why(tc->c, "no TCP receive memory came back in "
+				      "time (rmsg_cfg_set_tcp_rx_limit)");
 		tcp_conn_end(tc, -ENOBUFS, NULL);
 	} else {
 		tcp_conn_end(tc, -ETIMEDOUT, NULL);

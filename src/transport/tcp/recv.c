@@ -200,6 +200,8 @@ static void tcp_frame(struct tcp_conn *tc, const struct rmsgi_hdr *h,
 	 * tc->rb */
 	ret = rmsgi_hello_decode(data, (size_t)h->len, &peer);
 	if (ret) {
+		rmsgi_conn_why(tc->c, "the peer sent a malformed %s frame",
+			       rmsgi_frame_name(h->type));
 		tcp_conn_end(tc, ret, NULL);
 		return;
 	}
@@ -230,6 +232,11 @@ static int tcp_big_start(struct tcp_conn *tc, const struct rmsgi_hdr *h,
 			   "more than the TCP receive memory limit of %zu "
 			   "bytes (rmsg_cfg_set_tcp_rx_limit)",
 			   tc->ci->id, len, limit);
+		rmsgi_conn_why(tc->c,
+			       "the peer announced a frame of %zu bytes, more "
+			       "than the TCP receive memory limit of %zu "
+			       "(rmsg_cfg_set_tcp_rx_limit)",
+			       len, limit);
 		tcp_conn_end(tc, -EMSGSIZE, NULL);
 		return -EMSGSIZE;
 	}
@@ -361,8 +368,24 @@ static inline __attribute__((always_inline)) void tcp_parse(struct tcp_conn *tc)
 		/* rx_free only ever follows TCP_PH_OPEN: one test for both */
 		if (RMSGI_UNLIKELY(ret || h.type != RMSGI_T_DATA ||
 				   !tc->rx_free)) {
-			if (!ret)
-				ret = tcp_check_type(tc, &h);
+			if (ret == -EMSGSIZE)
+				rmsgi_conn_why(tc->c,
+					       "the peer announced a message "
+					       "larger than max_msg_size");
+			else if (ret)
+				rmsgi_conn_why(tc->c,
+					       "the peer sent a malformed "
+					       "frame header, or a frame of "
+					       "an unknown type");
+			else if ((ret = tcp_check_type(tc, &h)) == -EPROTO)
+				rmsgi_conn_why(tc->c,
+					       "the peer sent a %s frame "
+					       "(type %u) where it is not "
+					       "allowed%s",
+					       rmsgi_frame_name(h.type), h.type,
+					       tc->phase == TCP_PH_OPEN
+						       ? ""
+						       : " (in the handshake)");
 			if (ret) {
 				tcp_conn_end(tc, ret, NULL);
 				return;
