@@ -167,9 +167,9 @@ static int auth_send(struct rmsg_conn *c, uint32_t aux, size_t len)
 	/* eager: at most RMSGI_AUTH_MAX bytes, below any eager size */
 	rmsgi_conn_op_proto(c, op, false);
 	op->type = RMSGI_T_AUTH;
-	c->sendq_len++;
+	c->tx.sendq_len++;
 	op_state(c, op, RMSGI_OS_QUEUED);
-	rmsgi_list_add_head(&c->sendq, &op->link);
+	rmsgi_list_add_head(&c->tx.sendq, &op->link);
 	rmsgi_ctx_mark_dirty(c->ctx, c);
 	return 0;
 }

@@ -78,7 +78,7 @@ void rmsgi_conn_set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
 	if (s >= RMSGI_CS_CLOSING && c->state < RMSGI_CS_CLOSING)
 		rmsgi_conn_why_fix(c);
 	c->state = s;
-	c->direct_lim = 0;
+	c->tx.direct_lim = 0;
 	if (c->lst)
 		rmsgi_listener_track(c, s);
 	if (s != RMSGI_CS_ESTABLISHED || !rmsgi_tr_has_direct(c->tops))
@@ -86,8 +86,8 @@ void rmsgi_conn_set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
 	max = c->tops->direct_max(c->tr_priv);
 	/* a rendezvous is never sent directly */
 	if (c->tr->caps & RMSGI_TR_CAP_RNDV)
-		max = RMSGI_MIN(max, (size_t)c->peer_eager);
-	c->direct_lim = max == SIZE_MAX ? SIZE_MAX : max + 1;
+		max = RMSGI_MIN(max, (size_t)c->tx.peer_eager);
+	c->tx.direct_lim = max == SIZE_MAX ? SIZE_MAX : max + 1;
 }
 
 int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
@@ -109,19 +109,19 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 	c->ti.cfg = &c->cfg;
 	c->ti.id = c->id;
 	rmsgi_conn_set_state(c, RMSGI_CS_CONNECTING);
-	rmsgi_list_init(&c->sendq);
-	rmsgi_list_init(&c->rndvq);
+	rmsgi_list_init(&c->tx.sendq);
+	rmsgi_list_init(&c->tx.rndvq);
 	rmsgi_list_init(&c->rxq);
-	rmsgi_list_init(&c->exports);
-	rmsgi_list_init(&c->doneq);
+	rmsgi_list_init(&c->rma.exports);
+	rmsgi_list_init(&c->tx.doneq);
 	rmsgi_list_init(&c->dirty_link);
 	rmsgi_list_add_tail(&ctx->conns, &c->link);
-	c->credit_op.kind = RMSGI_OP_CTRL;
-	c->credit_op.type = RMSGI_T_CREDIT;
-	c->credit_op.iov = c->credit_op.iov_inline;
+	c->tx.credit_op.kind = RMSGI_OP_CTRL;
+	c->tx.credit_op.type = RMSGI_T_CREDIT;
+	c->tx.credit_op.iov = c->tx.credit_op.iov_inline;
 	/* idle until queued; reused for every CREDIT frame */
-	c->credit_op.state = RMSGI_OS_DONE;
-	rmsgi_conn_op_proto(c, &c->credit_op, false);
+	c->tx.credit_op.state = RMSGI_OS_DONE;
+	rmsgi_conn_op_proto(c, &c->tx.credit_op, false);
 	/* what we grant; frames can beat the established event (RDMA) */
 	rmsgi_credit_grant(&c->cr, rmsgi_credits_start(cfg));
 	ev_ref(ctx->loop);
@@ -209,8 +209,8 @@ static void set_peer(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	c->peer_pdata_len = h->pdata_len;
 	memcpy(c->peer_pdata, h->pdata, h->pdata_len);
 	c->peer_credits = grows ? RMSGI_CREDITS_MAX : h->credits;
-	c->peer_eager = h->eager_size;
-	c->peer_pack = (h->flags & RMSGI_HELLO_F_PACK) != 0;
+	c->tx.peer_eager = h->eager_size;
+	c->tx.peer_pack = (h->flags & RMSGI_HELLO_F_PACK) != 0;
 	rmsgi_credit_init(&c->cr, h->credits, c->cr.grant);
 	/* our grant to it grows with use only if it takes that */
 	if (grows)
@@ -472,7 +472,7 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 
 bool rmsgi_conn_awaits_peer(const struct rmsg_conn *c)
 {
-	return !rmsgi_list_empty(&c->rndvq);
+	return !rmsgi_list_empty(&c->tx.rndvq);
 }
 
 void rmsgi_conn_ev_down(struct rmsg_conn *c)

@@ -53,7 +53,7 @@ static inline bool credit_due(const struct rmsg_conn *c)
 static inline void op_answer(struct rmsg_conn *c, struct rmsgi_op *op)
 {
 	op->answer = 1;
-	c->ans_n++;
+	c->tx.ans_n++;
 }
 
 /* the checks every queued operation starts with; writes the total */
@@ -139,7 +139,7 @@ static inline bool op_move_ok(const struct rmsg_conn *c,
 	case RMSGI_OS_ANSWERED:
 		return op->rndv;
 	case RMSGI_OS_QUEUED:
-		return op->state != RMSGI_OS_DONE || op == &c->credit_op;
+		return op->state != RMSGI_OS_DONE || op == &c->tx.credit_op;
 	default:
 		return true;
 	}
@@ -170,8 +170,8 @@ op_state(struct rmsg_conn *c, struct rmsgi_op *op, enum rmsgi_op_state s)
 /* is the connection's CREDIT frame queued or posted? */
 static inline bool credit_op_busy(const struct rmsg_conn *c)
 {
-	return c->credit_op.state == RMSGI_OS_QUEUED ||
-	       c->credit_op.state == RMSGI_OS_POSTED;
+	return c->tx.credit_op.state == RMSGI_OS_QUEUED ||
+	       c->tx.credit_op.state == RMSGI_OS_POSTED;
 }
 
 /* conn.c */
@@ -277,7 +277,7 @@ static inline bool rmsgi_pack_want(const struct rmsg_conn *c,
 {
 	return op->kind == RMSGI_OP_SEND && op->type == RMSGI_T_DATA &&
 	       op->proto == RMSGI_OP_P_EAGER && !op->aux && !op->pre_len &&
-	       RMSGI_PACK_ENT(op->len) <= c->peer_eager;
+	       RMSGI_PACK_ENT(op->len) <= c->tx.peer_eager;
 }
 /* the op at @first and those after it packed into a PACK op that takes
  * their place at the head of the send queue; NULL (nothing changed) if

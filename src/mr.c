@@ -349,9 +349,9 @@ void rmsgi_mr_conn_gone(struct rmsg_conn *c)
 {
 	struct rmsgi_list *n;
 
-	if (!c->exports.next)
+	if (!c->rma.exports.next)
 		return; /* never initialized */
-	while ((n = c->exports.next) != &c->exports)
+	while ((n = c->rma.exports.next) != &c->rma.exports)
 		export_drop(&c->ctx->mrt,
 			    rmsgi_list_entry(n, struct rmsgi_export, clink));
 }
@@ -415,7 +415,7 @@ static bool mr_queued(const struct rmsg_mr *mr)
 		struct rmsg_conn *c =
 			rmsgi_list_entry(n, struct rmsg_conn, link);
 
-		for (o = c->sendq.next; o != &c->sendq; o = o->next) {
+		for (o = c->tx.sendq.next; o != &c->tx.sendq; o = o->next) {
 			struct rmsgi_op *op =
 				rmsgi_list_entry(o, struct rmsgi_op, link);
 
@@ -536,14 +536,14 @@ int rmsg_mr_export(struct rmsg_mr *mr, struct rmsg_conn *c, uint64_t off,
 	e->access = rights;
 	ret = export_transport(mr, c, e);
 	if (ret == -EAGAIN && c)
-		c->want_writable = true; /* the page promises on_writable */
+		c->tx.want_writable = true; /* the page promises on_writable */
 	if (ret)
 		goto undo_e;
 	slot = hash_slot(t, e->token);
 	e->hnext = *slot;
 	*slot = e;
 	rmsgi_list_add_tail(&mr->exports, &e->mlink);
-	rmsgi_list_add_tail(c ? &c->exports : &t->any_peer, &e->clink);
+	rmsgi_list_add_tail(c ? &c->rma.exports : &t->any_peer, &e->clink);
 
 	memset(&d, 0, sizeof(d));
 	d.access = (uint8_t)rights;
@@ -609,7 +609,7 @@ size_t rmsgi_mr_conn_max_len(const struct rmsg_conn *c, int access)
 {
 	size_t max = export_list_max(&c->ctx->mrt.any_peer, access, 0);
 
-	if (!c->exports.next)
+	if (!c->rma.exports.next)
 		return max; /* never initialized: nothing of its own */
-	return export_list_max(&c->exports, access, max);
+	return export_list_max(&c->rma.exports, access, max);
 }

@@ -30,7 +30,7 @@
  * fewer than two fit or no memory */
 struct rmsgi_op *rmsgi_pack_build(struct rmsg_conn *c, struct rmsgi_op *first)
 {
-	size_t lim = RMSGI_MIN((size_t)c->peer_eager, RMSGI_PACK_MAX);
+	size_t lim = RMSGI_MIN((size_t)c->tx.peer_eager, RMSGI_PACK_MAX);
 	size_t total = 0, sz;
 	struct rmsgi_list *n;
 	struct rmsgi_op *pk, *op;
@@ -39,7 +39,7 @@ struct rmsgi_op *rmsgi_pack_build(struct rmsg_conn *c, struct rmsgi_op *first)
 	void *buf;
 	int k;
 
-	for (n = &first->link; n != &c->sendq; n = n->next) {
+	for (n = &first->link; n != &c->tx.sendq; n = n->next) {
 		op = rmsgi_list_entry(n, struct rmsgi_op, link);
 		if (!rmsgi_pack_want(c, op))
 			break;
@@ -70,7 +70,7 @@ struct rmsgi_op *rmsgi_pack_build(struct rmsg_conn *c, struct rmsgi_op *first)
 	rmsgi_list_init(&pk->rlink);
 	p = buf;
 	for (i = 0; i < cnt; i++) {
-		op = rmsgi_list_entry(rmsgi_list_pop(&c->sendq),
+		op = rmsgi_list_entry(rmsgi_list_pop(&c->tx.sendq),
 				      struct rmsgi_op, link);
 		p = rmsgi_pack_ent_encode(p, (uint32_t)op->len);
 		for (k = 0; k < op->iovcnt; k++) {
@@ -85,7 +85,7 @@ struct rmsgi_op *rmsgi_pack_build(struct rmsg_conn *c, struct rmsgi_op *first)
 		rmsgi_list_add_tail(&pk->rlink, &op->link);
 	}
 	op_state(c, pk, RMSGI_OS_QUEUED);
-	rmsgi_list_add_head(&c->sendq, &pk->link);
+	rmsgi_list_add_head(&c->tx.sendq, &pk->link);
 	return pk;
 }
 

@@ -28,35 +28,37 @@ static bool refused(struct rmsg_conn *c, const char *what, uint64_t len,
 	unsigned i;
 
 	for (i = 0; i < RMSGI_REFUSED_RECENT; i++)
-		if (c->refused_tok[i] == token && c->refusals)
+		if (c->rma.refused_tok[i] == token && c->rma.refusals)
 			known = true;
 	if (!known) {
-		c->refusals++;
-		c->refused_tok[c->refused_next] = token;
-		c->refused_next = (c->refused_next + 1) % RMSGI_REFUSED_RECENT;
+		c->rma.refusals++;
+		c->rma.refused_tok[c->rma.refused_next] = token;
+		c->rma.refused_next =
+			(c->rma.refused_next + 1) % RMSGI_REFUSED_RECENT;
 	}
-	if (now - c->refusal_logged >= 1.0 || (!known && c->refusals == 1)) {
+	if (now - c->rma.refusal_logged >= 1.0 ||
+	    (!known && c->rma.refusals == 1)) {
 		rmsgi_warn(c->ctx,
 			   "conn %u: refused the peer's %s of %llu bytes at "
 			   "offset %llu of export %016llx: %s (refusal %u of "
 			   "%u; %u more not logged)",
 			   c->id, what, (unsigned long long)len,
 			   (unsigned long long)off, (unsigned long long)token,
-			   rmsg_strerror(st), c->refusals, RMSGI_REFUSALS_MAX,
-			   c->refusals_unlogged);
-		c->refusal_logged = now;
-		c->refusals_unlogged = 0;
+			   rmsg_strerror(st), c->rma.refusals,
+			   RMSGI_REFUSALS_MAX, c->rma.refusals_unlogged);
+		c->rma.refusal_logged = now;
+		c->rma.refusals_unlogged = 0;
 	} else {
-		c->refusals_unlogged++;
+		c->rma.refusals_unlogged++;
 	}
-	if (c->refusals < RMSGI_REFUSALS_MAX)
+	if (c->rma.refusals < RMSGI_REFUSALS_MAX)
 		return false;
 	rmsgi_warn(c->ctx,
 		   "conn %u: %u refused one-sided accesses: closing the "
 		   "connection",
-		   c->id, c->refusals);
+		   c->id, c->rma.refusals);
 	rmsgi_conn_why(c, "the peer made %u refused one-sided accesses",
-		       c->refusals);
+		       c->rma.refusals);
 	rmsgi_conn_abort(c, -EACCES);
 	return true;
 }
@@ -64,8 +66,8 @@ static bool refused(struct rmsg_conn *c, const char *what, uint64_t len,
 /* TCP: an access of the peer was accepted: one refusal is forgiven */
 static void accepted(struct rmsg_conn *c)
 {
-	if (c->refusals)
-		c->refusals--;
+	if (c->rma.refusals)
+		c->rma.refusals--;
 }
 
 /* TCP: a peer's WRITE or WRITE_IMM; checked against what was exported
@@ -240,8 +242,8 @@ static int rma_queue(struct rmsg_conn *c, uint8_t kind, uint8_t type,
 				       : RMSG_ACCESS_REMOTE_WRITE);
 	if (ret)
 		return ret;
-	if (c->sendq_len >= c->cfg.send_queue) {
-		c->want_writable = true;
+	if (c->tx.sendq_len >= c->cfg.send_queue) {
+		c->tx.want_writable = true;
 		c->st.sendq_full++;
 		return -EAGAIN;
 	}
@@ -259,7 +261,7 @@ static int rma_queue(struct rmsg_conn *c, uint8_t kind, uint8_t type,
 	op->rma.has_rkey = d.flags & RMSGI_DESC_F_RKEY;
 	op->cb = cb;
 	op->arg = arg;
-	c->sendq_len++;
+	c->tx.sendq_len++;
 	rmsgi_conn_op_queue(c, op);
 	return 0;
 }

@@ -291,6 +291,43 @@ enum rmsgi_conn_state {
 /* the longest reason text rmsg_conn_close_reason() gives, NUL included */
 #define RMSGI_WHY_MAX 160
 
+/* a connection's send side: send.c owns it (pack.c builds PACK ops in
+ * its queue); conn.c starts and cancels it */
+struct rmsgi_conn_tx {
+	struct rmsgi_list sendq; /* ops not yet handed to the transport */
+	unsigned sendq_len;	 /* user ops queued or posted, not completed */
+	struct rmsgi_list rndvq; /* rendezvous sends waiting for ACK */
+	struct rmsgi_list doneq; /* completed ops whose cb is due */
+	uint64_t next_rndv_id;
+	/* answers generated for the peer (READ_RESP, RNDV_ACK, RPC replies)
+	 * queued or posted (see "What a peer may make us hold" below) */
+	unsigned ans_n;
+	/* the CREDIT frame's op, reused: queued or posted, or idle (DONE) */
+	struct rmsgi_op credit_op;
+	/* rmsg_send may write a message of fewer bytes than this inside the
+	 * call (send_direct); 0 outside ESTABLISHED or on a transport
+	 * without send_direct. Follows state (set_state). */
+	size_t direct_lim;
+	uint32_t peer_eager; /* the peer's eager size (its hello) */
+	/* the peer's hello had RMSGI_HELLO_F_PACK: queued small messages
+	 * may go to it packed (pack.c) */
+	bool peer_pack;
+	bool want_writable; /* on_writable is due once the queue has room */
+};
+
+/* a connection's one-sided side: mr.c owns the exports, rma.c the
+ * refusals of the peer's accesses */
+struct rmsgi_conn_rma {
+	struct rmsgi_list exports; /* regions exported to this conn (mr.c) */
+	unsigned refusals;	   /* the peer's refused one-sided accesses */
+	/* the last distinct tokens refused (rma.c): naming one again is
+	 * not a new guess */
+	uint64_t refused_tok[RMSGI_REFUSED_RECENT];
+	unsigned refused_next;
+	unsigned refusals_unlogged;
+	ev_tstamp refusal_logged;
+};
+
 struct rmsg_conn {
 	struct rmsgi_list link;	      /* ctx->conns */
 	struct rmsgi_list dirty_link; /* ctx->dirty */
@@ -303,15 +340,10 @@ struct rmsg_conn {
 	struct rmsg_conn_ops ops;
 	void *arg;
 	enum rmsgi_conn_state state;
-	/* rmsg_send may write a message of fewer bytes than this inside the
-	 * call (send_direct); 0 outside ESTABLISHED or on a transport
-	 * without send_direct. Follows state (set_state). */
-	size_t direct_lim;
 	int refs;
 	uint32_t id;
 	bool is_server;
 	bool in_accept;
-	bool want_writable;
 	bool dirty;
 	bool tr_down;  /* transport reported it is gone */
 	bool peer_bye; /* the peer said it closes (RMSGI_CREDIT_BYE) */
@@ -326,40 +358,20 @@ struct rmsg_conn {
 	struct rmsg_listener *lst;  /* counts against its limits (listener.c) */
 	bool lst_pending;	    /* ... as a handshake too */
 	struct rmsgi_live live;	    /* liveness and keepalive (keepalive.h) */
-	/* answers generated for the peer (READ_RESP, RNDV_ACK, RPC replies)
-	 * queued or posted (see "What a peer may make us hold" below) */
-	unsigned ans_n;
 	int close_reason;
 	/* why it closed or was refused, for rmsg_conn_close_reason(): the
 	 * first reason given while open (rmsgi_conn_why), else the text of
 	 * close_reason as the connection enters CLOSING; fixed from then on,
 	 * so that the app may keep the pointer while it holds the handle */
 	char why[RMSGI_WHY_MAX];
-	/* the CREDIT frame's op, reused: queued or posted, or idle (DONE) */
-	struct rmsgi_op credit_op;
 
-	struct rmsgi_credit cr;
-	struct rmsgi_list sendq; /* ops not yet handed to the transport */
-	unsigned sendq_len;	 /* user ops queued or posted, not completed */
-	struct rmsgi_list rndvq; /* rendezvous sends waiting for ACK */
-	struct rmsgi_list rxq;	 /* received, not yet delivered, in order */
-	struct rmsgi_list exports; /* regions exported to this conn (mr.c) */
-	unsigned refusals;	   /* the peer's refused one-sided accesses */
-	/* the last distinct tokens refused (rma.c): naming one again is
-	 * not a new guess */
-	uint64_t refused_tok[RMSGI_REFUSED_RECENT];
-	unsigned refused_next;
-	unsigned refusals_unlogged;
-	ev_tstamp refusal_logged;
-	struct rmsgi_list doneq; /* completed ops whose cb is due */
-	uint64_t next_rndv_id;
-	uint32_t peer_eager;
+	struct rmsgi_credit cr;	   /* flow control (credit.h) */
+	struct rmsgi_conn_tx tx;   /* the send side (send.c, pack.c) */
+	struct rmsgi_conn_rma rma; /* one-sided (mr.c, rma.c) */
+	struct rmsgi_list rxq;	   /* received, not yet delivered, in order */
 	/* the bound on what the peer may return in all: its hello's
 	 * credits, or RMSGI_CREDITS_MAX if its grant grows */
 	uint16_t peer_credits;
-	/* the peer's hello had RMSGI_HELLO_F_PACK: queued small messages
-	 * may go to it packed (pack.c) */
-	bool peer_pack;
 
 	uint8_t peer_pdata[RMSG_PRIVATE_DATA_MAX];
 	uint8_t peer_pdata_len;

@@ -116,7 +116,7 @@ struct rmsgi_op *rmsgi_conn_rndv_find(struct rmsg_conn *c, uint64_t id)
 {
 	struct rmsgi_list *n;
 
-	for (n = c->rndvq.next; n != &c->rndvq; n = n->next) {
+	for (n = c->tx.rndvq.next; n != &c->tx.rndvq; n = n->next) {
 		struct rmsgi_op *op =
 			rmsgi_list_entry(n, struct rmsgi_op, rlink);
 
@@ -270,7 +270,7 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 			rmsgi_conn_abort(c, ret);
 			return ret;
 		}
-		if (!rmsgi_list_empty(&c->sendq))
+		if (!rmsgi_list_empty(&c->tx.sendq))
 			rmsgi_ctx_mark_dirty(c->ctx, c);
 	}
 	if (RMSGI_UNLIKELY(h->type != RMSGI_T_DATA || h->aux || !m->ready ||

@@ -80,7 +80,7 @@ static inline void op_proto(struct rmsg_conn *c, struct rmsgi_op *op,
 	case RMSGI_OP_SEND:
 		if (direct)
 			p = RMSGI_OP_P_DIRECT;
-		else if (op->len > c->peer_eager &&
+		else if (op->len > c->tx.peer_eager &&
 			 (c->tr->caps & RMSGI_TR_CAP_RNDV))
 			p = RMSGI_OP_P_RNDV;
 		else
@@ -106,7 +106,7 @@ static inline void op_proto(struct rmsg_conn *c, struct rmsgi_op *op,
 	if (p == RMSGI_OP_P_RNDV || p == RMSGI_OP_P_RMA_EMU) {
 		/* completes on the peer's answer */
 		op->rndv = 1;
-		op->id = ++c->next_rndv_id;
+		op->id = ++c->tx.next_rndv_id;
 	}
 }
 
@@ -122,7 +122,7 @@ static inline void op_queue(struct rmsg_conn *c, struct rmsgi_op *op)
 	if (c->state == RMSGI_CS_ESTABLISHED)
 		op_proto(c, op, false);
 	op_state(c, op, RMSGI_OS_QUEUED);
-	rmsgi_list_add_tail(&c->sendq, &op->link);
+	rmsgi_list_add_tail(&c->tx.sendq, &op->link);
 	rmsgi_ctx_mark_dirty(c->ctx, c);
 }
 
@@ -135,7 +135,7 @@ void rmsgi_conn_proto_queued(struct rmsg_conn *c)
 {
 	struct rmsgi_list *n;
 
-	for (n = c->sendq.next; n != &c->sendq; n = n->next) {
+	for (n = c->tx.sendq.next; n != &c->tx.sendq; n = n->next) {
 		struct rmsgi_op *op =
 			rmsgi_list_entry(n, struct rmsgi_op, link);
 
@@ -150,9 +150,9 @@ static void op_recycle(struct rmsg_conn *c, struct rmsgi_op *op)
 {
 	if (op->kind == RMSGI_OP_SEND || op->kind == RMSGI_OP_WRITE ||
 	    op->kind == RMSGI_OP_READ)
-		c->sendq_len--;
+		c->tx.sendq_len--;
 	if (op->answer)
-		c->ans_n--;
+		c->tx.ans_n--;
 	rmsgi_op_put(c->ctx, op);
 }
 
@@ -167,12 +167,12 @@ static void op_finish(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 	op_state(c, op, RMSGI_OS_DONE);
 	if (!op->cb) {
 		op_recycle(c, op);
-		if (c->want_writable)
+		if (c->tx.want_writable)
 			rmsgi_ctx_mark_dirty(c->ctx, c);
 		return;
 	}
 	op->status = status;
-	rmsgi_list_add_tail(&c->doneq, &op->link);
+	rmsgi_list_add_tail(&c->tx.doneq, &op->link);
 	rmsgi_ctx_mark_dirty(c->ctx, c);
 }
 
@@ -203,11 +203,11 @@ void rmsgi_conn_cancel_sendq(struct rmsg_conn *c, int status)
 {
 	struct rmsgi_list *n;
 
-	while ((n = rmsgi_list_pop(&c->sendq))) {
+	while ((n = rmsgi_list_pop(&c->tx.sendq))) {
 		struct rmsgi_op *op =
 			rmsgi_list_entry(n, struct rmsgi_op, link);
 
-		if (op == &c->credit_op) {
+		if (op == &c->tx.credit_op) {
 			op_state(c, op, RMSGI_OS_DONE);
 			continue;
 		}
@@ -219,7 +219,7 @@ void rmsgi_conn_cancel_rndv(struct rmsg_conn *c, int status)
 {
 	struct rmsgi_list *n;
 
-	while ((n = rmsgi_list_pop(&c->rndvq))) {
+	while ((n = rmsgi_list_pop(&c->tx.rndvq))) {
 		struct rmsgi_op *op =
 			rmsgi_list_entry(n, struct rmsgi_op, rlink);
 
@@ -235,7 +235,7 @@ void rmsgi_conn_cancel_queued(struct rmsg_conn *c, int status)
 
 void rmsgi_conn_op_done(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 {
-	if (op == &c->credit_op) {
+	if (op == &c->tx.credit_op) {
 		op_state(c, op, RMSGI_OS_DONE);
 		if (status == 0 && credit_due(c))
 			rmsgi_ctx_mark_dirty(c->ctx, c);
@@ -265,7 +265,7 @@ void rmsgi_conn_tr_room(struct rmsg_conn *c)
 {
 	/* also for an export refused for want of room (rmsg_mr_export):
 	 * nothing is queued, but its on_writable is due */
-	if (!rmsgi_list_empty(&c->sendq) || c->want_writable)
+	if (!rmsgi_list_empty(&c->tx.sendq) || c->tx.want_writable)
 		rmsgi_ctx_mark_dirty(c->ctx, c);
 }
 
@@ -273,9 +273,9 @@ bool rmsgi_conn_send_credit(struct rmsg_conn *c, uint32_t aux)
 {
 	if (credit_op_busy(c) || c->state != RMSGI_CS_ESTABLISHED)
 		return false; /* a frame is on its way: that tells the peer */
-	c->credit_op.aux = aux;
-	op_state(c, &c->credit_op, RMSGI_OS_QUEUED);
-	rmsgi_list_add_head(&c->sendq, &c->credit_op.link);
+	c->tx.credit_op.aux = aux;
+	op_state(c, &c->tx.credit_op, RMSGI_OS_QUEUED);
+	rmsgi_list_add_head(&c->tx.sendq, &c->tx.credit_op.link);
 	rmsgi_ctx_mark_dirty(c->ctx, c);
 	return true;
 }
@@ -349,7 +349,7 @@ static void __attribute__((noinline, cold)) stats_stall(struct rmsg_conn *c)
 {
 	struct rmsgi_list *n;
 
-	for (n = c->sendq.prev; n != &c->sendq; n = n->prev) {
+	for (n = c->tx.sendq.prev; n != &c->tx.sendq; n = n->prev) {
 		struct rmsgi_op *op =
 			rmsgi_list_entry(n, struct rmsgi_op, link);
 
@@ -373,15 +373,15 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 	/* a CREDIT frame only when nothing else can carry the credits */
 	if (c->state == RMSGI_CS_ESTABLISHED && !credit_op_busy(c) &&
 	    credit_due(c) &&
-	    (rmsgi_list_empty(&c->sendq) ||
+	    (rmsgi_list_empty(&c->tx.sendq) ||
 	     !rmsgi_credit_can_send(&c->cr, true))) {
-		c->credit_op.aux = 0;
-		op_state(c, &c->credit_op, RMSGI_OS_QUEUED);
-		rmsgi_list_add_head(&c->sendq, &c->credit_op.link);
+		c->tx.credit_op.aux = 0;
+		op_state(c, &c->tx.credit_op, RMSGI_OS_QUEUED);
+		rmsgi_list_add_head(&c->tx.sendq, &c->tx.credit_op.link);
 	}
 	while ((c->state == RMSGI_CS_ESTABLISHED ||
 		c->state == RMSGI_CS_AUTH) &&
-	       (n = c->sendq.next) != &c->sendq) {
+	       (n = c->tx.sendq.next) != &c->tx.sendq) {
 		struct rmsgi_op *op =
 			rmsgi_list_entry(n, struct rmsgi_op, link);
 		bool native = op->proto == RMSGI_OP_P_RMA;
@@ -395,13 +395,13 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 
 		/* only the CREDIT frame may take the last credit */
 		if (credit &&
-		    !rmsgi_credit_can_send(&c->cr, op != &c->credit_op)) {
-			if (op != &c->credit_op)
+		    !rmsgi_credit_can_send(&c->cr, op != &c->tx.credit_op)) {
+			if (op != &c->tx.credit_op)
 				stats_stall(c);
 			break;
 		}
 		/* more messages behind a small one: one frame for them */
-		if (c->peer_pack && n->next != &c->sendq &&
+		if (c->tx.peer_pack && n->next != &c->tx.sendq &&
 		    rmsgi_pack_want(c, op)) {
 			struct rmsgi_op *pk = rmsgi_pack_build(c, op);
 
@@ -425,19 +425,19 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 			stats_posted(c, op);
 		}
 		if (ret == 0 && op->rndv) {
-			if (rmsgi_list_empty(&c->rndvq))
+			if (rmsgi_list_empty(&c->tx.rndvq))
 				rmsgi_live_wait_moved(&c->live,
 						      ev_now(c->ctx->loop));
-			rmsgi_list_add_tail(&c->rndvq, &op->rlink);
+			rmsgi_list_add_tail(&c->tx.rndvq, &op->rlink);
 		}
 		if (ret == -EAGAIN) {
 			if (credit)
 				rmsgi_credit_untake(&c->cr, op->credits, true);
 			op_state(c, op, RMSGI_OS_QUEUED);
-			rmsgi_list_add_head(&c->sendq, &op->link);
+			rmsgi_list_add_head(&c->tx.sendq, &op->link);
 			break;
 		}
-		if (ret && op != &c->credit_op &&
+		if (ret && op != &c->tx.credit_op &&
 		    (ret == -ENOMEM ||
 		     (native && (ret == -EINVAL || ret == -EACCES)))) {
 			/* an op the backend refused, e.g. no registered
@@ -451,7 +451,7 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		if (ret) {
 			if (credit)
 				rmsgi_credit_untake(&c->cr, op->credits, false);
-			if (op == &c->credit_op)
+			if (op == &c->tx.credit_op)
 				op_state(c, op, RMSGI_OS_DONE);
 			else
 				op_finish(c, op, ret);
@@ -472,7 +472,7 @@ void rmsgi_conn_flush(struct rmsg_conn *c)
 
 	if (c->state == RMSGI_CS_ESTABLISHED || c->state == RMSGI_CS_AUTH)
 		rmsgi_conn_post_queued(c);
-	while ((n = rmsgi_list_pop(&c->doneq))) {
+	while ((n = rmsgi_list_pop(&c->tx.doneq))) {
 		struct rmsgi_op *op =
 			rmsgi_list_entry(n, struct rmsgi_op, link);
 		rmsg_done_cb cb = op->cb;
@@ -484,15 +484,15 @@ void rmsgi_conn_flush(struct rmsg_conn *c)
 			RMSGI_USER_CB(c->ctx, cb(c, status, arg));
 		}
 	}
-	if (c->want_writable && c->state == RMSGI_CS_ESTABLISHED &&
-	    c->sendq_len <= c->cfg.send_queue / 2) {
-		c->want_writable = false;
+	if (c->tx.want_writable && c->state == RMSGI_CS_ESTABLISHED &&
+	    c->tx.sendq_len <= c->cfg.send_queue / 2) {
+		c->tx.want_writable = false;
 		if (c->ops.on_writable) {
 			RMSGI_USER_CB(c->ctx, c->ops.on_writable(c, c->arg));
 		}
 	}
 	if (c->state == RMSGI_CS_CLOSING && c->tr_down &&
-	    rmsgi_list_empty(&c->doneq) && rmsgi_list_empty(&c->sendq))
+	    rmsgi_list_empty(&c->tx.doneq) && rmsgi_list_empty(&c->tx.sendq))
 		rmsgi_conn_finalize(c);
 }
 
@@ -508,8 +508,8 @@ void rmsgi_conn_flush(struct rmsg_conn *c)
 static inline bool send_now(const struct rmsg_conn *c, int iovcnt, size_t len,
 			    ev_tstamp *now_p)
 {
-	return len < c->direct_lim && iovcnt <= RMSGI_OP_IOV_INLINE &&
-	       rmsgi_list_empty(&c->sendq) && !c->ctx->flushing &&
+	return len < c->tx.direct_lim && iovcnt <= RMSGI_OP_IOV_INLINE &&
+	       rmsgi_list_empty(&c->tx.sendq) && !c->ctx->flushing &&
 	       rmsgi_credit_can_send(&c->cr, true) &&
 	       rmsgi_live_tx_before(&c->live, *now_p = ev_now(c->ctx->loop));
 }
@@ -574,7 +574,7 @@ static int send_direct_end(struct rmsg_conn *c, const struct iovec *iov,
 		if (op) {
 			op_send_init(c, op, len, h->aux, cb, arg);
 			op_proto(c, op, true);
-			c->sendq_len++;
+			c->tx.sendq_len++;
 			op_finish(c, op, w < 0 ? (int)w : 0);
 		}
 		return 0;
@@ -594,7 +594,7 @@ static int send_direct_end(struct rmsg_conn *c, const struct iovec *iov,
 	op->credits = h->credits;
 	op->tr_off = (size_t)w;
 	op_state(c, op, RMSGI_OS_POSTED);
-	c->sendq_len++;
+	c->tx.sendq_len++;
 	ret = c->tops->post(c->tr_priv, op);
 	if (ret) {
 		op_finish(c, op, ret);
@@ -655,8 +655,8 @@ conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	ret = check_iov(c, iov, iovcnt, &len);
 	if (ret)
 		return ret;
-	if (c->sendq_len >= c->cfg.send_queue && !unbounded) {
-		c->want_writable = true;
+	if (c->tx.sendq_len >= c->cfg.send_queue && !unbounded) {
+		c->tx.want_writable = true;
 		c->st.sendq_full++;
 		return -EAGAIN;
 	}
@@ -669,7 +669,7 @@ conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	if (!op)
 		return -ENOMEM;
 	op_send_init(c, op, len, aux, cb, arg);
-	c->sendq_len++;
+	c->tx.sendq_len++;
 	op_queue(c, op);
 	return 0;
 }
@@ -688,7 +688,7 @@ int rmsg_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 
 const struct rmsgi_op *rmsgi_conn_oldest_wait(const struct rmsg_conn *c)
 {
-	if (rmsgi_list_empty(&c->rndvq))
+	if (rmsgi_list_empty(&c->tx.rndvq))
 		return NULL;
-	return rmsgi_list_entry(c->rndvq.next, struct rmsgi_op, rlink);
+	return rmsgi_list_entry(c->tx.rndvq.next, struct rmsgi_op, rlink);
 }

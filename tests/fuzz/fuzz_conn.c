@@ -385,7 +385,7 @@ static void check_bounds(const struct rmsg_conn *c)
 	/* the peer sends only what we returned, in frames the transport
 	 * took (at most POSTED_MAX at a time); what the app replies to
 	 * requests it held comes on top */
-	CHECK(c->ans_n <= c->cfg.credits * (1 + POSTED_MAX) + HELD_MAX);
+	CHECK(c->tx.ans_n <= c->cfg.credits * (1 + POSTED_MAX) + HELD_MAX);
 	CHECK(c->cr.peer_avail <= (int32_t)c->cfg.credits);
 	/* a grant that follows use stays between the start and the
 	 * configured credits, and the peer never holds more than it */

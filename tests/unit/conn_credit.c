@@ -62,7 +62,7 @@ static void conn_credit__explicit_frame(void **state)
 	assert_int_equal(rx_data(t->c, "m", 0), 0);
 	flush(t);
 	assert_int_equal(ft.nposted, 1);
-	assert_ptr_equal(ft.posted[0].op, &t->c->credit_op);
+	assert_ptr_equal(ft.posted[0].op, &t->c->tx.credit_op);
 	assert_int_equal(ft.posted[0].type, RMSGI_T_CREDIT);
 	assert_int_equal(ft.posted[0].kind, RMSGI_OP_CTRL);
 	assert_int_equal(ft.posted[0].credits, 8);
@@ -301,11 +301,11 @@ static void conn_ans__bounded_by_credits(void **state)
 	assert_int_equal(t->c->state, RMSGI_CS_ESTABLISHED);
 	assert_int_equal(t->msgs, sent);
 	assert_true(sent <= 32 + 4 * 32);
-	assert_true(t->c->ans_n <= (unsigned)sent);
+	assert_true(t->c->tx.ans_n <= (unsigned)sent);
 	/* our 4 credits are spent: 3 acks and a CREDIT frame */
 	assert_int_equal(ft.nposted, 4);
 	/* it takes them and returns our credits: the rest drains */
-	for (i = 0; i < 200 && t->c->ans_n; i++) {
+	for (i = 0; i < 200 && t->c->tx.ans_n; i++) {
 		tr_complete_all(t->c, 0);
 		assert_int_equal(
 			rx_credit(t->c, (uint16_t)(4 - t->c->cr.avail)), 0);
@@ -313,7 +313,7 @@ static void conn_ans__bounded_by_credits(void **state)
 	}
 	tr_complete_all(t->c, 0);
 	flush(t);
-	assert_int_equal(t->c->ans_n, 0);
+	assert_int_equal(t->c->tx.ans_n, 0);
 }
 
 /* a message never takes the last credit: not an RNDV_ACK either, or two

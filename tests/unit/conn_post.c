@@ -152,11 +152,11 @@ static void conn_post__credit_frame_error(void **state)
 	ft.post_ret_calls = 1;
 	flush(t);
 	for (n = t->ctx->op_free.next; n != &t->ctx->op_free; n = n->next)
-		if (n == &t->c->credit_op.link)
+		if (n == &t->c->tx.credit_op.link)
 			recycled = true;
 	if (recycled) {
 		/* take it back so that the teardown does not free() it */
-		rmsgi_list_del(&t->c->credit_op.link);
+		rmsgi_list_del(&t->c->tx.credit_op.link);
 		t->ctx->op_free_len--;
 	}
 	assert_false(recycled);

@@ -43,7 +43,7 @@ static void conn_rndv__waits_for_ack(void **state)
 	flush(t);
 	assert_int_equal(done_count(t, 2, &status), 1);
 	assert_int_equal(status, 0);
-	assert_int_equal(t->c->sendq_len, 0);
+	assert_int_equal(t->c->tx.sendq_len, 0);
 	/* a second ACK for it is a protocol error */
 	assert_int_equal(
 		rx(t->c, RMSGI_T_RNDV_ACK, 0, 0, 1, tmsg_new(t->c, NULL)),

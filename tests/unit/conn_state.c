@@ -40,7 +40,7 @@ static void conn_send__done_once(void **state)
 	flush(t);
 	flush(t);
 	assert_int_equal(done_count(t, 7, NULL), 1);
-	assert_int_equal(t->c->sendq_len, 0);
+	assert_int_equal(t->c->tx.sendq_len, 0);
 }
 
 static void conn_send__bad_args(void **state)
@@ -63,7 +63,7 @@ static void conn_send__bad_args(void **state)
 	assert_int_equal(rmsg_send(t->c, iov, 2, NULL, NULL), -EMSGSIZE);
 	iov[0].iov_len = t->c->cfg.max_msg_size + 1;
 	assert_int_equal(rmsg_send(t->c, iov, 1, NULL, NULL), -EMSGSIZE);
-	assert_int_equal(t->c->sendq_len, 0);
+	assert_int_equal(t->c->tx.sendq_len, 0);
 }
 
 /* more pieces than fit inline in the op */
@@ -340,7 +340,7 @@ static void conn_ev_request__accept_reject(void **state)
 	assert_memory_equal(mine.pdata, "ok", 2);
 	assert_int_equal(rmsg_conn_set_private_data(t->c, "x", 1), -EALREADY);
 	assert_int_equal(t->c->peer_credits, 16);
-	assert_int_equal(t->c->peer_eager, 4096);
+	assert_int_equal(t->c->tx.peer_eager, 4096);
 	rmsgi_conn_ev_established(t->c, NULL);
 	assert_int_equal(t->established, 1);
 	assert_int_equal(t->c->cr.avail, 16);
@@ -362,7 +362,7 @@ static void conn_close__request_during_linger(void **state)
 	rmsgi_rma_encode(&r, 1, tm->data);
 	m->len = RMSGI_READ_REQ_SIZE;
 	assert_int_equal(rx(t->c, RMSGI_T_READ_REQ, 0, 0, 9, m), 0);
-	assert_int_equal(t->c->ans_n, 0);
+	assert_int_equal(t->c->tx.ans_n, 0);
 	tr_down(t->c);
 	flush(t);
 	assert_int_equal(t->closed, 1);

@@ -87,7 +87,7 @@ static struct rmsg_conn *conn_new(struct rmsg_ctx *ctx,
 	c->ctx = ctx;
 	c->tr = tr;
 	c->state = RMSGI_CS_ESTABLISHED;
-	rmsgi_list_init(&c->exports);
+	rmsgi_list_init(&c->rma.exports);
 	return c;
 }
 
@@ -355,7 +355,7 @@ static void mr_export__args(void **state)
 	c->state = RMSGI_CS_ESTABLISHED;
 	assert_int_equal(rmsg_mr_export(mr, c, 50, 50, W, desc), 0);
 	assert_int_equal(rmsg_mr_dereg(mr), 0);
-	assert_true(rmsgi_list_empty(&c->exports));
+	assert_true(rmsgi_list_empty(&c->rma.exports));
 	rmsgi_mr_conn_gone(c);
 	free(c);
 	free(oc);
@@ -439,7 +439,7 @@ static void mr_target__checks(void **state)
 			 -EACCES);
 	assert_int_equal(rmsgi_mr_target(b, f.token, 0, 1, R, &t, NULL),
 			 -EACCES);
-	assert_true(rmsgi_list_empty(&b->exports));
+	assert_true(rmsgi_list_empty(&b->rma.exports));
 	free(a);
 	free(b);
 	ctx_free(ctx);

@@ -43,7 +43,7 @@ static void connect__handshake(void **state)
 	assert_true(mock.retry > 0 && mock.retry < 7);
 	/* what came back */
 	assert_int_equal(t->c->peer_credits, 16);
-	assert_int_equal(t->c->peer_eager, 4096);
+	assert_int_equal(t->c->tx.peer_eager, 4096);
 	/* the SRQ holds at least the 32 buffers granted (the default
 	 * credits, rmsg_cfg_set_credits.3), each room for a header plus the
 	 * default eager size (8 KiB), in registered memory (today: 32 more
@@ -374,7 +374,7 @@ static void accept__handshake(void **state)
 	cm_event(t, id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
 	assert_int_equal(t->established, 1);
 	assert_int_equal(t->c->peer_credits, 16);
-	assert_int_equal(t->c->peer_eager, 4096);
+	assert_int_equal(t->c->tx.peer_eager, 4096);
 	assert_true(mock_srq_posted() >= 32); /* the grant, at least */
 	assert_int_equal(t->c->cr.avail, 16);
 }
@@ -553,7 +553,7 @@ static void bound__peer_eager_clamped(void **state)
 
 	assert_non_null(big);
 	connect_peer(t, 32, 1u << 20);
-	assert_int_equal(t->c->peer_eager, 8192);
+	assert_int_equal(t->c->tx.peer_eager, 8192);
 	assert_int_equal(send_buf(t, big, 20000, 1), 0);
 	rmsgi_ctx_flush(t->ctx);
 	sent_hdr(&mock.sent[0], &h);
