@@ -116,49 +116,38 @@ void rmsgi_pack_finish(struct rmsg_conn *c, struct rmsgi_op *pk, int status)
  * duration of this call.
  */
 struct rmsgi_pack {
-	struct rmsgi_list link; /* the context's pack_live, then pack_done */
+	struct rmsgi_list link;	 /* the context's pack_live, then pack_done */
+	struct rmsgi_quar_ent q; /* done: the context's pack_done */
 	struct rmsg_msg *frame;
 	uint32_t refs;
 	uint32_t n; /* messages */
 	struct rmsg_msg msgs[];
 };
 
-/* packs are kept after their last message went: a message object stays
- * readable (released, so a second release does nothing) until this many
- * more messages that came packed were freed (rmsg_msg_release(3)) */
-#define PACK_DONE_KEEP 255
-
 void rmsgi_pack_fini(struct rmsg_ctx *ctx)
 {
+	struct rmsgi_quar_ent *e;
 	struct rmsgi_list *n;
 
 	while ((n = rmsgi_list_pop(&ctx->pack_live)))
 		free(rmsgi_list_entry(n, struct rmsgi_pack, link));
-	while ((n = rmsgi_list_pop(&ctx->pack_done)))
-		free(rmsgi_list_entry(n, struct rmsgi_pack, link));
-	ctx->pack_done_len = 0;
+	while ((e = rmsgi_quar_drain(&ctx->pack_done)))
+		free(RMSGI_CONTAINER_OF(e, struct rmsgi_pack, q));
 }
 
 static void pack_unref(struct rmsgi_pack *pk)
 {
 	struct rmsg_msg *f = pk->frame;
 	struct rmsg_ctx *ctx = f->conn->ctx;
+	struct rmsgi_quar_ent *e;
 
 	if (--pk->refs)
 		return;
+	/* its message objects stay readable a while (quar.h) */
 	rmsgi_list_del(&pk->link);
-	rmsgi_list_add_tail(&ctx->pack_done, &pk->link);
-	ctx->pack_done_len += pk->n;
-	for (;;) {
-		struct rmsgi_pack *o = rmsgi_list_entry(
-			ctx->pack_done.next, struct rmsgi_pack, link);
-
-		if (ctx->pack_done_len - o->n < PACK_DONE_KEEP)
-			break;
-		ctx->pack_done_len -= o->n;
-		rmsgi_list_del(&o->link);
-		free(o);
-	}
+	rmsgi_quar_put(&ctx->pack_done, &pk->q, pk->n);
+	while ((e = rmsgi_quar_over(&ctx->pack_done)))
+		free(RMSGI_CONTAINER_OF(e, struct rmsgi_pack, q));
 	if (f->lent) {
 		/* still inside rmsgi_conn_rx(): the transport recycles it */
 		f->lent = 0;

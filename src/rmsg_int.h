@@ -166,9 +166,9 @@ struct rmsg_ctx {
 	/* unpacked PACK frames (pack.c): those with messages still in use,
 	 * and those whose messages are all freed, oldest first, kept a
 	 * while so that a late second release stays harmless */
-	struct rmsgi_list pack_live, pack_done;
-	unsigned pack_done_len; /* messages in pack_done */
-	int in_cb;		/* depth of user callbacks on the stack */
+	struct rmsgi_list pack_live;
+	struct rmsgi_quar pack_done; /* weighed in messages */
+	int in_cb;		     /* depth of user callbacks on the stack */
 	bool destroying;
 	struct rmsgi_rpc_ctx *rpc; /* RPC handlers (rpc.c) */
 	struct rmsgi_async *async; /* cross-thread queue (async.c) */
@@ -193,6 +193,11 @@ struct rmsg_ctx {
 struct rmsgi_op *rmsgi_op_get(struct rmsg_ctx *ctx);
 void rmsgi_op_put(struct rmsg_ctx *ctx, struct rmsgi_op *op);
 
+/* unpacked PACK frames are kept after their last message went: a
+ * message object stays readable (released, so a second release does
+ * nothing) until this many more messages that came packed were freed
+ * (rmsg_msg_release(3)) */
+#define RMSGI_PACK_DONE_KEEP 255
 /* pack.c: frees what pack_done keeps (the context goes) */
 void rmsgi_pack_fini(struct rmsg_ctx *ctx);
 

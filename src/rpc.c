@@ -64,8 +64,8 @@ struct rpc_handler {
 
 struct rmsg_req {
 	struct rmsg_conn *c;
-	struct rmsg_req *next_spare;
-	struct rmsgi_list live; /* on rmsgi_rpc_ctx.live until answered */
+	struct rmsgi_quar_ent q; /* answered: rmsgi_rpc_ctx.reqs_done */
+	struct rmsgi_list live;	 /* on rmsgi_rpc_ctx.live until answered */
 	uint64_t id;
 	uint32_t method;
 	bool answered; /* on the quarantine list: any further use is misuse */
@@ -76,9 +76,9 @@ struct rmsgi_rpc_ctx {
 	uint64_t next_id;
 	/* no allocation per call or request once warm */
 	struct rpc_call *spare_calls;
-	/* answered requests, oldest first (RPC_REQ_QUARANTINE) */
-	struct rmsg_req *spare_reqs, *spare_reqs_tail;
-	unsigned nspare_calls, nspare_reqs;
+	/* answered requests (RPC_REQ_QUARANTINE of them kept readable) */
+	struct rmsgi_quar reqs_done;
+	unsigned nspare_calls;
 	/* requests handed to a handler and not answered yet: the context
 	 * frees them (and their connection reference) when destroyed */
 	struct rmsgi_list live;
@@ -96,8 +96,11 @@ static struct rmsgi_rpc_ctx *rpc_ctx(struct rmsg_ctx *ctx)
 {
 	if (!ctx->rpc) {
 		ctx->rpc = calloc(1, sizeof(*ctx->rpc));
-		if (ctx->rpc)
+		if (ctx->rpc) {
 			rmsgi_list_init(&ctx->rpc->live);
+			rmsgi_quar_init(&ctx->rpc->reqs_done,
+					RPC_REQ_QUARANTINE);
+		}
 	}
 	return ctx->rpc;
 }
@@ -114,6 +117,7 @@ static struct rmsgi_rpc_conn *rpc_conn(struct rmsg_conn *c)
 
 void rmsgi_rpc_ctx_fini(struct rmsg_ctx *ctx)
 {
+	struct rmsgi_quar_ent *e;
 	struct rmsgi_list *n;
 	size_t i;
 
@@ -140,12 +144,8 @@ void rmsgi_rpc_ctx_fini(struct rmsg_ctx *ctx)
 		ctx->rpc->spare_calls = call->hnext;
 		free(call);
 	}
-	while (ctx->rpc->spare_reqs) {
-		struct rmsg_req *req = ctx->rpc->spare_reqs;
-
-		ctx->rpc->spare_reqs = req->next_spare;
-		free(req);
-	}
+	while ((e = rmsgi_quar_drain(&ctx->rpc->reqs_done)))
+		free(RMSGI_CONTAINER_OF(e, struct rmsg_req, q));
 	free(ctx->rpc);
 	ctx->rpc = NULL;
 }
@@ -510,18 +510,6 @@ static int send_reply(struct rmsg_conn *c, uint64_t id, int status,
 	return ret;
 }
 
-/* the oldest answered request leaves the quarantine */
-static struct rmsg_req *req_unquarantine(struct rmsgi_rpc_ctx *r)
-{
-	struct rmsg_req *req = r->spare_reqs;
-
-	r->spare_reqs = req->next_spare;
-	if (!r->spare_reqs)
-		r->spare_reqs_tail = NULL;
-	r->nspare_reqs--;
-	return req;
-}
-
 /*
  * A request is used up: its object joins the tail of the quarantine and
  * keeps its answered mark until RPC_REQ_QUARANTINE - 1 later requests of
@@ -531,19 +519,15 @@ static struct rmsg_req *req_unquarantine(struct rmsgi_rpc_ctx *r)
 static void req_free(struct rmsg_req *req)
 {
 	struct rmsgi_rpc_ctx *r = req->c->ctx->rpc;
+	struct rmsgi_quar_ent *e;
 
 	rmsgi_list_del(&req->live);
 	rmsgi_conn_put(req->c);
 	req->c = NULL;
 	req->answered = true;
-	req->next_spare = NULL;
-	if (r->spare_reqs_tail)
-		r->spare_reqs_tail->next_spare = req;
-	else
-		r->spare_reqs = req;
-	r->spare_reqs_tail = req;
-	if (++r->nspare_reqs > RPC_REQ_QUARANTINE)
-		free(req_unquarantine(r));
+	rmsgi_quar_put(&r->reqs_done, &req->q, 1);
+	while ((e = rmsgi_quar_over(&r->reqs_done)))
+		free(RMSGI_CONTAINER_OF(e, struct rmsg_req, q));
 }
 
 int rmsg_reply(struct rmsg_req *req, const struct iovec *iov, int iovcnt)
@@ -586,14 +570,16 @@ static int rpc_rx_request(struct rmsg_conn *c, struct rmsg_msg *m,
 			  uint32_t method, uint64_t id)
 {
 	struct rpc_handler *h = handler_find(c->ctx, method);
+	struct rmsgi_quar_ent *e;
 	struct rmsg_req *req;
 
 	if (!h)
 		return send_reply(c, id, -ENOSYS, NULL, 0) == -ENOMEM ? -ENOMEM
 								      : 0;
 	/* a handler exists, so the context's RPC state does */
-	if (c->ctx->rpc->nspare_reqs >= RPC_REQ_QUARANTINE) {
-		req = req_unquarantine(c->ctx->rpc);
+	e = rmsgi_quar_reuse(&c->ctx->rpc->reqs_done);
+	if (e) {
+		req = RMSGI_CONTAINER_OF(e, struct rmsg_req, q);
 	} else {
 		req = calloc(1, sizeof(*req));
 		if (!req)

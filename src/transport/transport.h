@@ -32,6 +32,7 @@
 #include "../op.h"
 #include "../pool.h"
 #include "../proto.h"
+#include "../quar.h"
 #include "../timer.h"
 #include "../uri.h"
 

@@ -351,7 +351,7 @@ int rdma_ctx_get(struct rmsg_ctx *ctx, struct rdma_ctx **r_p)
 		return -ENOMEM;
 	r->ctx = ctx;
 	r->env = rmsgi_ctx_env(ctx);
-	rmsgi_list_init(&r->rq);
+	rmsgi_quar_init(&r->rq, RNDV_QUARANTINE);
 	rmsgi_list_init(&r->listeners);
 	r->ech = rdma_create_event_channel();
 	if (!r->ech) {

@@ -190,7 +190,7 @@ struct rndv_rx {
 	bool charged;	   /* counted in the conn's rndv_bytes */
 	struct rxbuf *req; /* its request's buffer, until reads start */
 	struct rndv_rx *next_pending;
-	struct rmsgi_list qlink; /* rndv_rx_free()'s quarantine */
+	struct rmsgi_quar_ent q; /* freed: rdma_ctx.rq (rndv_rx_free) */
 	struct rmsgi_seg segs[];
 };
 
@@ -330,8 +330,7 @@ struct rdma_ctx {
 	size_t stride;
 	struct rxbuf *rx_free; /* allocated, not posted */
 	/* freed rendezvous messages, oldest first (RNDV_QUARANTINE) */
-	struct rmsgi_list rq;
-	uint32_t rq_n;
+	struct rmsgi_quar rq;
 	void **rx_chunks;
 	uint32_t nchunks;
 	struct rdma_conn *qpn_hash[QPN_BUCKETS];

@@ -122,6 +122,7 @@ static void rndv_rx_free(struct rmsg_msg *m)
 {
 	struct rndv_rx *rx = RMSGI_CONTAINER_OF(m, struct rndv_rx, m);
 	struct rdma_ctx *r = rx->r;
+	struct rmsgi_quar_ent *e;
 
 	if (rx->req)
 		rxbuf_release(&rx->req->m);
@@ -131,21 +132,17 @@ static void rndv_rx_free(struct rmsg_msg *m)
 	/* the object waits in the quarantine: an app that releases a held
 	 * message twice hits a message that is not held (msg.c), not freed
 	 * memory or another message */
-	rmsgi_list_add_tail(&r->rq, &rx->qlink);
-	if (++r->rq_n > RNDV_QUARANTINE) {
-		r->rq_n--;
-		free(rmsgi_list_entry(rmsgi_list_pop(&r->rq), struct rndv_rx,
-				      qlink));
-	}
+	rmsgi_quar_put(&r->rq, &rx->q, 1);
+	while ((e = rmsgi_quar_over(&r->rq)))
+		free(RMSGI_CONTAINER_OF(e, struct rndv_rx, q));
 }
 
 void rdma_rndv_quarantine_clear(struct rdma_ctx *r)
 {
-	struct rmsgi_list *n;
+	struct rmsgi_quar_ent *e;
 
-	while ((n = rmsgi_list_pop(&r->rq)))
-		free(rmsgi_list_entry(n, struct rndv_rx, qlink));
-	r->rq_n = 0;
+	while ((e = rmsgi_quar_drain(&r->rq)))
+		free(RMSGI_CONTAINER_OF(e, struct rndv_rx, q));
 }
 
 /*

@@ -54,6 +54,7 @@ struct tcp_ctx *tcp_ctx_get(struct rmsg_ctx *ctx)
 	rmsgi_list_init(&t->conns);
 	rmsgi_list_init(&t->listeners);
 	rmsgi_list_init(&t->stalled);
+	rmsgi_quar_init(&t->msg_free, TCP_MSG_CACHE);
 	rmsgi_timer_init(&t->sweep, t->env->timers, tcp_sweep_cb);
 	*slot = t;
 	return t;
@@ -228,11 +229,12 @@ static void tcp_ctx_fini(void *p)
 {
 	struct tcp_ctx *t = p;
 	struct ev_loop *loop = t->env->loop;
+	struct rmsgi_quar_ent *e;
 
 	tcp_ctx_stop(t);
 	/* messages the app still holds become invalid here (rmsg.h) */
-	while (t->msg_free)
-		free(tcp_msg_unqueue(t));
+	while ((e = rmsgi_quar_drain(&t->msg_free)))
+		free(RMSGI_CONTAINER_OF(e, struct tcp_msg, q));
 	while (t->rb_free) {
 		struct tcp_rbuf *rb = t->rb_free;
 

@@ -42,26 +42,15 @@ void tcp_rbuf_put(struct tcp_ctx *t, struct tcp_rbuf *rb)
 	t->rb_free_len++;
 }
 
-/* the oldest released message object leaves the cache */
-struct tcp_msg *tcp_msg_unqueue(struct tcp_ctx *t)
-{
-	struct tcp_msg *w = t->msg_free;
-
-	t->msg_free = w->next;
-	if (!t->msg_free)
-		t->msg_free_tail = NULL;
-	t->msg_free_len--;
-	return w;
-}
-
 /* reuses an object only once TCP_MSG_CACHE - 1 later ones were released
  * after it: a full cache costs no allocation per held message */
 static struct tcp_msg *tcp_msg_get(struct tcp_ctx *t)
 {
+	struct rmsgi_quar_ent *e = rmsgi_quar_reuse(&t->msg_free);
 	struct tcp_msg *w;
 
-	if (t->msg_free_len >= TCP_MSG_CACHE) {
-		w = tcp_msg_unqueue(t);
+	if (e) {
+		w = RMSGI_CONTAINER_OF(e, struct tcp_msg, q);
 	} else {
 		w = malloc(sizeof(*w));
 		if (!w)
@@ -76,16 +65,12 @@ static struct tcp_msg *tcp_msg_get(struct tcp_ctx *t)
 void tcp_msg_put(struct tcp_msg *w)
 {
 	struct tcp_ctx *t = w->t;
+	struct rmsgi_quar_ent *e;
 
 	w->m.held = 0;
-	w->next = NULL;
-	if (t->msg_free_tail)
-		t->msg_free_tail->next = w;
-	else
-		t->msg_free = w;
-	t->msg_free_tail = w;
-	if (++t->msg_free_len > TCP_MSG_CACHE)
-		free(tcp_msg_unqueue(t));
+	rmsgi_quar_put(&t->msg_free, &w->q, 1);
+	while ((e = rmsgi_quar_over(&t->msg_free)))
+		free(RMSGI_CONTAINER_OF(e, struct tcp_msg, q));
 }
 
 /* free_fn: conn.c or the app is done with a frame; may run after the

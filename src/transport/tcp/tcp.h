@@ -135,9 +135,8 @@ struct tcp_ctx {
 	const struct rmsgi_tr_env *env;
 	struct rmsgi_list conns;
 	struct rmsgi_list listeners;
-	/* released message objects, oldest first (TCP_MSG_CACHE) */
-	struct tcp_msg *msg_free, *msg_free_tail;
-	unsigned msg_free_len;
+	/* released message objects (TCP_MSG_CACHE of them kept readable) */
+	struct rmsgi_quar msg_free;
 	struct tcp_rbuf *rb_free; /* recycled read buffers */
 	unsigned rb_free_len;
 	/* large-frame memory: frames being read, held, spares; bounded by
@@ -179,10 +178,10 @@ enum tcp_phase {
 struct tcp_msg {
 	struct rmsg_msg m;
 	struct tcp_ctx *t;
-	struct tcp_msg *next; /* free list */
-	struct tcp_rbuf *rb;  /* held: the read buffer it pins */
-	void *heap;	      /* held: payload memory it owns */
-	size_t heap_cap;      /* ... counted in tcp_ctx.rx_bytes */
+	struct rmsgi_quar_ent q; /* released: tcp_ctx.msg_free */
+	struct tcp_rbuf *rb;	 /* held: the read buffer it pins */
+	void *heap;		 /* held: payload memory it owns */
+	size_t heap_cap;	 /* ... counted in tcp_ctx.rx_bytes */
 };
 
 struct tcp_conn {
@@ -416,7 +415,6 @@ void tcp_kick(void *tcp);
 /* recv.c                                                               */
 
 void tcp_rbuf_put(struct tcp_ctx *t, struct tcp_rbuf *rb);
-struct tcp_msg *tcp_msg_unqueue(struct tcp_ctx *t);
 void tcp_msg_put(struct tcp_msg *w);
 void tcp_rw_cb(struct ev_loop *loop, ev_io *w, int revents);
 
