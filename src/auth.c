@@ -291,8 +291,8 @@ static void auth_server_accept(struct rmsg_conn *c)
 		if (l->accept) {
 			c->in_accept = true;
 			RMSGI_USER_CB(c->ctx,
-				      ret = l->accept(l, c, c->peer_pdata,
-						      c->peer_pdata_len,
+				      ret = l->accept(l, c, c->ep.peer_pdata,
+						      c->ep.peer_pdata_len,
 						      l->arg));
 			c->in_accept = false;
 			if (ret > 0)
@@ -314,10 +314,10 @@ static void auth_server_accept(struct rmsg_conn *c)
 		ret = r.status;
 	}
 	status = (uint32_t)-ret;
-	memcpy(pd, c->my_pdata, c->my_pdata_len);
+	memcpy(pd, c->ep.my_pdata, c->ep.my_pdata_len);
 	rmsgi_auth_server_mac(&c->cfg, c->auth->nc, c->auth->ns, status, pd,
-			      c->my_pdata_len, c->auth->buf);
-	if (auth_send(c, status, RMSGI_MAC_SIZE + c->my_pdata_len)) {
+			      c->ep.my_pdata_len, c->auth->buf);
+	if (auth_send(c, status, RMSGI_MAC_SIZE + c->ep.my_pdata_len)) {
 		rmsgi_conn_abort(c, -ENOMEM);
 		return;
 	}
@@ -406,8 +406,9 @@ int rmsgi_conn_auth_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 				  false);
 			return -EACCES;
 		}
-		c->peer_pdata_len = (uint8_t)(len - RMSGI_MAC_SIZE);
-		memcpy(c->peer_pdata, buf + RMSGI_MAC_SIZE, c->peer_pdata_len);
+		c->ep.peer_pdata_len = (uint8_t)(len - RMSGI_MAC_SIZE);
+		memcpy(c->ep.peer_pdata, buf + RMSGI_MAC_SIZE,
+		       c->ep.peer_pdata_len);
 	}
 	/* proven: the credits it returned count now */
 	if (h->credits) {

@@ -189,8 +189,8 @@ void rmsgi_conn_hello(const struct rmsg_conn *c, struct rmsgi_hello *h)
 	/* we unpack PACK frames (rx.c) and take a grant that grows */
 	h->flags = RMSGI_HELLO_F_PACK | RMSGI_HELLO_F_GROW;
 	if (c->is_server) {
-		h->pdata_len = c->my_pdata_len;
-		memcpy(h->pdata, c->my_pdata, c->my_pdata_len);
+		h->pdata_len = c->ep.my_pdata_len;
+		memcpy(h->pdata, c->ep.my_pdata, c->ep.my_pdata_len);
 		/* accepting a key holder (auth_request): our nonce goes */
 		if (c->auth_wait)
 			rmsgi_auth_hello(c, h);
@@ -206,8 +206,8 @@ static void set_peer(struct rmsg_conn *c, const struct rmsgi_hello *h)
 {
 	bool grows = (h->flags & RMSGI_HELLO_F_GROW) != 0;
 
-	c->peer_pdata_len = h->pdata_len;
-	memcpy(c->peer_pdata, h->pdata, h->pdata_len);
+	c->ep.peer_pdata_len = h->pdata_len;
+	memcpy(c->ep.peer_pdata, h->pdata, h->pdata_len);
 	c->peer_credits = grows ? RMSGI_CREDITS_MAX : h->credits;
 	c->tx.peer_eager = h->eager_size;
 	c->tx.peer_pack = (h->flags & RMSGI_HELLO_F_PACK) != 0;
@@ -236,9 +236,9 @@ static void conn_addrs(struct rmsg_conn *c)
 
 	if (!c->tr_priv || c->tops->addrs(c->tr_priv, &local, &peer))
 		return;
-	c->local_addr = local;
-	c->peer_addr = peer;
-	c->addrs_known = true;
+	c->ep.local_addr = local;
+	c->ep.peer_addr = peer;
+	c->ep.addrs_known = true;
 }
 
 int rmsgi_conn_refuse(struct rmsg_conn *c, int err, struct rmsgi_hello *reply)
@@ -433,8 +433,8 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 	if (rmsgi_fallback_failed(c, reason, h))
 		return; /* auto://: TCP next, once the backend is down */
 	if (h) {
-		c->peer_pdata_len = h->pdata_len;
-		memcpy(c->peer_pdata, h->pdata, h->pdata_len);
+		c->ep.peer_pdata_len = h->pdata_len;
+		memcpy(c->ep.peer_pdata, h->pdata, h->pdata_len);
 		/* a listener over its limits, not the app, said no */
 		if (h->status == -EUSERS) {
 			rmsgi_warn(c->ctx, "conn %u: refused: %s", c->id,
@@ -634,8 +634,8 @@ int rmsg_conn_set_private_data(struct rmsg_conn *c, const void *data,
 	if (!c->in_accept)
 		return -EALREADY;
 	if (len)
-		memcpy(c->my_pdata, data, len);
-	c->my_pdata_len = (uint8_t)len;
+		memcpy(c->ep.my_pdata, data, len);
+	c->ep.my_pdata_len = (uint8_t)len;
 	return 0;
 }
 
@@ -647,7 +647,7 @@ static int conn_addr(const struct rmsg_conn *c,
 {
 	if (!c || !ss)
 		return -EINVAL;
-	if (!c->addrs_known)
+	if (!c->ep.addrs_known)
 		return -ENOTCONN;
 	*ss = *a;
 	return 0;
@@ -655,12 +655,12 @@ static int conn_addr(const struct rmsg_conn *c,
 
 int rmsg_conn_peer_addr(const struct rmsg_conn *c, struct sockaddr_storage *ss)
 {
-	return conn_addr(c, c ? &c->peer_addr : NULL, ss);
+	return conn_addr(c, c ? &c->ep.peer_addr : NULL, ss);
 }
 
 int rmsg_conn_local_addr(const struct rmsg_conn *c, struct sockaddr_storage *ss)
 {
-	return conn_addr(c, c ? &c->local_addr : NULL, ss);
+	return conn_addr(c, c ? &c->ep.local_addr : NULL, ss);
 }
 
 int rmsg_conn_peer_data(const struct rmsg_conn *c, const void **data_p,
@@ -668,7 +668,7 @@ int rmsg_conn_peer_data(const struct rmsg_conn *c, const void **data_p,
 {
 	if (!c || !data_p || !len_p)
 		return -EINVAL;
-	*data_p = c->peer_pdata;
-	*len_p = c->peer_pdata_len;
+	*data_p = c->ep.peer_pdata;
+	*len_p = c->ep.peer_pdata_len;
 	return 0;
 }

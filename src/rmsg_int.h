@@ -296,6 +296,21 @@ enum rmsgi_conn_state {
 /* the longest reason text rmsg_conn_close_reason() gives, NUL included */
 #define RMSGI_WHY_MAX 160
 
+/* what the two ends said in the handshake and where they are: conn.c
+ * fills it (auth.c the peer's data after a proof), the accessors read
+ * it */
+struct rmsgi_conn_ep {
+	uint8_t peer_pdata[RMSG_PRIVATE_DATA_MAX];
+	uint8_t peer_pdata_len;
+	uint8_t my_pdata[RMSG_PRIVATE_DATA_MAX]; /* accept/reject reply */
+	uint8_t my_pdata_len;
+	/* the endpoint's addresses, from the backend's addrs op at the
+	 * request (server) and at establishment: kept for the app until
+	 * the connection is freed (rmsg_conn_peer_addr) */
+	bool addrs_known;
+	struct sockaddr_storage local_addr, peer_addr;
+};
+
 /* a connection's send side: send.c owns it (pack.c builds PACK ops in
  * its queue); conn.c starts and cancels it */
 struct rmsgi_conn_tx {
@@ -378,16 +393,7 @@ struct rmsg_conn {
 	 * credits, or RMSGI_CREDITS_MAX if its grant grows */
 	uint16_t peer_credits;
 
-	uint8_t peer_pdata[RMSG_PRIVATE_DATA_MAX];
-	uint8_t peer_pdata_len;
-	uint8_t my_pdata[RMSG_PRIVATE_DATA_MAX]; /* accept/reject reply */
-	uint8_t my_pdata_len;
-
-	/* the endpoint's addresses, from the backend's addrs op at the
-	 * request (server) and at establishment: kept for the app until
-	 * the connection is freed (rmsg_conn_peer_addr) */
-	bool addrs_known;
-	struct sockaddr_storage local_addr, peer_addr;
+	struct rmsgi_conn_ep ep; /* handshake data and addresses (conn.c) */
 	/* counters (rmsg_conn_stats): plain increments on the loop thread;
 	 * added to the context's when the connection leaves it; eager_*
 	 * are derived when read (stats.c) */

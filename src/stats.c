@@ -171,9 +171,9 @@ static void conn_labels(const struct rmsg_conn *c, char *buf, size_t len)
 {
 	char local[64], peer[64];
 
-	rmsgi_addr_fmt(c->addrs_known ? &c->local_addr : NULL, local,
+	rmsgi_addr_fmt(c->ep.addrs_known ? &c->ep.local_addr : NULL, local,
 		       sizeof(local));
-	rmsgi_addr_fmt(c->addrs_known ? &c->peer_addr : NULL, peer,
+	rmsgi_addr_fmt(c->ep.addrs_known ? &c->ep.peer_addr : NULL, peer,
 		       sizeof(peer));
 	snprintf(buf, len,
 		 "conn=\"%u\",transport=\"%s\",local=\"%s\",peer=\"%s\"", c->id,
@@ -258,10 +258,10 @@ static void json(struct out *o, const struct rmsg_ctx *ctx, const uint64_t *sum)
 		char local[64], peer[64];
 
 		fill(&st, sizeof(st), &v);
-		rmsgi_addr_fmt(c->addrs_known ? &c->local_addr : NULL, local,
-			       sizeof(local));
-		rmsgi_addr_fmt(c->addrs_known ? &c->peer_addr : NULL, peer,
-			       sizeof(peer));
+		rmsgi_addr_fmt(c->ep.addrs_known ? &c->ep.local_addr : NULL,
+			       local, sizeof(local));
+		rmsgi_addr_fmt(c->ep.addrs_known ? &c->ep.peer_addr : NULL,
+			       peer, sizeof(peer));
 		put(o,
 		    "%s{\"id\":%u,\"transport\":\"%s\",\"local\":\"%s\","
 		    "\"peer\":\"%s\",\"counters\":",

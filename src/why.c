@@ -96,9 +96,9 @@ void rmsgi_conn_event(const struct rmsg_conn *c, const char *event,
 
 	if (c->ctx->log_max < RMSG_LOG_INFO)
 		return;
-	rmsgi_addr_fmt(c->addrs_known ? &c->local_addr : NULL, local,
+	rmsgi_addr_fmt(c->ep.addrs_known ? &c->ep.local_addr : NULL, local,
 		       sizeof(local));
-	rmsgi_addr_fmt(c->addrs_known ? &c->peer_addr : NULL, peer,
+	rmsgi_addr_fmt(c->ep.addrs_known ? &c->ep.peer_addr : NULL, peer,
 		       sizeof(peer));
 	if (fmt) {
 		va_start(ap, fmt);
