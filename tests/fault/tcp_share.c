@@ -16,6 +16,13 @@
  *      malloc's bytes in use per connection (both ends, in this process)
  *      stay under IDLE_BOUND (before: each end kept its 256 KiB read
  *      buffer).
+ *   3. a stalled connection resumes with nothing lost: a server with an
+ *      RCAP cap holds every RMSG-byte message one client sends (beyond
+ *      the connection's 16 MiB share), until nothing more arrives for a
+ *      second (the stall; fewer than RN came); then it releases them:
+ *      the rest arrive, all RN in order and whole, every send completes
+ *      with 0 and the connection stays open (rmsg_cfg_set_tcp_rx_limit.3:
+ *      "reading resumes where it stopped and nothing is lost").
  * TCP only; exits 77 over RDMA.
  */
 #include <malloc.h>
@@ -162,6 +169,103 @@ static void srv_echo(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 	echo(c, m);
 }
 
+/* ------------------------------------------------------------------ */
+/* part 3: a stall that ends in time                                    */
+
+#define RCAP (24 * MIB)
+#define RMSG (18 * MIB)
+#define RN 4
+
+static struct rmsg_msg *r_held[RN];
+static int r_got, r_nheld, r_sent_ok, r_sent_bad, r_closes;
+static bool r_hold = true;
+static uint8_t *r_buf[RN];
+
+static void r_srv_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
+{
+	T_ASSERT(rmsg_msg_len(m) == RMSG, "message of %zu", rmsg_msg_len(m));
+	T_ASSERT(t_check(rmsg_msg_data(m), RMSG, (uint64_t)r_got + 1) == 0,
+		 "message %d differs", r_got);
+	r_got++;
+	if (r_hold) {
+		T_OK(rmsg_msg_hold(m));
+		r_held[r_nheld++] = m;
+	}
+}
+
+static void r_sent(struct rmsg_conn *c, int status, void *arg)
+{
+	if (status)
+		r_sent_bad++;
+	else
+		r_sent_ok++;
+}
+
+static void r_close(struct rmsg_conn *c, int reason, void *arg)
+{
+	if (!ending)
+		T_FAIL("a connection of the stall closed: %s",
+		       rmsg_strerror(reason));
+	r_closes++;
+}
+
+static void part_resume(void)
+{
+	struct rmsg_conn_ops sops = {.on_msg = r_srv_msg, .on_close = r_close};
+	struct rmsg_conn_ops cops = {.on_close = r_close};
+	struct rmsg_ctx *s, *c;
+	struct rmsg_listener *l;
+	struct rmsg_conn *conn;
+	struct rmsg_cfg *cfg;
+	int i, last;
+	char uri[64];
+	uint16_t port;
+
+	T_OK(rmsg_cfg_create(&cfg));
+	T_OK(rmsg_cfg_set_tcp_rx_limit(cfg, RCAP));
+	/* the stall's bound (half the keepalive bound): 3 s here */
+	T_OK(rmsg_cfg_set_keepalive_ms(cfg, 2000));
+	T_OK(rmsg_ctx_create(loop, cfg, &s));
+	T_OK(rmsg_listen(s, "tcp://127.0.0.1:0", cfg, &sops, NULL, NULL, &l));
+	T_OK(rmsg_listener_port(l, &port));
+	snprintf(uri, sizeof(uri), "tcp://127.0.0.1:%u", port);
+	T_OK(rmsg_ctx_create(loop, NULL, &c));
+	T_OK(rmsg_connect(c, uri, NULL, &cops, NULL, &conn));
+	for (i = 0; i < RN; i++) {
+		/* valid until its send completes (rmsg_send.3) */
+		struct iovec iov = {r_buf[i] = malloc(RMSG), RMSG};
+
+		T_ASSERT(r_buf[i], "malloc");
+		t_fill(r_buf[i], RMSG, (uint64_t)i + 1);
+		T_OK(rmsg_send(conn, &iov, 1, r_sent, NULL));
+	}
+	/* nothing more for a second: stalled */
+	do {
+		last = r_got;
+		t_run_for(loop, 1.0);
+	} while (r_got != last && r_got < RN);
+	printf("stall: the server holds %d of %d messages of %zu MiB (cap "
+	       "%zu MiB), nothing more came for 1 s\n",
+	       r_nheld, RN, RMSG >> 20, RCAP >> 20);
+	T_ASSERT(r_got < RN, "no stall: all %d came under a %zu MiB cap", RN,
+		 RCAP >> 20);
+	r_hold = false;
+	while (r_nheld)
+		rmsg_msg_release(r_held[--r_nheld]);
+	T_RUN_UNTIL(loop, r_got == RN && r_sent_ok + r_sent_bad == RN, 60);
+	T_ASSERT(r_sent_bad == 0, "%d sends failed", r_sent_bad);
+	printf("resumed: all %d messages whole and in order, every send "
+	       "completed, the connection open\n",
+	       RN);
+	ending = true;
+	T_OK(rmsg_ctx_destroy(c));
+	T_OK(rmsg_ctx_destroy(s));
+	ending = false;
+	rmsg_cfg_destroy(cfg);
+	for (i = 0; i < RN; i++)
+		free(r_buf[i]);
+}
+
 /* bytes malloc has handed out and not got back */
 static size_t malloc_in_use(void)
 {
@@ -284,12 +388,16 @@ int main(void)
 	/* 2. idle connections hold no read buffer */
 idle_only:
 	part_idle();
+	/* 3. a stall that memory ends in time loses nothing */
+	if (!getenv("TCP_SHARE_IDLE_ONLY"))
+		part_resume();
 
 	rmsg_cfg_destroy(scfg);
 	rmsg_cfg_destroy(kcfg);
 	free(hoard_buf);
 	free(big_buf);
 	printf("tcp_share: a client within its share is never closed by the "
-	       "cap; idle connections hold no read buffer\n");
+	       "cap; idle connections hold no read buffer; a stall that "
+	       "ends in time loses nothing\n");
 	return 0;
 }
