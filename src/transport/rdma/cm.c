@@ -47,6 +47,52 @@ void rdma_rc_timer(struct rdma_conn *rc, unsigned ms)
 	rc->timer_on = true;
 }
 
+/*
+ * Moves the connection's QP to @st with the attributes rdma_cm keeps for
+ * it (port, path, PSNs, the ACK timeout set on the id), as rdma_cm would
+ * for a QP of its own, with one difference: a connection that must prove
+ * a pre-shared key gets no remote access in any step; only
+ * rdma_rma_open_op() grants it, once the proof is complete (rc_rma_set).
+ * @p: the server's own read depths (rdma_accept's), NULL for the
+ * client, which takes the ones the server answered.
+ */
+static int rc_qp_move(struct rdma_conn *rc, enum ibv_qp_state st,
+		      const struct rdma_conn_param *p)
+{
+	struct ibv_qp_attr a;
+	int mask = 0, ret;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = st;
+	if (rdma_init_qp_attr(rc->id, &a, &mask))
+		return rmsgi_err_cm(-1);
+	/* bits 21-23 are no verbs attributes (kernel-internal RoCE ones
+	 * that librdmacm masks off as well) */
+	mask &= ~0xe00000;
+	if ((mask & IBV_QP_ACCESS_FLAGS) && rc->ci->cfg->psk_len)
+		a.qp_access_flags = 0;
+	if (p && st == IBV_QPS_RTR)
+		a.max_dest_rd_atomic = p->responder_resources;
+	if (p && st == IBV_QPS_RTS)
+		a.max_rd_atomic = p->initiator_depth;
+	ret = ibv_modify_qp(rc->qp, &a, mask);
+	return ret ? rmsgi_err_verbs(ret) : 0;
+}
+
+/* INIT again (rdma_cm's attributes are complete only now), RTR, RTS:
+ * the server's before rdma_accept(), the client's on the server's
+ * answer (RDMA_CM_EVENT_CONNECT_RESPONSE), before rdma_establish() */
+static int rc_qp_ready(struct rdma_conn *rc, const struct rdma_conn_param *p)
+{
+	int ret = rc_qp_move(rc, IBV_QPS_INIT, NULL);
+
+	if (ret == 0)
+		ret = rc_qp_move(rc, IBV_QPS_RTR, p);
+	if (ret == 0)
+		ret = rc_qp_move(rc, IBV_QPS_RTS, p);
+	return ret;
+}
+
 /* QP on a receive group's CQ and SRQ, header slots, and this peer's
  * buffers: the few credits a connection starts with (the core grows
  * them with use: rdma_grant_op) */
@@ -73,22 +119,26 @@ static int rc_setup_qp(struct rdma_conn *rc)
 	qa.cap.max_send_wr = SQ_MAX_WR;
 	qa.cap.max_send_sge = MAX_SGE + 1;
 	qa.cap.max_inline_data = 256;
-	ret = rdma_create_qp(rc->id, r->pd, &qa);
-	if (ret) {
+	/* our own QP, not rdma_create_qp's: rdma_cm then never moves it
+	 * (rc_qp_move) */
+	rc->qp = ibv_create_qp(r->pd, &qa);
+	if (!rc->qp) {
 		/* providers differ in inline and SGE limits: ask for less */
 		qa.cap.max_inline_data = 0;
 		qa.cap.max_send_sge = 4;
-		ret = rdma_create_qp(rc->id, r->pd, &qa);
+		rc->qp = ibv_create_qp(r->pd, &qa);
 	}
-	if (ret)
-		return rmsgi_err_cm(ret);
-	rc->qp = rc->id->qp;
+	if (!rc->qp)
+		return rmsgi_err_verbs(errno ? errno : ENOMEM);
 	rc->qpn = rc->qp->qp_num;
 	rc->max_inline = qa.cap.max_inline_data;
 	rc->max_sge = RMSGI_MIN(qa.cap.max_send_sge, MAX_SGE + 1);
 	qpn_add(r, rc);
 	rdma_set_option(rc->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
 			&timeout, sizeof(timeout));
+	ret = rc_qp_move(rc, IBV_QPS_INIT, NULL);
+	if (ret)
+		return ret;
 	ret = rmsgi_pool_alloc(r->env->pool, SQ_DEPTH * 64, (void **)&rc->hdrs);
 	if (ret)
 		return ret;
@@ -98,8 +148,6 @@ static int rc_setup_qp(struct rdma_conn *rc)
 	rc->q->srq_target += rc->granted;
 	return rdma_srq_fill(r, rc->q);
 }
-
-static int rc_rma_set(struct rdma_conn *rc, bool open);
 
 /*
  * The connection is up: the QP is in RTS. Its RNR timer is what the
@@ -121,11 +169,14 @@ void rdma_rc_up(struct rdma_conn *rc)
  * keys the device checks: windows on this QP, and any-peer exports'
  * registrations, valid on every QP of the protection domain. The QP's
  * own remote rights come first (the responder checks them before any
- * key): rdma_cm grants remote write and read when it moves the QP to
- * RTR; a connection that must prove a pre-shared key has them taken
- * away at once, and given back by rdma_rma_open_op() once the proof is
- * complete, so no export, any-peer ones included, is reachable before.
- * A device that refuses: the connection cannot be kept from them, and
+ * key). rdma_cm would grant remote write and read in the INIT step it
+ * repeats inside rdma_accept() and on the connect response, before the
+ * connection could take them away: so the QP is not rdma_cm's
+ * (rc_setup_qp), and a connection that must prove a pre-shared key
+ * moves through INIT, RTR and RTS without them (rc_qp_move). Here,
+ * rdma_rma_open_op() grants them once the proof is complete: no export,
+ * any-peer ones included, is reachable before, at no moment. A device
+ * that refuses: the exports stay closed to the peer, and the connection
  * fails.
  */
 static int rc_rma_set(struct rdma_conn *rc, bool open)
@@ -186,6 +237,9 @@ static void rc_conn_param(struct rdma_conn *rc, struct rdma_conn_param *p,
 	memset(p, 0, sizeof(*p));
 	p->private_data = buf;
 	p->private_data_len = (uint8_t)rmsgi_hello_encode(&h, buf);
+	/* our own QP (rc_setup_qp): rdma_cm learns it from here */
+	p->qp_num = rc->qpn;
+	p->srq = rc->q->srq != NULL;
 	p->responder_resources = (uint8_t)rc->r->rd_atom;
 	p->initiator_depth = (uint8_t)rc->r->rd_atom;
 	p->retry_count = RETRY_COUNT;
@@ -520,11 +574,11 @@ static void cm_request(struct rdma_ctx *r, struct rmsg_listener *l,
 	if (ret == 0) {
 		rc->peer_eager = h.eager_size;
 		rc_conn_param(rc, &param, buf);
-		ret = rmsgi_err_cm(rdma_accept(rc->id, &param));
-		/* the QP is RTS already, with remote rights: gone before the
-		 * peer can use them (rc_rma_set) */
-		if (ret == 0 && ci->cfg->psk_len)
-			ret = rc_rma_set(rc, false);
+		/* RTS before the peer hears of the accept: it may send at
+		 * once */
+		ret = rc_qp_ready(rc, &param);
+		if (ret == 0)
+			ret = rmsgi_err_cm(rdma_accept(rc->id, &param));
 		if (ret == 0) {
 			rdma_rc_timer(rc, ci->cfg->timeout_ms);
 			return;
@@ -571,6 +625,21 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 		else
 			rc->state = RC_CONNECTING;
 		break;
+	case RDMA_CM_EVENT_CONNECT_RESPONSE:
+		/* the server accepted: our QP is no rdma_cm's (rc_setup_qp),
+		 * so the answer comes here rather than as ESTABLISHED; ready
+		 * the QP, then complete the connection (rdma_establish(3)) */
+		if (rc->state != RC_CONNECTING || rc->is_server)
+			break;
+		ret = ev->status ? cm_status_err(ev->status, -ECONNREFUSED)
+				 : rc_qp_ready(rc, NULL);
+		if (ret == 0)
+			ret = rmsgi_err_cm(rdma_establish(rc->id));
+		if (ret) {
+			rdma_rc_teardown(rc, ret);
+			break;
+		}
+		/* fall through */
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (rc->state != RC_CONNECTING)
 			break; /* a receive already showed it (on_recv) */
@@ -578,11 +647,6 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 		rdma_rc_up(rc);
 		if (rc->is_server) {
 			rmsgi_conn_ev_established(rc->c, NULL);
-		} else if (rc->ci->cfg->psk_len && rc_rma_set(rc, false)) {
-			/* our exports could not be kept from a server that
-			 * has not proven the key yet (the server closed its
-			 * own after rdma_accept) */
-			rdma_rc_teardown(rc, -EOPNOTSUPP);
 		} else if (rmsgi_hello_decode(ev->param.conn.private_data,
 					      ev->param.conn.private_data_len,
 					      &h) == 0) {

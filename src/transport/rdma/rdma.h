@@ -77,7 +77,9 @@
  *  mem.c       registration hooks (the pool's, mr.c's) and type-2 memory
  *              windows (exports, rendezvous pieces)
  *  cm.c        connection management: resolve, connect, listen, a peer's
- *              request, the QP, the connection's timer, rdma_cm events,
+ *              request, the QP (ours, not rdma_cm's: moved through its
+ *              states by cm.c, remote rights only as the key allows),
+ *              the connection's timer, rdma_cm events,
  *              the cm id's addresses (addrs)
  *  send.c      the send ring: post (eager and rendezvous), send_direct,
  *              kick, and the retirement of completed slots
@@ -294,7 +296,7 @@ struct rdma_conn {
 	struct rmsgi_timer timer; /* connect bound, then teardown bound */
 	bool timer_on;
 	bool room_wanted;
-	bool rma_open; /* the QP's remote rights given back (cm.c) */
+	bool rma_open; /* the QP's remote rights granted (cm.c) */
 	bool silent;   /* rejected before the app saw it */
 	bool buried;   /* torn down; only memory is left */
 	struct rdma_conn *dead_next;
