@@ -85,6 +85,7 @@ struct mock_state {
 	int n_getaddrinfo;     /* rdma_getaddrinfo calls */
 	int connect_errno;     /* rdma_connect */
 	int accept_errno;      /* rdma_accept */
+	int modify_fail_to;    /* ibv_modify_qp to state n - 1 fails */
 
 	/* --- device limits --- */
 	uint32_t max_inline; /* rdma_create_qp fails above it */

@@ -669,6 +669,9 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	struct mock_qp *q = (struct mock_qp *)qp;
 
+	if ((attr_mask & IBV_QP_STATE) &&
+	    mock.modify_fail_to == (int)attr->qp_state + 1)
+		return EINVAL;
 	if (attr_mask & IBV_QP_MIN_RNR_TIMER)
 		mock.min_rnr_timer = attr->min_rnr_timer;
 	if (attr_mask & IBV_QP_ACCESS_FLAGS) {

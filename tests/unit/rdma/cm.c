@@ -691,6 +691,44 @@ static void auth__qp_rights_server_bad_proof(void **state)
 	assert_int_equal(mock.n_qp_remote, 0);
 }
 
+/* the client's QP refuses RTR on the server's answer: the connection
+ * fails, and is not completed (no rdma_establish) */
+static void connect__qp_not_ready(void **state)
+{
+	struct rt *t = *state;
+	uint8_t buf[64];
+
+	start_connect(t);
+	mock.modify_fail_to = IBV_QPS_RTR + 1;
+	cm_event(t, t->id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, buf,
+		 hello(buf, 16, 4096, 0, NULL));
+	assert_int_equal(mock.n_establish, 0);
+	assert_int_equal(t->established, 0);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -EINVAL);
+}
+
+/* the server's: refused before rdma_accept, the QP and id gone */
+static void accept__qp_not_ready(void **state)
+{
+	struct rt *t = *state;
+	uint8_t buf[64];
+
+	rt_ctx(t);
+	assert_int_equal(rmsg_listen(t->ctx, "rdma://0.0.0.0:7471", t->cfg,
+				     &ops, accept_cb, t, &t->l),
+			 0);
+	mock.modify_fail_to = IBV_QPS_RTS + 1;
+	mock_cm_push_request(mock.last_id, buf, hello(buf, 16, 4096, 0, "abc"));
+	cm_deliver(t);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(mock.n_accept, 0);
+	assert_int_equal(mock.n_reject, 1);
+	assert_int_equal(mock.live_qp, 0);
+	assert_int_equal(mock.live_id, 1);
+	assert_int_equal(t->established, 0);
+}
+
 /* without a key: rights as rdma_cm gives them (its INIT attributes),
  * through the same path: our QP, RTS, then rdma_establish() */
 static void auth__qp_rights_keyless(void **state)
@@ -734,6 +772,8 @@ int main(void)
 		T(auth__qp_rights_keyless),
 		T(auth__qp_rights_server),
 		T(auth__qp_rights_server_bad_proof),
+		T(connect__qp_not_ready),
+		T(accept__qp_not_ready),
 	};
 
 	unit_filter();
