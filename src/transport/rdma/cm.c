@@ -66,8 +66,8 @@ static int rc_qp_move(struct rdma_conn *rc, enum ibv_qp_state st,
 	a.qp_state = st;
 	if (rdma_init_qp_attr(rc->id, &a, &mask))
 		return rmsgi_err_cm(-1);
-	/* bits 21-23 are no verbs attributes (kernel-internal RoCE ones
-	 * that librdmacm masks off as well) */
+	/* bits 21-23 are no verbs attributes but kernel-internal ones,
+	 * which librdmacm masks off too (on InfiniBand ports) */
 	mask &= ~0xe00000;
 	if ((mask & IBV_QP_ACCESS_FLAGS) && rc->ci->cfg->psk_len)
 		a.qp_access_flags = 0;
