@@ -138,6 +138,14 @@ static void os_cb(struct rmsg_conn *c, int status, void *arg)
 	os_cbs++;
 }
 
+static void kill_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	t_kill = ev_time();
+	kill(child, round_no == 0 ? SIGKILL : SIGSTOP);
+}
+
+static ev_timer killer;
+
 /* the server's region descriptor: start writes and reads into it */
 static void victim_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 {
@@ -155,15 +163,13 @@ static void victim_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 			T_OK(rmsg_read(c, &iov, 1, rmsg_msg_data(m),
 				       (uint64_t)i * 16384, os_cb, NULL));
 	}
+	/* everything is issued: let it reach the server, then kill it (a
+	 * kill timed from on_established could come before the server's
+	 * descriptor on a loaded host, and no one-sided operation would be
+	 * in flight: 0/40 one-sided callbacks) */
+	ev_timer_init(&killer, kill_cb, 0.2, 0);
+	ev_timer_start(loop, &killer);
 }
-
-static void kill_cb(struct ev_loop *l, ev_timer *w, int revents)
-{
-	t_kill = ev_time();
-	kill(child, round_no == 0 ? SIGKILL : SIGSTOP);
-}
-
-static ev_timer killer;
 
 static void victim_est(struct rmsg_conn *c, void *arg)
 {
@@ -177,9 +183,7 @@ static void victim_est(struct rmsg_conn *c, void *arg)
 
 		T_OK(rmsg_send(c, &iov, 1, send_cb, NULL));
 	}
-	/* let them reach the server, then kill it */
-	ev_timer_init(&killer, kill_cb, 0.2, 0);
-	ev_timer_start(loop, &killer);
+	/* the kill waits for the one-sided operations (victim_msg) */
 }
 
 static void victim_close(struct rmsg_conn *c, int reason, void *arg)
@@ -197,8 +201,14 @@ static void victim_close(struct rmsg_conn *c, int reason, void *arg)
 	/* killed: its kernel resets the connection, or nothing comes and
 	 * keepalive declares it dead; hung: its kernel still acknowledges,
 	 * only keepalive notices (rmsg_cfg_set_keepalive_ms.3) */
+	/* a killed peer's kernel tears down its QP and registrations in
+	 * its own order: a one-sided operation that lands in between is
+	 * refused by the device (RDMA: remote operation error, -EREMOTEIO;
+	 * seen 2 times in about 13 runs under ASan) */
 	if (round_no == 0)
-		T_ASSERT(reason == -ECONNRESET || reason == -ETIMEDOUT,
+		T_ASSERT(reason == -ECONNRESET || reason == -ETIMEDOUT ||
+				 (reason == -EREMOTEIO &&
+				  !strcmp(t_transport(), "rdma")),
 			 "killed peer: %s", rmsg_strerror(reason));
 	else
 		T_ASSERT(reason == -ETIMEDOUT, "hung peer: %s",

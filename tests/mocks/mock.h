@@ -79,12 +79,13 @@ struct mock_state {
 	int post_send_ret;     /* next ibv_post_send returns this once */
 	int post_send_bad;     /* ... reporting the n-th WR as bad */
 	int post_srq_recv_ret; /* next ibv_post_srq_recv, once */
-	int create_qp_fail;    /* so many rdma_create_qp calls fail */
+	int create_qp_fail;    /* so many QP creations (either call) fail */
 	int cm_channel_errno;  /* rdma_create_event_channel */
 	int getaddrinfo_errno; /* rdma_getaddrinfo */
 	int n_getaddrinfo;     /* rdma_getaddrinfo calls */
 	int connect_errno;     /* rdma_connect */
 	int accept_errno;      /* rdma_accept */
+	int modify_fail_to;    /* ibv_modify_qp to state n - 1 fails */
 
 	/* --- device limits --- */
 	uint32_t max_inline; /* rdma_create_qp fails above it */
@@ -110,9 +111,13 @@ struct mock_state {
 	int n_reg_remote_read; /* registrations for remote read */
 	int n_modify_err;      /* QPs moved to the error state */
 	int min_rnr_timer;     /* last IBV_QP_MIN_RNR_TIMER set, or -1 */
-	int n_qp_access;       /* IBV_QP_ACCESS_FLAGS modifies */
+	int n_qp_access;       /* IBV_QP_ACCESS_FLAGS modifies (any step) */
 	int qp_access;	       /* the last qp_access_flags set */
 	int qp_access_sent;    /* n_sent when it was set */
+	/* modifies (state transitions included) whose qp_access_flags
+	 * carry a remote right, and n_sent at the first of them */
+	int n_qp_remote;
+	int qp_remote_sent;
 	int n_cq_acked;
 	int cq_events;	  /* pending for ibv_get_cq_event */
 	int n_bad_sge;	  /* SGEs outside a registered MR, ... */
@@ -125,6 +130,16 @@ struct mock_state {
 
 	/* librdmacm */
 	int n_connect, n_accept, n_reject, n_disconnect;
+	int n_establish;     /* rdma_establish */
+	int n_init_qp_attr;  /* rdma_init_qp_attr */
+	int n_rdmacm_modify; /* QP transitions librdmacm itself made */
+	/* the QP rdma_connect/rdma_accept announced (the id's, or
+	 * conn_param's qp_num without one), whether it uses an SRQ, and its
+	 * state at the call (-1: no such QP); the state of the connect's QP
+	 * when rdma_establish ran */
+	uint32_t connect_qpn, accept_qpn;
+	bool connect_srq, accept_srq;
+	int connect_qp_state, accept_qp_state, establish_qp_state;
 	int n_resolve_addr, n_resolve_route, n_listen;
 	/* last rdma_resolve_addr: the destination (IPv4 only), and whether
 	 * it had a source */
@@ -187,6 +202,18 @@ void mock_push_wc(const struct ibv_wc *wc);
 unsigned int mock_cq_len(void);
 
 /* --- librdmacm --- */
+
+/*
+ * Like librdmacm, the mock moves a QP made by rdma_create_qp itself: to
+ * INIT at creation, again to INIT then RTR and RTS inside rdma_accept(),
+ * and, on the active side, when it fetches RDMA_CM_EVENT_CONNECT_RESPONSE
+ * (which it then reports as RDMA_CM_EVENT_ESTABLISHED), each step with
+ * rdma_init_qp_attr()'s attributes. Tests answer a client's connect with
+ * CONNECT_RESPONSE, which the code under test sees as such only for a
+ * QP that is not the id's (then it must call rdma_establish). The INIT
+ * attributes carry remote write and read once the connection exchange
+ * has begun (a request's id, or after rdma_connect), as rdma_cm's do.
+ */
 
 /* queues a CM event for @id on the last event channel */
 void mock_cm_push(struct rdma_cm_id *id, enum rdma_cm_event_type type,

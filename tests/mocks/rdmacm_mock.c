@@ -32,6 +32,39 @@ struct mock_ev {
 
 static struct mock_ev *evq, **evq_tail = &evq;
 
+/* ids whose connection exchange has begun (a request's, or one that
+ * called rdma_connect): rdma_cm's INIT attributes carry remote rights
+ * only for those */
+#define BEGUN_MAX 256
+static struct rdma_cm_id *begun[BEGUN_MAX];
+
+static void begun_set(struct rdma_cm_id *id, bool on)
+{
+	int i, free_i = -1;
+
+	for (i = 0; i < BEGUN_MAX; i++) {
+		if (begun[i] == id) {
+			if (!on)
+				begun[i] = NULL;
+			return;
+		}
+		if (!begun[i] && free_i < 0)
+			free_i = i;
+	}
+	if (on && free_i >= 0)
+		begun[free_i] = id;
+}
+
+static bool begun_is(const struct rdma_cm_id *id)
+{
+	int i;
+
+	for (i = 0; i < BEGUN_MAX; i++)
+		if (begun[i] == id)
+			return true;
+	return false;
+}
+
 static void copy_pdata(uint8_t *dst, uint8_t *len_p, const void *src,
 		       size_t len)
 {
@@ -87,6 +120,7 @@ struct rdma_cm_id *mock_cm_push_request(struct rdma_cm_id *listen_id,
 	id->channel = listen_id->channel;
 	id->ps = listen_id->ps;
 	mock.live_id++;
+	begun_set(id, true);
 	e = ev_queue(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, pdata, len);
 	e->ev.listen_id = listen_id;
 	e->request = true;
@@ -110,6 +144,7 @@ void mock_cm_drop(void)
 
 		evq = e->next;
 		if (e->request) {
+			begun_set(e->ev.id, false);
 			free(e->ev.id);
 			mock.live_id--;
 		}
@@ -117,6 +152,7 @@ void mock_cm_drop(void)
 		mock.live_ev--;
 	}
 	evq_tail = &evq;
+	memset(begun, 0, sizeof(begun));
 }
 
 /* ------------------------------------------------------------------ */
@@ -182,6 +218,7 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 		mock.n_id_with_qp++;
 	if (mock.last_id == id)
 		mock.last_id = NULL;
+	begun_set(id, false);
 	free(id);
 	mock.live_id--;
 	return 0;
@@ -268,6 +305,74 @@ uint16_t rdma_get_src_port(struct rdma_cm_id *id)
 	return htons(mock.src_port);
 }
 
+int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr,
+		      int *qp_attr_mask)
+{
+	enum ibv_qp_state st = qp_attr->qp_state;
+
+	mock.n_init_qp_attr++;
+	memset(qp_attr, 0, sizeof(*qp_attr));
+	qp_attr->qp_state = st;
+	switch (st) {
+	case IBV_QPS_INIT:
+		qp_attr->port_num = 1;
+		if (begun_is(id))
+			qp_attr->qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						   IBV_ACCESS_REMOTE_READ;
+		*qp_attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				IBV_QP_ACCESS_FLAGS;
+		return 0;
+	case IBV_QPS_RTR:
+		qp_attr->path_mtu = IBV_MTU_1024;
+		qp_attr->dest_qp_num = 0x99;
+		qp_attr->max_dest_rd_atomic = 16;
+		qp_attr->min_rnr_timer = 12;
+		*qp_attr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				IBV_QP_MAX_DEST_RD_ATOMIC |
+				IBV_QP_MIN_RNR_TIMER;
+		return 0;
+	case IBV_QPS_RTS:
+		qp_attr->timeout = 14;
+		qp_attr->retry_cnt = 6;
+		qp_attr->rnr_retry = 6;
+		qp_attr->max_rd_atomic = 16;
+		*qp_attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+				IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				IBV_QP_MAX_QP_RD_ATOMIC;
+		return 0;
+	default:
+		errno = EINVAL;
+		return -1;
+	}
+}
+
+/* librdmacm's own transition of the id's QP to @st */
+static void cm_qp_move(struct rdma_cm_id *id, enum ibv_qp_state st)
+{
+	struct ibv_qp_attr a;
+	int mask;
+
+	a.qp_state = st;
+	if (rdma_init_qp_attr(id, &a, &mask) == 0 &&
+	    ibv_modify_qp(id->qp, &a, mask) == 0)
+		mock.n_rdmacm_modify++;
+}
+
+static void cm_qp_ready(struct rdma_cm_id *id)
+{
+	cm_qp_move(id, IBV_QPS_INIT);
+	cm_qp_move(id, IBV_QPS_RTR);
+	cm_qp_move(id, IBV_QPS_RTS);
+}
+
+static int qp_state_of(uint32_t qpn)
+{
+	struct mock_qp *q = mock_qp_by_num(qpn);
+
+	return q ? (int)q->qp.state : -1;
+}
+
 int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 		   struct ibv_qp_init_attr *qp_init_attr)
 {
@@ -290,6 +395,7 @@ int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 		return -1;
 	}
 	id->qp = &q->qp;
+	cm_qp_move(id, IBV_QPS_INIT);
 	return 0;
 }
 
@@ -316,8 +422,12 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 		errno = mock.connect_errno;
 		return -1;
 	}
+	begun_set(id, true);
 	copy_pdata(mock.connect_pdata, &mock.connect_pdata_len,
 		   param->private_data, param->private_data_len);
+	mock.connect_qpn = id->qp ? id->qp->qp_num : param->qp_num;
+	mock.connect_srq = id->qp ? id->qp->srq != NULL : param->srq;
+	mock.connect_qp_state = qp_state_of(mock.connect_qpn);
 	mock.initiator_depth = param->initiator_depth;
 	mock.responder_resources = param->responder_resources;
 	mock.rnr_retry = param->rnr_retry_count;
@@ -332,8 +442,24 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 		errno = mock.accept_errno;
 		return -1;
 	}
+	if (id->qp)
+		cm_qp_ready(id);
 	copy_pdata(mock.accept_pdata, &mock.accept_pdata_len,
 		   param->private_data, param->private_data_len);
+	mock.accept_qpn = id->qp ? id->qp->qp_num : param->qp_num;
+	mock.accept_srq = id->qp ? id->qp->srq != NULL : param->srq;
+	mock.accept_qp_state = qp_state_of(mock.accept_qpn);
+	return 0;
+}
+
+int rdma_establish(struct rdma_cm_id *id)
+{
+	if (id->qp) { /* rdma_establish(3): not with the id's own QP */
+		errno = EINVAL;
+		return -1;
+	}
+	mock.n_establish++;
+	mock.establish_qp_state = qp_state_of(mock.connect_qpn);
 	return 0;
 }
 
@@ -373,6 +499,12 @@ int rdma_get_cm_event(struct rdma_event_channel *channel,
 		evq_tail = &evq;
 	e->next = NULL;
 	e->request = false; /* the code under test owns the id now */
+	if (e->ev.event == RDMA_CM_EVENT_CONNECT_RESPONSE && e->ev.id->qp &&
+	    !e->ev.status) {
+		/* librdmacm completes it for the id's own QP */
+		cm_qp_ready(e->ev.id);
+		e->ev.event = RDMA_CM_EVENT_ESTABLISHED;
+	}
 	*event = &e->ev;
 	return 0;
 }

@@ -250,6 +250,9 @@ void mock_reset(void)
 	mock.min_rnr_timer = -1;
 	mock.max_qp_rd_atom = 16;
 	mock.flush_on_error = true;
+	mock.connect_qp_state = -1;
+	mock.accept_qp_state = -1;
+	mock.establish_qp_state = -1;
 	mock.src_port = 7471;
 	/* objects left by a failed test are forgotten, not freed: the code
 	 * under test may still own them */
@@ -666,12 +669,20 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	struct mock_qp *q = (struct mock_qp *)qp;
 
+	if ((attr_mask & IBV_QP_STATE) &&
+	    mock.modify_fail_to == (int)attr->qp_state + 1)
+		return EINVAL;
 	if (attr_mask & IBV_QP_MIN_RNR_TIMER)
 		mock.min_rnr_timer = attr->min_rnr_timer;
 	if (attr_mask & IBV_QP_ACCESS_FLAGS) {
 		mock.n_qp_access++;
 		mock.qp_access = (int)attr->qp_access_flags;
 		mock.qp_access_sent = mock.n_sent;
+		if ((attr->qp_access_flags &
+		     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+		      IBV_ACCESS_REMOTE_ATOMIC)) &&
+		    !mock.n_qp_remote++)
+			mock.qp_remote_sent = mock.n_sent;
 	}
 	if (!(attr_mask & IBV_QP_STATE))
 		return 0;
@@ -687,6 +698,38 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 		q->out_head = (q->out_head + 1) % MOCK_OUT_MAX;
 		q->out_n--;
 	}
+	return 0;
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
+			     struct ibv_qp_init_attr *qp_init_attr)
+{
+	struct mock_qp *q;
+
+	if (mock.create_qp_fail > 0) {
+		mock.create_qp_fail--;
+		errno = EINVAL;
+		return NULL;
+	}
+	/* like a provider: refuse what the device cannot do */
+	if (qp_init_attr->cap.max_inline_data > mock.max_inline ||
+	    qp_init_attr->cap.max_send_sge > mock.max_send_sge) {
+		errno = EINVAL;
+		return NULL;
+	}
+	q = mock_qp_new(pd, qp_init_attr);
+	if (!q) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return &q->qp;
+}
+
+int ibv_destroy_qp(struct ibv_qp *qp)
+{
+	if (mock.live_mw)
+		mock.n_qp_with_mw++;
+	mock_qp_free((struct mock_qp *)qp);
 	return 0;
 }
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * cm.c - connection management over rdma_cm (rdma.h tells the design):
- * resolving and connecting, listening, a peer's connect request, the
- * connection's QP on the shared CQ and SRQ, its timer (connect bound,
- * then teardown bound), the rdma_cm events and the cm id's addresses.
+ * resolving and connecting, listening, a peer's connect request (its
+ * QP: qp.c), the connection's timer (connect bound, then teardown
+ * bound), the rdma_cm events and the cm id's addresses.
  */
 #include <stdio.h>
 #include <arpa/inet.h>
@@ -47,122 +47,6 @@ void rdma_rc_timer(struct rdma_conn *rc, unsigned ms)
 	rc->timer_on = true;
 }
 
-/* QP on a receive group's CQ and SRQ, header slots, and this peer's
- * buffers: the few credits a connection starts with (the core grows
- * them with use: rdma_grant_op) */
-static int rc_setup_qp(struct rdma_conn *rc)
-{
-	struct rdma_ctx *r = rc->r;
-	uint32_t start = rmsgi_credits_start(rc->ci->cfg);
-	struct ibv_qp_init_attr qa;
-	uint8_t timeout = ACK_TIMEOUT;
-	int ret;
-
-	ret = rdma_dev_open(r, rc->id->verbs);
-	if (ret)
-		return ret;
-	ret = rdma_rxq_get(r, start, &rc->q);
-	if (ret)
-		return ret;
-	memset(&qa, 0, sizeof(qa));
-	qa.qp_context = rc;
-	qa.send_cq = rc->q->cq;
-	qa.recv_cq = rc->q->cq;
-	qa.srq = rc->q->srq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = SQ_MAX_WR;
-	qa.cap.max_send_sge = MAX_SGE + 1;
-	qa.cap.max_inline_data = 256;
-	ret = rdma_create_qp(rc->id, r->pd, &qa);
-	if (ret) {
-		/* providers differ in inline and SGE limits: ask for less */
-		qa.cap.max_inline_data = 0;
-		qa.cap.max_send_sge = 4;
-		ret = rdma_create_qp(rc->id, r->pd, &qa);
-	}
-	if (ret)
-		return rmsgi_err_cm(ret);
-	rc->qp = rc->id->qp;
-	rc->qpn = rc->qp->qp_num;
-	rc->max_inline = qa.cap.max_inline_data;
-	rc->max_sge = RMSGI_MIN(qa.cap.max_send_sge, MAX_SGE + 1);
-	qpn_add(r, rc);
-	rdma_set_option(rc->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
-			&timeout, sizeof(timeout));
-	ret = rmsgi_pool_alloc(r->env->pool, SQ_DEPTH * 64, (void **)&rc->hdrs);
-	if (ret)
-		return ret;
-	rmsgi_pool_lookup(r->env->pool, rc->hdrs, SQ_DEPTH * 64,
-			  &rc->hdrs_lkey);
-	rc->granted = start;
-	rc->q->srq_target += rc->granted;
-	return rdma_srq_fill(r, rc->q);
-}
-
-static int rc_rma_set(struct rdma_conn *rc, bool open);
-
-/*
- * The connection is up: the QP is in RTS. Its RNR timer is what the
- * peer waits before resending into an SRQ found empty; rdma_cm leaves it
- * at 655 ms. Best effort: a device that refuses keeps the default.
- */
-void rdma_rc_up(struct rdma_conn *rc)
-{
-	struct ibv_qp_attr qattr = {.min_rnr_timer = MIN_RNR_TIMER};
-
-	rc->state = RC_UP;
-	if (rc->qp && ibv_modify_qp(rc->qp, &qattr, IBV_QP_MIN_RNR_TIMER))
-		rmsgi_tr_dbg(rc->r->env, "conn %u: RNR timer not set",
-			     rc->ci->id);
-}
-
-/*
- * The peer's one-sided operations reach this side's memory only through
- * keys the device checks: windows on this QP, and any-peer exports'
- * registrations, valid on every QP of the protection domain. The QP's
- * own remote rights come first (the responder checks them before any
- * key): rdma_cm grants remote write and read when it moves the QP to
- * RTR; a connection that must prove a pre-shared key has them taken
- * away at once, and given back by rdma_rma_open_op() once the proof is
- * complete, so no export, any-peer ones included, is reachable before.
- * A device that refuses: the connection cannot be kept from them, and
- * fails.
- */
-static int rc_rma_set(struct rdma_conn *rc, bool open)
-{
-	struct ibv_qp_attr a;
-	int ret;
-
-	if (!rc->qp)
-		return -ENOTCONN;
-	memset(&a, 0, sizeof(a));
-	if (open)
-		a.qp_access_flags =
-			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	ret = ibv_modify_qp(rc->qp, &a, IBV_QP_ACCESS_FLAGS);
-	if (ret) {
-		ret = rmsgi_err_verbs(ret);
-		rmsgi_err(rc->r->ctx,
-			  "conn %u: the device refused to %s the queue pair's "
-			  "remote access (%s): the pre-shared key's proof "
-			  "cannot guard the exports",
-			  rc->ci->id, open ? "grant" : "take away",
-			  rmsg_strerror(ret));
-		return ret;
-	}
-	rc->rma_open = open;
-	return 0;
-}
-
-int rdma_rma_open_op(void *tc)
-{
-	struct rdma_conn *rc = tc;
-
-	if (rc->rma_open)
-		return 0;
-	return rc_rma_set(rc, true);
-}
-
 /*
  * The peer's hello: its eager size is what it receives into; ours is
  * what we receive into and what we are prepared to copy per frame. We
@@ -186,6 +70,9 @@ static void rc_conn_param(struct rdma_conn *rc, struct rdma_conn_param *p,
 	memset(p, 0, sizeof(*p));
 	p->private_data = buf;
 	p->private_data_len = (uint8_t)rmsgi_hello_encode(&h, buf);
+	/* our own QP (rdma_qp_setup): rdma_cm learns it from here */
+	p->qp_num = rc->qpn;
+	p->srq = rc->q->srq != NULL;
 	p->responder_resources = (uint8_t)rc->r->rd_atom;
 	p->initiator_depth = (uint8_t)rc->r->rd_atom;
 	p->retry_count = RETRY_COUNT;
@@ -512,7 +399,7 @@ static void cm_request(struct rdma_ctx *r, struct rmsg_listener *l,
 	rc->id = id;
 	rc->id->context = rc;
 	rc->state = RC_CONNECTING;
-	ret = rc_setup_qp(rc);
+	ret = rdma_qp_setup(rc);
 	if (ret == 0)
 		ret = rmsgi_conn_ev_request(c, l, &h, &reply);
 	else
@@ -520,11 +407,11 @@ static void cm_request(struct rdma_ctx *r, struct rmsg_listener *l,
 	if (ret == 0) {
 		rc->peer_eager = h.eager_size;
 		rc_conn_param(rc, &param, buf);
-		ret = rmsgi_err_cm(rdma_accept(rc->id, &param));
-		/* the QP is RTS already, with remote rights: gone before the
-		 * peer can use them (rc_rma_set) */
-		if (ret == 0 && ci->cfg->psk_len)
-			ret = rc_rma_set(rc, false);
+		/* RTS before the peer hears of the accept: it may send at
+		 * once */
+		ret = rdma_qp_ready(rc, &param);
+		if (ret == 0)
+			ret = rmsgi_err_cm(rdma_accept(rc->id, &param));
 		if (ret == 0) {
 			rdma_rc_timer(rc, ci->cfg->timeout_ms);
 			return;
@@ -561,7 +448,7 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 			rdma_rc_teardown(rc, ret);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		ret = rc_setup_qp(rc);
+		ret = rdma_qp_setup(rc);
 		if (ret == 0) {
 			rc_conn_param(rc, &param, buf);
 			ret = rmsgi_err_cm(rdma_connect(rc->id, &param));
@@ -571,6 +458,21 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 		else
 			rc->state = RC_CONNECTING;
 		break;
+	case RDMA_CM_EVENT_CONNECT_RESPONSE:
+		/* the server accepted: our QP is no rdma_cm's (rdma_qp_setup),
+		 * so the answer comes here rather than as ESTABLISHED; ready
+		 * the QP, then complete the connection (rdma_establish(3)) */
+		if (rc->state != RC_CONNECTING || rc->is_server)
+			break;
+		ret = ev->status ? cm_status_err(ev->status, -ECONNREFUSED)
+				 : rdma_qp_ready(rc, NULL);
+		if (ret == 0)
+			ret = rmsgi_err_cm(rdma_establish(rc->id));
+		if (ret) {
+			rdma_rc_teardown(rc, ret);
+			break;
+		}
+		/* fall through */
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (rc->state != RC_CONNECTING)
 			break; /* a receive already showed it (on_recv) */
@@ -578,11 +480,6 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 		rdma_rc_up(rc);
 		if (rc->is_server) {
 			rmsgi_conn_ev_established(rc->c, NULL);
-		} else if (rc->ci->cfg->psk_len && rc_rma_set(rc, false)) {
-			/* our exports could not be kept from a server that
-			 * has not proven the key yet (the server closed its
-			 * own after rdma_accept) */
-			rdma_rc_teardown(rc, -EOPNOTSUPP);
 		} else if (rmsgi_hello_decode(ev->param.conn.private_data,
 					      ev->param.conn.private_data_len,
 					      &h) == 0) {

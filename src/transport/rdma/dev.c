@@ -418,7 +418,7 @@ void rdma_ctx_stop(void *p)
 			struct rdma_conn *rc = r->qpn_hash[i];
 
 			qpn_del(r, rc);
-			rdma_destroy_qp(rc->id);
+			ibv_destroy_qp(rc->qp);
 			rc->qp = NULL;
 			rc->unposted = rc->head;
 			while (rc->tail != rc->head)

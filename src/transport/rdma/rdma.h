@@ -77,8 +77,11 @@
  *  mem.c       registration hooks (the pool's, mr.c's) and type-2 memory
  *              windows (exports, rendezvous pieces)
  *  cm.c        connection management: resolve, connect, listen, a peer's
- *              request, the QP, the connection's timer, rdma_cm events,
+ *              request, the connection's timer, rdma_cm events,
  *              the cm id's addresses (addrs)
+ *  qp.c        the connection's QP: ours, not rdma_cm's, moved through
+ *              its states by the library, remote rights only as the key
+ *              allows; the RNR timer once up
  *  send.c      the send ring: post (eager and rendezvous), send_direct,
  *              kick, and the retirement of completed slots
  *  recv.c      receiving: the CQ drain, eager frames, buffer reposts,
@@ -294,7 +297,7 @@ struct rdma_conn {
 	struct rmsgi_timer timer; /* connect bound, then teardown bound */
 	bool timer_on;
 	bool room_wanted;
-	bool rma_open; /* the QP's remote rights given back (cm.c) */
+	bool rma_open; /* the QP's remote rights granted (cm.c) */
 	bool silent;   /* rejected before the app saw it */
 	bool buried;   /* torn down; only memory is left */
 	struct rdma_conn *dead_next;
@@ -434,10 +437,23 @@ static inline void mw_bind_retired(struct rdma_mw *w)
 void rdma_cm_cb(struct ev_loop *loop, ev_io *w, int revents);
 /* (re)starts the connection's timer: @ms from now */
 void rdma_rc_timer(struct rdma_conn *rc, unsigned ms);
+
+/* ------------------------------------------------------------------ */
+/* qp.c: the connection's queue pair                                    */
+
+/* the QP on a receive group (INIT), header slots, the first credits */
+int rdma_qp_setup(struct rdma_conn *rc);
+/* INIT, RTR, RTS with rdma_cm's attributes (@p: the server's read
+ * depths, NULL on the client); remote rights only without a key */
+int rdma_qp_ready(struct rdma_conn *rc, const struct rdma_conn_param *p);
 /* the connection is up (RC_UP), its RNR timer set */
 void rdma_rc_up(struct rdma_conn *rc);
-/* conn op rma_open: gives the QP its remote rights (cm.c rc_rma_set) */
+/* conn op rma_open: gives the QP its remote rights (qp.c rc_rma_set) */
 int rdma_rma_open_op(void *tc);
+
+/* ------------------------------------------------------------------ */
+/* cm.c, continued                                                      */
+
 /* conn and listener ops */
 int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 		    const struct rmsgi_uri *u, const struct rmsgi_addrs *to);

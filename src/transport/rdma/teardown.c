@@ -118,7 +118,7 @@ void rdma_rc_teardown(struct rdma_conn *rc, int reason)
 	}
 	if (rc->qp) {
 		qpn_del(r, rc);
-		rdma_destroy_qp(rc->id);
+		ibv_destroy_qp(rc->qp);
 		rc->qp = NULL;
 	}
 	if (rc->id)
@@ -165,7 +165,7 @@ void rdma_rc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			   rc->ci->id, rc->head - rc->tail);
 		if (rc->qp) {
 			qpn_del(rc->r, rc);
-			rdma_destroy_qp(rc->id);
+			ibv_destroy_qp(rc->qp);
 			rc->qp = NULL;
 		}
 		rc->unposted = rc->head;

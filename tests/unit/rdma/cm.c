@@ -94,7 +94,8 @@ static void connect__bad_hello_in_established(void **state)
 	static const uint8_t junk[20] = {1, 2, 3};
 
 	start_connect(t);
-	cm_event(t, t->id, RDMA_CM_EVENT_ESTABLISHED, 0, junk, sizeof(junk));
+	cm_event(t, t->id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, junk,
+		 sizeof(junk));
 	assert_int_equal(t->established, 0);
 	assert_int_equal(t->closed, 1);
 	assert_int_equal(t->close_reason, -EPROTO);
@@ -563,10 +564,13 @@ static void bound__peer_eager_clamped(void **state)
 }
 
 /*
- * A connection that must prove a key: the QP's remote rights are taken
- * away as it comes up, so no export (an any-peer one's rkey is valid on
- * every QP) is reachable before the proof (issue 30); without a key they
- * are left as rdma_cm set them.
+ * A connection that must prove a key: its QP never has remote rights
+ * before the proof, at no step (issue 30): an any-peer export's rkey is
+ * valid on every QP of the PD, and rdma_cm would grant remote write and
+ * read in the INIT step it repeats inside rdma_accept() and on the
+ * connect response. So the QP is not the id's: the client moves it
+ * through INIT, RTR and RTS itself on RDMA_CM_EVENT_CONNECT_RESPONSE,
+ * without remote rights, and then calls rdma_establish().
  */
 static void auth__qp_rights_closed(void **state)
 {
@@ -583,20 +587,29 @@ static void auth__qp_rights_closed(void **state)
 	assert_int_equal(rmsg_cfg_set_psk(t->cfg, key, sizeof(key) - 1), 0);
 	start_connect(t);
 	t->qpn = mock.last_qp->qp.qp_num;
-	assert_int_equal(mock.n_qp_access, 0);
-	cm_event(t, t->id, RDMA_CM_EVENT_ESTABLISHED, 0, buf,
+	assert_int_equal(mock.n_connect, 1);
+	assert_int_equal(mock.connect_qpn, t->qpn);
+	assert_true(mock.connect_srq);
+	assert_int_equal(mock.n_qp_remote, 0);
+	cm_event(t, t->id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, buf,
 		 rmsgi_hello_encode(&h, buf));
-	/* in AUTH: the proof went, the rights are gone */
+	/* no step carried remote rights */
+	assert_int_equal(mock.n_qp_remote, 0);
+	/* RTS by the library's hand, then the connection completed */
+	assert_int_equal(mock.n_rdmacm_modify, 0);
+	assert_int_equal(mock.n_establish, 1);
+	assert_int_equal(mock.establish_qp_state, IBV_QPS_RTS);
+	assert_int_equal(mock.last_qp->qp.state, IBV_QPS_RTS);
+	/* in AUTH: the proof went */
 	assert_int_equal(t->established, 0);
 	assert_int_equal(t->closed, 0);
-	assert_int_equal(mock.n_qp_access, 1);
-	assert_int_equal(mock.qp_access, 0);
 	assert_int_equal(rmsg_conn_close(t->c), 0);
+	assert_int_equal(mock.n_qp_remote, 0);
 }
 
-/* the server's side: taken away right after rdma_accept(); given back
- * once the client's proof checked out, before the server's own proof
- * goes (the client may write as soon as it has it) */
+/* the server's side: RTS without remote rights before rdma_accept();
+ * they are granted once the client's proof checked out, before the
+ * server's own proof goes (the client may write as soon as it has it) */
 static void auth__qp_rights_server(void **state)
 {
 	static const char key[] = "0123456789abcdef0123456789abcdef";
@@ -619,11 +632,14 @@ static void auth__qp_rights_server(void **state)
 	cm_deliver(t);
 	assert_int_equal(mock.n_accept, 1);
 	assert_null(accepted); /* the app hears of it after the proof */
-	assert_int_equal(mock.n_qp_access, 1);
-	assert_int_equal(mock.qp_access, 0);
 	t->qpn = mock.last_qp->qp.qp_num;
+	assert_int_equal(mock.accept_qpn, t->qpn);
+	assert_true(mock.accept_srq);
+	assert_int_equal(mock.n_qp_remote, 0);
+	assert_int_equal(mock.accept_qp_state, IBV_QPS_RTS);
+	assert_int_equal(mock.n_rdmacm_modify, 0);
 	cm_event(t, id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
-	assert_int_equal(mock.n_qp_access, 1);
+	assert_int_equal(mock.n_qp_remote, 0);
 	/* the client's proof */
 	assert_int_equal(rmsgi_hello_decode(mock.accept_pdata,
 					    mock.accept_pdata_len, &sh),
@@ -638,20 +654,94 @@ static void auth__qp_rights_server(void **state)
 	pump(t);
 	assert_non_null(accepted);
 	assert_int_equal(t->closed, 0);
-	assert_int_equal(mock.n_qp_access, 2);
+	assert_int_equal(mock.n_qp_remote, 1);
 	assert_int_equal(mock.qp_access,
 			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	/* opened before the server's proof was posted */
-	assert_int_equal(mock.qp_access_sent, (int)n);
+	/* granted before the server's proof was posted */
+	assert_int_equal(mock.qp_remote_sent, (int)n);
 	assert_true(mock.n_sent > (int)n);
 }
 
+/* a wrong proof: the rights are never granted */
+static void auth__qp_rights_server_bad_proof(void **state)
+{
+	static const char key[] = "0123456789abcdef0123456789abcdef";
+	uint8_t buf[RMSGI_HELLO_MAX], proof[RMSGI_NONCE_SIZE + RMSGI_MAC_SIZE];
+	struct rt *t = *state;
+	struct rdma_cm_id *id;
+	size_t n;
+
+	assert_int_equal(rmsg_cfg_set_psk(t->cfg, key, sizeof(key) - 1), 0);
+	rt_ctx(t);
+	assert_int_equal(rmsg_listen(t->ctx, "rdma://0.0.0.0:7471", t->cfg,
+				     &ops, accept_cb, t, &t->l),
+			 0);
+	peer_hello_flags = RMSGI_HELLO_F_AUTH;
+	n = hello(buf, 16, 4096, 0, "abc");
+	id = mock_cm_push_request(mock.last_id, buf, n);
+	accepted = NULL;
+	cm_deliver(t);
+	t->qpn = mock.last_qp->qp.qp_num;
+	cm_event(t, id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	memset(proof, 0x24, sizeof(proof));
+	peer_frame(t, RMSGI_T_AUTH, 0, 0, 0, sizeof(proof), proof,
+		   sizeof(proof));
+	pump(t);
+	assert_null(accepted);
+	assert_int_equal(mock.n_qp_remote, 0);
+}
+
+/* the client's QP refuses RTR on the server's answer: the connection
+ * fails, and is not completed (no rdma_establish) */
+static void connect__qp_not_ready(void **state)
+{
+	struct rt *t = *state;
+	uint8_t buf[64];
+
+	start_connect(t);
+	mock.modify_fail_to = IBV_QPS_RTR + 1;
+	cm_event(t, t->id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, buf,
+		 hello(buf, 16, 4096, 0, NULL));
+	assert_int_equal(mock.n_establish, 0);
+	assert_int_equal(t->established, 0);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -EINVAL);
+}
+
+/* the server's: refused before rdma_accept, the QP and id gone */
+static void accept__qp_not_ready(void **state)
+{
+	struct rt *t = *state;
+	uint8_t buf[64];
+
+	rt_ctx(t);
+	assert_int_equal(rmsg_listen(t->ctx, "rdma://0.0.0.0:7471", t->cfg,
+				     &ops, accept_cb, t, &t->l),
+			 0);
+	mock.modify_fail_to = IBV_QPS_RTS + 1;
+	mock_cm_push_request(mock.last_id, buf, hello(buf, 16, 4096, 0, "abc"));
+	cm_deliver(t);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(mock.n_accept, 0);
+	assert_int_equal(mock.n_reject, 1);
+	assert_int_equal(mock.live_qp, 0);
+	assert_int_equal(mock.live_id, 1);
+	assert_int_equal(t->established, 0);
+}
+
+/* without a key: rights as rdma_cm gives them (its INIT attributes),
+ * through the same path: our QP, RTS, then rdma_establish() */
 static void auth__qp_rights_keyless(void **state)
 {
 	struct rt *t = *state;
 
 	connect_peer(t, 32, 8192);
-	assert_int_equal(mock.n_qp_access, 0);
+	assert_int_equal(mock.n_rdmacm_modify, 0);
+	assert_int_equal(mock.n_establish, 1);
+	assert_int_equal(mock.establish_qp_state, IBV_QPS_RTS);
+	assert_true(mock.n_qp_remote > 0);
+	assert_int_equal(mock.qp_access,
+			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 }
 
 int main(void)
@@ -681,6 +771,9 @@ int main(void)
 		T(auth__qp_rights_closed),
 		T(auth__qp_rights_keyless),
 		T(auth__qp_rights_server),
+		T(auth__qp_rights_server_bad_proof),
+		T(connect__qp_not_ready),
+		T(accept__qp_not_ready),
 	};
 
 	unit_filter();

@@ -217,7 +217,7 @@ void connect_peer(struct rt *t, uint16_t credits, uint32_t eager)
 	assert_int_equal(mock.n_connect, 1);
 	assert_non_null(mock.last_qp);
 	t->qpn = mock.last_qp->qp.qp_num;
-	cm_event(t, t->id, RDMA_CM_EVENT_ESTABLISHED, 0, buf,
+	cm_event(t, t->id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, buf,
 		 hello(buf, credits, eager, 0, NULL));
 	assert_int_equal(t->established, 1);
 	assert_non_null(t->c);

@@ -58,8 +58,8 @@ static void bound__imm_length(void **state)
 			cm_event(t, t->id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0,
 				 NULL, 0);
 			t->qpn = mock.last_qp->qp.qp_num;
-			cm_event(t, t->id, RDMA_CM_EVENT_ESTABLISHED, 0, buf,
-				 hello(buf, 32, 8192, 0, NULL));
+			cm_event(t, t->id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0,
+				 buf, hello(buf, 32, 8192, 0, NULL));
 		}
 		peer_frame(t, RMSGI_T_IMM, 0, 5, lens[i], 0, NULL, 0);
 		pump(t);
