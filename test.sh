@@ -65,10 +65,11 @@ scripts/sanitize.sh
 # The RDMA stages (the VM harness's check, check-rxe, the same under
 # ASan/UBSan, then the binding's tests and the quick benchmark in one
 # more boot) run from here on in the background, beside ThreadSanitizer
-# and valgrind on the host: qemu spends much of its time waiting on the
-# guest's timers and the host's stages leave a core idle at their ends,
-# so the two overlap for less than the sum (TEST_OVERLAP=0: one after
-# the other, as before). sanitize-rxe reuses sanitize.sh's build. The
+# and valgrind on the host, so that neither waits for the other's idle
+# time (tsan.sh runs its tests one at a time, valgrind's longest test
+# runs alone at its end, the guest's tests wait on each other); on two
+# busy cores both stretch, and TEST_OVERLAP=0 runs them one after the
+# other, as before. sanitize-rxe reuses sanitize.sh's build. The
 # VM stage's output is kept in build/test-vm.log and printed when it
 # ends; its own time is in the stage times below.
 mkdir -p build
