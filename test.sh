@@ -82,7 +82,11 @@ if [ "${TEST_OVERLAP:-1}" = 1 ]; then
 	trap '[ -z "$vm_pid" ] || kill -TERM -"$vm_pid" 2>/dev/null' EXIT
 fi
 scripts/tsan.sh # every multi-thread test under ThreadSanitizer (issue 30)
-VG_NO_BUILD=1 scripts/valgrind.sh
+# beside the VM, valgrind runs one test at a time (it would take both
+# cores otherwise): the VM's tests, the longer stage, keep a core, and
+# their timeouts stay far away
+vg_jobs=${VG_JOBS:-$([ -n "$vm_pid" ] && echo 1 || nproc)}
+VG_NO_BUILD=1 VG_JOBS=$vg_jobs scripts/valgrind.sh
 mid=$(date +%s)
 if [ -n "$vm_pid" ]; then
 	vrc=0
