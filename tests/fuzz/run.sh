@@ -135,7 +135,8 @@ cpid=
 if [ "${FUZZ_PARALLEL:-1}" = 1 ]; then
 	(conn_stage) >"$B/conn-stage.log" 2>&1 &
 	cpid=$!
-	# a failing fuzz_proto leaves: do not leave fuzz_conn running
+	# a failing fuzz_proto leaves: stop fuzz_conn's shell (a fuzzer it
+	# already started ends by itself, at its -max_total_time)
 	trap 'if [ -n "$cpid" ]; then kill "$cpid" 2>/dev/null; fi' EXIT
 fi
 
