@@ -19,7 +19,8 @@ tcp)
 		"instructions per 64 B" "fd mode: send ping-pong 64 B"
 		"fd mode: rpc ping-pong 64 B" "fd mode: send rate 64 B"
 		"fd mode: instructions per 64 B"
-		"zmq: ping-pong 64 B" "zmq: rate 64 B" "zmq: stream 64 KiB")
+		"zmq: ping-pong 64 B" "zmq: rate 64 B" "zmq: stream 64 KiB"
+		"nng: ping-pong 64 B" "nng: rate 64 B" "nng: stream 64 KiB")
 	;;
 rdma)
 	script=compare-rdma.sh

@@ -7,7 +7,9 @@
 # epoll_wait loop, rmsg_ctx_progress) against its libev mode (-L ev), the
 # same way, in the same run (a second table); and librmsg against ZeroMQ
 # (bench/zmq_bench.c, libzmq, default socket options on both sides: PAIR
-# ping-pong, PUSH/PULL message rate and stream), a third table
+# ping-pong, PUSH/PULL message rate and stream), a third table; and
+# librmsg against nng (bench/nng_bench.c, libnng, defaults: PAIR
+# ping-pong, PUSH/PULL rate and stream), a fourth
 #
 #   bench/compare-tcp.sh [--quick] [--rounds N]
 #
@@ -37,6 +39,9 @@
 #   ZMQ_COMPARE [1]       0 skips the librmsg against ZeroMQ table (it
 #                         needs libzmq3-dev)
 #   ZMQ_RATE_MSGS [200000] 64 B messages per rate run, both sides
+#   NNG_COMPARE [1]       0 skips the librmsg against nng table (it
+#                         needs libnng-dev); nng's rate runs use
+#                         ZMQ_RATE_MSGS too
 #   PIN [same]            same: server and client on one CPU (BENCH_CPU);
 #                         split: server CPU 0, client CPU 1; none
 #   BENCH_CPU [last CPU]  the CPU for PIN=same
@@ -52,7 +57,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
 	--rounds) ROUNDS=$2; shift ;;
-	-h | --help) sed -n '3,46p' "$0"; exit 0 ;;
+	-h | --help) sed -n '3,51p' "$0"; exit 0 ;;
 	*) echo "compare-tcp.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -78,6 +83,7 @@ FD_COMPARE=${FD_COMPARE:-1}
 FD_RATE_ITERS=${FD_RATE_ITERS:-200000}
 ZMQ_COMPARE=${ZMQ_COMPARE:-1}
 ZMQ_RATE_MSGS=${ZMQ_RATE_MSGS:-200000}
+NNG_COMPARE=${NNG_COMPARE:-1}
 PIN=${PIN:-same}
 ncpu=$(nproc)
 BENCH_CPU=${BENCH_CPU:-$((ncpu - 1))}
@@ -105,6 +111,13 @@ if [ "$ZMQ_COMPARE" = 1 ]; then
 	if ! $CC $cflags -o "$build/zmq_bench" "$here/zmq_bench.c" -lzmq; then
 		echo "compare-tcp.sh: cannot build zmq_bench.c: install" \
 			"libzmq3-dev, or ZMQ_COMPARE=0" >&2
+		exit 1
+	fi
+fi
+if [ "$NNG_COMPARE" = 1 ]; then
+	if ! $CC $cflags -o "$build/nng_bench" "$here/nng_bench.c" -lnng; then
+		echo "compare-tcp.sh: cannot build nng_bench.c: install" \
+			"libnng-dev, or NNG_COMPARE=0" >&2
 		exit 1
 	fi
 fi
@@ -259,19 +272,22 @@ fd_pair() {
 # credits and window), zmq_lat (PAIR), zmq_rate, zmq_stream (PUSH/PULL;
 # the PULL server counts and writes the line once it has every message)
 run_zmq() {
-	local kind=$1 zout=$build/zmq-server.out i
+	local kind=$1 zout=$build/zmq-server.out i zb
+	zb=$build/${kind%%_*}_bench # zmq_bench or nng_bench
 	next_port
+	# nng_bench's puller answers on PORT+1: keep that one free too
+	case $kind in nng_*) listening $((port + 1)) && next_port ;; esac
 	rm -f "$zout"
 	case $kind in
 	rmsg_*)
 		start_server $pin_srv "$build/rmsg-perf" server "tcp://$HOST:$port" ;;
-	zmq_lat)
-		start_server $pin_srv "$build/zmq_bench" server pair $port ;;
-	zmq_rate)
-		start_server $pin_srv "$build/zmq_bench" -o "$zout" \
+	zmq_lat | nng_lat)
+		start_server $pin_srv "$zb" server pair $port ;;
+	zmq_rate | nng_rate)
+		start_server $pin_srv "$zb" -o "$zout" \
 			server pull $port "$PING_SIZE" "$ZMQ_RATE_MSGS" ;;
-	zmq_stream)
-		start_server $pin_srv "$build/zmq_bench" -o "$zout" \
+	zmq_stream | nng_stream)
+		start_server $pin_srv "$zb" -o "$zout" \
 			server pull $port "$STREAM_SIZE" "$stream_msgs" ;;
 	esac
 	case $kind in
@@ -285,18 +301,18 @@ run_zmq() {
 	rmsg_stream)
 		$pin_cli "$build/rmsg-perf" -P -o send -m bw -s "$STREAM_SIZE" \
 			-n "$stream_msgs" client "tcp://$HOST:$port" >"$tmp" ;;
-	zmq_lat)
-		$pin_cli "$build/zmq_bench" -w "$PING_WARMUP" client pair \
+	zmq_lat | nng_lat)
+		$pin_cli "$zb" -w "$PING_WARMUP" client pair \
 			$HOST $port "$PING_SIZE" "$PING_ITERS" >"$tmp" ;;
-	zmq_rate)
-		$pin_cli "$build/zmq_bench" client push $HOST $port \
+	zmq_rate | nng_rate)
+		$pin_cli "$zb" client push $HOST $port \
 			"$PING_SIZE" "$ZMQ_RATE_MSGS" >"$tmp" ;;
-	zmq_stream)
-		$pin_cli "$build/zmq_bench" client push $HOST $port \
+	zmq_stream | nng_stream)
+		$pin_cli "$zb" client push $HOST $port \
 			"$STREAM_SIZE" "$stream_msgs" >"$tmp" ;;
 	esac
 	case $kind in
-	zmq_rate | zmq_stream)
+	zmq_rate | zmq_stream | nng_rate | nng_stream)
 		# the pusher is gone once TCP has the messages; the puller
 		# still drains them: up to a minute before stop_server
 		for i in $(seq 1200); do
@@ -306,7 +322,7 @@ run_zmq() {
 		done
 		stop_server
 		if [ ! -s "$zout" ]; then
-			echo "compare-tcp.sh: zmq_bench server pull wrote no" \
+			echo "compare-tcp.sh: ${zb##*/} server pull wrote no" \
 				"result ($kind)" >&2
 			exit 1
 		fi
@@ -330,6 +346,21 @@ zmq_pair() {
 			za=$(field "$out" "$key")
 		else
 			zb=$(field "$out" "$key")
+		fi
+	done
+}
+
+# nng_pair WHAT KEY: as zmq_pair, against nng; into na (librmsg), nb (nng)
+nng_pair() {
+	local what=$1 key=$2 k order="rmsg nng"
+	[ $((r % 2)) = 1 ] || order="nng rmsg"
+	for k in $order; do
+		run_zmq "${k}_$what"
+		echo "round=$r nng_table $out" >>"$RESULTS"
+		if [ "$k" = rmsg ]; then
+			na=$(field "$out" "$key")
+		else
+			nb=$(field "$out" "$key")
 		fi
 	done
 }
@@ -433,7 +464,7 @@ busy_list() {
 		awk -v me=$$ '$1 >= 10 && $2 != me {
 			print "# warning: busy process " $3 " (pid " $2 ", " $1 "% CPU)" }' |
 		grep -v -e compare-tcp -e rmsg-perf -e raw_pingpong -e raw_stream \
-			-e zmq_bench -e ZMQbg \
+			-e zmq_bench -e nng_bench -e ZMQbg \
 			-e valgrind -e callgrind || true
 }
 
@@ -464,6 +495,8 @@ lat_a=() lat_b=() bw_a=() bw_b=() bw_e=()
 fsl_a=() fsl_b=() frl_a=() frl_b=() frt_a=() frt_b=()
 # librmsg against ZeroMQ: ping-pong, rate, stream
 zl_a=() zl_b=() zr_a=() zr_b=() zs_a=() zs_b=()
+# librmsg against nng: the same three
+nl_a=() nl_b=() nr_a=() nr_b=() ns_a=() ns_b=()
 for r in $(seq "$ROUNDS"); do
 	echo "round $r/$ROUNDS" >&2
 	run rmsg_pingpong; la=$out
@@ -490,6 +523,11 @@ for r in $(seq "$ROUNDS"); do
 		zmq_pair lat lat_us; zl_a+=("$za"); zl_b+=("$zb")
 		zmq_pair rate mmsgs; zr_a+=("$za"); zr_b+=("$zb")
 		zmq_pair stream mbps; zs_a+=("$za"); zs_b+=("$zb")
+	fi
+	if [ "$NNG_COMPARE" = 1 ]; then
+		nng_pair lat lat_us; nl_a+=("$na"); nl_b+=("$nb")
+		nng_pair rate mmsgs; nr_a+=("$na"); nr_b+=("$nb")
+		nng_pair stream mbps; ns_a+=("$na"); ns_b+=("$nb")
 	fi
 done
 
@@ -619,6 +657,21 @@ if [ "$ZMQ_COMPARE" = 1 ]; then
 			"(none)" "$ROUNDS" "${zs_a[@]}" "${zs_b[@]}"
 	)
 	table=$(printf '%s\n\n%s\n' "$table" "$zmq_table")
+fi
+if [ "$NNG_COMPARE" = 1 ]; then
+	nng_table=$(
+		echo "librmsg against nng (defaults on both sides)"
+		echo
+		echo "| metric | librmsg (median) | nng (median) | ratio of medians | median ratio | min ratio | max ratio | rounds | target |"
+		echo "|---|---|---|---|---|---|---|---|---|"
+		fd_row "nng: ping-pong ${PING_SIZE} B, half RTT, us (send -m lat / PAIR)" \
+			"(none)" "$ROUNDS" "${nl_a[@]}" "${nl_b[@]}"
+		fd_row "nng: rate ${PING_SIZE} B, Mmsg/s (send -m rate / PUSH-PULL)" \
+			"(none)" "$ROUNDS" "${nr_a[@]}" "${nr_b[@]}"
+		fd_row "nng: stream $((STREAM_SIZE / 1024)) KiB, MB/s (send -m bw / PUSH-PULL)" \
+			"(none)" "$ROUNDS" "${ns_a[@]}" "${ns_b[@]}"
+	)
+	table=$(printf '%s\n\n%s\n' "$table" "$nng_table")
 fi
 echo "$table"
 {

@@ -3,7 +3,9 @@
 #
 # plot.sh - docs/perf-rdma.png from bench/results-rdma.txt (the output of
 # compare-rdma.sh): median latency and bandwidth against message size,
-# librmsg beside perftest on the same device.
+# librmsg beside perftest on the same device; and, when the results hold
+# UCX rounds (ucx_tag_lat, ucx_tag_bw), a third panel: librmsg beside
+# ucx_perftest at 64 B.
 #
 #   bench/plot.sh [RESULTS [PNG]]
 #
@@ -42,12 +44,23 @@ for m in lat_poll lat_event bw_write; do
 	[ -s "$tmp/$m.dat" ] || { echo "plot.sh: no $m data in $in" >&2; exit 1; }
 	sort -n "$tmp/$m.dat" -o "$tmp/$m.dat"
 done
+ucx=0
+: >"$tmp/ucx.dat"
+for m in ucx_tag_lat ucx_tag_bw; do
+	[ -s "$tmp/$m.dat" ] || continue
+	ucx=1
+	# label and the ratio of the medians, librmsg / UCX, at 64 B
+	awk -v m="$m" '$1 == 64 { printf "\"%s\" %.3f\n", m == "ucx_tag_lat" ? "tag latency" : "tag message rate", $2 / $3 }' \
+		"$tmp/$m.dat" >>"$tmp/ucx.dat"
+done
+layout="1,2" width=1200
+[ $ucx = 0 ] || { layout="1,3" width=1600; }
 title=$(sed -n 's/^# librmsg \([^,]*\),.*rounds=\([0-9]*\).*/librmsg \1, \2 rounds/p' "$in" | head -1)
 
 gnuplot << GP
-set terminal pngcairo size 1200,480 font "sans,10"
+set terminal pngcairo size $width,480 font "sans,10"
 set output "$out"
-set multiplot layout 1,2 title "librmsg vs perftest on Soft-RoCE (rxe) under qemu TCG: medians; only the ratios mean anything ($title)"
+set multiplot layout $layout title "librmsg vs perftest$([ $ucx = 0 ] || echo ' and UCX') on Soft-RoCE (rxe) under qemu TCG: medians; only the ratios mean anything ($title)"
 set logscale xy
 set grid
 set key top left
@@ -64,6 +77,12 @@ set ylabel "MB/s (10^6 B/s)"
 set key top left
 plot "$tmp/bw_write.dat" u 1:2 w lp lw 2 pt 7 lc rgb "#2ca02c" t "rmsg-perf write\\\\_imm", \
      "$tmp/bw_write.dat" u 1:3 w lp lw 2 pt 7 dt 2 lc rgb "#2ca02c" t "ib\\\\_write\\\\_bw"
+$([ $ucx = 0 ] || printf '%s\n' 'unset logscale' 'unset xlabel' \
+	'set xtics ()' 'set style fill solid 0.8 border -1' 'set boxwidth 0.5' \
+	'set yrange [0:*]' 'set offsets 0.5, 0.5, graph 0.1, 0' 'set key off' \
+	'set title "librmsg / ucx\\_perftest (UCX) at 64 B, ratio of medians"' \
+	'set ylabel "ratio (latency: lower is better; rate: higher)"' \
+	"plot \"$tmp/ucx.dat\" u 0:2:xtic(1) w boxes lc rgb \"#9467bd\", 1 w l dt 2 lc rgb \"black\"")
 unset multiplot
 GP
 echo "plot.sh: wrote $out" >&2

@@ -15,7 +15,7 @@ TEST_PKGS="mandoc groff-base qemu-system-x86 busybox-static kmod cpio
  python3-venv python3-pip python3-setuptools python3-wheel mypy
  abigail-tools
  dpkg-dev debhelper dh-python lintian man-db
- libzmq3-dev
+ libzmq3-dev libnng-dev gnuplot-nox
  ucx-utils libfabric-bin"
 
 pkgs=$BUILD_PKGS

@@ -7,7 +7,9 @@
 # for fuzz_conn, the stateful target (a whole connection behind a fake
 # transport, driven by frame and call sequences; its invariants are in
 # fuzz_conn.c), with the inputs of tests/fuzz/regressions-conn/, for
-# $FUZZ_CONN_SECONDS (default SECONDS).
+# $FUZZ_CONN_SECONDS (default SECONDS). The two targets are fuzzed at
+# the same time (one process each, one core each: the machine has two),
+# unless FUZZ_PARALLEL=0; each still gets its whole time.
 #
 # Exit: 0 clean; 1 a crash, leak, timeout or failed property (the
 # reproducer's path is printed); 77 no clang with libFuzzer here.
@@ -68,6 +70,75 @@ secs=${1:-${FUZZ_SECONDS:-60}}
 case $secs in
 '' | *[!0-9]*) echo "usage: $0 [SECONDS] | --regen" >&2; exit 2 ;;
 esac
+
+# 4. the stateful target: a connection (the whole core) behind a fake
+# transport; starts from its regression inputs, grows its own corpus
+conn_stage() {
+	CSRCS="src/async.c src/cfg.c src/conn.c src/send.c src/rx.c src/pack.c
+	 src/start.c src/why.c src/rma.c
+	 src/credit.c src/ctx.c src/err.c
+	 src/keepalive.c src/listener.c src/log.c src/mr.c src/regcache.c src/msg.c src/pool.c
+	 src/proto.c src/rpc.c src/stats.c src/uri.c src/auth.c src/resolve.c
+	 src/timer.c src/ownloop.c src/group.c src/registry.c
+	 tests/unit/fake_tr.c tests/unit/fake_registry.c"
+	csecs=${FUZZ_CONN_SECONDS:-$secs}
+	t0=$(date +%s)
+	# shellcheck disable=SC2086
+	(cd "$top" && "$CC" -g -O1 -fno-omit-frame-pointer \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-Wall -DFAKE_TR_ABORT -DRMSGI_STRICT -I include -I src -o "$B/fuzz_conn" \
+		tests/fuzz/fuzz_conn.c \
+		$CSRCS -lev -lnettle)
+	n=0
+	for f in "$fz"/regressions-conn/*; do
+		[ -f "$f" ] || continue
+		if ! "$B/fuzz_conn" "$f" >"$B/replay-conn.log" 2>&1; then
+			cat "$B/replay-conn.log"
+			echo "run.sh: FAIL: replaying $f fails; reproduce with:"
+			echo "  $B/fuzz_conn $f"
+			exit 1
+		fi
+		n=$((n + 1))
+	done
+	rm -rf "$B/corpus-conn" "$B/artifacts-conn"
+	mkdir -p "$B/corpus-conn" "$B/artifacts-conn"
+	cp "$fz"/regressions-conn/* "$B/corpus-conn/" 2>/dev/null || true
+	rc=0
+	"$B/fuzz_conn" -max_total_time="$csecs" -print_final_stats=1 \
+		-artifact_prefix="$B/artifacts-conn/" -max_len=2048 -timeout=10 \
+		-rss_limit_mb=2048 "$B/corpus-conn" >"$B/fuzz-conn.log" 2>&1 || rc=$?
+	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$B/fuzz-conn.log" |
+		tail -n 1)
+	final=$(grep -E '^#[0-9]+[[:space:]]+(DONE|pulse|NEW|REDUCE|INITED)' \
+		"$B/fuzz-conn.log" | tail -n 1)
+	cov=$(echo "$final" | sed -n 's/.* cov: \([0-9]*\).*/\1/p')
+	if [ "$rc" != 0 ]; then
+		grep -E 'ERROR|SUMMARY|invariant failed|runtime error' \
+			"$B/fuzz-conn.log" | head -n 20 || true
+		echo "run.sh: FAIL: fuzz_conn exited $rc after ${runs:-?} runs"
+		for a in "$B"/artifacts-conn/*; do
+			[ -f "$a" ] || continue
+			echo "run.sh: reproducer: $a"
+			echo "  replay:  $B/fuzz_conn $a"
+			echo "  keep it: cp $a $fz/regressions-conn/"
+		done
+		exit 1
+	fi
+	echo "fuzz_conn: $csecs s, ${runs:-?} executions, $n regression inputs" \
+		"replayed, cov ${cov:-?}, invariants held;" \
+		"total $(($(date +%s) - t0)) s" | tee "$B/summary-conn.txt"
+}
+
+# the stateful target runs beside fuzz_proto (in the background, its
+# output kept until the end) or after it
+cpid=
+if [ "${FUZZ_PARALLEL:-1}" = 1 ]; then
+	(conn_stage) >"$B/conn-stage.log" 2>&1 &
+	cpid=$!
+	# a failing fuzz_proto leaves: stop fuzz_conn's shell (a fuzzer it
+	# already started ends by itself, at its -max_total_time)
+	trap 'if [ -n "$cpid" ]; then kill "$cpid" 2>/dev/null; fi' EXIT
+fi
 
 t0=$(date +%s)
 echo "run.sh: building fuzz_proto with $CC into $B"
@@ -179,58 +250,14 @@ summary="$summary corpus $seeds -> $corpus inputs, cov ${cov:-?} ft ${ft:-?},"
 summary="$summary no crash; total $((t1 - t0)) s with build and replay"
 echo "$summary" | tee "$B/summary.txt"
 
-# 4. the stateful target: a connection (the whole core) behind a fake
-# transport; starts from its regression inputs, grows its own corpus
-CSRCS="src/async.c src/cfg.c src/conn.c src/send.c src/rx.c src/pack.c
- src/start.c src/why.c src/rma.c
- src/credit.c src/ctx.c src/err.c
- src/keepalive.c src/listener.c src/log.c src/mr.c src/regcache.c src/msg.c src/pool.c
- src/proto.c src/rpc.c src/stats.c src/uri.c src/auth.c src/resolve.c
- src/timer.c src/ownloop.c src/group.c src/registry.c
- tests/unit/fake_tr.c tests/unit/fake_registry.c"
-csecs=${FUZZ_CONN_SECONDS:-$secs}
-t0=$(date +%s)
-# shellcheck disable=SC2086
-(cd "$top" && "$CC" -g -O1 -fno-omit-frame-pointer \
-	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-Wall -DFAKE_TR_ABORT -DRMSGI_STRICT -I include -I src -o "$B/fuzz_conn" \
-	tests/fuzz/fuzz_conn.c \
-	$CSRCS -lev -lnettle)
-n=0
-for f in "$fz"/regressions-conn/*; do
-	[ -f "$f" ] || continue
-	if ! "$B/fuzz_conn" "$f" >"$B/replay-conn.log" 2>&1; then
-		cat "$B/replay-conn.log"
-		echo "run.sh: FAIL: replaying $f fails; reproduce with:"
-		echo "  $B/fuzz_conn $f"
-		exit 1
-	fi
-	n=$((n + 1))
-done
-rm -rf "$B/corpus-conn" "$B/artifacts-conn"
-mkdir -p "$B/corpus-conn" "$B/artifacts-conn"
-cp "$fz"/regressions-conn/* "$B/corpus-conn/" 2>/dev/null || true
-rc=0
-"$B/fuzz_conn" -max_total_time="$csecs" -print_final_stats=1 \
-	-artifact_prefix="$B/artifacts-conn/" -max_len=2048 -timeout=10 \
-	-rss_limit_mb=2048 "$B/corpus-conn" >"$B/fuzz-conn.log" 2>&1 || rc=$?
-runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$B/fuzz-conn.log" |
-	tail -n 1)
-final=$(grep -E '^#[0-9]+[[:space:]]+(DONE|pulse|NEW|REDUCE|INITED)' \
-	"$B/fuzz-conn.log" | tail -n 1)
-cov=$(echo "$final" | sed -n 's/.* cov: \([0-9]*\).*/\1/p')
-if [ "$rc" != 0 ]; then
-	grep -E 'ERROR|SUMMARY|invariant failed|runtime error' \
-		"$B/fuzz-conn.log" | head -n 20 || true
-	echo "run.sh: FAIL: fuzz_conn exited $rc after ${runs:-?} runs"
-	for a in "$B"/artifacts-conn/*; do
-		[ -f "$a" ] || continue
-		echo "run.sh: reproducer: $a"
-		echo "  replay:  $B/fuzz_conn $a"
-		echo "  keep it: cp $a $fz/regressions-conn/"
-	done
-	exit 1
+if [ -n "$cpid" ]; then
+	crc=0
+	wait "$cpid" || crc=$?
+	cpid=
+	cat "$B/conn-stage.log"
+	[ "$crc" = 0 ] || exit "$crc"
+else
+	conn_stage
 fi
-echo "fuzz_conn: $csecs s, ${runs:-?} executions, $n regression inputs" \
-	"replayed, cov ${cov:-?}, invariants held;" \
-	"total $(($(date +%s) - t0)) s" | tee -a "$B/summary.txt"
+cat "$B/summary-conn.txt" >>"$B/summary.txt"
+
