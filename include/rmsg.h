@@ -1298,8 +1298,10 @@ typedef void (*rmsg_work_cb)(struct rmsg_ctx *ctx, void *arg);
  *
  * The one function that may be called from any thread (see THREAD SAFETY
  * in rmsg(7)); @fn may use the whole API. Work still queued when the
- * context is destroyed runs at the start of rmsg_ctx_destroy().
- * Return: 0, or -EINVAL, -ENOMEM.
+ * context is destroyed runs at the start of rmsg_ctx_destroy(); other
+ * threads must have stopped submitting by then.
+ * Return: 0, or -EINVAL, -ENOMEM, -ESHUTDOWN (work run by the destroy
+ * tried to queue more).
  */
 int rmsg_ctx_submit(struct rmsg_ctx *ctx, rmsg_work_cb fn, void *arg);
 

@@ -281,10 +281,12 @@ static void auth_server_accept(struct rmsg_conn *c)
 	struct rmsg_listener *l = c->lst;
 	uint8_t *pd = c->auth->buf + RMSGI_MAC_SIZE;
 	uint32_t status;
+	const char *who = "the accept callback";
 	int ret = 0;
 
 	if (!l) {
 		/* the listener closed meanwhile: nobody to accept */
+		who = "the listener's close";
 		ret = -ECONNABORTED;
 	} else {
 		c->ops = l->ops;
@@ -301,12 +303,14 @@ static void auth_server_accept(struct rmsg_conn *c)
 	}
 	/* the proof is complete: the peer may reach exports from now on,
 	 * before it learns it is accepted (and may use them) */
-	if (ret == 0 && c->tr_priv)
+	if (ret == 0 && c->tr_priv) {
+		who = "the transport (remote access not granted)";
 		ret = rmsgi_tr_rma_open(c->tops, c->tr_priv);
+	}
 	if (ret) {
 		struct rmsgi_hello r;
 
-		rmsgi_conn_why(c, "refused by the accept callback (%s)",
+		rmsgi_conn_why(c, "refused by %s (%s)", who,
 			       rmsg_err_name(ret));
 		c->ctx->st.conns_refused++;
 		memset(&c->ops, 0, sizeof(c->ops));

@@ -548,20 +548,26 @@ int rmsg_conn_close(struct rmsg_conn *c)
 	return 0;
 }
 
-int rmsgi_conn_rx_admit(struct rmsg_conn *c, size_t len)
+int rmsgi_conn_rx_admit(struct rmsg_conn *c, const struct rmsgi_hdr *h)
 {
 	if (!c->auth_wait)
 		return 1;
-	/* before the proof only the handshake's frame is read (auth.c):
-	 * a peer without the key makes us hold a few hundred bytes */
-	if (len <= RMSGI_AUTH_MAX)
+	/* before the proof only the handshake's frame is read (auth.c),
+	 * which any other would end anyway: a peer without the key makes
+	 * us hold a few hundred bytes */
+	if (h->type == RMSGI_T_AUTH && h->len <= RMSGI_AUTH_MAX)
 		return 0;
 	if (c->state < RMSGI_CS_CLOSING) {
 		c->ctx->st.auth_failures++;
 		rmsgi_warn(c->ctx,
-			   "conn %u: the peer announces a frame of %zu bytes "
+			   "conn %u: the peer sends a %s frame of %llu bytes "
 			   "before its proof of the pre-shared key",
-			   c->id, len);
+			   c->id, rmsgi_frame_name(h->type),
+			   (unsigned long long)h->len);
+		rmsgi_conn_why(c,
+			       "authentication failed: a %s frame before the "
+			       "peer's proof",
+			       rmsgi_frame_name(h->type));
 	}
 	return -EACCES;
 }
@@ -595,10 +601,9 @@ void rmsgi_conn_finalize(struct rmsg_conn *c)
 			      c->close_reason ? c->close_reason : -ECANCELED);
 	/* a client always learns how its connect ended; on the accepting
 	 * side, so does an app that accepted (it may hold state for it) */
-	if (c->was_established || !c->is_server || c->app_accepted)
+	if (seen)
 		c->ctx->st.conns_closed++;
-	if (c->ops.on_close &&
-	    (c->was_established || !c->is_server || c->app_accepted)) {
+	if (c->ops.on_close && seen) {
 		RMSGI_USER_CB(c->ctx,
 			      c->ops.on_close(c, c->close_reason, c->arg));
 	}

@@ -609,7 +609,7 @@ const char *rmsg_err_name(int err)
 		[EHWPOISON] = "EHWPOISON",
 #endif
 	};
-	unsigned e = err < 0 ? (unsigned)-(long)err : (unsigned)err;
+	unsigned e = err < 0 ? 0u - (unsigned)err : (unsigned)err;
 
 	if (err == 0)
 		return "OK";

@@ -42,7 +42,6 @@ struct rmsgi_group {
 	unsigned next; /* round-robin, home thread */
 	rmsg_pick_cb pick;
 	void *arg;
-	struct rmsg_ctx *ctx[RMSG_GROUP_MAX];
 	/* each member's queue (a reference), and whether its context
 	 * is gone (behind mu) */
 	struct rmsgi_async *q[RMSG_GROUP_MAX];
@@ -153,7 +152,9 @@ void rmsgi_tr_handoff(struct rmsg_listener *l, const struct rmsgi_tr *tr,
 	}
 	pthread_mutex_lock(&g->mu);
 	gone = g->gone[i];
-	full = g->queued[i] >= g->l[i]->cfg.max_pending;
+	/* the stand-ins are copies of this listener (member_open), and a
+	 * gone member's is freed: its bound is read here */
+	full = g->queued[i] >= l->cfg.max_pending;
 	pthread_mutex_unlock(&g->mu);
 	if (gone)
 		goto gone;
@@ -318,7 +319,6 @@ int rmsg_listen_group(struct rmsg_ctx *const *ctxs, unsigned n, const char *uri,
 		goto undo;
 	}
 	g->l[0] = l;
-	g->ctx[0] = ctxs[0];
 	g->refs = n; /* the listener and each stand-in */
 	l->group = g;
 	for (i = 1; i < n; i++) {
@@ -330,7 +330,6 @@ int rmsg_listen_group(struct rmsg_ctx *const *ctxs, unsigned n, const char *uri,
 		m->member = true;
 		memset(m->tr, 0, sizeof(m->tr));
 		memset(m->tr_priv, 0, sizeof(m->tr_priv));
-		g->ctx[i] = ctxs[i];
 		g->open_w[i].fn = member_open;
 		g->open_w[i].arg = m;
 		g->close_w[i].fn = member_close;

@@ -10,11 +10,12 @@
 
 #include "rmsg_int.h"
 
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
 /* RMSG_LOG, read once; a value that names no level is said once on
  * standard error (a typo would otherwise silence the log it asked for) */
 static int env_level(void)
 {
-	static const char *const names[] = {"error", "warn", "info", "debug"};
 	static int level = -2;
 	const char *s;
 	int i;
@@ -25,8 +26,8 @@ static int env_level(void)
 	level = -1;
 	if (!s || !*s)
 		return level;
-	for (i = 0; i < 4; i++)
-		if (!strcasecmp(s, names[i]))
+	for (i = 0; i < (int)RMSGI_ARRAY_SIZE(level_names); i++)
+		if (!strcasecmp(s, level_names[i]))
 			level = i;
 	if (level < 0)
 		fprintf(stderr,
@@ -62,7 +63,6 @@ void rmsgi_addr_fmt(const struct sockaddr_storage *ss, char *buf, size_t len)
 
 void rmsgi_log(const struct rmsg_ctx *ctx, int level, const char *fmt, ...)
 {
-	static const char *names[] = {"error", "warn", "info", "debug"};
 	int max = ctx ? ctx->cfg.log_level : RMSG_LOG_WARN;
 	char line[512], ts[32];
 	struct timeval tv;
@@ -85,8 +85,8 @@ void rmsgi_log(const struct rmsg_ctx *ctx, int level, const char *fmt, ...)
 	gmtime_r(&tv.tv_sec, &tm);
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
 	fprintf(stderr, "%s.%06ldZ librmsg %s: %s\n", ts, (long)tv.tv_usec,
-		names[level < 0	  ? 0
-		      : level > 3 ? 3
-				  : level],
+		level_names[level < 0	? 0
+			    : level > 3 ? 3
+					: level],
 		line);
 }

@@ -37,7 +37,7 @@ void rmsgi_cfg_defaults(struct rmsgi_cfgv *v);
 	} while (0)
 
 /* ------------------------------------------------------------------ */
-/* memory regions and the registration cache (mr.c)                     */
+/* memory regions (mr.c) and the registration cache (regcache.c)        */
 
 #define RMSGI_DESC_MAGIC 0xa8
 /* 2: per-connection exports; a 64-bit token, offsets relative to the
@@ -282,7 +282,7 @@ void rmsgi_listener_track(struct rmsg_conn *c, int state);
 	} while (0)
 
 /* ------------------------------------------------------------------ */
-/* connections (conn.c, send.c, rx.c, rma.c; conn_int.h): one state machine */
+/* connections (conn.c and the files conn_int.h lists): one state machine */
 
 enum rmsgi_conn_state {
 	RMSGI_CS_CONNECTING,  /* client: transport handshake running */
@@ -469,7 +469,7 @@ void rmsgi_keepalive_stop(struct rmsg_conn *c);
  * plain CREDIT frame) */
 #define RMSGI_CREDIT_BYE 2
 void rmsgi_keepalive_answer(struct rmsg_conn *c);
-/* keepalive.c acts on a connection only through these (conn.c) */
+/* what keepalive.c asks of the rest of a connection (conn.c, send.c) */
 bool rmsgi_conn_is_established(const struct rmsg_conn *c);
 /* queues the connection's one CREDIT frame with @aux, unless it is on
  * its way already (that tells the peer too) or @c is not established;
@@ -524,9 +524,6 @@ void rmsgi_async_free(struct rmsg_ctx *ctx);
 bool rmsgi_async_closed(const struct rmsg_ctx *ctx);
 /* fd mode: the eventfd was drained; runs what is queued (ownloop.c) */
 void rmsgi_async_poll(struct rmsg_ctx *ctx);
-
-/* text of why auto:// fell back to TCP */
-const char *rmsgi_fallback_text(int reason);
 
 /* log.c: "ADDR:PORT" or "[ADDR6]:PORT" of @ss, "-" if not an address */
 void rmsgi_addr_fmt(const struct sockaddr_storage *ss, char *buf, size_t len);

@@ -11,6 +11,8 @@
 #include "conn_int.h"
 
 /* auto:// only (rmsg_conn.fb): RDMA first, TCP if it cannot connect */
+static const char *rmsgi_fallback_text(int reason);
+
 struct rmsgi_fallback {
 	bool armed;   /* RDMA is being tried: a failure falls back */
 	bool pending; /* it failed: TCP starts once its backend is down */
@@ -133,8 +135,8 @@ bool rmsgi_fallback_down(struct rmsg_conn *c)
 	rmsgi_tr_for_scheme(c->uri.scheme, v);
 	c->fb->pending = false;
 	c->fb->armed = false;
-	rmsgi_info(c->ctx, "conn %u: RDMA failed (%s); using TCP", c->id,
-		   rmsgi_fallback_text(c->fb->reason));
+	rmsgi_info(c->ctx, "conn %u: %s failed (%s); using %s", c->id,
+		   v[0]->name, rmsgi_fallback_text(c->fb->reason), v[1]->name);
 	c->tr_priv = NULL;
 	ret = conn_start_tr(c, v[1], &c->uri, &c->fb->to);
 	if (ret == 0) {
@@ -145,7 +147,7 @@ bool rmsgi_fallback_down(struct rmsg_conn *c)
 	return false;
 }
 
-const char *rmsgi_fallback_text(int reason)
+static const char *rmsgi_fallback_text(int reason)
 {
 	switch (reason) {
 	case -ENODEV:

@@ -275,12 +275,13 @@ void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status);
 void rmsgi_conn_tr_room(struct rmsg_conn *c);
 /* a receive buffer whose credit belongs to @c went back to the peer */
 void rmsgi_conn_credit_freed(struct rmsg_conn *c);
-/* may the backend buffer a frame of @len payload bytes now? Asked from
- * the header, before the body. Until the peer proved the pre-shared key
- * only the AUTH frame fits (RMSGI_AUTH_MAX). 1: yes, and every later
- * frame (no need to ask again); 0: yes, this one; -EACCES: no (logged,
- * counted): the backend ends the connection with it, payload unread. */
-int rmsgi_conn_rx_admit(struct rmsg_conn *c, size_t len);
+/* may the backend read the frame of header @h now? Asked from the
+ * header, before the body. Until the peer proved the pre-shared key only
+ * an AUTH frame of at most RMSGI_AUTH_MAX bytes is. 1: yes, and every
+ * later frame (no need to ask again); 0: yes, this one; -EACCES: no
+ * (logged, counted): the backend ends the connection with it, payload
+ * unread. */
+int rmsgi_conn_rx_admit(struct rmsg_conn *c, const struct rmsgi_hdr *h);
 /* the peer counts as heard from now (e.g. the backend stopped reading) */
 void rmsgi_conn_heard(struct rmsg_conn *c);
 /* @got payload bytes of a large frame so far: the peer is alive if it

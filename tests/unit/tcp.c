@@ -234,12 +234,12 @@ void rmsgi_conn_credit_freed(struct rmsg_conn *c)
 	(void)c;
 }
 
-int rmsgi_conn_rx_admit(struct rmsg_conn *c, size_t len)
+int rmsgi_conn_rx_admit(struct rmsg_conn *c, const struct rmsgi_hdr *h)
 {
 	c->admits++;
 	if (!c->unproven_max)
 		return 1;
-	return len <= c->unproven_max ? 0 : -EACCES;
+	return h->len <= c->unproven_max ? 0 : -EACCES;
 }
 
 void rmsgi_conn_heard(struct rmsg_conn *c)

@@ -464,8 +464,16 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 		 * the QP, then complete the connection (rdma_establish(3)) */
 		if (rc->state != RC_CONNECTING || rc->is_server)
 			break;
-		ret = ev->status ? cm_status_err(ev->status, -ECONNREFUSED)
-				 : rdma_qp_ready(rc, NULL);
+		/* a reply that is no hello fails here, before the server
+		 * is told the connection is up (rdma_establish) */
+		if (ev->status)
+			ret = cm_status_err(ev->status, -ECONNREFUSED);
+		else if (rmsgi_hello_decode(ev->param.conn.private_data,
+					    ev->param.conn.private_data_len,
+					    &h))
+			ret = -EPROTO;
+		else
+			ret = rdma_qp_ready(rc, NULL);
 		if (ret == 0)
 			ret = rmsgi_err_cm(rdma_establish(rc->id));
 		if (ret) {

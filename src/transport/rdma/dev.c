@@ -435,8 +435,7 @@ void rdma_ctx_fini(void *p)
 	struct ev_loop *loop = r->env->loop;
 	uint32_t i;
 
-	rdma_ctx_stop(r);
-	rdma_repost_drop(r);
+	rdma_ctx_stop(r); /* it drops the repost batches too */
 	if (r->verbs) {
 		ev_ref(loop);
 		ev_io_stop(loop, &r->cq_io);

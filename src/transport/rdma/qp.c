@@ -14,7 +14,7 @@
  * it (port, path, PSNs, the ACK timeout set on the id), as rdma_cm would
  * for a QP of its own, with one difference: a connection that must prove
  * a pre-shared key gets no remote access in any step; only
- * rdma_rma_open_op() grants it, once the proof is complete (rc_rma_set).
+ * rdma_rma_open_op() grants it, once the proof is complete.
  * @p: the server's own read depths (rdma_accept's), NULL for the
  * client, which takes the ones the server answered.
  */
@@ -141,37 +141,28 @@ void rdma_rc_up(struct rdma_conn *rc)
  * that refuses: the exports stay closed to the peer, and the connection
  * fails.
  */
-static int rc_rma_set(struct rdma_conn *rc, bool open)
+int rdma_rma_open_op(void *tc)
 {
+	struct rdma_conn *rc = tc;
 	struct ibv_qp_attr a;
 	int ret;
 
+	if (rc->rma_open)
+		return 0;
 	if (!rc->qp)
 		return -ENOTCONN;
 	memset(&a, 0, sizeof(a));
-	if (open)
-		a.qp_access_flags =
-			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 	ret = ibv_modify_qp(rc->qp, &a, IBV_QP_ACCESS_FLAGS);
 	if (ret) {
 		ret = rmsgi_err_verbs(ret);
 		rmsgi_err(rc->r->ctx,
-			  "conn %u: the device refused to %s the queue pair's "
-			  "remote access (%s): the pre-shared key's proof "
-			  "cannot guard the exports",
-			  rc->ci->id, open ? "grant" : "take away",
-			  rmsg_strerror(ret));
+			  "conn %u: the device refused to grant the queue "
+			  "pair's remote access (%s): the exports stay closed "
+			  "to the peer",
+			  rc->ci->id, rmsg_strerror(ret));
 		return ret;
 	}
-	rc->rma_open = open;
+	rc->rma_open = true;
 	return 0;
-}
-
-int rdma_rma_open_op(void *tc)
-{
-	struct rdma_conn *rc = tc;
-
-	if (rc->rma_open)
-		return 0;
-	return rc_rma_set(rc, true);
 }

@@ -297,7 +297,7 @@ struct rdma_conn {
 	struct rmsgi_timer timer; /* connect bound, then teardown bound */
 	bool timer_on;
 	bool room_wanted;
-	bool rma_open; /* the QP's remote rights granted (cm.c) */
+	bool rma_open; /* the QP's remote rights granted (qp.c) */
 	bool silent;   /* rejected before the app saw it */
 	bool buried;   /* torn down; only memory is left */
 	struct rdma_conn *dead_next;
@@ -448,7 +448,7 @@ int rdma_qp_setup(struct rdma_conn *rc);
 int rdma_qp_ready(struct rdma_conn *rc, const struct rdma_conn_param *p);
 /* the connection is up (RC_UP), its RNR timer set */
 void rdma_rc_up(struct rdma_conn *rc);
-/* conn op rma_open: gives the QP its remote rights (qp.c rc_rma_set) */
+/* conn op rma_open: gives the QP its remote rights (qp.c) */
 int rdma_rma_open_op(void *tc);
 
 /* ------------------------------------------------------------------ */

@@ -134,11 +134,7 @@ static bool tcp_sweep_rb(struct tcp_conn *tc)
 	tc->rb_reads = 0;
 	if (!tc->rb_idle)
 		return true;
-	if (tc->rb && !tc->ended && tc->rhead == tc->rtail) {
-		tcp_rbuf_put(tc->t, tc->rb);
-		tc->rb = NULL;
-		tc->rhead = tc->rtail = 0;
-	}
+	tcp_rbuf_drop_idle(tc);
 	return tc->rb != NULL;
 }
 

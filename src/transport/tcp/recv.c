@@ -156,12 +156,13 @@ static int tcp_check_type(struct tcp_conn *tc, const struct rmsgi_hdr *h)
 			return 0;
 		/* before the peer's proof: only what the handshake needs is
 		 * buffered (rmsg(7), the state table) */
-		ret = rmsgi_conn_rx_admit(tc->c, (size_t)h->len);
+		ret = rmsgi_conn_rx_admit(tc->c, h);
 		if (ret > 0)
 			tc->rx_free = true;
 		return ret < 0 ? ret : 0;
 	}
-	/* a handshake frame fits tc->hs's size; a longer one is not read */
+	/* a handshake frame is at most RMSGI_HELLO_MAX bytes (read into
+	 * tc->rb, TCP_HS_MAX at a time); a longer one is not read */
 	if (h->len > RMSGI_HELLO_MAX)
 		return -EPROTO;
 	if (tc->server)
@@ -427,6 +428,11 @@ static void tcp_rbuf_idle(struct tcp_conn *tc)
 		tc->rb_idle = false;
 		return;
 	}
+	tcp_rbuf_drop_idle(tc);
+}
+
+void tcp_rbuf_drop_idle(struct tcp_conn *tc)
+{
 	if (tc->ended || !tc->rb || tc->rhead != tc->rtail)
 		return;
 	tcp_rbuf_put(tc->t, tc->rb);

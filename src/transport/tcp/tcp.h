@@ -414,6 +414,9 @@ void tcp_kick(void *tcp);
 /* ------------------------------------------------------------------ */
 /* recv.c                                                               */
 
+/* the read buffer goes back unless a partial frame waits in it (an idle
+ * connection holds none) */
+void tcp_rbuf_drop_idle(struct tcp_conn *tc);
 void tcp_rbuf_put(struct tcp_ctx *t, struct tcp_rbuf *rb);
 void tcp_msg_put(struct tcp_msg *w);
 void tcp_rw_cb(struct ev_loop *loop, ev_io *w, int revents);
