@@ -23,9 +23,9 @@ const struct rmsgi_tr_env *rmsgi_ctx_env(struct rmsg_ctx *ctx)
 	return &ctx->env;
 }
 
-void **rmsgi_ctx_tr_slot(struct rmsg_ctx *ctx, unsigned tr_id)
+void **rmsgi_ctx_tr_slot(struct rmsg_ctx *ctx, const struct rmsgi_tr *tr)
 {
-	return &ctx->tr_priv[tr_id];
+	return &ctx->tr_priv[rmsgi_tr_slot(tr)];
 }
 
 struct rmsgi_op *rmsgi_op_get(struct rmsg_ctx *ctx)
@@ -103,10 +103,11 @@ void rmsgi_ctx_flush(struct rmsg_ctx *ctx)
 
 static int ctx_poll(struct rmsg_ctx *ctx, bool arm)
 {
-	int i, n = 0;
+	unsigned i;
+	int n = 0;
 
-	for (i = 0; i < RMSGI_TR_COUNT; i++) {
-		const struct rmsgi_tr *tr = rmsgi_tr_get((unsigned)i);
+	for (i = 0; i < rmsgi_tr_nslots; i++) {
+		const struct rmsgi_tr *tr = rmsgi_tr_get(i);
 
 		if (ctx->tr_priv[i])
 			n += rmsgi_tr_poll(tr, ctx->tr_priv[i], arm);
@@ -117,11 +118,10 @@ static int ctx_poll(struct rmsg_ctx *ctx, bool arm)
 /* busy polling only pays where a backend has completions to poll */
 static bool ctx_can_poll(const struct rmsg_ctx *ctx)
 {
-	int i;
+	unsigned i;
 
-	for (i = 0; i < RMSGI_TR_COUNT; i++)
-		if (ctx->tr_priv[i] &&
-		    rmsgi_tr_polls(rmsgi_tr_get((unsigned)i)))
+	for (i = 0; i < rmsgi_tr_nslots; i++)
+		if (ctx->tr_priv[i] && rmsgi_tr_polls(rmsgi_tr_get(i)))
 			return true;
 	return false;
 }
@@ -310,15 +310,15 @@ int rmsg_ctx_create(struct ev_loop *loop, const struct rmsg_cfg *cfg,
  * backend's stop keeps valid until its fini */
 static void ctx_settle(struct rmsg_ctx *ctx)
 {
-	int i, k;
+	unsigned i;
+	int k;
 
 	for (k = 0; k < 8; k++) {
 		/* a release in a callback may let a connection end in the
 		 * next stop (a buffer held it), whose callbacks run next */
-		for (i = 0; i < RMSGI_TR_COUNT; i++)
+		for (i = 0; i < rmsgi_tr_nslots; i++)
 			if (ctx->tr_priv[i])
-				rmsgi_tr_stop(rmsgi_tr_get((unsigned)i),
-					      ctx->tr_priv[i]);
+				rmsgi_tr_stop(rmsgi_tr_get(i), ctx->tr_priv[i]);
 		if (rmsgi_list_empty(&ctx->dirty))
 			break;
 		rmsgi_ctx_flush(ctx);
@@ -328,7 +328,7 @@ static void ctx_settle(struct rmsg_ctx *ctx)
 int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 {
 	struct rmsgi_list *n, *t;
-	int i;
+	unsigned i;
 
 	if (!ctx)
 		return -EINVAL;
@@ -357,9 +357,9 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 	while ((n = rmsgi_list_pop(&ctx->held)))
 		rmsg_msg_release(rmsgi_list_entry(n, struct rmsg_msg, link));
 	ctx_settle(ctx);
-	for (i = 0; i < RMSGI_TR_COUNT; i++)
+	for (i = 0; i < rmsgi_tr_nslots; i++)
 		if (ctx->tr_priv[i])
-			rmsgi_tr_get((unsigned)i)->ctx->fini(ctx->tr_priv[i]);
+			rmsgi_tr_get(i)->ctx->fini(ctx->tr_priv[i]);
 	rmsgi_ctx_flush(ctx);
 	rmsgi_rpc_ctx_fini(ctx);
 	rmsgi_mr_fini(ctx);

@@ -311,7 +311,7 @@ int rmsg_listen_group(struct rmsg_ctx *const *ctxs, unsigned n, const char *uri,
 	ret = rmsg_listen(ctxs[0], uri, cfg, ops, accept, arg, &l);
 	if (ret)
 		goto undo;
-	for (i = 0; i < RMSGI_TR_COUNT; i++)
+	for (i = 0; i < rmsgi_tr_nslots; i++)
 		if (l->tr[i] && !rmsgi_tr_serves_group(l->tr[i]))
 			ret = -EOPNOTSUPP;
 	if (ret) {

@@ -11,8 +11,8 @@
  * auto:// all but the first (RDMA) are optional */
 static int listener_start(struct rmsg_listener *l, struct rmsgi_uri *u)
 {
-	const struct rmsgi_tr *v[RMSGI_TR_COUNT];
-	int n = rmsgi_tr_for_scheme(u->scheme, v);
+	const struct rmsgi_tr *v[RMSGI_TR_MAX];
+	int n = rmsgi_tr_for_scheme(u->row, v);
 	int i, ret = -EINVAL;
 
 	/* the last first (auto://: TCP), which settles the port that the
@@ -24,8 +24,10 @@ static int listener_start(struct rmsg_listener *l, struct rmsgi_uri *u)
 
 		ret = tr->lst->listen(l->ctx, l, u, &port, &tl);
 		if (ret == 0) {
-			l->tr[tr->id] = tr;
-			l->tr_priv[tr->id] = tl;
+			unsigned s = rmsgi_tr_slot(tr);
+
+			l->tr[s] = tr;
+			l->tr_priv[s] = tl;
 			l->port = port;
 			u->port = port;
 		} else if (n > 1 && i < n - 1) {
@@ -184,11 +186,11 @@ int rmsg_listener_port(const struct rmsg_listener *l, uint16_t *port_p)
 
 int rmsg_listener_close(struct rmsg_listener *l)
 {
-	int i;
+	unsigned i;
 
 	if (!l || l->member) /* a group's stand-in (accept's @l) */
 		return -EINVAL;
-	for (i = 0; i < RMSGI_TR_COUNT; i++)
+	for (i = 0; i < rmsgi_tr_nslots; i++)
 		if (l->tr[i] && l->tr_priv[i])
 			l->tr[i]->lst->close(l->tr_priv[i]);
 	listener_detach_all(l);

@@ -2,12 +2,16 @@
 /*
  * registry.h - how the core finds a backend and calls its optional ops.
  *
- * The registry is a table of rows keyed by URI scheme (the rows are in
- * transport/registry.c, the one file that names the backends; the
+ * The registry is a table of rows keyed by URI scheme name (the rows are
+ * in transport/registry.c, the one file that names the backends; the
  * lookups in registry.c): a row gives the backend that serves the scheme
  * and, for auto://, the scheme whose row is tried next. A new transport
- * is one folder under transport/ plus one row. Every backend's required
- * ops are checked once, when the library is loaded.
+ * is one folder under transport/ plus one row: URI parsing finds schemes
+ * in the rows, and each backend's slot (its state in a context and in a
+ * listener) is assigned from them. Every backend's required ops and the
+ * rows themselves are checked once, when the library is loaded; after
+ * that no lookup compares strings (the URI keeps its row, a connection
+ * its backend).
  *
  * An op transport.h marks "May be NULL" is called only through the
  * wrappers below, so that the core never tests an op itself.
@@ -17,27 +21,53 @@
 
 #include "transport/transport.h"
 
+/* the most backends (distinct rows' tr) there may be: each has one slot
+ * in a context and in a listener; the rows are checked against it when
+ * the library is loaded */
+#define RMSGI_TR_MAX 4
+
 struct rmsgi_tr_row {
-	enum rmsgi_scheme scheme;
+	/* the URI scheme, without "://": "rdma" serves "rdma://host:port" */
+	const char *scheme;
 	const struct rmsgi_tr *tr;
 	/* the scheme tried when this row's backend cannot connect
-	 * (auto://), or RMSGI_SCHEME_NONE */
-	enum rmsgi_scheme next;
+	 * (auto://), or NULL */
+	const char *next;
 };
 
 /* the rows, ended by one whose tr is NULL (transport/registry.c; a unit
  * test brings its own) */
 extern const struct rmsgi_tr_row rmsgi_tr_rows[];
 
-/* every registered backend by id (RMSGI_TR_*), or NULL */
-const struct rmsgi_tr *rmsgi_tr_get(unsigned id);
-/* the backends that serve @s, in the order a connection tries them: the
- * scheme's row, then each row's next; returns how many (0: none) */
-int rmsgi_tr_for_scheme(enum rmsgi_scheme s,
-			const struct rmsgi_tr *v[RMSGI_TR_COUNT]);
+/* the backends by slot (0..rmsgi_tr_nslots-1), in the order the rows
+ * first name them: filled when the library is loaded, read-only after */
+extern const struct rmsgi_tr *rmsgi_tr_by_slot[RMSGI_TR_MAX];
+extern unsigned rmsgi_tr_nslots;
+
+/* the backend in @slot (< rmsgi_tr_nslots) */
+static inline const struct rmsgi_tr *rmsgi_tr_get(unsigned slot)
+{
+	return rmsgi_tr_by_slot[slot];
+}
+
+/* @tr's slot: a registered backend has one (it aborts otherwise, a build
+ * mistake); a pointer scan over the few slots, for the backends' context
+ * state (rmsgi_ctx_tr_slot), not per frame */
+unsigned rmsgi_tr_slot(const struct rmsgi_tr *tr);
+/* the row of the scheme @s, @len bytes long (not terminated), or NULL */
+const struct rmsgi_tr_row *rmsgi_tr_row(const char *s, size_t len);
+/* the backends that serve @r's scheme, in the order a connection tries
+ * them: the row's, then each next row's; returns how many (0: @r NULL) */
+int rmsgi_tr_for_scheme(const struct rmsgi_tr_row *r,
+			const struct rmsgi_tr *v[RMSGI_TR_MAX]);
 /* the first required op @tr lacks, as "table.op", or NULL: what the
  * registry checks for each row when the library is loaded */
 const char *rmsgi_tr_missing(const struct rmsgi_tr *tr);
+/* what is wrong with the rows @rows (ended by a NULL tr), or NULL; fills
+ * @by_slot and *@nslots: the check run when the library is loaded */
+const char *rmsgi_tr_rows_check(const struct rmsgi_tr_row *rows,
+				const struct rmsgi_tr *by_slot[RMSGI_TR_MAX],
+				unsigned *nslots, const char **name);
 
 /* ------------------------------------------------------------------ */
 /* optional ops                                                         */

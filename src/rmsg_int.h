@@ -159,9 +159,9 @@ struct rmsg_ctx {
 	 * rmsg_ctx_destroy() releases those it never will */
 	struct rmsgi_list held;
 	struct rmsgi_pool *pool;
-	struct rmsgi_tr_env env;       /* what the backends see of it */
-	void *tr_priv[RMSGI_TR_COUNT]; /* per-backend context state */
-	struct rmsgi_list op_free;     /* recycled struct rmsgi_op */
+	struct rmsgi_tr_env env;     /* what the backends see of it */
+	void *tr_priv[RMSGI_TR_MAX]; /* per-backend context state, by slot */
+	struct rmsgi_list op_free;   /* recycled struct rmsgi_op */
 	unsigned op_free_len;
 	/* unpacked PACK frames (pack.c): those with messages still in use,
 	 * and those whose messages are all freed, oldest first, kept a
@@ -236,8 +236,9 @@ struct rmsg_listener {
 	struct rmsg_conn_ops ops;
 	rmsg_accept_cb accept;
 	void *arg;
-	const struct rmsgi_tr *tr[RMSGI_TR_COUNT]; /* listening backends */
-	void *tr_priv[RMSGI_TR_COUNT];
+	/* listening backends and their state, by slot (registry.h) */
+	const struct rmsgi_tr *tr[RMSGI_TR_MAX];
+	void *tr_priv[RMSGI_TR_MAX];
 	uint16_t port;
 	unsigned nconns;   /* connections counted against cfg.max_conns */
 	unsigned npending; /* of which in handshake (cfg.max_pending) */

@@ -39,8 +39,8 @@ static int conn_start_tr(struct rmsg_conn *c, const struct rmsgi_tr *tr,
 static int conn_start_addrs(struct rmsg_conn *c, const struct rmsgi_uri *u,
 			    const struct rmsgi_addrs *to)
 {
-	const struct rmsgi_tr *v[RMSGI_TR_COUNT];
-	int n = rmsgi_tr_for_scheme(u->scheme, v);
+	const struct rmsgi_tr *v[RMSGI_TR_MAX];
+	int n = rmsgi_tr_for_scheme(u->row, v);
 	int ret;
 
 	if (n < 1)
@@ -74,11 +74,11 @@ static int conn_start_addrs(struct rmsg_conn *c, const struct rmsgi_uri *u,
 
 int rmsgi_conn_start(struct rmsg_conn *c, const struct rmsgi_uri *u)
 {
-	const struct rmsgi_tr *v[RMSGI_TR_COUNT];
+	const struct rmsgi_tr *v[RMSGI_TR_MAX];
 	struct rmsgi_addrs to;
 	int ret;
 
-	if (rmsgi_tr_for_scheme(u->scheme, v) < 1)
+	if (rmsgi_tr_for_scheme(u->row, v) < 1)
 		return -EINVAL;
 	/* a numeric host now; a name by a resolver thread, and the
 	 * connection goes on in rmsgi_conn_resolved() */
@@ -127,12 +127,12 @@ bool rmsgi_fallback_down(struct rmsg_conn *c)
 {
 	/* the scheme's next backend, from the registry: for auto:// the
 	 * one after RDMA */
-	const struct rmsgi_tr *v[RMSGI_TR_COUNT];
+	const struct rmsgi_tr *v[RMSGI_TR_MAX];
 	int ret;
 
 	if (!c->fb || !c->fb->pending)
 		return false;
-	rmsgi_tr_for_scheme(c->uri.scheme, v);
+	rmsgi_tr_for_scheme(c->uri.row, v);
 	c->fb->pending = false;
 	c->fb->armed = false;
 	rmsgi_info(c->ctx, "conn %u: %s failed (%s); using %s", c->id,

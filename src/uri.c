@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * uri.c - "rdma://host:port", "tcp://host:port", "auto://host:port",
- * each optionally followed by "?src=ADDR".
+ * uri.c - "SCHEME://host:port", optionally followed by "?src=ADDR", for
+ * each scheme the registry has a row for (registry.h): rdma, tcp, auto.
  *
  * IPv6 literals go in brackets: "tcp://[::1]:7000". Resolution of the host
  * is left to each transport (rdma_getaddrinfo or getaddrinfo). The source
@@ -14,15 +14,6 @@
 #include <stdlib.h>
 
 #include "rmsg_int.h"
-
-static const struct {
-	const char *prefix;
-	enum rmsgi_scheme scheme;
-} schemes[] = {
-	{"rdma://", RMSGI_SCHEME_RDMA},
-	{"tcp://", RMSGI_SCHEME_TCP},
-	{"auto://", RMSGI_SCHEME_AUTO},
-};
 
 /* "src=ADDR": the only query parameter there is */
 static int parse_query(const char *q, struct rmsgi_uri *u)
@@ -61,22 +52,20 @@ int rmsgi_uri_parse(const char *uri, struct rmsgi_uri *u)
 {
 	const char *p = NULL, *host, *end, *colon, *q;
 	char auth[sizeof(u->host) + 16], *tail;
-	size_t i, hlen, alen;
+	size_t hlen, alen;
 	unsigned long port;
 
 	if (!uri || !u)
 		return -EINVAL;
-	for (i = 0; i < RMSGI_ARRAY_SIZE(schemes); i++) {
-		size_t n = strlen(schemes[i].prefix);
-
-		if (!strncmp(uri, schemes[i].prefix, n)) {
-			p = uri + n;
-			u->scheme = schemes[i].scheme;
-			break;
-		}
-	}
+	/* the scheme is what comes before the first "://"; only the
+	 * registry's rows know which there are */
+	p = strstr(uri, "://");
 	if (!p)
 		return -EPROTONOSUPPORT;
+	u->row = rmsgi_tr_row(uri, (size_t)(p - uri));
+	if (!u->row)
+		return -EPROTONOSUPPORT;
+	p += 3;
 	/* the authority ends at the query, if any */
 	q = strchr(p, '?');
 	alen = q ? (size_t)(q - p) : strlen(p);

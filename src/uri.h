@@ -8,15 +8,12 @@
 
 #include "base.h"
 
-enum rmsgi_scheme {
-	RMSGI_SCHEME_RDMA,
-	RMSGI_SCHEME_TCP,
-	RMSGI_SCHEME_AUTO,
-	RMSGI_SCHEME_NONE, /* no scheme: a registry row with no next */
-};
+struct rmsgi_tr_row;
 
 struct rmsgi_uri {
-	enum rmsgi_scheme scheme;
+	/* the registry's row of its scheme (registry.h): found once here,
+	 * so that nothing later compares scheme names */
+	const struct rmsgi_tr_row *row;
 	char host[256];
 	uint16_t port;
 	/* "?src=ADDR": numeric source address a connection binds to
@@ -35,6 +32,7 @@ struct rmsgi_addrs {
 	struct sockaddr_storage a[RMSGI_ADDRS_MAX];
 };
 
+/* 0; -EPROTONOSUPPORT for a scheme no registry row has; -EINVAL */
 int rmsgi_uri_parse(const char *uri, struct rmsgi_uri *u);
 
 #endif /* RMSG_URI_H */

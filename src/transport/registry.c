@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * registry.c - the one place that names the backends: one row per URI
- * scheme (registry.h). A new transport is its folder plus one row here.
+ * scheme (registry.h). A new transport is its folder plus one row here:
+ * the scheme is parsed from the rows, and the backend's slot in a context
+ * is assigned from them when the library is loaded.
  */
 #include "../registry.h"
 
@@ -9,9 +11,9 @@ extern const struct rmsgi_tr rmsgi_tr_rdma;
 extern const struct rmsgi_tr rmsgi_tr_tcp;
 
 const struct rmsgi_tr_row rmsgi_tr_rows[] = {
-	{RMSGI_SCHEME_RDMA, &rmsgi_tr_rdma, RMSGI_SCHEME_NONE},
-	{RMSGI_SCHEME_TCP, &rmsgi_tr_tcp, RMSGI_SCHEME_NONE},
+	{"rdma", &rmsgi_tr_rdma, NULL},
+	{"tcp", &rmsgi_tr_tcp, NULL},
 	/* RDMA where it can, TCP where it cannot */
-	{RMSGI_SCHEME_AUTO, &rmsgi_tr_rdma, RMSGI_SCHEME_TCP},
-	{0, NULL, 0},
+	{"auto", &rmsgi_tr_rdma, "tcp"},
+	{NULL, NULL, NULL},
 };

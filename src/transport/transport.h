@@ -47,8 +47,11 @@ struct rmsgi_tr_env {
 	struct rmsgi_timers *timers;
 };
 const struct rmsgi_tr_env *rmsgi_ctx_env(struct rmsg_ctx *ctx);
-/* the backend's per-context state, NULL until it sets it */
-void **rmsgi_ctx_tr_slot(struct rmsg_ctx *ctx, unsigned tr_id);
+struct rmsgi_tr;
+/* backend @tr's per-context state, NULL until it sets it (its slot comes
+ * from the registry's rows; call it when the state is made or freed, not
+ * per frame) */
+void **rmsgi_ctx_tr_slot(struct rmsg_ctx *ctx, const struct rmsgi_tr *tr);
 /* debug lines on hot paths test the level before the call */
 #define rmsgi_tr_dbg(env, ...)                                              \
 	do {                                                                \
@@ -188,21 +191,15 @@ struct rmsgi_tr_conn_ops {
  *    -ENOMEM: that message fails, the connection does not.
  */
 
-/* a backend: its name (rmsg_conn_transport), its context slot, its
- * capabilities and op tables; registered by one row in the registry */
+/* a backend: its name (rmsg_conn_transport), its capabilities and op
+ * tables; registered by a row in the registry, which gives it its slot in
+ * a context */
 struct rmsgi_tr {
 	const char *name;
-	unsigned id; /* its slot in a context: RMSGI_TR_* */
 	unsigned caps;
 	const struct rmsgi_tr_ctx_ops *ctx;
 	const struct rmsgi_tr_listener_ops *lst;
 	const struct rmsgi_tr_conn_ops *conn;
-};
-
-enum rmsgi_tr_id {
-	RMSGI_TR_RDMA = 0,
-	RMSGI_TR_TCP = 1,
-	RMSGI_TR_COUNT = 2,
 };
 
 /* ------------------------------------------------------------------ */

@@ -167,7 +167,6 @@ static const struct rmsgi_tr_conn_ops f_conn_ops = {
 
 struct rmsgi_tr fake_tr = {
 	.name = "fake",
-	.id = RMSGI_TR_TCP,
 	.ctx = &f_ctx_ops,
 	.lst = &f_lst_ops,
 	.conn = &f_conn_ops,

@@ -91,11 +91,9 @@ static struct rmsg_conn *conn_new(struct rmsg_ctx *ctx,
 	return c;
 }
 
-static const struct rmsgi_tr tr_tcp = {.name = "tcp", .id = RMSGI_TR_TCP};
-static const struct rmsgi_tr tr_rdma = {.name = "rdma",
-					.id = RMSGI_TR_RDMA,
-					.caps = RMSGI_TR_CAP_RNDV |
-						RMSGI_TR_CAP_RMA};
+static const struct rmsgi_tr tr_tcp = {.name = "tcp"};
+static const struct rmsgi_tr tr_rdma = {
+	.name = "rdma", .caps = RMSGI_TR_CAP_RNDV | RMSGI_TR_CAP_RMA};
 
 static struct rmsg_ctx *ctx_new(size_t limit)
 {

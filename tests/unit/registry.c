@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * unit tests of the registry (src/registry.c, registry.h): the lookups
- * over rows keyed by scheme, the check of a backend's required ops, and
- * the wrappers through which the core calls optional ops. Two backends
+ * over rows keyed by scheme name, the slots assigned from the rows, the
+ * load-time check of the rows and of a backend's required ops, and the
+ * wrappers through which the core calls optional ops. Two backends
  * of this file's own stand in for the real ones.
  */
 #include "unit.h"
@@ -124,42 +125,134 @@ static const struct rmsgi_tr_conn_ops min_conn = {
 	.addrs = x_addrs,
 };
 
-static const struct rmsgi_tr tr_full = {
-	"full",	   RMSGI_TR_RDMA, RMSGI_TR_CAP_RNDV,
-	&full_ctx, &full_lst,	  &full_conn};
-static const struct rmsgi_tr tr_min = {"min",	 RMSGI_TR_TCP, 0,
-				       &min_ctx, &min_lst,     &min_conn};
+static const struct rmsgi_tr tr_full = {"full", RMSGI_TR_CAP_RNDV, &full_ctx,
+					&full_lst, &full_conn};
+static const struct rmsgi_tr tr_min = {"min", 0, &min_ctx, &min_lst, &min_conn};
 
+/* the real rows' shape, with the backends named in another order than
+ * the schemes: tr_min's first row comes first, so it gets slot 0 */
 const struct rmsgi_tr_row rmsgi_tr_rows[] = {
-	{RMSGI_SCHEME_RDMA, &tr_full, RMSGI_SCHEME_NONE},
-	{RMSGI_SCHEME_TCP, &tr_min, RMSGI_SCHEME_NONE},
-	{RMSGI_SCHEME_AUTO, &tr_full, RMSGI_SCHEME_TCP},
-	{0, NULL, 0},
+	{"tcp", &tr_min, NULL},
+	{"rdma", &tr_full, NULL},
+	{"auto", &tr_full, "tcp"},
+	{NULL, NULL, NULL},
 };
 
-/* the check ran when the program was loaded and filled the ids */
-static void registry_get__by_id(void **state)
+/* the check ran when the program was loaded: one slot per backend, not
+ * per row, in the order the rows first name them */
+static void registry_slots__from_rows(void **state)
 {
 	(void)state;
-	assert_ptr_equal(rmsgi_tr_get(RMSGI_TR_RDMA), &tr_full);
-	assert_ptr_equal(rmsgi_tr_get(RMSGI_TR_TCP), &tr_min);
-	assert_null(rmsgi_tr_get(RMSGI_TR_COUNT));
+	assert_int_equal(rmsgi_tr_nslots, 2);
+	assert_ptr_equal(rmsgi_tr_get(0), &tr_min);
+	assert_ptr_equal(rmsgi_tr_get(1), &tr_full);
+	assert_int_equal(rmsgi_tr_slot(&tr_min), 0);
+	assert_int_equal(rmsgi_tr_slot(&tr_full), 1);
+}
+
+/* a scheme is found by its whole name, @len bytes of it */
+static void registry_row__by_name(void **state)
+{
+	(void)state;
+	assert_ptr_equal(rmsgi_tr_row("tcp", 3), &rmsgi_tr_rows[0]);
+	assert_ptr_equal(rmsgi_tr_row("rdma", 4), &rmsgi_tr_rows[1]);
+	assert_ptr_equal(rmsgi_tr_row("auto", 4), &rmsgi_tr_rows[2]);
+	assert_ptr_equal(rmsgi_tr_row("tcp://h:1", 3), &rmsgi_tr_rows[0]);
+	assert_null(rmsgi_tr_row("tc", 2));
+	assert_null(rmsgi_tr_row("tcpx", 4));
+	assert_null(rmsgi_tr_row("rdma", 3));
+	assert_null(rmsgi_tr_row("", 0));
+	assert_null(rmsgi_tr_row("TCP", 3));
 }
 
 /* a scheme's row, then each row's next: auto:// is RDMA, then TCP */
 static void registry_for_scheme__rows_and_next(void **state)
 {
-	const struct rmsgi_tr *v[RMSGI_TR_COUNT] = {NULL};
+	const struct rmsgi_tr *v[RMSGI_TR_MAX] = {NULL};
 
 	(void)state;
-	assert_int_equal(rmsgi_tr_for_scheme(RMSGI_SCHEME_RDMA, v), 1);
+	assert_int_equal(rmsgi_tr_for_scheme(rmsgi_tr_row("rdma", 4), v), 1);
 	assert_ptr_equal(v[0], &tr_full);
-	assert_int_equal(rmsgi_tr_for_scheme(RMSGI_SCHEME_TCP, v), 1);
+	assert_int_equal(rmsgi_tr_for_scheme(rmsgi_tr_row("tcp", 3), v), 1);
 	assert_ptr_equal(v[0], &tr_min);
-	assert_int_equal(rmsgi_tr_for_scheme(RMSGI_SCHEME_AUTO, v), 2);
+	assert_int_equal(rmsgi_tr_for_scheme(rmsgi_tr_row("auto", 4), v), 2);
 	assert_ptr_equal(v[0], &tr_full);
 	assert_ptr_equal(v[1], &tr_min);
-	assert_int_equal(rmsgi_tr_for_scheme(RMSGI_SCHEME_NONE, v), 0);
+	assert_int_equal(rmsgi_tr_for_scheme(NULL, v), 0);
+}
+
+/* rows that pass: slots by first naming, chains up to RMSGI_TR_MAX */
+static void registry_rows_check__good(void **state)
+{
+	struct rmsgi_tr b[RMSGI_TR_MAX];
+	const struct rmsgi_tr *by_slot[RMSGI_TR_MAX] = {NULL};
+	const char *name = NULL;
+	unsigned n = 99, i;
+
+	(void)state;
+	for (i = 0; i < RMSGI_TR_MAX; i++)
+		b[i] = tr_min;
+	{
+		const struct rmsgi_tr_row rows[] = {
+			{"x", &b[1], NULL}, {"y", &b[0], "x"},
+			{"z", &b[1], NULL}, {"w", &b[2], "y"},
+			{"v", &b[3], "w"},  {NULL, NULL, NULL},
+		};
+
+		assert_null(rmsgi_tr_rows_check(rows, by_slot, &n, &name));
+		assert_int_equal(n, 4);
+		assert_ptr_equal(by_slot[0], &b[1]);
+		assert_ptr_equal(by_slot[1], &b[0]);
+		assert_ptr_equal(by_slot[2], &b[2]);
+		assert_ptr_equal(by_slot[3], &b[3]);
+	}
+}
+
+#define ROWS_BAD(why, ...)                                               \
+	do {                                                             \
+		const struct rmsgi_tr_row rows[] = {__VA_ARGS__,         \
+						    {NULL, NULL, NULL}}; \
+		const struct rmsgi_tr *by_slot[RMSGI_TR_MAX];            \
+		const char *m, *name = NULL;                             \
+		unsigned n = 99;                                         \
+                                                                         \
+		m = rmsgi_tr_rows_check(rows, by_slot, &n, &name);       \
+		assert_non_null(m);                                      \
+		assert_string_equal(m, why);                             \
+		assert_non_null(name);                                   \
+		assert_int_equal(n, 99);                                 \
+	} while (0)
+
+/* rows the library refuses to load with */
+static void registry_rows_check__bad(void **state)
+{
+	struct rmsgi_tr b[RMSGI_TR_MAX + 1], nop = tr_min;
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i <= RMSGI_TR_MAX; i++)
+		b[i] = tr_min;
+	ROWS_BAD("scheme", {NULL, &b[0], NULL});
+	ROWS_BAD("scheme", {"", &b[0], NULL});
+	ROWS_BAD("scheme of its own (another row has it)", {"a", &b[0], NULL},
+		 {"a", &b[1], NULL});
+	ROWS_BAD("next (no row for that scheme)", {"a", &b[0], "b"});
+	ROWS_BAD("next (no row for that scheme)", {"a", &b[0], "a "},
+		 {"a", &b[1], NULL});
+	/* a loop, and a chain that comes back to its first backend */
+	ROWS_BAD("next (a chain that names a backend twice)", {"a", &b[0], "b"},
+		 {"b", &b[1], "a"});
+	ROWS_BAD("next (a chain that names a backend twice)", {"a", &b[0], "b"},
+		 {"b", &b[1], "c"}, {"c", &b[0], NULL});
+	ROWS_BAD("next (a chain that names a backend twice)",
+		 {"a", &b[0], "a"});
+	/* one backend more than there are slots */
+	ROWS_BAD("slot (more backends than RMSGI_TR_MAX)", {"a", &b[0], NULL},
+		 {"b", &b[1], NULL}, {"c", &b[2], NULL}, {"d", &b[3], NULL},
+		 {"e", &b[4], NULL});
+	/* a backend that lacks a required op */
+	nop.conn = &(const struct rmsgi_tr_conn_ops){.connect = x_connect};
+	ROWS_BAD("conn.disconnect", {"a", &b[0], NULL}, {"b", &nop, NULL});
 }
 
 static void registry_missing__complete(void **state)
@@ -239,8 +332,11 @@ static void registry_wrappers__optional_ops(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(registry_get__by_id),
+		cmocka_unit_test(registry_slots__from_rows),
+		cmocka_unit_test(registry_row__by_name),
 		cmocka_unit_test(registry_for_scheme__rows_and_next),
+		cmocka_unit_test(registry_rows_check__good),
+		cmocka_unit_test(registry_rows_check__bad),
 		cmocka_unit_test(registry_missing__complete),
 		cmocka_unit_test(registry_missing__each_required),
 		cmocka_unit_test(registry_wrappers__optional_ops),

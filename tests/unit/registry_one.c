@@ -9,13 +9,13 @@
 #include "rmsg_int.h"
 
 #if !defined(UNIT_TR) || !defined(UNIT_SCHEME)
-#error "build with -DUNIT_TR=rmsgi_tr_tcp -DUNIT_SCHEME=RMSGI_SCHEME_TCP (or rdma)"
+#error "build with -DUNIT_TR=rmsgi_tr_tcp -DUNIT_SCHEME='\"tcp\"' (or rdma)"
 #endif
 
 extern const struct rmsgi_tr UNIT_TR;
 
 const struct rmsgi_tr_row rmsgi_tr_rows[] = {
-	{UNIT_SCHEME, &UNIT_TR, RMSGI_SCHEME_NONE},
-	{RMSGI_SCHEME_AUTO, &UNIT_TR, RMSGI_SCHEME_NONE},
-	{0, NULL, 0},
+	{UNIT_SCHEME, &UNIT_TR, NULL},
+	{"auto", &UNIT_TR, NULL},
+	{NULL, NULL, NULL},
 };

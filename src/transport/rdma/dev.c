@@ -339,7 +339,7 @@ undo_pd:
 
 int rdma_ctx_get(struct rmsg_ctx *ctx, struct rdma_ctx **r_p)
 {
-	void **slot = rmsgi_ctx_tr_slot(ctx, RMSGI_TR_RDMA);
+	void **slot = rmsgi_ctx_tr_slot(ctx, &rmsgi_tr_rdma);
 	struct rdma_ctx *r = *slot;
 
 	if (r) {
@@ -460,6 +460,6 @@ void rdma_ctx_fini(void *p)
 	ev_io_stop(loop, &r->cm_io);
 	rdma_destroy_event_channel(r->ech);
 	rdma_rndv_quarantine_clear(r);
-	*rmsgi_ctx_tr_slot(r->ctx, RMSGI_TR_RDMA) = NULL;
+	*rmsgi_ctx_tr_slot(r->ctx, &rmsgi_tr_rdma) = NULL;
 	free(r);
 }

@@ -34,7 +34,6 @@ static const struct rmsgi_tr_conn_ops rdma_conn_ops = {
 
 const struct rmsgi_tr rmsgi_tr_rdma = {
 	.name = "rdma",
-	.id = RMSGI_TR_RDMA,
 	.caps = RDMA_CAPS,
 	.ctx = &rdma_ctx_ops,
 	.lst = &rdma_listener_ops,

@@ -41,7 +41,7 @@ static void tcp_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
 struct tcp_ctx *tcp_ctx_get(struct rmsg_ctx *ctx)
 {
-	void **slot = rmsgi_ctx_tr_slot(ctx, RMSGI_TR_TCP);
+	void **slot = rmsgi_ctx_tr_slot(ctx, &rmsgi_tr_tcp);
 	struct tcp_ctx *t = *slot;
 
 	if (t)
@@ -241,7 +241,7 @@ static void tcp_ctx_fini(void *p)
 		ev_ref(loop);
 		rmsgi_timer_stop(loop, &t->sweep);
 	}
-	*rmsgi_ctx_tr_slot(t->ctx, RMSGI_TR_TCP) = NULL;
+	*rmsgi_ctx_tr_slot(t->ctx, &rmsgi_tr_tcp) = NULL;
 	free(t);
 }
 
@@ -271,7 +271,6 @@ static const struct rmsgi_tr_conn_ops tcp_conn_ops = {
 
 const struct rmsgi_tr rmsgi_tr_tcp = {
 	.name = "tcp",
-	.id = RMSGI_TR_TCP,
 	.caps = TCP_CAPS,
 	.ctx = &tcp_ctx_ops,
 	.lst = &tcp_listener_ops,

@@ -4,7 +4,7 @@
 
 int rt_poll(struct rmsg_ctx *ctx)
 {
-	void *r = *rmsgi_ctx_tr_slot(ctx, RMSGI_TR_RDMA);
+	void *r = *rmsgi_ctx_tr_slot(ctx, &rmsgi_tr_rdma);
 
 	return r ? rmsgi_tr_rdma.ctx->poll(r, false) : 0;
 }
