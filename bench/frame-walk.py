@@ -8,7 +8,8 @@
 # callback (fw_on_msg) ran in it exactly once; others (handshake or
 # credit frames) are skipped. Code without line information (libev) is
 # stepped over, as `step` does, and so is the system's code that has it
-# (libc with its debug package): only the tree's files and the app count.
+# (libc with its debug package): only the tree's files and the app count,
+# unless FW_SYSTEM=1 (then that code is stepped through and counted too).
 #
 # Printed, for the walk:
 #  - function entries (calls: the depth grew) per source file;
@@ -30,6 +31,7 @@ def out(s):
 
 
 APP = os.environ.get("FW_APP", "")
+SYSTEM = os.environ.get("FW_SYSTEM", "0") == "1"
 
 
 def rel(path):
@@ -40,7 +42,7 @@ def rel(path):
         return path[len(ROOT) + 1:]
     if path == APP:
         return "app:" + os.path.basename(path)
-    return None
+    return "sys:" + path if SYSTEM else None
 
 
 def where():

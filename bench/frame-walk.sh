@@ -22,6 +22,12 @@
 # two REVs are measured the same way. The server runs under gdb, which
 # steps line by line; the client runs beside it. The RESULT lines are the
 # figures; the file sequence and per-function counts come before them.
+# The walk runs FW_RUNS (3) times on one build: whether the message finds
+# the connection already queued for a flush or a credit grant due depends
+# on when the peers' credit frames crossed, which moves a run's figures
+# by a file or two; the runs show the spread.
+# FW_SYSTEM=1 also steps through and counts the system's code that has
+# line information (libc, with its debug package installed), as sys:PATH.
 # FW_KEEP=1 keeps the scratch directory. Not part of any test run: it is a
 # measurement, slow (gdb steps each line) and needs gdb.
 set -eu
@@ -54,9 +60,17 @@ cc $cflags -I"$work/tree/include" "$here/bench/frame_walk.c" \
 
 warm=${FW_WARM:-32}
 echo "frame-walk: $warm message(s) before the one followed" >&2
-"$work/frame_walk" client "$work/port" "$warm" >"$work/client.out" 2>&1 &
-client=$!
-FW_ROOT="$work/tree" FW_APP="$here/bench/frame_walk.c" \
-	gdb -q -batch -nx -x "$here/bench/frame-walk.py" \
-	--args "$work/frame_walk" server "$work/port" "$warm" 2>&1 |
-	grep -E '^(frame-walk|RESULT|  )'
+for run in $(seq "${FW_RUNS:-3}"); do
+	echo "frame-walk: run $run"
+	rm -f "$work/port"
+	"$work/frame_walk" client "$work/port" "$warm" \
+		>"$work/client.out" 2>&1 &
+	client=$!
+	FW_ROOT="$work/tree" FW_APP="$here/bench/frame_walk.c" \
+		gdb -q -batch -nx -x "$here/bench/frame-walk.py" \
+		--args "$work/frame_walk" server "$work/port" "$warm" 2>&1 |
+		grep -E '^(frame-walk|RESULT|  )' || true
+	kill "$client" 2>/dev/null || true
+	wait "$client" 2>/dev/null || true
+	client=
+done
