@@ -159,7 +159,10 @@ struct rmsg_ctx {
 	 * rmsg_ctx_destroy() releases those it never will */
 	struct rmsgi_list held;
 	struct rmsgi_pool *pool;
-	struct rmsgi_tr_env env;       /* what the backends see of it */
+	struct rmsgi_tr_env env; /* what the backends see of it */
+	/* backend objects that ended, freed once no backend entry point is
+	 * on the stack (transport.h: end of life) */
+	struct rmsgi_reaper reaper;
 	void *tr_priv[RMSGI_TR_COUNT]; /* per-backend context state */
 	struct rmsgi_list op_free;     /* recycled struct rmsgi_op */
 	unsigned op_free_len;

@@ -45,6 +45,7 @@ struct rmsgi_tr_env {
 	int log_max;		 /* rmsgi_log_max(cfg) */
 	/* a private loop's deadlines (timer.h): NULL on the app's loop */
 	struct rmsgi_timers *timers;
+	struct rmsgi_reaper *reaper; /* the context's end of life (below) */
 };
 const struct rmsgi_tr_env *rmsgi_ctx_env(struct rmsg_ctx *ctx);
 /* the backend's per-context state, NULL until it sets it */
@@ -55,6 +56,54 @@ void **rmsgi_ctx_tr_slot(struct rmsg_ctx *ctx, unsigned tr_id);
 		if ((env)->log_max >= RMSG_LOG_DEBUG)                       \
 			rmsgi_log((env)->ctx, RMSG_LOG_DEBUG, __VA_ARGS__); \
 	} while (0)
+
+/*
+ * End of life: one rule for every connection object a backend frees.
+ *
+ * A user callback runs inside a backend's handler and may end the very
+ * object the handler is working on (a close from on_msg), or another one
+ * the handler reaches next. So a backend never frees a connection object
+ * where it ends it: it queues it with rmsgi_reap(), and the core runs
+ * its @fn once no backend entry point is on the context's stack: at the
+ * outermost rmsgi_tr_leave(), from the context's flush outside every
+ * entry point, and in rmsg_ctx_destroy() before each backend's fini.
+ * Every backend entry point that can make up-calls or end an object (its
+ * io, timer and completion callbacks, poll(), and the ops that can end
+ * the connection) is bracketed by rmsgi_tr_enter() and rmsgi_tr_leave(),
+ * and touches nothing after its leave. Until @fn runs the object stays
+ * readable, so a handler that comes back from a callback tests its own
+ * "ended" flag and stops. Items run in the order they were queued (so
+ * connections go down in the order they ended); @fn frees the object and
+ * may make up-calls (rmsgi_conn_ev_down()), never calls the app, and may
+ * queue more.
+ */
+struct rmsgi_reap {
+	struct rmsgi_reap *next;
+	void (*fn)(struct rmsgi_reap *r);
+};
+struct rmsgi_reaper {
+	unsigned depth; /* backend entry points on the stack */
+	struct rmsgi_reap *head, **tail;
+};
+/* runs every queued item (depth 0 only) */
+void rmsgi_reap_run(struct rmsgi_reaper *rp);
+static inline void rmsgi_reap(struct rmsgi_reaper *rp, struct rmsgi_reap *r,
+			      void (*fn)(struct rmsgi_reap *r))
+{
+	r->fn = fn;
+	r->next = NULL;
+	*rp->tail = r;
+	rp->tail = &r->next;
+}
+static inline void rmsgi_tr_enter(struct rmsgi_reaper *rp)
+{
+	rp->depth++;
+}
+static inline void rmsgi_tr_leave(struct rmsgi_reaper *rp)
+{
+	if (--rp->depth == 0 && RMSGI_UNLIKELY(rp->head != NULL))
+		rmsgi_reap_run(rp);
+}
 
 /* what a connection is, fixed for its life (rmsgi_conn_info); valid until
  * the backend's rmsgi_conn_ev_down() or rmsgi_conn_discard() */

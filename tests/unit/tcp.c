@@ -36,6 +36,7 @@
 
 struct rmsg_ctx {
 	struct rmsgi_tr_env env;
+	struct rmsgi_reaper reaper;
 	struct rmsgi_cfgv cfg;
 	void *slot[RMSGI_TR_COUNT];
 	int warnings;
@@ -439,6 +440,8 @@ static int setup(void **state)
 	ctx.env.loop = loop;
 	ctx.env.cfg = &ctx.cfg;
 	ctx.env.log_max = RMSG_LOG_WARN;
+	ctx.reaper.tail = &ctx.reaper.head;
+	ctx.env.reaper = &ctx.reaper;
 	conn.ci.ctx = &ctx;
 	conn.ci.cfg = &ctx.cfg;
 	conn.ci.id = 1;

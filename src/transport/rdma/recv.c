@@ -506,9 +506,9 @@ int rdma_poll(void *p, bool arm)
 	struct rdma_ctx *r = p;
 	int n;
 
-	bury(r);
 	if (!r->nq)
 		return 0;
+	rdma_enter(r);
 	/* released receive buffers go back when the CQ is found empty (off
 	 * the critical path: while waiting for the peer) or by the batch
 	 * (rxbuf_release) */
@@ -528,6 +528,7 @@ int rdma_poll(void *p, bool arm)
 			ibv_req_notify_cq(r->q[i]->cq, 0);
 		n += rdma_cq_drain(r);
 	}
+	rdma_leave(r);
 	return n;
 }
 
@@ -537,6 +538,7 @@ void rdma_cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 	struct ibv_cq *cq;
 	void *cq_ctx;
 
+	rdma_enter(r);
 	/* each CQ's context is its group; a notified CQ is re-armed
 	 * before every CQ is polled */
 	while (ibv_get_cq_event(r->cch, &cq, &cq_ctx) == 0) {
@@ -549,5 +551,6 @@ void rdma_cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 		ibv_req_notify_cq(q->cq, 0);
 	}
 	rdma_cq_drain(r);
+	rdma_leave(r);
 	rmsgi_ctx_flush(r->ctx);
 }

@@ -211,14 +211,12 @@ static void tcp_ctx_stop(void *p)
 
 		tcp_listener_free(tl);
 	}
-	rmsgi_list_for_each_safe (n, tmp, &t->conns) {
-		struct tcp_conn *tc =
-			rmsgi_list_entry(n, struct tcp_conn, link);
-
-		tc->busy++;
-		tcp_conn_end(tc, 0, NULL);
-		tcp_conn_unbusy(tc);
-	}
+	/* one bracket: the list holds until every end is queued */
+	rmsgi_tr_enter(t->env->reaper);
+	rmsgi_list_for_each_safe (n, tmp, &t->conns)
+		tcp_conn_end(rmsgi_list_entry(n, struct tcp_conn, link), 0,
+			     NULL);
+	rmsgi_tr_leave(t->env->reaper);
 }
 
 static void tcp_ctx_fini(void *p)

@@ -544,7 +544,7 @@ void tcp_rw_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	tc->busy++;
+	tcp_enter(tc);
 	tcp_read(tc);
-	tcp_conn_unbusy(tc);
+	tcp_leave(tc);
 }
