@@ -204,6 +204,18 @@ void rmsgi_op_put(struct rmsg_ctx *ctx, struct rmsgi_op *op);
 /* pack.c: frees what pack_done keeps (the context goes) */
 void rmsgi_pack_fini(struct rmsg_ctx *ctx);
 
+/* the core is done with a received message: inside rmsgi_conn_rx() for
+ * it, that call hands it back (RMSGI_RX_DONE); after, its free_fn runs
+ * (transport.h, "Posting": one ownership rule) */
+static inline __attribute__((always_inline)) void
+rmsgi_msg_free(struct rmsg_msg *m)
+{
+	if (RMSGI_LIKELY(m->in_rx == RMSGI_MSG_IN_RX))
+		m->in_rx = RMSGI_MSG_DONE;
+	else
+		m->free_fn(m);
+}
+
 /* marks @c as having queued work; flushed before the loop blocks */
 void rmsgi_ctx_mark_dirty(struct rmsg_ctx *ctx, struct rmsg_conn *c);
 /* runs one flush pass; used by busy polling too */

@@ -229,9 +229,18 @@ struct rmsgi_tr_conn_ops {
  *  - A failure or the peer's leaving is reported once with
  *    rmsgi_conn_ev_failed(); once every posted op completed and the
  *    endpoint is released, the backend calls rmsgi_conn_ev_down().
- *  - Received frames go to rmsgi_conn_rx() in order, in a struct rmsg_msg
- *    whose free_fn gives the buffer back and calls
- *    rmsgi_conn_credit_freed() for a buffer that carried a credit.
+ *  - Received buffers have one ownership rule. A frame goes up to
+ *    rmsgi_conn_rx() in order, in a struct rmsg_msg (the buffer's
+ *    handle), and comes back exactly once: at once, when
+ *    rmsgi_conn_rx() returns RMSGI_RX_DONE (the core is done with it:
+ *    the usual case, no indirect call), or later through its free_fn,
+ *    when it returned RMSGI_RX_KEPT (queued, or held by the app). The
+ *    backend never reads or writes the core's fields of it.
+ *  - The credit a buffer carried goes back with rmsgi_conn_credit_freed()
+ *    once that buffer can take a frame again, which only the backend
+ *    knows: TCP when it comes back, RDMA once it is reposted to the
+ *    shared receive queue (a credit granted before that would let the
+ *    peer meet an empty queue: receiver-not-ready, 245 ms per retry).
  *  - A rendezvous request whose payload finds no memory still goes to
  *    rmsgi_conn_rx() (not ready), then to rmsgi_conn_rx_ready() with
  *    -ENOMEM: that message fails, the connection does not.
@@ -313,10 +322,14 @@ bool rmsgi_conn_awaits_peer(const struct rmsg_conn *c);
 /* a posted op finished (status 0 or -errno) */
 void rmsgi_conn_op_done(struct rmsg_conn *c, struct rmsgi_op *op, int status);
 /* a frame arrived, header decoded; @m->ready: its payload is complete.
- * 0, or a negative errno the core closes with (-EPROTO: illegal frame;
- * -ENOMEM: no memory to unpack a PACK frame). */
+ * RMSGI_RX_KEPT: the core keeps @m, its free_fn runs once later;
+ * RMSGI_RX_DONE (0): @m is the backend's again; a negative errno: done
+ * with too, and the core closes with it (-EPROTO: illegal frame; -ENOMEM:
+ * no memory to unpack a PACK frame). "Posting" tells the rule. */
 int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		  struct rmsg_msg *m);
+#define RMSGI_RX_DONE 0
+#define RMSGI_RX_KEPT 1
 /* a rendezvous payload read into @m is complete, or failed: -ENOMEM (no
  * memory, nothing read) fails that message only, else the connection */
 void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status);

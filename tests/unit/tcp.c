@@ -220,9 +220,8 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	assert_non_null(f->data);
 	memcpy(f->data, m->data, m->len);
 	/* done with it before returning: the backend takes it back */
-	m->lent = 0;
 	ev_add(c, 'R');
-	return 0;
+	return RMSGI_RX_DONE;
 }
 
 void rmsgi_conn_tr_room(struct rmsg_conn *c)
