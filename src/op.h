@@ -38,6 +38,11 @@ struct rmsgi_op_rma {
  * complete without the peer's answer. Without it the core sends them as
  * frames the peer answers (RNDV_ACK for writes, READ_RESP for reads) */
 #define RMSGI_TR_CAP_RMA 0x2
+/* a received buffer takes a frame again only once the backend reposted
+ * it: the backend returns its credit then (rmsgi_conn_credit_freed).
+ * Without it the core returns the credit of a frame it is done with
+ * inside rmsgi_conn_rx() itself (transport.h, "Posting") */
+#define RMSGI_TR_CAP_CREDIT_LATE 0x4
 
 #define RMSGI_OP_IOV_INLINE 4
 /* the largest descriptor between a frame's header and its payload */

@@ -421,6 +421,8 @@ struct rmsg_conn {
 };
 
 /* creation, used by rmsg_connect and rmsgi_tr_incoming */
+/* @c goes over backend @tr from now on (its ops, its credit rule) */
+void rmsgi_conn_set_tr(struct rmsg_conn *c, const struct rmsgi_tr *tr);
 int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 		   const struct rmsg_conn_ops *ops, void *arg,
 		   struct rmsg_conn **c_p);

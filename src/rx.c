@@ -24,8 +24,10 @@ void rmsgi_conn_drop_rx(struct rmsg_conn *c)
 	}
 }
 
-/* a backend's buffer can take a frame again: its credit goes back */
-void rmsgi_conn_credit_freed(struct rmsg_conn *c)
+/* a buffer can take a frame again: its credit goes back (inline for
+ * rmsgi_conn_rx's common case) */
+static inline __attribute__((always_inline)) void
+conn_credit_freed(struct rmsg_conn *c)
 {
 	if (RMSGI_UNLIKELY(!rmsgi_credit_freed(&c->cr))) {
 		/* the grant shrank by this buffer instead */
@@ -34,6 +36,11 @@ void rmsgi_conn_credit_freed(struct rmsg_conn *c)
 	}
 	if (c->state == RMSGI_CS_ESTABLISHED && credit_due(c))
 		rmsgi_ctx_mark_dirty(c->ctx, c);
+}
+
+void rmsgi_conn_credit_freed(struct rmsg_conn *c)
+{
+	conn_credit_freed(c);
 }
 
 /* after on_msg: frees the message unless the app holds it */
@@ -214,22 +221,41 @@ static bool bye_beyond_grant(const struct rmsg_conn *c,
 	       h->type == RMSGI_T_CREDIT && h->aux == RMSGI_CREDIT_BYE;
 }
 
-/* a frame, as rmsgi_conn_rx() takes it: 0 or a negative errno */
-static inline __attribute__((always_inline)) int
-conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h, struct rmsg_msg *m)
+/* the end of every path but the common one: @m went back inside
+ * (rmsgi_msg_free: RMSGI_MSG_DONE), or the core keeps it */
+static int rx_settle(struct rmsg_conn *c, struct rmsg_msg *m, int ret)
+{
+	if (m->in_rx == RMSGI_MSG_DONE) {
+		if (!c->cr.late)
+			conn_credit_freed(c);
+		return ret; /* RMSGI_RX_DONE (0) or the error */
+	}
+	/* queued or held: its free_fn runs later, once */
+	m->in_rx = 0;
+	return RMSGI_RX_KEPT;
+}
+
+int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+		  struct rmsg_msg *m)
 {
 	uint32_t grow;
 	int ret;
 
+	/* @m comes with in_rx 0 (rmsgi_msg_init). Every path but the
+	 * common one marks it first: until this call returns, the core's
+	 * rmsgi_msg_free() then only records that it is done with it. */
 	/* nothing of an unauthenticated peer goes further (auth.c); an
 	 * AUTH frame afterwards ends in rx_other() */
-	if (RMSGI_UNLIKELY(c->auth_wait))
-		return rmsgi_conn_auth_rx(c, h, m);
+	if (RMSGI_UNLIKELY(c->auth_wait)) {
+		m->in_rx = RMSGI_MSG_IN_RX;
+		return rx_settle(c, m, rmsgi_conn_auth_rx(c, h, m));
+	}
 	/* any frame shows the peer alive and used one of its credits; one
 	 * beyond them (held messages count until released) is refused */
 	rmsgi_live_rx(&c->live, ev_now(c->ctx->loop));
 	if (RMSGI_UNLIKELY(rmsgi_credit_arrived(&c->cr)) &&
 	    !bye_beyond_grant(c, h)) {
+		m->in_rx = RMSGI_MSG_IN_RX;
 		rmsgi_msg_free(m);
 		rmsgi_warn(c->ctx,
 			   "conn %u: the peer sent a frame beyond the %u "
@@ -240,7 +266,7 @@ conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h, struct rmsg_msg *m)
 			       "credits it was granted",
 			       rmsgi_frame_name(h->type), c->cr.grant);
 		rmsgi_conn_abort(c, -EPROTO);
-		return -EPROTO;
+		return rx_settle(c, m, -EPROTO);
 	}
 	/* the peer is down to its last credit: it may use more */
 	grow = rmsgi_credit_grow_want(&c->cr);
@@ -250,48 +276,47 @@ conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h, struct rmsg_msg *m)
 		ret = rmsgi_credit_returned(&c->cr, h->credits,
 					    c->peer_credits);
 		if (RMSGI_UNLIKELY(ret)) {
+			m->in_rx = RMSGI_MSG_IN_RX;
 			rmsgi_msg_free(m);
 			rmsgi_conn_why(c,
 				       "the peer's %s frame returned more "
 				       "credits than it holds of ours",
 				       rmsgi_frame_name(h->type));
 			rmsgi_conn_abort(c, ret);
-			return ret;
+			return rx_settle(c, m, ret);
 		}
 		if (!rmsgi_list_empty(&c->tx.sendq))
 			rmsgi_ctx_mark_dirty(c->ctx, c);
 	}
 	if (RMSGI_UNLIKELY(h->type != RMSGI_T_DATA || h->aux || !m->ready ||
 			   !rmsgi_list_empty(&c->rxq) ||
-			   c->state != RMSGI_CS_ESTABLISHED || !c->ops.on_msg))
-		return rx_other(c, h, m);
+			   c->state != RMSGI_CS_ESTABLISHED ||
+			   !c->ops.on_msg)) {
+		m->in_rx = RMSGI_MSG_IN_RX;
+		return rx_settle(c, m, rx_other(c, h, m));
+	}
 	/* in order with nothing ahead: what deliver_rx() would do, without
-	 * the queue */
+	 * the queue, and without the marking (nothing else frees it) */
 	c->st.msgs_recv++;
 	c->st.bytes_recv += m->len;
 	m->type = RMSGI_T_DATA;
 	m->aux = 0;
 	m->id = h->id;
 	rmsgi_conn_get(c);
-	call_on_msg(c, m);
-	rmsgi_conn_put(c);
-	return 0;
-}
-
-int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
-		  struct rmsg_msg *m)
-{
-	int ret;
-
-	m->in_rx = RMSGI_MSG_IN_RX;
-	ret = conn_rx(c, h, m);
-	if (RMSGI_LIKELY(m->in_rx == RMSGI_MSG_DONE)) {
-		m->in_rx = 0;
-		return ret < 0 ? ret : RMSGI_RX_DONE;
+	m->in_deliver = 1;
+	RMSGI_USER_CB(c->ctx, c->ops.on_msg(c, m, c->arg));
+	m->in_deliver = 0;
+	if (RMSGI_LIKELY(!m->held)) {
+		/* back to the backend, with its credit unless the backend
+		 * must repost it first */
+		if (RMSGI_LIKELY(!c->cr.late))
+			conn_credit_freed(c);
+		ret = RMSGI_RX_DONE;
+	} else {
+		ret = RMSGI_RX_KEPT; /* the app's: free_fn on release */
 	}
-	/* queued or held: its free_fn runs later, once */
-	m->in_rx = 0;
-	return RMSGI_RX_KEPT;
+	rmsgi_conn_put(c);
+	return ret;
 }
 
 void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status)

@@ -235,12 +235,16 @@ struct rmsgi_tr_conn_ops {
  *    rmsgi_conn_rx() returns RMSGI_RX_DONE (the core is done with it:
  *    the usual case, no indirect call), or later through its free_fn,
  *    when it returned RMSGI_RX_KEPT (queued, or held by the app). The
- *    backend never reads or writes the core's fields of it.
- *  - The credit a buffer carried goes back with rmsgi_conn_credit_freed()
- *    once that buffer can take a frame again, which only the backend
- *    knows: TCP when it comes back, RDMA once it is reposted to the
- *    shared receive queue (a credit granted before that would let the
- *    peer meet an empty queue: receiver-not-ready, 245 ms per retry).
+ *    backend sets @m up with rmsgi_msg_init() for every frame and then
+ *    never reads or writes the core's fields of it.
+ *  - The credit a buffer carried goes back once that buffer can take a
+ *    frame again. For a frame the core is done with inside
+ *    rmsgi_conn_rx() the core returns it itself, unless the backend has
+ *    RMSGI_TR_CAP_CREDIT_LATE; otherwise (a kept frame's free_fn, or a
+ *    backend that must repost first) the backend calls
+ *    rmsgi_conn_credit_freed(). RDMA reposts to a shared receive queue
+ *    first: a credit granted before that could let the peer meet an empty
+ *    queue (receiver-not-ready, 245 ms per retry).
  *  - A rendezvous request whose payload finds no memory still goes to
  *    rmsgi_conn_rx() (not ready), then to rmsgi_conn_rx_ready() with
  *    -ENOMEM: that message fails, the connection does not.

@@ -283,6 +283,7 @@ static void peer_frame(struct rmsg_conn *c)
 		/* done with at once (refused, or a control frame): ours */
 		if (pend)
 			app.npending--;
+		m->conn = NULL; /* the core returned its credit */
 		fmsg_free(m);
 	}
 }
@@ -362,8 +363,10 @@ static void auth_proof(struct rmsg_conn *c)
 	memcpy((uint8_t *)m->data, mac, RMSGI_MAC_SIZE);
 	h.len = m->len;
 	h.credits = (uint16_t)(u8() % (GRANT + 2));
-	if (rmsgi_conn_rx(c, &h, m) != RMSGI_RX_KEPT)
+	if (rmsgi_conn_rx(c, &h, m) != RMSGI_RX_KEPT) {
+		m->conn = NULL; /* the core returned its credit */
 		fmsg_free(m);
+	}
 }
 
 static void app_release(void)

@@ -48,6 +48,9 @@ int rx(struct rmsg_conn *c, uint8_t type, uint16_t credits, uint32_t aux,
 	/* the one ownership rule (transport.h): done with, it is ours */
 	if (ret == RMSGI_RX_KEPT)
 		return 0;
+	/* (the core returned its credit: the fake backend has no
+	 * RMSGI_TR_CAP_CREDIT_LATE) */
+	RMSGI_CONTAINER_OF(m, struct tmsg, m)->credit = false;
 	tmsg_free(m);
 	return ret;
 }

@@ -112,7 +112,8 @@
 #define RETRY_COUNT 6  /* 7 would retry forever on rxe */
 #define TEARDOWN_MS 2000
 /* rendezvous for large messages, native one-sided operations */
-#define RDMA_CAPS (RMSGI_TR_CAP_RNDV | RMSGI_TR_CAP_RMA)
+#define RDMA_CAPS \
+	(RMSGI_TR_CAP_RNDV | RMSGI_TR_CAP_RMA | RMSGI_TR_CAP_CREDIT_LATE)
 /*
  * Address resolution runs in slices, retried until the connection's own
  * timeout. The kernel (seen on 6.1) can miss a neighbour reply that

@@ -24,6 +24,7 @@ struct tcp_conn *tcp_conn_new(struct tcp_ctx *t, struct rmsg_conn *c,
 	if (!tc)
 		return NULL;
 	tc->t = t;
+	tc->rp = t->rp;
 	tc->c = c;
 	tc->ci = ci;
 	tc->fd = -1;
@@ -122,7 +123,7 @@ void tcp_conn_end(struct tcp_conn *tc, int reason, const struct rmsgi_hello *h)
 	tc->outq_len = 0;
 	tc->outq_bytes = 0;
 	tc->out_off = 0;
-	rmsgi_reap(tc->t->env->reaper, &tc->reap, tcp_conn_reaped);
+	rmsgi_reap(tc->rp, &tc->reap, tcp_conn_reaped);
 }
 
 /* ------------------------------------------------------------------ */

@@ -51,6 +51,7 @@ struct tcp_ctx *tcp_ctx_get(struct rmsg_ctx *ctx)
 		return NULL;
 	t->ctx = ctx;
 	t->env = rmsgi_ctx_env(ctx);
+	t->rp = t->env->reaper;
 	rmsgi_list_init(&t->conns);
 	rmsgi_list_init(&t->listeners);
 	rmsgi_list_init(&t->stalled);

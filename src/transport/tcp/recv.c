@@ -118,11 +118,9 @@ tcp_deliver(struct tcp_conn *tc, const struct rmsgi_hdr *h, const uint8_t *data,
 	}
 	rmsgi_msg_init(&w->m, c, len ? data : tcp_empty, len);
 	if (RMSGI_LIKELY(rmsgi_conn_rx(c, h, &w->m) != RMSGI_RX_KEPT)) {
-		/* back already: it serves the next frame, and its credit
-		 * goes back to the peer */
+		/* back already (its credit too): it serves the next frame */
 		if (own)
 			tcp_big_recycle(tc, own, cap);
-		rmsgi_conn_credit_freed(c);
 		return;
 	}
 	/* kept (held past on_msg): the app may keep the pointer it was

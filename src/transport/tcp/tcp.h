@@ -133,6 +133,7 @@ struct tcp_rbuf {
 struct tcp_ctx {
 	struct rmsg_ctx *ctx; /* opaque: up-calls, logs */
 	const struct rmsgi_tr_env *env;
+	struct rmsgi_reaper *rp; /* env's */
 	struct rmsgi_list conns;
 	struct rmsgi_list listeners;
 	/* released message objects (TCP_MSG_CACHE of them kept readable) */
@@ -186,6 +187,7 @@ struct tcp_msg {
 
 struct tcp_conn {
 	struct rmsgi_list link; /* tcp_ctx->conns */
+	struct rmsgi_reaper *rp; /* the context's: loaded per entry point */
 	struct rmsgi_reap reap;
 	struct tcp_ctx *t;
 	struct rmsg_conn *c; /* the core's, for up-calls */
@@ -391,11 +393,11 @@ int tcp_conn_adopt(struct rmsg_ctx *ctx, struct rmsg_conn *c,
  * nothing touches @tc after tcp_leave(), which may free it */
 static inline void tcp_enter(struct tcp_conn *tc)
 {
-	rmsgi_tr_enter(tc->t->env->reaper);
+	rmsgi_tr_enter(tc->rp);
 }
 static inline void tcp_leave(struct tcp_conn *tc)
 {
-	rmsgi_tr_leave(tc->t->env->reaper);
+	rmsgi_tr_leave(tc->rp);
 }
 
 /* ------------------------------------------------------------------ */
