@@ -186,7 +186,7 @@ struct tcp_msg {
 };
 
 struct tcp_conn {
-	struct rmsgi_list link; /* tcp_ctx->conns */
+	struct rmsgi_list link;	 /* tcp_ctx->conns */
 	struct rmsgi_reaper *rp; /* the context's: loaded per entry point */
 	struct rmsgi_reap reap;
 	struct tcp_ctx *t;
