@@ -360,14 +360,14 @@ int rmsgi_conn_auth_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 			rmsgi_conn_rx_enqueue(c, m);
 			return 0;
 		}
-		m->free_fn(m);
+		rmsgi_msg_free(m);
 		return 0;
 	}
 	ok = h->type == RMSGI_T_AUTH && c->state == RMSGI_CS_AUTH && m->ready &&
 	     len <= sizeof(buf) && rmsgi_credit_arrived(&c->cr) == 0;
 	if (ok)
 		memcpy(buf, m->data, len);
-	m->free_fn(m);
+	rmsgi_msg_free(m);
 	if (!ok) {
 		auth_fail(c, -EACCES,
 			  c->state == RMSGI_CS_AUTH

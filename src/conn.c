@@ -90,6 +90,13 @@ void rmsgi_conn_set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
 	c->tx.direct_lim = max == SIZE_MAX ? SIZE_MAX : max + 1;
 }
 
+void rmsgi_conn_set_tr(struct rmsg_conn *c, const struct rmsgi_tr *tr)
+{
+	c->tr = tr;
+	c->tops = tr->conn;
+	c->cr.late = tr->caps & RMSGI_TR_CAP_CREDIT_LATE;
+}
+
 int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 		   const struct rmsg_conn_ops *ops, void *arg,
 		   struct rmsg_conn **c_p)

@@ -47,6 +47,9 @@ struct rmsgi_credit {
 	 * flight, in our hands or still to be returned */
 	uint32_t grant;
 	uint32_t grant_min; /* the start: never shrunk below */
+	/* the backend returns the credits of buffers (it reposts them
+	 * first: RMSGI_TR_CAP_CREDIT_LATE), not rmsgi_conn_rx() */
+	bool late;
 	uint32_t grant_max; /* not grown beyond (the cap, or lower) */
 	uint32_t grant_cap; /* the configured maximum */
 	uint32_t shrink_to; /* freed buffers are withheld while above */

@@ -82,12 +82,20 @@ void rmsgi_ctx_mark_dirty(struct rmsg_ctx *ctx, struct rmsg_conn *c)
 	}
 }
 
+/* the reaper's turn outside every backend entry point */
+static void ctx_reap(struct rmsg_ctx *ctx)
+{
+	if (RMSGI_UNLIKELY(ctx->reaper.head != NULL) && !ctx->reaper.depth)
+		rmsgi_reap_run(&ctx->reaper);
+}
+
 void rmsgi_ctx_flush(struct rmsg_ctx *ctx)
 {
 	struct rmsgi_list *n;
 
 	if (ctx->flushing)
 		return;
+	ctx_reap(ctx);
 	ctx->flushing = true;
 	while ((n = rmsgi_list_pop(&ctx->dirty))) {
 		struct rmsg_conn *c =
@@ -99,6 +107,9 @@ void rmsgi_ctx_flush(struct rmsg_ctx *ctx)
 		rmsgi_conn_put(c);
 	}
 	ctx->flushing = false;
+	/* what ended in those callbacks (its down marks it dirty again:
+	 * the next prepare reports it) */
+	ctx_reap(ctx);
 }
 
 static int ctx_poll(struct rmsg_ctx *ctx, bool arm)
@@ -257,6 +268,8 @@ int rmsgi_ctx_new(struct ev_loop *loop, const struct rmsg_cfg *cfg,
 	else
 		rmsgi_cfg_defaults(&ctx->cfg);
 	ctx->log_max = rmsgi_log_max(&ctx->cfg);
+	ctx->reaper.tail = &ctx->reaper.head;
+	ctx->env.reaper = &ctx->reaper;
 	ctx->env.ctx = ctx;
 	ctx->env.loop = loop;
 	ctx->env.cfg = &ctx->cfg;
@@ -319,6 +332,7 @@ static void ctx_settle(struct rmsg_ctx *ctx)
 		for (i = 0; i < rmsgi_tr_nslots; i++)
 			if (ctx->tr_priv[i])
 				rmsgi_tr_stop(rmsgi_tr_get(i), ctx->tr_priv[i]);
+		ctx_reap(ctx);
 		if (rmsgi_list_empty(&ctx->dirty))
 			break;
 		rmsgi_ctx_flush(ctx);
@@ -360,6 +374,8 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 	for (i = 0; i < rmsgi_tr_nslots; i++)
 		if (ctx->tr_priv[i])
 			rmsgi_tr_get(i)->ctx->fini(ctx->tr_priv[i]);
+	/* fini ended what was left: nothing may outlive the context */
+	ctx_reap(ctx);
 	rmsgi_ctx_flush(ctx);
 	rmsgi_rpc_ctx_fini(ctx);
 	rmsgi_mr_fini(ctx);

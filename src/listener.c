@@ -127,8 +127,7 @@ int rmsgi_tr_incoming(struct rmsg_listener *l, const struct rmsgi_tr *tr,
 	rmsgi_listener_attach(l, c);
 	c->is_server = true;
 	c->ti.is_server = true;
-	c->tr = tr;
-	c->tops = tr->conn;
+	rmsgi_conn_set_tr(c, tr);
 	c->tr_priv = tc;
 	*c_p = c;
 	*ci_p = &c->ti;

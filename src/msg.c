@@ -38,6 +38,6 @@ void rmsg_msg_release(struct rmsg_msg *m)
 	c = m->conn;
 	rmsgi_list_del(&m->link);
 	if (!m->in_deliver)
-		m->free_fn(m); /* else freed when on_msg returns */
+		rmsgi_msg_free(m); /* else freed when on_msg returns */
 	rmsgi_conn_put(c);
 }

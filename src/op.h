@@ -38,6 +38,11 @@ struct rmsgi_op_rma {
  * complete without the peer's answer. Without it the core sends them as
  * frames the peer answers (RNDV_ACK for writes, READ_RESP for reads) */
 #define RMSGI_TR_CAP_RMA 0x2
+/* a received buffer takes a frame again only once the backend reposted
+ * it: the backend returns its credit then (rmsgi_conn_credit_freed).
+ * Without it the core returns the credit of a frame it is done with
+ * inside rmsgi_conn_rx() itself (transport.h, "Posting") */
+#define RMSGI_TR_CAP_CREDIT_LATE 0x4
 
 #define RMSGI_OP_IOV_INLINE 4
 /* the largest descriptor between a frame's header and its payload */
@@ -112,15 +117,14 @@ struct rmsg_msg {
 	uint8_t ready; /* payload complete (rendezvous read done) */
 	uint8_t held;
 	uint8_t in_deliver; /* inside on_msg or on_request: it may be held */
-	/* set by a transport that takes the message back itself once
-	 * rmsgi_conn_rx() returns; conn.c, done with it before that, clears
-	 * it and returns the credit instead of calling free_fn. Still set
-	 * on return: the app holds it (the transport then clears it, and
-	 * free_fn runs on release). */
-	uint8_t lent;
+	/* the core's own, never a backend's: RMSGI_MSG_IN_RX while
+	 * rmsgi_conn_rx() runs for it, RMSGI_MSG_DONE once the core is done
+	 * with it inside that call (rmsgi_msg_free: no free_fn then) */
+	uint8_t in_rx;
 	uint32_t aux;
 	uint64_t id;
-	/* gives the memory back to the transport that owns it */
+	/* gives the memory back to the transport that owns it: runs once,
+	 * only for a message rmsgi_conn_rx() kept (transport.h) */
 	void (*free_fn)(struct rmsg_msg *m);
 	void *tr_priv;
 };
@@ -138,8 +142,10 @@ static inline void rmsgi_msg_init(struct rmsg_msg *m, struct rmsg_conn *c,
 	m->ready = 1;
 	m->held = 0;
 	m->in_deliver = 0;
-	m->lent = 0;
+	m->in_rx = 0;
 }
+#define RMSGI_MSG_IN_RX 1
+#define RMSGI_MSG_DONE 2
 /* the frame header an op goes out with (type, aux, id, credits, length
  * of payload and descriptors); one place for every backend, inline: it
  * runs per frame */

@@ -148,13 +148,7 @@ static void pack_unref(struct rmsgi_pack *pk)
 	rmsgi_quar_put(&ctx->pack_done, &pk->q, pk->n);
 	while ((e = rmsgi_quar_over(&ctx->pack_done)))
 		free(RMSGI_CONTAINER_OF(e, struct rmsgi_pack, q));
-	if (f->lent) {
-		/* still inside rmsgi_conn_rx(): the transport recycles it */
-		f->lent = 0;
-		rmsgi_conn_credit_freed(f->conn);
-	} else {
-		f->free_fn(f);
-	}
+	rmsgi_msg_free(f);
 }
 
 static void pack_msg_free(struct rmsg_msg *m)
@@ -210,7 +204,7 @@ int rmsgi_pack_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	rmsgi_conn_put(c);
 	return 0;
 fail:
-	f->free_fn(f);
+	rmsgi_msg_free(f);
 	rmsgi_conn_abort(c, ret);
 	return ret;
 }

@@ -83,11 +83,11 @@ int rmsgi_conn_rma_rx_write(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 
 	if (c->state != RMSGI_CS_ESTABLISHED) {
 		/* closing: nothing is answered (the peer learns the close) */
-		m->free_fn(m);
+		rmsgi_msg_free(m);
 		return 0;
 	}
 	if (rmsgi_rma_decode(m->data, m->len, 0, &r)) {
-		m->free_fn(m);
+		rmsgi_msg_free(m);
 		rmsgi_conn_why(c, "the peer sent a malformed %s frame",
 			       rmsgi_frame_name(h->type));
 		rmsgi_conn_abort(c, -EPROTO);
@@ -103,18 +103,18 @@ int rmsgi_conn_rma_rx_write(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		accepted(c);
 	}
 	if (st && refused(c, "write", dlen, r.off, r.token, st)) {
-		m->free_fn(m);
+		rmsgi_msg_free(m);
 		return -EACCES;
 	}
 	if (!st && dlen)
 		memcpy(dst, m->data + RMSGI_RMA_SIZE, dlen);
 	if (rmsgi_conn_send_ctrl(c, RMSGI_T_RNDV_ACK, (uint32_t)-st, h->id)) {
-		m->free_fn(m);
+		rmsgi_msg_free(m);
 		rmsgi_conn_abort(c, -ENOMEM);
 		return -ENOMEM;
 	}
 	if (st || h->type == RMSGI_T_WRITE) {
-		m->free_fn(m);
+		rmsgi_msg_free(m);
 		return 0;
 	}
 	m->type = RMSGI_T_IMM;
@@ -144,7 +144,7 @@ int rmsgi_conn_rma_rx_read(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	int st;
 
 	st = rmsgi_rma_decode(m->data, m->len, 1, &r);
-	m->free_fn(m);
+	rmsgi_msg_free(m);
 	if (st) {
 		rmsgi_conn_why(c, "the peer sent a malformed READ_REQ frame");
 		rmsgi_conn_abort(c, -EPROTO);
@@ -200,7 +200,7 @@ int rmsgi_conn_rma_rx_read_resp(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 
 	if (!op || op->kind != RMSGI_OP_READ ||
 	    (!h->aux && h->len != op->len)) {
-		m->free_fn(m);
+		rmsgi_msg_free(m);
 		rmsgi_conn_why(c, "the peer sent a READ_RESP frame for no "
 				  "read of ours, or of the wrong length");
 		rmsgi_conn_abort(c, -EPROTO);
@@ -212,7 +212,7 @@ int rmsgi_conn_rma_rx_read_resp(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		memcpy(op->iov[i].iov_base, p, op->iov[i].iov_len);
 		p += op->iov[i].iov_len;
 	}
-	m->free_fn(m);
+	rmsgi_msg_free(m);
 	rmsgi_list_del(&op->rlink);
 	rmsgi_conn_rndv_settle(c, op, -(int)h->aux);
 	return 0;

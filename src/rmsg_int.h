@@ -159,7 +159,10 @@ struct rmsg_ctx {
 	 * rmsg_ctx_destroy() releases those it never will */
 	struct rmsgi_list held;
 	struct rmsgi_pool *pool;
-	struct rmsgi_tr_env env;     /* what the backends see of it */
+	struct rmsgi_tr_env env; /* what the backends see of it */
+	/* backend objects that ended, freed once no backend entry point is
+	 * on the stack (transport.h: end of life) */
+	struct rmsgi_reaper reaper;
 	void *tr_priv[RMSGI_TR_MAX]; /* per-backend context state, by slot */
 	struct rmsgi_list op_free;   /* recycled struct rmsgi_op */
 	unsigned op_free_len;
@@ -200,6 +203,18 @@ void rmsgi_op_put(struct rmsg_ctx *ctx, struct rmsgi_op *op);
 #define RMSGI_PACK_DONE_KEEP 255
 /* pack.c: frees what pack_done keeps (the context goes) */
 void rmsgi_pack_fini(struct rmsg_ctx *ctx);
+
+/* the core is done with a received message: inside rmsgi_conn_rx() for
+ * it, that call hands it back (RMSGI_RX_DONE); after, its free_fn runs
+ * (transport.h, "Posting": one ownership rule) */
+static inline __attribute__((always_inline)) void
+rmsgi_msg_free(struct rmsg_msg *m)
+{
+	if (RMSGI_LIKELY(m->in_rx == RMSGI_MSG_IN_RX))
+		m->in_rx = RMSGI_MSG_DONE;
+	else
+		m->free_fn(m);
+}
 
 /* marks @c as having queued work; flushed before the loop blocks */
 void rmsgi_ctx_mark_dirty(struct rmsg_ctx *ctx, struct rmsg_conn *c);
@@ -407,6 +422,8 @@ struct rmsg_conn {
 };
 
 /* creation, used by rmsg_connect and rmsgi_tr_incoming */
+/* @c goes over backend @tr from now on (its ops, its credit rule) */
+void rmsgi_conn_set_tr(struct rmsg_conn *c, const struct rmsgi_tr *tr);
 int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 		   const struct rmsg_conn_ops *ops, void *arg,
 		   struct rmsg_conn **c_p);

@@ -20,11 +20,12 @@ void rmsgi_conn_drop_rx(struct rmsg_conn *c)
 		if (!m->ready)
 			continue; /* the transport still owns it */
 		rmsgi_list_del(&m->link);
-		m->free_fn(m);
+		rmsgi_msg_free(m);
 	}
 }
 
-/* inline for conn.c's own per-message use (msg_after_cb) */
+/* a buffer can take a frame again: its credit goes back (inline for
+ * rmsgi_conn_rx's common case) */
 static inline __attribute__((always_inline)) void
 conn_credit_freed(struct rmsg_conn *c)
 {
@@ -42,18 +43,11 @@ void rmsgi_conn_credit_freed(struct rmsg_conn *c)
 	conn_credit_freed(c);
 }
 
-/* after on_msg: frees the message unless the app holds it; a lent one
- * goes back to its transport when rmsgi_conn_rx() returns */
-static inline void msg_after_cb(struct rmsg_conn *c, struct rmsg_msg *m)
+/* after on_msg: frees the message unless the app holds it */
+static inline void msg_after_cb(struct rmsg_msg *m)
 {
-	if (m->held)
-		return;
-	if (m->lent) {
-		m->lent = 0;
-		conn_credit_freed(c);
-		return;
-	}
-	m->free_fn(m);
+	if (!m->held)
+		rmsgi_msg_free(m);
 }
 
 /* hands a message to on_msg, then frees it unless the app holds it */
@@ -62,7 +56,7 @@ static inline void call_on_msg(struct rmsg_conn *c, struct rmsg_msg *m)
 	m->in_deliver = 1;
 	RMSGI_USER_CB(c->ctx, c->ops.on_msg(c, m, c->arg));
 	m->in_deliver = 0;
-	msg_after_cb(c, m);
+	msg_after_cb(m);
 }
 
 /* delivers received messages in order, stopping at an unfinished one */
@@ -85,14 +79,14 @@ static void deliver_rx(struct rmsg_conn *c)
 					      c->ops.on_imm(c, m->aux, m->len,
 							    c->arg));
 			}
-			m->free_fn(m);
+			rmsgi_msg_free(m);
 			continue;
 		}
 		if (m->aux && c->state == RMSGI_CS_ESTABLISHED) {
 			/* RPC requests and replies go to rpc.c */
 			int ret = rmsgi_rpc_rx(c, m);
 
-			msg_after_cb(c, m);
+			msg_after_cb(m);
 			if (ret) {
 				rmsgi_conn_abort(c, ret);
 				return;
@@ -100,7 +94,7 @@ static void deliver_rx(struct rmsg_conn *c)
 			continue;
 		}
 		if (c->state != RMSGI_CS_ESTABLISHED || !c->ops.on_msg) {
-			m->free_fn(m);
+			rmsgi_msg_free(m);
 			continue;
 		}
 		call_on_msg(c, m);
@@ -157,7 +151,7 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	case RMSGI_T_AUTH: /* after the handshake: refused there */
 		return rmsgi_conn_auth_rx(c, h, m);
 	case RMSGI_T_CREDIT:
-		m->free_fn(m);
+		rmsgi_msg_free(m);
 		if (h->aux == RMSGI_CREDIT_PROBE)
 			rmsgi_keepalive_answer(c);
 		else if (h->aux == RMSGI_CREDIT_BYE)
@@ -180,7 +174,7 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	case RMSGI_T_READ_RESP:
 		return rmsgi_conn_rma_rx_read_resp(c, h, m);
 	case RMSGI_T_RNDV_ACK:
-		m->free_fn(m);
+		rmsgi_msg_free(m);
 		op = rmsgi_conn_rndv_find(c, h->id);
 		if (!op || op->kind == RMSGI_OP_READ) {
 			rmsgi_conn_why(c, "the peer sent a RNDV_ACK frame for "
@@ -202,7 +196,7 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		rmsgi_conn_rndv_settle(c, op, -(int)h->aux);
 		return 0;
 	default:
-		m->free_fn(m);
+		rmsgi_msg_free(m);
 		if (h->type >= RMSGI_T_MAX_)
 			rmsgi_conn_why(c,
 				       "the peer sent a frame of an unknown "
@@ -227,22 +221,42 @@ static bool bye_beyond_grant(const struct rmsg_conn *c,
 	       h->type == RMSGI_T_CREDIT && h->aux == RMSGI_CREDIT_BYE;
 }
 
+/* the end of every path but the common one: @m went back inside
+ * (rmsgi_msg_free: RMSGI_MSG_DONE), or the core keeps it */
+static int rx_settle(struct rmsg_conn *c, struct rmsg_msg *m, int ret)
+{
+	if (m->in_rx == RMSGI_MSG_DONE) {
+		if (!c->cr.late)
+			conn_credit_freed(c);
+		return ret; /* RMSGI_RX_DONE (0) or the error */
+	}
+	/* queued or held: its free_fn runs later, once */
+	m->in_rx = 0;
+	return RMSGI_RX_KEPT;
+}
+
 int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		  struct rmsg_msg *m)
 {
 	uint32_t grow;
 	int ret;
 
+	/* @m comes with in_rx 0 (rmsgi_msg_init). Every path but the
+	 * common one marks it first: until this call returns, the core's
+	 * rmsgi_msg_free() then only records that it is done with it. */
 	/* nothing of an unauthenticated peer goes further (auth.c); an
 	 * AUTH frame afterwards ends in rx_other() */
-	if (RMSGI_UNLIKELY(c->auth_wait))
-		return rmsgi_conn_auth_rx(c, h, m);
+	if (RMSGI_UNLIKELY(c->auth_wait)) {
+		m->in_rx = RMSGI_MSG_IN_RX;
+		return rx_settle(c, m, rmsgi_conn_auth_rx(c, h, m));
+	}
 	/* any frame shows the peer alive and used one of its credits; one
 	 * beyond them (held messages count until released) is refused */
 	rmsgi_live_rx(&c->live, ev_now(c->ctx->loop));
 	if (RMSGI_UNLIKELY(rmsgi_credit_arrived(&c->cr)) &&
 	    !bye_beyond_grant(c, h)) {
-		m->free_fn(m);
+		m->in_rx = RMSGI_MSG_IN_RX;
+		rmsgi_msg_free(m);
 		rmsgi_warn(c->ctx,
 			   "conn %u: the peer sent a frame beyond the %u "
 			   "credits it was granted",
@@ -252,7 +266,7 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 			       "credits it was granted",
 			       rmsgi_frame_name(h->type), c->cr.grant);
 		rmsgi_conn_abort(c, -EPROTO);
-		return -EPROTO;
+		return rx_settle(c, m, -EPROTO);
 	}
 	/* the peer is down to its last credit: it may use more */
 	grow = rmsgi_credit_grow_want(&c->cr);
@@ -262,32 +276,47 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		ret = rmsgi_credit_returned(&c->cr, h->credits,
 					    c->peer_credits);
 		if (RMSGI_UNLIKELY(ret)) {
-			m->free_fn(m);
+			m->in_rx = RMSGI_MSG_IN_RX;
+			rmsgi_msg_free(m);
 			rmsgi_conn_why(c,
 				       "the peer's %s frame returned more "
 				       "credits than it holds of ours",
 				       rmsgi_frame_name(h->type));
 			rmsgi_conn_abort(c, ret);
-			return ret;
+			return rx_settle(c, m, ret);
 		}
 		if (!rmsgi_list_empty(&c->tx.sendq))
 			rmsgi_ctx_mark_dirty(c->ctx, c);
 	}
 	if (RMSGI_UNLIKELY(h->type != RMSGI_T_DATA || h->aux || !m->ready ||
 			   !rmsgi_list_empty(&c->rxq) ||
-			   c->state != RMSGI_CS_ESTABLISHED || !c->ops.on_msg))
-		return rx_other(c, h, m);
+			   c->state != RMSGI_CS_ESTABLISHED ||
+			   !c->ops.on_msg)) {
+		m->in_rx = RMSGI_MSG_IN_RX;
+		return rx_settle(c, m, rx_other(c, h, m));
+	}
 	/* in order with nothing ahead: what deliver_rx() would do, without
-	 * the queue */
+	 * the queue, and without the marking (nothing else frees it) */
 	c->st.msgs_recv++;
 	c->st.bytes_recv += m->len;
 	m->type = RMSGI_T_DATA;
 	m->aux = 0;
 	m->id = h->id;
 	rmsgi_conn_get(c);
-	call_on_msg(c, m);
+	m->in_deliver = 1;
+	RMSGI_USER_CB(c->ctx, c->ops.on_msg(c, m, c->arg));
+	m->in_deliver = 0;
+	if (RMSGI_LIKELY(!m->held)) {
+		/* back to the backend, with its credit unless the backend
+		 * must repost it first */
+		if (RMSGI_LIKELY(!c->cr.late))
+			conn_credit_freed(c);
+		ret = RMSGI_RX_DONE;
+	} else {
+		ret = RMSGI_RX_KEPT; /* the app's: free_fn on release */
+	}
 	rmsgi_conn_put(c);
-	return 0;
+	return ret;
 }
 
 void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status)
@@ -295,7 +324,7 @@ void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status)
 	m->ready = 1;
 	if (c->state >= RMSGI_CS_CLOSING) {
 		rmsgi_list_del(&m->link);
-		m->free_fn(m);
+		rmsgi_msg_free(m);
 		return;
 	}
 	if (rmsgi_conn_send_ctrl(c, RMSGI_T_RNDV_ACK,
@@ -304,7 +333,7 @@ void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status)
 		rmsgi_conn_post_queued(c);
 	} else {
 		rmsgi_list_del(&m->link);
-		m->free_fn(m);
+		rmsgi_msg_free(m);
 		rmsgi_conn_abort(c, -ENOMEM);
 		return;
 	}
@@ -317,10 +346,10 @@ void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status)
 			   "-ENOMEM (see rmsg_cfg_set_reg_limit())",
 			   c->id, m->len);
 		rmsgi_list_del(&m->link);
-		m->free_fn(m);
+		rmsgi_msg_free(m);
 	} else if (status) {
 		rmsgi_list_del(&m->link);
-		m->free_fn(m);
+		rmsgi_msg_free(m);
 		rmsgi_conn_abort(c, status);
 		return;
 	} else {

@@ -26,8 +26,7 @@ static int conn_start_tr(struct rmsg_conn *c, const struct rmsgi_tr *tr,
 {
 	int ret;
 
-	c->tr = tr;
-	c->tops = tr->conn;
+	rmsgi_conn_set_tr(c, tr);
 	c->tr_priv = NULL;
 	ret = tr->conn->connect(c, &c->ti, u, to);
 	if (ret)

@@ -45,6 +45,7 @@ struct rmsgi_tr_env {
 	int log_max;		 /* rmsgi_log_max(cfg) */
 	/* a private loop's deadlines (timer.h): NULL on the app's loop */
 	struct rmsgi_timers *timers;
+	struct rmsgi_reaper *reaper; /* the context's end of life (below) */
 };
 const struct rmsgi_tr_env *rmsgi_ctx_env(struct rmsg_ctx *ctx);
 struct rmsgi_tr;
@@ -58,6 +59,54 @@ void **rmsgi_ctx_tr_slot(struct rmsg_ctx *ctx, const struct rmsgi_tr *tr);
 		if ((env)->log_max >= RMSG_LOG_DEBUG)                       \
 			rmsgi_log((env)->ctx, RMSG_LOG_DEBUG, __VA_ARGS__); \
 	} while (0)
+
+/*
+ * End of life: one rule for every connection object a backend frees.
+ *
+ * A user callback runs inside a backend's handler and may end the very
+ * object the handler is working on (a close from on_msg), or another one
+ * the handler reaches next. So a backend never frees a connection object
+ * where it ends it: it queues it with rmsgi_reap(), and the core runs
+ * its @fn once no backend entry point is on the context's stack: at the
+ * outermost rmsgi_tr_leave(), from the context's flush outside every
+ * entry point, and in rmsg_ctx_destroy() before each backend's fini.
+ * Every backend entry point that can make up-calls or end an object (its
+ * io, timer and completion callbacks, poll(), and the ops that can end
+ * the connection) is bracketed by rmsgi_tr_enter() and rmsgi_tr_leave(),
+ * and touches nothing after its leave. Until @fn runs the object stays
+ * readable, so a handler that comes back from a callback tests its own
+ * "ended" flag and stops. Items run in the order they were queued (so
+ * connections go down in the order they ended); @fn frees the object and
+ * may make up-calls (rmsgi_conn_ev_down()), never calls the app, and may
+ * queue more.
+ */
+struct rmsgi_reap {
+	struct rmsgi_reap *next;
+	void (*fn)(struct rmsgi_reap *r);
+};
+struct rmsgi_reaper {
+	unsigned depth; /* backend entry points on the stack */
+	struct rmsgi_reap *head, **tail;
+};
+/* runs every queued item (depth 0 only) */
+void rmsgi_reap_run(struct rmsgi_reaper *rp);
+static inline void rmsgi_reap(struct rmsgi_reaper *rp, struct rmsgi_reap *r,
+			      void (*fn)(struct rmsgi_reap *r))
+{
+	r->fn = fn;
+	r->next = NULL;
+	*rp->tail = r;
+	rp->tail = &r->next;
+}
+static inline void rmsgi_tr_enter(struct rmsgi_reaper *rp)
+{
+	rp->depth++;
+}
+static inline void rmsgi_tr_leave(struct rmsgi_reaper *rp)
+{
+	if (--rp->depth == 0 && RMSGI_UNLIKELY(rp->head != NULL))
+		rmsgi_reap_run(rp);
+}
 
 /* what a connection is, fixed for its life (rmsgi_conn_info); valid until
  * the backend's rmsgi_conn_ev_down() or rmsgi_conn_discard() */
@@ -183,9 +232,22 @@ struct rmsgi_tr_conn_ops {
  *  - A failure or the peer's leaving is reported once with
  *    rmsgi_conn_ev_failed(); once every posted op completed and the
  *    endpoint is released, the backend calls rmsgi_conn_ev_down().
- *  - Received frames go to rmsgi_conn_rx() in order, in a struct rmsg_msg
- *    whose free_fn gives the buffer back and calls
- *    rmsgi_conn_credit_freed() for a buffer that carried a credit.
+ *  - Received buffers have one ownership rule. A frame goes up to
+ *    rmsgi_conn_rx() in order, in a struct rmsg_msg (the buffer's
+ *    handle), and comes back exactly once: at once, when
+ *    rmsgi_conn_rx() returns RMSGI_RX_DONE (the core is done with it:
+ *    the usual case, no indirect call), or later through its free_fn,
+ *    when it returned RMSGI_RX_KEPT (queued, or held by the app). The
+ *    backend sets @m up with rmsgi_msg_init() for every frame and then
+ *    never reads or writes the core's fields of it.
+ *  - The credit a buffer carried goes back once that buffer can take a
+ *    frame again. For a frame the core is done with inside
+ *    rmsgi_conn_rx() the core returns it itself, unless the backend has
+ *    RMSGI_TR_CAP_CREDIT_LATE; otherwise (a kept frame's free_fn, or a
+ *    backend that must repost first) the backend calls
+ *    rmsgi_conn_credit_freed(). RDMA reposts to a shared receive queue
+ *    first: a credit granted before that could let the peer meet an empty
+ *    queue (receiver-not-ready, 245 ms per retry).
  *  - A rendezvous request whose payload finds no memory still goes to
  *    rmsgi_conn_rx() (not ready), then to rmsgi_conn_rx_ready() with
  *    -ENOMEM: that message fails, the connection does not.
@@ -261,10 +323,14 @@ bool rmsgi_conn_awaits_peer(const struct rmsg_conn *c);
 /* a posted op finished (status 0 or -errno) */
 void rmsgi_conn_op_done(struct rmsg_conn *c, struct rmsgi_op *op, int status);
 /* a frame arrived, header decoded; @m->ready: its payload is complete.
- * 0, or a negative errno the core closes with (-EPROTO: illegal frame;
- * -ENOMEM: no memory to unpack a PACK frame). */
+ * RMSGI_RX_KEPT: the core keeps @m, its free_fn runs once later;
+ * RMSGI_RX_DONE (0): @m is the backend's again; a negative errno: done
+ * with too, and the core closes with it (-EPROTO: illegal frame; -ENOMEM:
+ * no memory to unpack a PACK frame). "Posting" tells the rule. */
 int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		  struct rmsg_msg *m);
+#define RMSGI_RX_DONE 0
+#define RMSGI_RX_KEPT 1
 /* a rendezvous payload read into @m is complete, or failed: -ENOMEM (no
  * memory, nothing read) fails that message only, else the connection */
 void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status);

@@ -279,8 +279,13 @@ static void peer_frame(struct rmsg_conn *c)
 		m->ready = 0;
 		app.pending_rndv[app.npending++] = m;
 	}
-	if (rmsgi_conn_rx(c, &h, m) && pend)
-		app.npending--; /* refused: conn.c freed it */
+	if (rmsgi_conn_rx(c, &h, m) != RMSGI_RX_KEPT) {
+		/* done with at once (refused, or a control frame): ours */
+		if (pend)
+			app.npending--;
+		m->conn = NULL; /* the core returned its credit */
+		fmsg_free(m);
+	}
 }
 
 static void rndv_ready(struct rmsg_conn *c)
@@ -358,7 +363,10 @@ static void auth_proof(struct rmsg_conn *c)
 	memcpy((uint8_t *)m->data, mac, RMSGI_MAC_SIZE);
 	h.len = m->len;
 	h.credits = (uint16_t)(u8() % (GRANT + 2));
-	rmsgi_conn_rx(c, &h, m);
+	if (rmsgi_conn_rx(c, &h, m) != RMSGI_RX_KEPT) {
+		m->conn = NULL; /* the core returned its credit */
+		fmsg_free(m);
+	}
 }
 
 static void app_release(void)

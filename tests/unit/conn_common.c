@@ -43,8 +43,16 @@ int rx(struct rmsg_conn *c, uint8_t type, uint16_t credits, uint32_t aux,
 			      .aux = aux,
 			      .id = id,
 			      .len = m->len};
+	int ret = rmsgi_conn_rx(c, &h, m);
 
-	return rmsgi_conn_rx(c, &h, m);
+	/* the one ownership rule (transport.h): done with, it is ours */
+	if (ret == RMSGI_RX_KEPT)
+		return 0;
+	/* (the core returned its credit: the fake backend has no
+	 * RMSGI_TR_CAP_CREDIT_LATE) */
+	RMSGI_CONTAINER_OF(m, struct tmsg, m)->credit = false;
+	tmsg_free(m);
+	return ret;
 }
 
 int rx_data(struct rmsg_conn *c, const char *s, uint16_t credits)

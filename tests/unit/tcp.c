@@ -36,6 +36,7 @@
 
 struct rmsg_ctx {
 	struct rmsgi_tr_env env;
+	struct rmsgi_reaper reaper;
 	struct rmsgi_cfgv cfg;
 	void *slot; /* the TCP backend's */
 	int warnings;
@@ -219,9 +220,8 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	assert_non_null(f->data);
 	memcpy(f->data, m->data, m->len);
 	/* done with it before returning: the backend takes it back */
-	m->lent = 0;
 	ev_add(c, 'R');
-	return 0;
+	return RMSGI_RX_DONE;
 }
 
 void rmsgi_conn_tr_room(struct rmsg_conn *c)
@@ -439,6 +439,8 @@ static int setup(void **state)
 	ctx.env.loop = loop;
 	ctx.env.cfg = &ctx.cfg;
 	ctx.env.log_max = RMSG_LOG_WARN;
+	ctx.reaper.tail = &ctx.reaper.head;
+	ctx.env.reaper = &ctx.reaper;
 	conn.ci.ctx = &ctx;
 	conn.ci.cfg = &ctx.cfg;
 	conn.ci.id = 1;

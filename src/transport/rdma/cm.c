@@ -558,6 +558,7 @@ void rdma_cm_cb(struct ev_loop *loop, ev_io *w, int revents)
 	struct rdma_ctx *r = w->data;
 	struct rdma_cm_event *ev, copy;
 
+	rdma_enter(r);
 	while (rdma_get_cm_event(r->ech, &ev) == 0) {
 		uint8_t pdata[256];
 
@@ -597,5 +598,6 @@ void rdma_cm_cb(struct ev_loop *loop, ev_io *w, int revents)
 			     rdma_event_str(copy.event), copy.status);
 		on_cm_event(r, &copy);
 	}
+	rdma_leave(r);
 	rmsgi_ctx_flush(r->ctx);
 }

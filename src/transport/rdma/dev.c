@@ -446,7 +446,6 @@ void rdma_ctx_fini(void *p)
 	free(r->q);
 	r->q = NULL;
 	r->nq = 0;
-	bury(r);
 	for (i = 0; i < r->nchunks; i++) {
 		rmsgi_pool_free(r->env->pool, r->rx_chunks[2 * i]);
 		free(r->rx_chunks[2 * i + 1]);

@@ -87,7 +87,7 @@
  *  recv.c      receiving: the CQ drain, eager frames, buffer reposts,
  *              rendezvous receives (reads, quarantine)
  *  rma.c       one-sided operations (RDMA WRITE, WRITE_WITH_IMM, READ)
- *  teardown.c  the end of a connection: linger, drain, the graveyard
+ *  teardown.c  the end of a connection: linger, drain, the reaper
  */
 #ifndef RMSG_TRANSPORT_RDMA_H
 #define RMSG_TRANSPORT_RDMA_H
@@ -112,7 +112,8 @@
 #define RETRY_COUNT 6  /* 7 would retry forever on rxe */
 #define TEARDOWN_MS 2000
 /* rendezvous for large messages, native one-sided operations */
-#define RDMA_CAPS (RMSGI_TR_CAP_RNDV | RMSGI_TR_CAP_RMA)
+#define RDMA_CAPS \
+	(RMSGI_TR_CAP_RNDV | RMSGI_TR_CAP_RMA | RMSGI_TR_CAP_CREDIT_LATE)
 /*
  * Address resolution runs in slices, retried until the connection's own
  * timeout. The kernel (seen on 6.1) can miss a neighbour reply that
@@ -299,8 +300,8 @@ struct rdma_conn {
 	bool room_wanted;
 	bool rma_open; /* the QP's remote rights granted (qp.c) */
 	bool silent;   /* rejected before the app saw it */
-	bool buried;   /* torn down; only memory is left */
-	struct rdma_conn *dead_next;
+	bool buried;   /* torn down, on the context's reaper: only memory */
+	struct rmsgi_reap reap;
 };
 
 struct rdma_listener {
@@ -338,9 +339,6 @@ struct rdma_ctx {
 	uint32_t nchunks;
 	struct rdma_conn *qpn_hash[QPN_BUCKETS];
 	uint32_t nconns;
-	/* torn-down conns, freed outside any dispatch that may still
-	 * hold a pointer to them */
-	struct rdma_conn *graveyard;
 };
 
 /* the backend (rdma.c) */
@@ -561,14 +559,16 @@ void rdma_rc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
 /* conn op */
 void rdma_disconnect_op(void *p, unsigned linger_ms);
 
-static inline void bury(struct rdma_ctx *r)
+/* every entry point (io, timer and CQ callbacks, poll) is bracketed by
+ * these (transport.h: end of life): a torn-down rdma_conn stays readable
+ * until the outermost leave */
+static inline void rdma_enter(struct rdma_ctx *r)
 {
-	while (r->graveyard) {
-		struct rdma_conn *rc = r->graveyard;
-
-		r->graveyard = rc->dead_next;
-		free(rc);
-	}
+	rmsgi_tr_enter(r->env->reaper);
+}
+static inline void rdma_leave(struct rdma_ctx *r)
+{
+	rmsgi_tr_leave(r->env->reaper);
 }
 
 #endif /* RMSG_TRANSPORT_RDMA_H */

@@ -103,7 +103,8 @@ static bool rx_repost_due(const struct rdma_ctx *r)
 	return false;
 }
 
-/* free_fn of an eager receive: batch the repost */
+/* an eager receive is back (rmsgi_conn_rx() done with it, or its
+ * free_fn): batch the repost, which returns its credit */
 static void rxbuf_release(struct rmsg_msg *m)
 {
 	struct rxbuf *rb = RMSGI_CONTAINER_OF(m, struct rxbuf, m);
@@ -312,8 +313,11 @@ static int rndv_rx_start(struct rdma_conn *rc, const struct rmsgi_hdr *h,
 	rmsgi_msg_init(&rx->m, c, NULL, h->len);
 	rx->m.ready = 0;
 	rx->m.free_fn = rndv_rx_free;
-	if (rmsgi_conn_rx(c, h, &rx->m))
-		return 0; /* the conn freed rx and is closing */
+	if (rmsgi_conn_rx(c, h, &rx->m) != RMSGI_RX_KEPT) {
+		/* refused (the conn is closing): back at once */
+		rndv_rx_free(&rx->m);
+		return 0;
+	}
 	if (rc->pending_tail)
 		rc->pending_tail->next_pending = rx;
 	else
@@ -375,7 +379,8 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 		h.type = RMSGI_T_IMM;
 		h.aux = ntohl(wc->imm_data);
 		h.id = wc->byte_len;
-		rmsgi_conn_rx(rc->c, &h, &rb->m);
+		if (rmsgi_conn_rx(rc->c, &h, &rb->m) != RMSGI_RX_KEPT)
+			rxbuf_release(&rb->m);
 		return;
 	}
 	/* DATA fits the buffer (byte_len checks it); RNDV_REQ announces up
@@ -428,7 +433,8 @@ static void on_recv(struct rdma_ctx *r, struct ibv_wc *wc)
 	}
 	rb->m.data = rb->buf + RMSGI_HDR_SIZE;
 	rb->m.len = h.len;
-	rmsgi_conn_rx(rc->c, &h, &rb->m);
+	if (rmsgi_conn_rx(rc->c, &h, &rb->m) != RMSGI_RX_KEPT)
+		rxbuf_release(&rb->m);
 	/* lingering: that may have been the last acknowledgement */
 	if (rc->state == RC_LINGER && rc->tail == rc->head &&
 	    !rmsgi_conn_awaits_peer(rc->c))
@@ -506,9 +512,9 @@ int rdma_poll(void *p, bool arm)
 	struct rdma_ctx *r = p;
 	int n;
 
-	bury(r);
 	if (!r->nq)
 		return 0;
+	rdma_enter(r);
 	/* released receive buffers go back when the CQ is found empty (off
 	 * the critical path: while waiting for the peer) or by the batch
 	 * (rxbuf_release) */
@@ -528,6 +534,7 @@ int rdma_poll(void *p, bool arm)
 			ibv_req_notify_cq(r->q[i]->cq, 0);
 		n += rdma_cq_drain(r);
 	}
+	rdma_leave(r);
 	return n;
 }
 
@@ -537,6 +544,7 @@ void rdma_cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 	struct ibv_cq *cq;
 	void *cq_ctx;
 
+	rdma_enter(r);
 	/* each CQ's context is its group; a notified CQ is re-armed
 	 * before every CQ is polled */
 	while (ibv_get_cq_event(r->cch, &cq, &cq_ctx) == 0) {
@@ -549,5 +557,6 @@ void rdma_cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 		ibv_req_notify_cq(q->cq, 0);
 	}
 	rdma_cq_drain(r);
+	rdma_leave(r);
 	rmsgi_ctx_flush(r->ctx);
 }

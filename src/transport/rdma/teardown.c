@@ -2,14 +2,20 @@
 /*
  * teardown.c - the end of a connection (rdma.h tells the design): a
  * local close that lingers for its posted work and the peer's answers, the
- * drain of a failed one until every posted slot has retired, the timer
- * that bounds both (and the connect), and the graveyard of torn-down
- * connections, freed outside any dispatch that may still hold them.
+ * drain of a failed one until every posted slot has retired, and the
+ * timer that bounds both (and the connect). A torn-down connection goes
+ * to the context's reaper, which frees it outside any dispatch that may
+ * still hold it (transport.h: end of life).
  */
 #include "rdma.h"
 
 /* ------------------------------------------------------------------ */
 /* teardown                                                             */
+
+static void rc_reaped(struct rmsgi_reap *x)
+{
+	free(RMSGI_CONTAINER_OF(x, struct rdma_conn, reap));
+}
 
 /* fails the connection (reason < 0) or continues a drain (reason 0); the
  * endpoint goes once every posted slot has retired */
@@ -135,8 +141,7 @@ void rdma_rc_teardown(struct rdma_conn *rc, int reason)
 	r->nconns--;
 	rc->state = RC_DEAD;
 	rc->buried = true;
-	rc->dead_next = r->graveyard;
-	r->graveyard = rc;
+	rmsgi_reap(r->env->reaper, &rc->reap, rc_reaped);
 	if (rc->silent) {
 		/* never reached the app: no callbacks, just free */
 		rmsgi_conn_discard(c);
@@ -148,9 +153,11 @@ void rdma_rc_teardown(struct rdma_conn *rc, int reason)
 void rdma_rc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct rdma_conn *rc = w->data;
+	struct rdma_ctx *r = rc->r;
 
 	rc->timer_on = false;
 	ev_ref(loop);
+	rdma_enter(r);
 	if (rc->state == RC_LINGER) {
 		rmsgi_warn(rc->r->ctx,
 			   "conn %u: %u work requests still "
@@ -175,7 +182,8 @@ void rdma_rc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	} else if (rc->state != RC_UP) {
 		rdma_rc_teardown(rc, -ETIMEDOUT);
 	}
-	rmsgi_ctx_flush(rc->r->ctx);
+	rdma_leave(r);
+	rmsgi_ctx_flush(r->ctx);
 }
 
 void rdma_disconnect_op(void *p, unsigned linger_ms)

@@ -24,6 +24,7 @@ struct tcp_conn *tcp_conn_new(struct tcp_ctx *t, struct rmsg_conn *c,
 	if (!tc)
 		return NULL;
 	tc->t = t;
+	tc->rp = t->rp;
 	tc->c = c;
 	tc->ci = ci;
 	tc->fd = -1;
@@ -83,10 +84,20 @@ void tcp_conn_release(struct tcp_conn *tc)
 	free(tc);
 }
 
+/* the reaper's turn: the memory goes, then the core hears it is down */
+static void tcp_conn_reaped(struct rmsgi_reap *r)
+{
+	struct tcp_conn *tc = RMSGI_CONTAINER_OF(r, struct tcp_conn, reap);
+	struct rmsg_conn *c = tc->c;
+
+	tcp_conn_release(tc);
+	rmsgi_conn_ev_down(c);
+}
+
 /*
  * Ends the transport side: a @reason reports a failure first (@h: a
  * reject's hello), the socket closes, every queued op completes. The
- * memory and rmsgi_conn_ev_down() wait for the outermost entry point.
+ * memory and rmsgi_conn_ev_down() wait for the reaper.
  */
 void tcp_conn_end(struct tcp_conn *tc, int reason, const struct rmsgi_hello *h)
 {
@@ -112,6 +123,7 @@ void tcp_conn_end(struct tcp_conn *tc, int reason, const struct rmsgi_hello *h)
 	tc->outq_len = 0;
 	tc->outq_bytes = 0;
 	tc->out_off = 0;
+	rmsgi_reap(tc->rp, &tc->reap, tcp_conn_reaped);
 }
 
 /* ------------------------------------------------------------------ */
@@ -275,14 +287,14 @@ static void tcp_ww_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	tc->busy++;
+	tcp_enter(tc);
 	if (tc->phase == TCP_PH_CONNECT) {
 		tcp_connect_done(tc);
 	} else {
 		tc->blocked = false;
 		tcp_write(tc);
 	}
-	tcp_conn_unbusy(tc);
+	tcp_leave(tc);
 }
 
 static void tcp_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -292,7 +304,7 @@ static void tcp_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	/* libev stopped the one-shot timer itself: give back its unref */
 	ev_ref(loop);
-	tc->busy++;
+	tcp_enter(tc);
 	if (tc->stall_tmo) {
 		/* the receive memory limit stayed full for the timeout */
 		tc->stall_tmo = false;
@@ -304,7 +316,7 @@ static void tcp_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	} else {
 		tcp_conn_end(tc, -ETIMEDOUT, NULL);
 	}
-	tcp_conn_unbusy(tc);
+	tcp_leave(tc);
 }
 
 /* a client connection's object, handed to the core, in TCP_PH_CONNECT */
@@ -339,7 +351,7 @@ int tcp_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 	*tc->to = *to;
 	tc->src = u->src;
 	tc->src_len = u->src_len;
-	tc->busy++;
+	tcp_enter(tc);
 	tcp_timer_start(tc->t->env->loop, &tc->tmo,
 			ci->cfg->timeout_ms / 1000.0);
 	ret = tcp_connect_next(tc);
@@ -349,7 +361,7 @@ int tcp_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 		tcp_conn_release(tc);
 		return ret;
 	}
-	tcp_conn_unbusy(tc);
+	tcp_leave(tc);
 	return 0;
 }
 
@@ -378,11 +390,11 @@ int tcp_conn_adopt(struct rmsg_ctx *ctx, struct rmsg_conn *c,
 		return -ENOMEM;
 	tcp_nodelay(fd);
 	tcp_conn_set_fd(tc, fd);
-	tc->busy++;
+	tcp_enter(tc);
 	tcp_timer_start(tc->t->env->loop, &tc->tmo,
 			ci->cfg->timeout_ms / 1000.0);
 	tcp_connected(tc);
-	tcp_conn_unbusy(tc);
+	tcp_leave(tc);
 	return 0;
 }
 
@@ -424,7 +436,7 @@ void tcp_disconnect(void *tcp, unsigned linger_ms)
 
 	if (!tc)
 		return;
-	tc->busy++;
+	tcp_enter(tc);
 	if (tc->fd >= 0 && !tc->ended && tc->phase == TCP_PH_OPEN &&
 	    !tc->lingering && linger_ms) {
 		tc->lingering = true;
@@ -435,11 +447,11 @@ void tcp_disconnect(void *tcp, unsigned linger_ms)
 		}
 		tcp_timer_start(tc->t->env->loop, &tc->tmo, linger_ms / 1000.0);
 		tcp_linger_step(tc);
-		tcp_conn_unbusy(tc);
+		tcp_leave(tc);
 		return;
 	}
 	if (tc->fd >= 0)
 		shutdown(tc->fd, SHUT_RDWR);
 	tcp_conn_end(tc, 0, NULL);
-	tcp_conn_unbusy(tc);
+	tcp_leave(tc);
 }

@@ -51,6 +51,7 @@ struct tcp_ctx *tcp_ctx_get(struct rmsg_ctx *ctx)
 		return NULL;
 	t->ctx = ctx;
 	t->env = rmsgi_ctx_env(ctx);
+	t->rp = t->env->reaper;
 	rmsgi_list_init(&t->conns);
 	rmsgi_list_init(&t->listeners);
 	rmsgi_list_init(&t->stalled);
@@ -211,14 +212,12 @@ static void tcp_ctx_stop(void *p)
 
 		tcp_listener_free(tl);
 	}
-	rmsgi_list_for_each_safe (n, tmp, &t->conns) {
-		struct tcp_conn *tc =
-			rmsgi_list_entry(n, struct tcp_conn, link);
-
-		tc->busy++;
-		tcp_conn_end(tc, 0, NULL);
-		tcp_conn_unbusy(tc);
-	}
+	/* one bracket: the list holds until every end is queued */
+	rmsgi_tr_enter(t->env->reaper);
+	rmsgi_list_for_each_safe (n, tmp, &t->conns)
+		tcp_conn_end(rmsgi_list_entry(n, struct tcp_conn, link), 0,
+			     NULL);
+	rmsgi_tr_leave(t->env->reaper);
 }
 
 static void tcp_ctx_fini(void *p)

@@ -361,12 +361,15 @@ free_res:
 void tcp_listen_close(void *p)
 {
 	struct tcp_listener *tl = p;
+	struct rmsgi_reaper *rp;
 	struct rmsgi_list *n, *tmp;
 
 	if (!tl)
 		return;
+	rp = tl->t->env->reaper;
 	/* handshakes still waiting for their HELLO die with the listener;
 	 * one inside the accept callback goes on without it */
+	rmsgi_tr_enter(rp);
 	rmsgi_list_for_each_safe (n, tmp, &tl->t->conns) {
 		struct tcp_conn *tc =
 			rmsgi_list_entry(n, struct tcp_conn, link);
@@ -374,11 +377,9 @@ void tcp_listen_close(void *p)
 		if (tc->tl != tl)
 			continue;
 		tc->tl = NULL;
-		if (tc->in_accept)
-			continue;
-		tc->busy++;
-		tcp_conn_end(tc, -ECONNABORTED, NULL);
-		tcp_conn_unbusy(tc);
+		if (!tc->in_accept)
+			tcp_conn_end(tc, -ECONNABORTED, NULL);
 	}
 	tcp_listener_free(tl);
+	rmsgi_tr_leave(rp);
 }

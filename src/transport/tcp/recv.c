@@ -73,26 +73,21 @@ void tcp_msg_put(struct tcp_msg *w)
 		free(RMSGI_CONTAINER_OF(e, struct tcp_msg, q));
 }
 
-/* free_fn: conn.c or the app is done with a frame; may run after the
- * connection's transport state is gone (a held message), so it touches
- * only the message and the context */
+/* free_fn: the core or the app is done with a frame the core kept; may
+ * run after the connection's transport state is gone (a held message),
+ * so it touches only the message and the context */
 static void tcp_msg_free(struct rmsg_msg *m)
 {
 	struct tcp_msg *w = RMSGI_CONTAINER_OF(m, struct tcp_msg, m);
 	struct rmsg_conn *c = m->conn;
 
-	if (m->lent) {
-		/* the read path recycles it and whatever memory it used */
-		m->lent = 0;
-	} else {
-		if (w->rb)
-			tcp_rbuf_put(w->t, w->rb);
-		if (w->heap) {
-			free(w->heap);
-			tcp_rx_give(w->t, w->heap_cap);
-		}
-		tcp_msg_put(w);
+	if (w->rb)
+		tcp_rbuf_put(w->t, w->rb);
+	if (w->heap) {
+		free(w->heap);
+		tcp_rx_give(w->t, w->heap_cap);
 	}
+	tcp_msg_put(w);
 	rmsgi_conn_credit_freed(c);
 }
 
@@ -122,18 +117,15 @@ tcp_deliver(struct tcp_conn *tc, const struct rmsgi_hdr *h, const uint8_t *data,
 		tc->rxm = w;
 	}
 	rmsgi_msg_init(&w->m, c, len ? data : tcp_empty, len);
-	w->m.lent = 1;
-	rmsgi_conn_rx(c, h, &w->m);
-	if (RMSGI_LIKELY(!w->m.lent)) {
-		/* done with: it serves the next frame */
+	if (RMSGI_LIKELY(rmsgi_conn_rx(c, h, &w->m) != RMSGI_RX_KEPT)) {
+		/* back already (its credit too): it serves the next frame */
 		if (own)
 			tcp_big_recycle(tc, own, cap);
 		return;
 	}
-	/* held past on_msg: the app may keep the pointer it was shown, so
-	 * the payload stays where it is, and the object is the app's until
-	 * it releases it (tcp_msg_free) */
-	w->m.lent = 0;
+	/* kept (held past on_msg): the app may keep the pointer it was
+	 * shown, so the payload stays where it is, and the object is the
+	 * core's until its free_fn (tcp_msg_free) */
 	tc->rxm = NULL;
 	if (own) {
 		w->heap = own;
@@ -544,7 +536,7 @@ void tcp_rw_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	tc->busy++;
+	tcp_enter(tc);
 	tcp_read(tc);
-	tcp_conn_unbusy(tc);
+	tcp_leave(tc);
 }

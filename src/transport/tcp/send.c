@@ -225,9 +225,9 @@ int tcp_post(void *tcp, struct rmsgi_op *op)
 	 * it: no watcher is needed unless the socket fills up */
 	if (tc->outq_len < TCP_BATCH_FRAMES && tc->outq_bytes < TCP_BATCH_BYTES)
 		return 0;
-	tc->busy++;
+	tcp_enter(tc);
 	tcp_write(tc);
-	tcp_conn_unbusy(tc);
+	tcp_leave(tc);
 	return 0;
 }
 
@@ -267,9 +267,9 @@ ssize_t tcp_send_direct(void *tcp, const struct rmsgi_hdr *h,
 	if (w == 0 || errno == EAGAIN || errno == EWOULDBLOCK)
 		return 0;
 	err = tcp_errno(errno);
-	tc->busy++;
+	tcp_enter(tc);
 	tcp_conn_end(tc, err, NULL);
-	tcp_conn_unbusy(tc);
+	tcp_leave(tc);
 	return err;
 }
 
@@ -279,7 +279,7 @@ void tcp_kick(void *tcp)
 
 	if (!tc || tc->ended || tc->blocked)
 		return;
-	tc->busy++;
+	tcp_enter(tc);
 	tcp_write(tc);
-	tcp_conn_unbusy(tc);
+	tcp_leave(tc);
 }

@@ -31,10 +31,10 @@
  *
  * Lifetimes: user callbacks (accept, on_established, on_msg) run inside
  * this backend's handlers and may close the connection, which re-enters
- * disconnect(). Every entry point therefore counts itself in tc->busy.
- * Ending a connection closes the socket and completes its ops at once;
- * its memory goes, and rmsgi_conn_ev_down() is called, only when the
- * outermost entry point returns.
+ * disconnect(). Ending a connection closes the socket and completes its
+ * ops at once; its memory goes, and rmsgi_conn_ev_down() is called, from
+ * the context's reaper (transport.h: end of life), once no entry point
+ * (each bracketed by tcp_enter() and tcp_leave()) is on the stack.
  *
  * Files (each includes only this header, and system headers):
  *  ctx.c     the context: socket helpers and the errno mapping, the
@@ -133,6 +133,7 @@ struct tcp_rbuf {
 struct tcp_ctx {
 	struct rmsg_ctx *ctx; /* opaque: up-calls, logs */
 	const struct rmsgi_tr_env *env;
+	struct rmsgi_reaper *rp; /* env's */
 	struct rmsgi_list conns;
 	struct rmsgi_list listeners;
 	/* released message objects (TCP_MSG_CACHE of them kept readable) */
@@ -185,15 +186,16 @@ struct tcp_msg {
 };
 
 struct tcp_conn {
-	struct rmsgi_list link; /* tcp_ctx->conns */
+	struct rmsgi_list link;	 /* tcp_ctx->conns */
+	struct rmsgi_reaper *rp; /* the context's: loaded per entry point */
+	struct rmsgi_reap reap;
 	struct tcp_ctx *t;
 	struct rmsg_conn *c; /* the core's, for up-calls */
 	const struct rmsgi_tr_conn_info *ci;
 	struct tcp_listener *tl; /* server, until the accept decision */
 	int fd;
 	enum tcp_phase phase;
-	int busy; /* entry points on the stack */
-	bool ended;
+	bool ended; /* queued on the context's reaper (tcp_conn_end) */
 	bool server;
 	/* server, from a group's home (listen.c tcp_adopt): no backend
 	 * listener; the core knows the listener it counts against */
@@ -387,17 +389,15 @@ int tcp_addrs(void *tcp, struct sockaddr_storage *local,
 int tcp_conn_adopt(struct rmsg_ctx *ctx, struct rmsg_conn *c,
 		   const struct rmsgi_tr_conn_info *ci, int fd);
 
-/* every entry point ends with it: the last one out of an ended
- * connection frees it and reports it down */
-static inline void tcp_conn_unbusy(struct tcp_conn *tc)
+/* every entry point is bracketed by these (transport.h: end of life);
+ * nothing touches @tc after tcp_leave(), which may free it */
+static inline void tcp_enter(struct tcp_conn *tc)
 {
-	struct rmsg_conn *c;
-
-	if (--tc->busy > 0 || !tc->ended)
-		return;
-	c = tc->c;
-	tcp_conn_release(tc);
-	rmsgi_conn_ev_down(c);
+	rmsgi_tr_enter(tc->rp);
+}
+static inline void tcp_leave(struct tcp_conn *tc)
+{
+	rmsgi_tr_leave(tc->rp);
 }
 
 /* ------------------------------------------------------------------ */

@@ -429,7 +429,7 @@ static void rndv_rx__read_error_without_credit(void **state)
 	pump(t);
 	peer_rndv(t, 9, 9000, &seg, 1);
 	pump(t);
-	alarm(10); /* the graveyard cycle loops forever */
+	alarm(10); /* a cycle in the reaper loops forever */
 	mock_complete_sends(t->qpn, -1, IBV_WC_REM_ACCESS_ERR);
 	pump(t);
 	assert_int_equal(t->closed, 1);
