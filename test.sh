@@ -19,14 +19,15 @@
 # (bench/readme-perf.sh --check).
 #
 # The order (issue 35: at most 20 minutes on two cores, nothing dropped):
-#  1. 'make check' (both cores), then both fuzz targets at once (a core
-#     each: fuzzing is bounded by time, so it runs alone and keeps its
-#     executions);
+#  1. 'make check' (both cores; beside it the VM harness's self-test,
+#     two short boots that need no build), then both fuzz targets at
+#     once (a core each: fuzzing is bounded by time, so it runs alone and
+#     keeps its executions);
 #  2. then the VM's stages start in the background, one after the other:
-#     the self-test (two short boots), one boot for check-rxe, the
-#     binding's tests and the quick RDMA benchmark (run-in-vm.sh -A),
-#     then, once sanitize.sh's build is there, sanitize-rxe (it needs
-#     that build, and its own boot for the sanitizer options);
+#     one boot for check-rxe, the binding's tests and the quick RDMA
+#     benchmark (run-in-vm.sh -A), then, once sanitize.sh's build is
+#     there, sanitize-rxe (it needs that build, and its own boot for the
+#     sanitizer options);
 #  3. meanwhile the host runs everything else, one stage at a time, under
 #     nice: the VM (about one core under TCG) is the longer path, and its
 #     guest's tests must not stall behind a compile;
@@ -53,7 +54,7 @@ vm_stages() {
 	stage_file=$PWD/build/test-vm.times
 	: >"$stage_file"
 	s=$(date +%s)
-	stage vm-selftest tests/vm/selftest.sh
+	# (the self-test ran at the start, beside the build)
 	# one boot: check-rxe, then the binding's tests over RDMA, then the
 	# benchmark comparisons once, quick (they must work and parse)
 	stage vm-check-rxe+binding+bench make -s check-rxe \
@@ -102,10 +103,8 @@ host_stages() {
 		bench/check-quick.sh conn-tcp && bench/readme-perf.sh --check'
 	# every multi-thread test under ThreadSanitizer (issue 30)
 	stage tsan $n scripts/tsan.sh
-	# beside the VM, valgrind runs one test at a time (it would take
-	# both cores otherwise)
-	vg_jobs=${VG_JOBS:-$([ -n "$vm_pid" ] && echo 1 || nproc)}
-	stage valgrind env VG_NO_BUILD=1 VG_JOBS="$vg_jobs" \
+	# two tests at a time: niced, they take only what the VM leaves
+	stage valgrind env VG_NO_BUILD=1 VG_JOBS="${VG_JOBS:-$(nproc)}" \
 		$n scripts/valgrind.sh
 	# the Debian packages: build, lintian, install, use, remove. The
 	# VM's tests run the build tree's library (libtool wrappers,
@@ -125,6 +124,18 @@ fi
 start=$(date +%s)
 stage_file=$times
 : >"$stage_file"
+# the VM harness's self-test (two short boots, no build needed) beside
+# the build; it prepares the VM's image when the cache is cold
+selftest_pid=
+if [ "${TEST_OVERLAP:-1}" = 1 ]; then
+	# its own process group, stopped on a failure here
+	# shellcheck disable=SC2016 # expanded by that sh
+	setsid sh -c 's=$(date +%s); tests/vm/selftest.sh; rc=$?
+		echo "vm-selftest $(($(date +%s) - s))" >>build/test-times.txt
+		exit $rc' >build/test-selftest.log 2>&1 &
+	selftest_pid=$!
+	trap '[ -z "$selftest_pid" ] || kill -TERM -"$selftest_pid" 2>/dev/null' EXIT
+fi
 stage format-check make -s format-check
 make_check() {
 	make -s -j"$(nproc)" check || {
@@ -146,6 +157,15 @@ stage fuzz tests/fuzz/run.sh "${FUZZ_SECONDS:-60}"
 # build/test-vm.log and printed when they end
 rm -f "${SAN_BUILD_DIR:-build/asan}/built"
 vm_pid=
+if [ -n "$selftest_pid" ]; then
+	src=0
+	wait "$selftest_pid" || src=$?
+	selftest_pid=
+	cat build/test-selftest.log
+	[ "$src" = 0 ] || { echo "test.sh: FAIL: tests/vm/selftest.sh"; exit 1; }
+else
+	stage vm-selftest tests/vm/selftest.sh
+fi
 if [ "${TEST_OVERLAP:-1}" = 1 ]; then
 	vm_start=$(date +%s)
 	setsid ./test.sh --vm-stages >build/test-vm.log 2>&1 &
