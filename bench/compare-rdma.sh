@@ -220,6 +220,12 @@ iters() { # budget max size
 	echo $n
 }
 
+# positive FIGURE: a number above zero
+positive() {
+	printf '%s' "$1" | grep -Eq '^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$' &&
+		awk -v v="$1" 'BEGIN { exit !(v + 0 > 0) }'
+}
+
 # one A/B pair; sets a (librmsg) and b (perftest, or the baseline's
 # rmsg-perf: the same metric run again with PERF pointing at it)
 pair() {
@@ -235,13 +241,14 @@ pair() {
 		b=$b0
 	else
 		pair_one "$m" "$s"
-		# a figure that is not a number (ib_send_lat -e printed inf
-		# for a short run once): the pair runs again, twice at most
+		# a figure that is not a number above zero (ib_send_lat -e
+		# printed inf for a short run once; a rate_send pair gave a
+		# zero once with the guest starved beside a loaded host): the
+		# pair runs again, twice at most
 		local tries=1
-		while [ -n "$b" ] && ! printf '%s' "$b" |
-			grep -Eq '^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$' &&
+		while { ! positive "$a" || ! positive "$b"; } &&
 			[ $tries -lt 3 ]; do
-			echo "# $m $s: the baseline printed '$b': once more" | tee -a "$RESULTS" >&2
+			echo "# $m $s: librmsg '$a', the baseline '$b': once more" | tee -a "$RESULTS" >&2
 			pair_one "$m" "$s"
 			tries=$((tries + 1))
 		done

@@ -23,8 +23,8 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 B=${SAN_BUILD_DIR:-$top/build/asan}
-[ -f "$B/obj/Makefile" ] || {
-	echo "sanitize-rxe.sh: no sanitizer build in $B/obj: run" \
+[ -f "$B/obj/Makefile" ] && [ -f "$B/built" ] || {
+	echo "sanitize-rxe.sh: no complete sanitizer build in $B/obj: run" \
 		"scripts/sanitize.sh first" >&2
 	exit 1
 }

@@ -70,7 +70,7 @@ echo "sanitize.sh: RMSG_TEST_MSGS=$RMSG_TEST_MSGS" \
 # 1. a snapshot of the sources, without build outputs
 snap=$B/src
 obj=$B/obj
-rm -rf "$obj"
+rm -rf "$obj" "$B/built"
 mkdir -p "$obj"
 copied=$("$top"/scripts/snapshot.sh "$top" "$snap")
 echo "sanitize.sh: snapshot of $copied files in $snap"
@@ -89,6 +89,9 @@ make -C "$obj" -s -j"$jobs" all >"$B/build.log" 2>&1 || {
 make -C "$obj" -s -j"$jobs" check TESTS= >>"$B/build.log" 2>&1 || {
 	tail -n 60 "$B/build.log"; echo "sanitize.sh: FAIL: build"; exit 1; }
 t2=$(date +%s)
+# the build is complete: scripts/sanitize-rxe.sh may use it (test.sh
+# starts it from here, in the VM, beside this script's make check)
+: >"$B/built"
 echo "sanitize.sh: built in $((t2 - t1)) s; running make check"
 # tests that start servers keep their output under $TMPDIR: keep it here,
 # where a report from such a process is found too

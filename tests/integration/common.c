@@ -182,6 +182,32 @@ void t_run_for(struct ev_loop *loop, double secs)
 	ev_timer_stop(loop, &w);
 }
 
+static void t_stalls_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct t_stalls *s = w->data;
+	ev_tstamp now = ev_now(loop);
+
+	if (now - s->prev > s->gap) {
+		s->end = now;
+		s->n++;
+		if (now - s->prev > s->longest)
+			s->longest = now - s->prev;
+	}
+	s->prev = now;
+}
+
+void t_stalls_watch(struct ev_loop *loop, struct t_stalls *s, double gap)
+{
+	memset(s, 0, sizeof(*s));
+	s->gap = gap;
+	ev_now_update(loop);
+	s->prev = ev_now(loop);
+	ev_timer_init(&s->w, t_stalls_cb, 0.02, 0.02);
+	s->w.data = s;
+	ev_timer_start(loop, &s->w);
+	ev_unref(loop);
+}
+
 int t_revoke(struct ev_loop *loop, struct rmsg_mr *mr, const void *desc)
 {
 	double t0 = ev_time();

@@ -82,6 +82,27 @@ void t_run_for(struct ev_loop *loop, double secs);
  * callback */
 int t_revoke(struct ev_loop *loop, struct rmsg_mr *mr, const void *desc);
 
+/* A loop's stalls, as the library's keepalive sees them: a keepalive tick
+ * that comes more than an interval after the one before restarts its
+ * windows (the peer's silence, an unanswered rendezvous), since frames may
+ * wait unread (src/keepalive.c). Under load (a TCG guest beside a
+ * compile) that happens, so a bound on a keepalive close counts from the
+ * later of its start and the end of the last stall before the close, not
+ * from its start alone. The library ticks every half interval: each such
+ * restart shows to a timer of 20 ms as a gap of over half the interval,
+ * so watching with @gap = half the interval sees every restart (and
+ * perhaps more, which makes a bound start later, never earlier). */
+struct t_stalls {
+	ev_timer w;
+	double gap;	/* a gap longer than this is a stall */
+	ev_tstamp prev; /* the timer's previous run */
+	ev_tstamp end;	/* the end of the last stall; 0: none yet */
+	double longest;
+	int n;
+};
+/* starts watching @loop; the watcher does not keep the loop running */
+void t_stalls_watch(struct ev_loop *loop, struct t_stalls *s, double gap);
+
 /* runs @loop until @cond holds; fails after @max_s seconds (scaled) */
 #define T_RUN_UNTIL(loop, cond, max_s)                                     \
 	do {                                                               \

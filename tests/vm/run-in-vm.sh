@@ -5,7 +5,7 @@
 #
 # Usage: tests/vm/run-in-vm.sh [-t TIMEOUT_S] [-m MEM_MB] [-C CACHE_DIR]
 #            [-w WORKDIR] [-r RESULTS_DIR] [-e NAME[=VALUE]]... [-T] [-q]
-#            -- COMMAND [ARGS...]
+#            [-A THEN] -- COMMAND [ARGS...]
 #
 #   -t  seconds before the VM is killed (default 600)
 #   -m  guest memory in MiB (default 2048)
@@ -19,6 +19,10 @@
 #   -T  give the guest a fresh, empty tmpfs on /tmp instead of the
 #       host's /tmp seen through the overlay
 #   -q  do not print the timing line on stderr
+#   -A  then, in the same boot and only if COMMAND passed, run the sh
+#       command line THEN (in the same directory and environment): one
+#       boot for several stages; the exit status is COMMAND's when it
+#       failed, else THEN's; the time each took is printed
 #
 # The guest runs Debian's kernel under TCG with the host's / mounted
 # read-only (9p) under a tmpfs overlay: every host file is visible at its
@@ -49,14 +53,15 @@ keep_results=0
 quiet=0
 tmpfs=0
 extra_env=()
+then_cmd=
 
 # usage [STATUS]: the comment block above; to stdout only for -h.
 usage()
 {
 	if [ "${1:-99}" -eq 0 ]; then
-		sed -n '/^# Usage:/,/^#   -q/s/^# \{0,1\}//p' "$0"
+		sed -n '/^# Usage:/,/^#       failed/s/^# \{0,1\}//p' "$0"
 	else
-		sed -n '/^# Usage:/,/^#   -q/s/^# \{0,1\}//p' "$0" >&2
+		sed -n '/^# Usage:/,/^#       failed/s/^# \{0,1\}//p' "$0" >&2
 	fi
 	exit "${1:-99}"
 }
@@ -77,7 +82,7 @@ valid_name()
 	[[ $1 =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]
 }
 
-while getopts ':t:m:C:w:r:e:Tqh' opt; do
+while getopts ':t:m:C:w:r:e:TqA:h' opt; do
 	case $opt in
 	t) timeout_s=$OPTARG ;;
 	m) mem_mb=$OPTARG ;;
@@ -87,6 +92,7 @@ while getopts ':t:m:C:w:r:e:Tqh' opt; do
 	e) extra_env+=("$OPTARG") ;;
 	q) quiet=1 ;;
 	T) tmpfs=1 ;;
+	A) then_cmd=$OPTARG ;;
 	h) usage 0 ;;
 	:) note "option -$OPTARG needs a value"; usage ;;
 	*) note "unknown option -$OPTARG"; usage ;;
@@ -149,10 +155,24 @@ cp "$here/guest.sh" "$results/guest.sh" || die "cannot copy guest.sh"
 
 {
 	echo "# Written by $me for one run."
+	[ -z "$then_cmd" ] || echo 't0=$(date +%s)'
 	for a in "$@"; do
 		printf '%s ' "$(quote "$a")"
 	done
 	echo
+	if [ -n "$then_cmd" ]; then
+		# -A: the next stage in this boot, once the first passed
+		echo 'rc=$?'
+		echo 't1=$(date +%s)'
+		echo "echo \"$me: the command: exit \$rc," \
+		     "\$((t1 - t0)) s\""
+		echo '[ "$rc" = 0 ] || exit "$rc"'
+		echo "sh -c $(quote "$then_cmd")"
+		echo 'rc=$?'
+		echo "echo \"$me: then (-A): exit \$rc," \
+		     "\$((\$(date +%s) - t1)) s\""
+		echo 'exit "$rc"'
+	fi
 } > "$results/cmd.sh" || die "cannot write cmd.sh"
 
 # --- boot ---------------------------------------------------------------------
