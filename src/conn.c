@@ -123,6 +123,7 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 	rmsgi_list_init(&c->tx.doneq);
 	rmsgi_list_init(&c->dirty_link);
 	rmsgi_list_add_tail(&ctx->conns, &c->link);
+	c->tx.burst = true; /* the first send may go direct */
 	c->tx.credit_op.kind = RMSGI_OP_CTRL;
 	c->tx.credit_op.type = RMSGI_T_CREDIT;
 	c->tx.credit_op.iov = c->tx.credit_op.iov_inline;

@@ -344,6 +344,9 @@ struct rmsgi_conn_tx {
 	 * call (send_direct); 0 outside ESTABLISHED or on a transport
 	 * without send_direct. Follows state (set_state). */
 	size_t direct_lim;
+	/* a flush handed everything queued to the transport since the last
+	 * direct send: the next send starts a burst (send.c send_now) */
+	bool burst;
 	uint32_t peer_eager; /* the peer's eager size (its hello) */
 	/* the peer's hello had RMSGI_HELLO_F_PACK: queued small messages
 	 * may go to it packed (pack.c) */

@@ -472,6 +472,9 @@ void rmsgi_conn_flush(struct rmsg_conn *c)
 
 	if (c->state == RMSGI_CS_ESTABLISHED || c->state == RMSGI_CS_AUTH)
 		rmsgi_conn_post_queued(c);
+	/* a burst ended: the next send may go direct even at this loop time
+	 * (send_now) */
+	c->tx.burst = true;
 	while ((n = rmsgi_list_pop(&c->tx.doneq))) {
 		struct rmsgi_op *op =
 			rmsgi_list_entry(n, struct rmsgi_op, link);
@@ -499,19 +502,34 @@ void rmsgi_conn_flush(struct rmsg_conn *c)
 /*
  * May a send be written inside the API call? Over TCP that writes it at
  * once, saving a loop iteration's worth of deferral for the common case
- * of one reply per event. Only the first send of a loop iteration
- * (live.last_tx is the loop time of the last post) on an idle queue, outside
- * the context flush, with a credit to spare and no rendezvous
- * (direct_lim): later ones batch as before. Its callback is still only
- * queued (op_finish), so none runs inside the call.
+ * of one reply per event. Only the first send of a burst on an idle
+ * queue, outside the context flush, with a credit to spare and no
+ * rendezvous (direct_lim): later ones batch as before. A burst ends
+ * with the loop iteration (live.last_tx is the loop time of the last
+ * post) or when the context's flush handled this connection (tx.burst),
+ * whichever comes first: the loop clock alone does not move between the
+ * rounds of completions one wake-up polls (ctx.c rmsgi_ctx_work), where
+ * the flush between rounds posts frames at the same loop time. The flag
+ * is read only when the clock says no, and taken by the send it lets
+ * through. Its callback is still only queued (op_finish), so none runs
+ * inside the call.
  */
-static inline bool send_now(const struct rmsg_conn *c, int iovcnt, size_t len,
+static inline bool burst_take(struct rmsg_conn *c)
+{
+	bool b = c->tx.burst;
+
+	c->tx.burst = false;
+	return b;
+}
+
+static inline bool send_now(struct rmsg_conn *c, int iovcnt, size_t len,
 			    ev_tstamp *now_p)
 {
 	return len < c->tx.direct_lim && iovcnt <= RMSGI_OP_IOV_INLINE &&
 	       rmsgi_list_empty(&c->tx.sendq) && !c->ctx->flushing &&
 	       rmsgi_credit_can_send(&c->cr, true) &&
-	       rmsgi_live_tx_before(&c->live, *now_p = ev_now(c->ctx->loop));
+	       (rmsgi_live_tx_before(&c->live, *now_p = ev_now(c->ctx->loop)) ||
+		burst_take(c));
 }
 
 /* an op carrying a copy of the caller's iovec array (not of the data) */

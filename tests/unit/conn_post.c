@@ -163,6 +163,45 @@ static void conn_post__credit_frame_error(void **state)
 	assert_int_equal(t->c->state, RMSGI_CS_CLOSING);
 }
 
+/* ------------------------------------------------------------------ */
+/* the direct path (send.c send_now)                                    */
+
+/* the first send of a burst is written inside the call, a second in the
+ * same burst waits in the queue (batched), and a flush ends the burst
+ * even where the loop clock did not move: the rounds of completions one
+ * wake-up polls (issue 32; the loop never runs in this test, so
+ * ev_now() stays where it is throughout) */
+static void conn_send__direct_once_per_burst(void **state)
+{
+	struct t *t = *state;
+
+	fake_tr_direct();
+	fake_tr_attach(t->c);
+	establish(t, 32, 8192);
+	assert_int_equal(send_str(t, "a", 1), 0);
+	assert_int_equal(ft.ndirect, 1);
+	assert_int_equal(ft.nposted, 0);
+	assert_int_equal(send_str(t, "b", 2), 0);
+	assert_int_equal(ft.ndirect, 1); /* queued behind the first */
+	flush(t);
+	assert_int_equal(ft.nposted, 1);
+	assert_int_equal(done_count(t, 1, NULL), 1);
+	tr_complete_all(t->c, 0);
+	flush(t);
+	/* a new burst at the same loop time: direct again */
+	assert_int_equal(send_str(t, "c", 3), 0);
+	assert_int_equal(ft.ndirect, 2);
+	assert_int_equal(ft.nposted, 0);
+	/* but not while something is queued */
+	assert_int_equal(send_str(t, "d", 4), 0);
+	flush(t);
+	assert_int_equal(send_str(t, "e", 5), 0);
+	assert_int_equal(ft.ndirect, 3);
+	flush(t);
+	assert_int_equal(done_count(t, 3, NULL), 1);
+	assert_int_equal(done_count(t, 5, NULL), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -171,6 +210,7 @@ int main(void)
 		CONN_T(conn_post__error_fails_op_and_conn),
 		CONN_T(conn_post__error_kicks_batch),
 		CONN_T(conn_post__credit_frame_error),
+		CONN_T(conn_send__direct_once_per_burst),
 	};
 
 	unit_filter();

@@ -150,6 +150,24 @@ static uint32_t f_grant(void *tc, uint32_t credits)
 	return credits;
 }
 
+/* fake_tr_direct(): every frame goes out whole, inside the call */
+static ssize_t f_send_direct(void *tc, const struct rmsgi_hdr *h,
+			     const struct iovec *iov, int iovcnt)
+{
+	(void)tc;
+	(void)iov;
+	(void)iovcnt;
+	FAKE_CHECK(!ft.down);
+	ft.ndirect++;
+	return (ssize_t)(RMSGI_HDR_SIZE + h->len);
+}
+
+static size_t f_direct_max(const void *tc)
+{
+	(void)tc;
+	return SIZE_MAX;
+}
+
 static const struct rmsgi_tr_ctx_ops f_ctx_ops = {.fini = f_fini};
 static const struct rmsgi_tr_listener_ops f_lst_ops = {
 	.listen = f_listen,
@@ -159,6 +177,17 @@ static const struct rmsgi_tr_conn_ops f_conn_ops = {
 	.connect = f_connect,
 	.disconnect = f_disconnect,
 	.post = f_post,
+	.kick = f_kick,
+	.rndv_release = f_rndv_release,
+	.addrs = f_addrs,
+	.grant = f_grant,
+};
+static const struct rmsgi_tr_conn_ops f_conn_ops_direct = {
+	.connect = f_connect,
+	.disconnect = f_disconnect,
+	.post = f_post,
+	.send_direct = f_send_direct,
+	.direct_max = f_direct_max,
 	.kick = f_kick,
 	.rndv_release = f_rndv_release,
 	.addrs = f_addrs,
@@ -176,6 +205,12 @@ void fake_tr_reset(unsigned caps)
 {
 	memset(&ft, 0, sizeof(ft));
 	fake_tr.caps = caps;
+	fake_tr.conn = &f_conn_ops;
+}
+
+void fake_tr_direct(void)
+{
+	fake_tr.conn = &f_conn_ops_direct;
 }
 
 void fake_tr_attach(struct rmsg_conn *c)

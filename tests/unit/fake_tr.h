@@ -43,6 +43,7 @@ struct fake_tr_state {
 	bool disconnecting; /* disconnect() was called */
 	unsigned linger_ms; /* ... with this */
 	int npost, nkick, ndisconnect, nrelease, nconnect;
+	int ndirect; /* frames send_direct() took (fake_tr_direct) */
 	/* addrs(): returns addrs_ret (0: writes addr_local, addr_peer) */
 	int addrs_ret;
 	struct sockaddr_storage addr_local, addr_peer;
@@ -62,6 +63,9 @@ extern struct rmsgi_tr fake_tr;
 /* forgets everything and sets the fake's capabilities
  * (RMSGI_TR_CAP_RNDV: it takes large messages by rendezvous) */
 void fake_tr_reset(unsigned caps);
+/* from now on the fake has send_direct(), which writes every frame whole
+ * (until the next fake_tr_reset); attach after it */
+void fake_tr_direct(void);
 /* @c runs over the fake, as if connect() had started it */
 void fake_tr_attach(struct rmsg_conn *c);
 
