@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "conn_int.h"
+#include "stats.h"
 
 static const char *const kind_name[] = {
 	[RMSGI_OP_SEND] = "send",   [RMSGI_OP_CTRL] = "ctrl",
@@ -297,72 +298,6 @@ int rmsgi_conn_send_ctrl(struct rmsg_conn *c, uint8_t type, uint32_t aux,
 	return 0;
 }
 
-/* counters: an op handed to the transport */
-static inline void stats_posted(struct rmsg_conn *c, const struct rmsgi_op *op)
-{
-	switch (op->kind) {
-	case RMSGI_OP_SEND:
-		if (RMSGI_UNLIKELY(op->type == RMSGI_T_AUTH))
-			break; /* the handshake's proof, not a message */
-		c->st.msgs_sent++;
-		c->st.bytes_sent += op->len;
-		if (op->proto == RMSGI_OP_P_RNDV)
-			c->st.rndv_sent++; /* eager_sent: the rest (stats.c) */
-		break;
-	case RMSGI_OP_WRITE:
-		if (op->type == RMSGI_T_WRITE_IMM)
-			c->st.writes_imm++;
-		else
-			c->st.writes++;
-		break;
-	case RMSGI_OP_READ:
-		c->st.reads++;
-		break;
-	case RMSGI_OP_PACK: {
-		const struct rmsgi_list *n;
-
-		c->st.packs_sent++;
-		c->st.packed_sent += op->aux;
-		c->st.msgs_sent += op->aux;
-		for (n = op->rlink.next; n != &op->rlink; n = n->next)
-			c->st.bytes_sent +=
-				rmsgi_list_entry(n, struct rmsgi_op, link)->len;
-		break;
-	}
-	default:
-		break;
-	}
-}
-
-/* counters: a message sent directly (always eager) */
-static inline void stats_direct(struct rmsg_conn *c, size_t len)
-{
-	c->st.msgs_sent++;
-	c->st.bytes_sent += len;
-}
-
-/* counters: no credit for the op at the head of the queue; it and every
- * user op behind it wait for the peer's, each counted once. Newest
- * first, stopping at one counted already: every op ahead of that one was
- * counted in the same walk, so each op is looked at once. */
-static void __attribute__((noinline, cold)) stats_stall(struct rmsg_conn *c)
-{
-	struct rmsgi_list *n;
-
-	for (n = c->tx.sendq.prev; n != &c->tx.sendq; n = n->prev) {
-		struct rmsgi_op *op =
-			rmsgi_list_entry(n, struct rmsgi_op, link);
-
-		if (op->stalled)
-			break;
-		if ((op->kind == RMSGI_OP_SEND && op->type != RMSGI_T_AUTH) ||
-		    op->kind == RMSGI_OP_WRITE || op->kind == RMSGI_OP_READ) {
-			op->stalled = 1;
-			c->st.credit_stalls++;
-		}
-	}
-}
-
 /* hands queued frames to the transport as far as credits and room go */
 void rmsgi_conn_post_queued(struct rmsg_conn *c)
 {
@@ -397,7 +332,7 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		if (credit &&
 		    !rmsgi_credit_can_send(&c->cr, op != &c->tx.credit_op)) {
 			if (op != &c->tx.credit_op)
-				stats_stall(c);
+				rmsgi_stats_stall(c);
 			break;
 		}
 		/* more messages behind a small one: one frame for them */
@@ -422,7 +357,7 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		ret = c->tops->post(c->tr_priv, op);
 		if (ret == 0) {
 			posted = true;
-			stats_posted(c, op);
+			rmsgi_stats_posted(c, op);
 		}
 		if (ret == 0 && op->rndv) {
 			if (rmsgi_list_empty(&c->tx.rndvq))
@@ -504,32 +439,26 @@ void rmsgi_conn_flush(struct rmsg_conn *c)
  * once, saving a loop iteration's worth of deferral for the common case
  * of one reply per event. Only the first send of a burst on an idle
  * queue, outside the context flush, with a credit to spare and no
- * rendezvous (direct_lim): later ones batch as before. A burst ends
- * with the loop iteration (live.last_tx is the loop time of the last
- * post) or when the context's flush handled this connection (tx.burst),
- * whichever comes first: the loop clock alone does not move between the
- * rounds of completions one wake-up polls (ctx.c rmsgi_ctx_work), where
- * the flush between rounds posts frames at the same loop time. The flag
- * is read only when the clock says no, and taken by the send it lets
- * through. Its callback is still only queued (op_finish), so none runs
- * inside the call.
+ * rendezvous (direct_lim); later ones batch. A burst ends with the loop
+ * iteration (live.last_tx: the loop time of the last post) or when the
+ * flush handled the connection (tx.burst, taken by the send it lets
+ * through): the clock does not move between the rounds of completions
+ * one wake-up polls (ctx.c). Its callback is only queued (op_finish).
  */
-static inline bool burst_take(struct rmsg_conn *c)
-{
-	bool b = c->tx.burst;
-
-	c->tx.burst = false;
-	return b;
-}
-
 static inline bool send_now(struct rmsg_conn *c, int iovcnt, size_t len,
 			    ev_tstamp *now_p)
 {
-	return len < c->tx.direct_lim && iovcnt <= RMSGI_OP_IOV_INLINE &&
-	       rmsgi_list_empty(&c->tx.sendq) && !c->ctx->flushing &&
-	       rmsgi_credit_can_send(&c->cr, true) &&
-	       (rmsgi_live_tx_before(&c->live, *now_p = ev_now(c->ctx->loop)) ||
-		burst_take(c));
+	bool burst;
+
+	if (!(len < c->tx.direct_lim && iovcnt <= RMSGI_OP_IOV_INLINE &&
+	      rmsgi_list_empty(&c->tx.sendq) && !c->ctx->flushing &&
+	      rmsgi_credit_can_send(&c->cr, true)))
+		return false;
+	if (rmsgi_live_tx_before(&c->live, *now_p = ev_now(c->ctx->loop)))
+		return true;
+	burst = c->tx.burst;
+	c->tx.burst = false;
+	return burst;
 }
 
 /* an op carrying a copy of the caller's iovec array (not of the data) */
@@ -586,7 +515,7 @@ static int send_direct_end(struct rmsg_conn *c, const struct iovec *iov,
 	}
 	rmsgi_live_tx(&c->live, now);
 	if (w > 0)
-		stats_direct(c, len);
+		rmsgi_stats_direct(c, len);
 	if (w < 0 || (size_t)w == RMSGI_HDR_SIZE + len) {
 		/* written, or the connection failed: the callback is due */
 		if (op) {
@@ -653,7 +582,7 @@ send_direct(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	w = c->tops->send_direct(c->tr_priv, &h, iov, iovcnt);
 	if (RMSGI_LIKELY(!op && w == (ssize_t)(RMSGI_HDR_SIZE + len))) {
 		rmsgi_live_tx(&c->live, now);
-		stats_direct(c, len);
+		rmsgi_stats_direct(c, len);
 		return 0;
 	}
 	return send_direct_end(c, iov, iovcnt, &h, w, op, cb, arg, now);

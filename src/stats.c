@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "rmsg_int.h"
+#include "stats.h"
 
 #define NCOUNT (sizeof(struct rmsg_stats) / sizeof(uint64_t))
 
@@ -292,4 +293,26 @@ int rmsg_ctx_stats_export(const struct rmsg_ctx *ctx, int format, char *buf,
 	if (o.pos > INT_MAX)
 		return -EOVERFLOW;
 	return (int)o.pos;
+}
+
+/* counters: no credit for the op at the head of the queue; it and every
+ * user op behind it wait for the peer's, each counted once. Newest
+ * first, stopping at one counted already: every op ahead of that one was
+ * counted in the same walk, so each op is looked at once. */
+void __attribute__((cold)) rmsgi_stats_stall(struct rmsg_conn *c)
+{
+	struct rmsgi_list *n;
+
+	for (n = c->tx.sendq.prev; n != &c->tx.sendq; n = n->prev) {
+		struct rmsgi_op *op =
+			rmsgi_list_entry(n, struct rmsgi_op, link);
+
+		if (op->stalled)
+			break;
+		if ((op->kind == RMSGI_OP_SEND && op->type != RMSGI_T_AUTH) ||
+		    op->kind == RMSGI_OP_WRITE || op->kind == RMSGI_OP_READ) {
+			op->stalled = 1;
+			c->st.credit_stalls++;
+		}
+	}
 }
