@@ -42,4 +42,17 @@ static inline unsigned rmsgi_credits_start(const struct rmsgi_cfgv *cfg)
 	return cfg->credits_initial < cfg->credits ? cfg->credits_initial
 						   : cfg->credits;
 }
+/* the byte window a connection grants its peer where the backend
+ * takes one (TCP; credit.h): 512 KiB, within the TCP receive memory
+ * limit. Measured (bench/compare-tcp.sh, docs/performance.md): a 64 KiB
+ * stream with both ends on one CPU ran at a third of the speed with
+ * 1-2 MiB in flight as with 0.2-0.8 MiB (the caches), and small
+ * messages are bounded by the frame grant long before it. */
+#define RMSGI_WINDOW_DEFAULT ((size_t)512 << 10)
+static inline uint32_t rmsgi_cfg_window(const struct rmsgi_cfgv *cfg)
+{
+	return (uint32_t)(cfg->tcp_rx_limit < RMSGI_WINDOW_DEFAULT
+				  ? cfg->tcp_rx_limit
+				  : RMSGI_WINDOW_DEFAULT);
+}
 #endif /* RMSG_CFG_H */

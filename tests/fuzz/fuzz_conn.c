@@ -85,7 +85,7 @@ static void fmsg_free(struct rmsg_msg *m)
 	msgs_alive--;
 	CHECK(msgs_alive >= 0);
 	if (m->conn)
-		rmsgi_conn_credit_freed(m->conn);
+		rmsgi_conn_credit_freed(m->conn, m->wcost);
 	free(f);
 }
 
