@@ -63,7 +63,10 @@ void rmsgi_credit_window(struct rmsgi_credit *cr, uint32_t out, uint32_t in)
 		out = in = 0;
 	cr->win_out = out;
 	cr->wavail = out;
+	cr->wcap_out = out / 2;
 	cr->win_in = in;
+	cr->wcap_in = in / 2;
+	cr->wq_in = in / 4;
 	cr->wpeer_avail = in;
 	cr->wto_return = 0;
 }

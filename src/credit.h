@@ -70,18 +70,21 @@ struct rmsgi_credit {
 	/* the byte window; all 0 while off (a peer without one, RDMA) */
 	uint32_t win_out;    /* the peer's window to us */
 	uint32_t wavail;     /* bytes we may still send */
+	uint32_t wcap_out;   /* the most a frame costs us: win_out / 2 */
 	uint32_t win_in;     /* our window to the peer */
+	uint32_t wcap_in;    /* the most a frame costs the peer: win_in / 2 */
+	uint32_t wq_in;	     /* a quarter of win_in: returns go out at it */
 	uint32_t wto_return; /* bytes of freed frames, not yet returned */
 	/* bytes the peer can still send, as we see it (never below what
 	 * it really has); a frame that costs more is -EPROTO */
 	uint32_t wpeer_avail;
 };
 
-/* a frame of @len payload bytes costs this much of window @win (0:
- * none, no window) */
-static inline uint32_t rmsgi_win_cost(uint64_t len, uint32_t win)
+/* a frame of @len payload bytes costs this much of a window whose half
+ * is @cap (0: none, no window) */
+static inline uint32_t rmsgi_win_cost(uint64_t len, uint32_t cap)
 {
-	return len < win / 2 ? (uint32_t)len : win / 2;
+	return len < cap ? (uint32_t)len : cap;
 }
 
 /* the byte windows, once both hellos are known: @out the peer's window
@@ -93,7 +96,7 @@ void rmsgi_credit_window(struct rmsgi_credit *cr, uint32_t out, uint32_t in);
 static inline bool rmsgi_credit_can_bytes(const struct rmsgi_credit *cr,
 					  uint64_t len)
 {
-	return rmsgi_win_cost(len, cr->win_out) <= cr->wavail;
+	return rmsgi_win_cost(len, cr->wcap_out) <= cr->wavail;
 }
 
 /* the most payload bytes a frame sent now may have without waiting
@@ -110,7 +113,7 @@ static inline uint32_t rmsgi_credit_take_bytes(struct rmsgi_credit *cr,
 {
 	uint32_t n = cr->wto_return;
 
-	cr->wavail -= rmsgi_win_cost(len, cr->win_out);
+	cr->wavail -= rmsgi_win_cost(len, cr->wcap_out);
 	cr->wto_return = 0;
 	cr->wpeer_avail += n;
 	return n;
@@ -121,7 +124,7 @@ static inline void rmsgi_credit_untake_bytes(struct rmsgi_credit *cr,
 					     uint64_t len, uint32_t n,
 					     bool sure)
 {
-	cr->wavail += rmsgi_win_cost(len, cr->win_out);
+	cr->wavail += rmsgi_win_cost(len, cr->wcap_out);
 	cr->wto_return += n;
 	if (sure)
 		cr->wpeer_avail -= n;
@@ -133,7 +136,7 @@ static inline void rmsgi_credit_untake_bytes(struct rmsgi_credit *cr,
 static inline int64_t rmsgi_credit_arrived_bytes(struct rmsgi_credit *cr,
 						 uint64_t len)
 {
-	uint32_t cost = rmsgi_win_cost(len, cr->win_in);
+	uint32_t cost = rmsgi_win_cost(len, cr->wcap_in);
 
 	if (cost > cr->wpeer_avail)
 		return -EPROTO;
@@ -303,7 +306,7 @@ static inline bool rmsgi_credit_want_update(const struct rmsgi_credit *cr)
 	uint32_t n = cr->to_return, b = cr->wto_return;
 
 	return n >= cr->threshold || (n && cr->peer_avail <= 1) ||
-	       (b && (b >= cr->win_in / 4 || cr->wpeer_avail < cr->win_in / 2));
+	       (b && (b >= cr->wq_in || cr->wpeer_avail < cr->wcap_in));
 }
 
 /* a frame from the peer arrived and used one of its credits: 0, or

@@ -260,6 +260,22 @@ rx_beyond_window(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	return rx_settle(c, m, -EPROTO);
 }
 
+/* the peer returned more credits or window bytes than it holds of ours
+ * (rmsgi_conn_rx): refused */
+static int __attribute__((noinline, cold))
+rx_returned_beyond(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+		   struct rmsg_msg *m)
+{
+	m->in_rx = RMSGI_MSG_IN_RX;
+	rmsgi_msg_free(m);
+	rmsgi_conn_why(c,
+		       "the peer's %s frame returned more credits or bytes "
+		       "than it holds of ours",
+		       rmsgi_frame_name(h->type));
+	rmsgi_conn_abort(c, -EPROTO);
+	return rx_settle(c, m, -EPROTO);
+}
+
 int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		  struct rmsg_msg *m)
 {
@@ -306,36 +322,14 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	grow = rmsgi_credit_grow_want(&c->cr);
 	if (RMSGI_UNLIKELY(grow))
 		rmsgi_conn_grant(c, grow);
-	if (h->credits) {
+	if (h->credits | h->bytes) {
+		/* credits and bytes of our window back; more than the peer
+		 * holds, or bytes from a peer without a window: refused */
 		ret = rmsgi_credit_returned(&c->cr, h->credits,
-					    c->peer_credits);
-		if (RMSGI_UNLIKELY(ret)) {
-			m->in_rx = RMSGI_MSG_IN_RX;
-			rmsgi_msg_free(m);
-			rmsgi_conn_why(c,
-				       "the peer's %s frame returned more "
-				       "credits than it holds of ours",
-				       rmsgi_frame_name(h->type));
-			rmsgi_conn_abort(c, ret);
-			return rx_settle(c, m, ret);
-		}
-		if (!rmsgi_list_empty(&c->tx.sendq))
-			rmsgi_ctx_mark_dirty(c->ctx, c);
-	}
-	if (h->bytes) {
-		/* bytes of our window back; from a peer that has none of
-		 * it (no byte window), or more than it holds: refused */
-		ret = rmsgi_credit_returned_bytes(&c->cr, h->bytes);
-		if (RMSGI_UNLIKELY(ret)) {
-			m->in_rx = RMSGI_MSG_IN_RX;
-			rmsgi_msg_free(m);
-			rmsgi_conn_why(c,
-				       "the peer's %s frame returned more "
-				       "bytes than it holds of our window",
-				       rmsgi_frame_name(h->type));
-			rmsgi_conn_abort(c, ret);
-			return rx_settle(c, m, ret);
-		}
+					    c->peer_credits) |
+		      rmsgi_credit_returned_bytes(&c->cr, h->bytes);
+		if (RMSGI_UNLIKELY(ret))
+			return rx_returned_beyond(c, h, m);
 		if (!rmsgi_list_empty(&c->tx.sendq))
 			rmsgi_ctx_mark_dirty(c->ctx, c);
 	}
