@@ -670,6 +670,30 @@ static void conn_window__large_frame_costs_half(void **state)
 	assert_int_equal(t->c->cr.wavail, 0);
 }
 
+/* small messages go packed only as far as the window lets them: a PACK
+ * frame never takes more bytes than are left */
+static void conn_window__pack_within_window(void **state)
+{
+	struct t *t = win_t(state, 64 << 10);
+
+	assert_int_equal(send_len(t, 32768, 1), 0); /* costs the half */
+	assert_int_equal(send_len(t, 27768, 2), 0);
+	assert_int_equal(send_len(t, 4000, 3), 0);
+	assert_int_equal(send_len(t, 4000, 4), 0);
+	flush(t);
+	/* two of 4000 would pack into 8016 bytes, more than the 5000 left:
+	 * the first goes alone, the second waits */
+	assert_int_equal(ft.nposted, 3);
+	assert_int_equal(ft.posted[2].type, RMSGI_T_DATA);
+	assert_int_equal(ft.posted[2].len, 4000);
+	assert_int_equal(t->c->cr.wavail, 1000);
+	/* with room again the rest goes */
+	assert_int_equal(rx_len(t, RMSGI_T_CREDIT, 0, 0, 32768), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 4);
+	assert_int_equal(t->c->cr.wavail, 29768);
+}
+
 /* the peer returns more bytes than it holds of our window: -EPROTO */
 static void conn_window__returned_beyond(void **state)
 {
@@ -782,6 +806,7 @@ int main(void)
 		CONN_T(conn_window__hello),
 		CONN_T(conn_window__bounds_bytes_in_flight),
 		CONN_T(conn_window__large_frame_costs_half),
+		CONN_T(conn_window__pack_within_window),
 		CONN_T(conn_window__returned_beyond),
 		CONN_T(conn_window__rx_beyond_window),
 		CONN_T(conn_window__returns),
