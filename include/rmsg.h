@@ -346,6 +346,24 @@ int rmsg_cfg_set_tcp_rx_limit(struct rmsg_cfg *cfg, size_t bytes);
  * Return: 0, or -EINVAL.
  */
 int rmsg_cfg_get_tcp_rx_limit(const struct rmsg_cfg *cfg, size_t *bytes_p);
+/**
+ * rmsg_cfg_set_tcp_window() - bytes each TCP peer may have in frames not
+ * yet freed, the byte window (default 512 KiB)
+ * @cfg: the configuration
+ * @bytes: 64 KiB to 1 GiB, rounded down to a power of two (and no more
+ * than rmsg_cfg_set_tcp_rx_limit())
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_tcp_window(struct rmsg_cfg *cfg, size_t bytes);
+/**
+ * rmsg_cfg_get_tcp_window() - read the TCP byte window
+ * @cfg: the configuration
+ * @bytes_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_tcp_window(const struct rmsg_cfg *cfg, size_t *bytes_p);
 
 /**
  * rmsg_cfg_set_reg_limit() - most bytes a context keeps registered

@@ -19,6 +19,7 @@ void rmsgi_cfg_defaults(struct rmsgi_cfgv *v)
 	v->log_level = RMSG_LOG_WARN;
 	v->reg_limit = (size_t)1 << 30;
 	v->tcp_rx_limit = (size_t)1 << 30;
+	v->tcp_window = RMSGI_WINDOW_DEFAULT;
 	v->max_conns = 4096;
 	v->max_pending = 256;
 }
@@ -78,6 +79,7 @@ CFG_ACCESSORS(keepalive_ms, keepalive_ms, unsigned, 0, 3600000)
 CFG_ACCESSORS(keepalive_misses, keepalive_misses, unsigned, 1, 1000)
 CFG_ACCESSORS(reg_limit, reg_limit, size_t, 4096, SIZE_MAX)
 CFG_ACCESSORS(tcp_rx_limit, tcp_rx_limit, size_t, (size_t)1 << 20, SIZE_MAX)
+CFG_ACCESSORS(tcp_window, tcp_window, size_t, (size_t)64 << 10, (size_t)1 << 30)
 CFG_ACCESSORS(max_conns, max_conns, unsigned, 1, 1 << 24)
 CFG_ACCESSORS(max_pending, max_pending, unsigned, 1, 1 << 24)
 

@@ -31,6 +31,7 @@ struct rmsgi_cfgv {
 	uint8_t psk[64];
 	size_t reg_limit;     /* registered bytes per context */
 	size_t tcp_rx_limit;  /* TCP large-frame receive memory per context */
+	size_t tcp_window;    /* TCP byte window granted to each peer */
 	unsigned max_conns;   /* per listener: open and in handshake */
 	unsigned max_pending; /* per listener: in handshake */
 };
@@ -41,5 +42,18 @@ static inline unsigned rmsgi_credits_start(const struct rmsgi_cfgv *cfg)
 {
 	return cfg->credits_initial < cfg->credits ? cfg->credits_initial
 						   : cfg->credits;
+}
+/* the byte window a connection grants its peer where the backend
+ * takes one (TCP; credit.h): rmsg_cfg_set_tcp_window(), 512 KiB by
+ * default, within the TCP receive memory limit. Measured (bench/compare-tcp.sh, docs/performance.md): a 64 KiB
+ * stream with both ends on one CPU ran at a third of the speed with
+ * 1-2 MiB in flight as with 0.2-0.8 MiB (the caches), and small
+ * messages are bounded by the frame grant long before it. */
+#define RMSGI_WINDOW_DEFAULT ((size_t)512 << 10)
+static inline uint32_t rmsgi_cfg_window(const struct rmsgi_cfgv *cfg)
+{
+	return (uint32_t)(cfg->tcp_rx_limit < cfg->tcp_window
+				  ? cfg->tcp_rx_limit
+				  : cfg->tcp_window);
 }
 #endif /* RMSG_CFG_H */

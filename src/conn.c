@@ -196,6 +196,10 @@ void rmsgi_conn_hello(const struct rmsg_conn *c, struct rmsgi_hello *h)
 	h->conn_id = c->id;
 	/* we unpack PACK frames (rx.c) and take a grant that grows */
 	h->flags = RMSGI_HELLO_F_PACK | RMSGI_HELLO_F_GROW;
+	/* and, where receive memory follows bytes (TCP), grant a byte
+	 * window and honour the peer's (credit.h) */
+	if (c->tr && (c->tr->caps & RMSGI_TR_CAP_WINDOW))
+		h->flags |= rmsgi_hello_win_flags(rmsgi_cfg_window(&c->cfg));
 	if (c->is_server) {
 		h->pdata_len = c->ep.my_pdata_len;
 		memcpy(h->pdata, c->ep.my_pdata, c->ep.my_pdata_len);
@@ -220,6 +224,12 @@ static void set_peer(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	c->tx.peer_eager = h->eager_size;
 	c->tx.peer_pack = (h->flags & RMSGI_HELLO_F_PACK) != 0;
 	rmsgi_credit_init(&c->cr, h->credits, c->cr.grant);
+	/* a byte window both ways, if both grant one (a peer before them
+	 * sends none, and is given none) */
+	if (c->tr && (c->tr->caps & RMSGI_TR_CAP_WINDOW))
+		rmsgi_credit_window(&c->cr, rmsgi_hello_win(h->flags),
+				    rmsgi_hello_win(rmsgi_hello_win_flags(
+					    rmsgi_cfg_window(&c->cfg))));
 	/* our grant to it grows with use only if it takes that */
 	if (grows)
 		rmsgi_credit_limit(&c->cr, c->cfg.credits);
@@ -421,6 +431,7 @@ static void send_bye(struct rmsg_conn *c)
 	op->type = RMSGI_T_CREDIT;
 	op->aux = RMSGI_CREDIT_BYE;
 	op->credits = rmsgi_credit_take_beyond(&c->cr);
+	op->wret = 0; /* a BYE takes no bytes and returns none */
 	rmsgi_conn_op_proto(c, op, false);
 	op_state(c, op, RMSGI_OS_POSTED);
 	if (c->tops->post(c->tr_priv, op)) {

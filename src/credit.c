@@ -14,6 +14,8 @@ void rmsgi_credit_grant(struct rmsgi_credit *cr, uint32_t my_grant)
 	cr->shrink_to = my_grant;
 	cr->epoch_n = 0;
 	cr->epoch_low = (int32_t)my_grant;
+	/* no byte window until both hellos say so (rmsgi_credit_window) */
+	rmsgi_credit_window(cr, 0, 0);
 }
 
 void rmsgi_credit_epoch(struct rmsgi_credit *cr)
@@ -53,4 +55,18 @@ uint16_t rmsgi_credit_take_beyond(struct rmsgi_credit *cr)
 	if (!rmsgi_credit_can_send(cr, false))
 		cr->avail = 1; /* the one beyond the grant; ours are gone */
 	return rmsgi_credit_take(cr);
+}
+
+void rmsgi_credit_window(struct rmsgi_credit *cr, uint32_t out, uint32_t in)
+{
+	if (!out || !in)
+		out = in = 0;
+	cr->win_out = out;
+	cr->wavail = out;
+	cr->wcap_out = out / 2;
+	cr->win_in = in;
+	cr->wcap_in = in / 2;
+	cr->wq_in = in / 4;
+	cr->wpeer_avail = in;
+	cr->wto_return = 0;
 }

@@ -25,6 +25,17 @@
  * The peer can never hold more than we counted (peer_avail), so the
  * hostile-peer rule is unchanged: the first frame beyond it is -EPROTO.
  *
+ * The byte window (issue 32): toward a peer whose hello grants one
+ * (RMSGI_HELLO_WIN, TCP), a frame also costs bytes: its payload's
+ * length, at most half the window (a larger frame costs half, so one
+ * can always go once the receiver has freed what it holds). The sender
+ * may have at most the window's bytes in flight or unreleased, however
+ * many frames that is; the receiver returns bytes as it frees frames,
+ * piggybacked in the header (RMSGI_HDR bytes) or in a CREDIT frame, and
+ * refuses a frame that costs more than the peer has left (-EPROTO). The
+ * window does not grow or shrink: it bounds bytes, the frame grant
+ * (above) still bounds how many frames a flood of small ones may take.
+ *
  * Only credit.c and this file touch the fields; the connection (conn.c,
  * send.c, rx.c) and keepalive.c go through the functions below.
  */
@@ -33,6 +44,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct rmsgi_credit {
@@ -55,7 +67,100 @@ struct rmsgi_credit {
 	uint32_t shrink_to; /* freed buffers are withheld while above */
 	uint32_t epoch_n;   /* frames that came this epoch */
 	int32_t epoch_low;  /* the least peer_avail they left */
+	/* the byte window; all 0 while off (a peer without one, RDMA) */
+	uint32_t win_out;    /* the peer's window to us */
+	uint32_t wavail;     /* bytes we may still send */
+	uint32_t wcap_out;   /* the most a frame costs us: win_out / 2 */
+	uint32_t win_in;     /* our window to the peer */
+	uint32_t wcap_in;    /* the most a frame costs the peer: win_in / 2 */
+	uint32_t wq_in;	     /* a quarter of win_in: returns go out at it */
+	uint32_t wto_return; /* bytes of freed frames, not yet returned */
+	/* bytes the peer can still send, as we see it (never below what
+	 * it really has); a frame that costs more is -EPROTO */
+	uint32_t wpeer_avail;
 };
+
+/* a frame of @len payload bytes costs this much of a window whose half
+ * is @cap (0: none, no window) */
+static inline uint32_t rmsgi_win_cost(uint64_t len, uint32_t cap)
+{
+	return len < cap ? (uint32_t)len : cap;
+}
+
+/* the byte windows, once both hellos are known: @out the peer's window
+ * to us, @in ours to the peer; either 0 turns both off (a peer that
+ * does not know them) */
+void rmsgi_credit_window(struct rmsgi_credit *cr, uint32_t out, uint32_t in);
+
+/* may a frame of @len payload bytes be sent now, by the byte window? */
+static inline bool rmsgi_credit_can_bytes(const struct rmsgi_credit *cr,
+					  uint64_t len)
+{
+	return rmsgi_win_cost(len, cr->wcap_out) <= cr->wavail;
+}
+
+/* the most payload bytes a frame sent now may have without waiting
+ * for the window (SIZE_MAX without one) */
+static inline size_t rmsgi_credit_room(const struct rmsgi_credit *cr)
+{
+	return cr->win_out ? cr->wavail : SIZE_MAX;
+}
+
+/* a frame of @len payload bytes goes: takes its bytes and returns the
+ * freed bytes to piggyback on it (the peer may use them from now on) */
+static inline uint32_t rmsgi_credit_take_bytes(struct rmsgi_credit *cr,
+					       uint64_t len)
+{
+	uint32_t n = cr->wto_return;
+
+	cr->wavail -= rmsgi_win_cost(len, cr->wcap_out);
+	cr->wto_return = 0;
+	cr->wpeer_avail += n;
+	return n;
+}
+
+/* rmsgi_credit_take_bytes undone (as rmsgi_credit_untake, @sure) */
+static inline void rmsgi_credit_untake_bytes(struct rmsgi_credit *cr,
+					     uint64_t len, uint32_t n,
+					     bool sure)
+{
+	cr->wavail += rmsgi_win_cost(len, cr->wcap_out);
+	cr->wto_return += n;
+	if (sure)
+		cr->wpeer_avail -= n;
+}
+
+/* a frame of @len payload bytes arrived: its cost (the caller keeps it
+ * for rmsgi_credit_freed_bytes), or -EPROTO (as a negative int64) if the
+ * peer had not that many bytes left: beyond the window */
+static inline int64_t rmsgi_credit_arrived_bytes(struct rmsgi_credit *cr,
+						 uint64_t len)
+{
+	uint32_t cost = rmsgi_win_cost(len, cr->wcap_in);
+
+	if (cost > cr->wpeer_avail)
+		return -EPROTO;
+	cr->wpeer_avail -= cost;
+	return cost;
+}
+
+/* a frame that cost @cost bytes was freed: they go back to the peer */
+static inline void rmsgi_credit_freed_bytes(struct rmsgi_credit *cr,
+					    uint32_t cost)
+{
+	cr->wto_return += cost;
+}
+
+/* the peer returned @n bytes; -EPROTO if it has none of our window
+ * (off) or that exceeds it */
+static inline int rmsgi_credit_returned_bytes(struct rmsgi_credit *cr,
+					      uint32_t n)
+{
+	if (n > cr->win_out - cr->wavail)
+		return -EPROTO;
+	cr->wavail += n;
+	return 0;
+}
 
 /* the most credits a peer that grows its grant (RMSGI_HELLO_F_GROW)
  * may give: rmsg_cfg_set_credits()'s upper bound */
@@ -193,12 +298,15 @@ static inline int rmsgi_credit_returned(struct rmsgi_credit *cr, uint32_t n,
 }
 
 /* should an explicit CREDIT frame go out? Past the threshold, or
- * whenever the peer is down to its last credit and we owe it some */
+ * whenever the peer is down to its last credit and we owe it some; of
+ * the byte window alike: a quarter of it freed, or the peer down to less
+ * than half of it (the most a frame costs) and bytes owed */
 static inline bool rmsgi_credit_want_update(const struct rmsgi_credit *cr)
 {
-	uint32_t n = cr->to_return;
+	uint32_t n = cr->to_return, b = cr->wto_return;
 
-	return n >= cr->threshold || (n && cr->peer_avail <= 1);
+	return n >= cr->threshold || (n && cr->peer_avail <= 1) ||
+	       (b && (b >= cr->wq_in || cr->wpeer_avail < cr->wcap_in));
 }
 
 /* a frame from the peer arrived and used one of its credits: 0, or

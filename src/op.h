@@ -43,6 +43,9 @@ struct rmsgi_op_rma {
  * Without it the core returns the credit of a frame it is done with
  * inside rmsgi_conn_rx() itself (transport.h, "Posting") */
 #define RMSGI_TR_CAP_CREDIT_LATE 0x4
+/* frames also take bytes of a window the receiver grants (credit.h, the
+ * byte window): receive memory that follows bytes, not frame counts */
+#define RMSGI_TR_CAP_WINDOW 0x8
 
 #define RMSGI_OP_IOV_INLINE 4
 /* the largest descriptor between a frame's header and its payload */
@@ -92,6 +95,7 @@ struct rmsgi_op {
 	uint8_t iov_local;
 	int status;
 	uint16_t credits; /* piggybacked, set when posted */
+	uint32_t wret;	  /* window bytes piggybacked, set when posted */
 	/* the core's alone: counted once as a credit stall (send.c) */
 	uint8_t stalled;
 	size_t tr_off; /* frame bytes send_direct() already wrote */
@@ -122,6 +126,9 @@ struct rmsg_msg {
 	 * with it inside that call (rmsgi_msg_free: no free_fn then) */
 	uint8_t in_rx;
 	uint32_t aux;
+	/* the byte window's bytes this frame cost (rmsgi_conn_rx sets it;
+	 * they go back with its credit) */
+	uint32_t wcost;
 	uint64_t id;
 	/* gives the memory back to the transport that owns it: runs once,
 	 * only for a message rmsgi_conn_rx() kept (transport.h) */
@@ -143,20 +150,28 @@ static inline void rmsgi_msg_init(struct rmsg_msg *m, struct rmsg_conn *c,
 	m->held = 0;
 	m->in_deliver = 0;
 	m->in_rx = 0;
+	m->wcost = 0;
 }
 #define RMSGI_MSG_IN_RX 1
 #define RMSGI_MSG_DONE 2
 /* the frame header an op goes out with (type, aux, id, credits, length
  * of payload and descriptors); one place for every backend, inline: it
  * runs per frame */
+/* the payload bytes of the frame an op goes out as: emulated one-sided
+ * ops add the descriptor, a read's iovec is not sent */
+static inline uint64_t rmsgi_op_frame_len(const struct rmsgi_op *op)
+{
+	return op->pre_len + (op->iov_local ? 0 : op->len);
+}
+
 static inline void rmsgi_op_hdr(const struct rmsgi_op *op, struct rmsgi_hdr *h)
 {
 	h->type = op->type;
 	h->flags = 0;
 	h->credits = op->credits;
 	h->aux = op->aux;
-	/* emulated one-sided ops: the descriptor, and a write's bytes */
-	h->len = op->pre_len + (op->iov_local ? 0 : op->len);
+	h->bytes = op->wret;
+	h->len = rmsgi_op_frame_len(op);
 	h->id = op->id;
 }
 

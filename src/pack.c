@@ -30,7 +30,10 @@
  * fewer than two fit or no memory */
 struct rmsgi_op *rmsgi_pack_build(struct rmsg_conn *c, struct rmsgi_op *first)
 {
-	size_t lim = RMSGI_MIN((size_t)c->tx.peer_eager, RMSGI_PACK_MAX);
+	/* no more than the byte window lets go now (credit.h) */
+	size_t lim =
+		RMSGI_MIN(RMSGI_MIN((size_t)c->tx.peer_eager, RMSGI_PACK_MAX),
+			  rmsgi_credit_room(&c->cr));
 	size_t total = 0, sz;
 	struct rmsgi_list *n;
 	struct rmsgi_op *pk, *op;

@@ -12,7 +12,8 @@
  *   4   2    credits   receive credits returned to the peer
  *   6   2    rsvd      0
  *   8   4    aux       type-specific (status of an ACK, ...)
- *   12  4    rsvd2     0
+ *   12  4    bytes     byte-window bytes returned to the peer (0
+ *                      toward a peer without a byte window)
  *   16  8    len       payload bytes (DATA: following the header;
  *                      RNDV_REQ: total message bytes)
  *   24  8    id        type-specific (rendezvous cookie)
@@ -39,7 +40,8 @@
  *   0 magic, 1 version, 2 pdata_len, 3 flags, 4 credits (u16),
  *   6 status (i16, negative errno of a reject), 8 eager size (u32),
  *   12 connection id (u32), 16 user private data.
- * flags: RMSGI_HELLO_F_PACK, RMSGI_HELLO_F_GROW (below);
+ * flags: RMSGI_HELLO_F_PACK, RMSGI_HELLO_F_GROW (below); bits 4-7 the
+ * byte window the sender grants (RMSGI_HELLO_WIN, 0 for none);
  * RMSGI_HELLO_F_AUTH, the sender has a pre-shared key and requires
  * authentication (rmsg_cfg_set_psk; a refusal with it and status -EACCES:
  * refused because the two sides disagree on authentication). A server's
@@ -97,6 +99,36 @@
  * all; its own credits field is only its first grant. Toward a peer
  * without it the grant stays at the hello's credits. */
 #define RMSGI_HELLO_F_GROW 0x04
+/* the byte window the sender grants its peer (credit.h), in the flags'
+ * high four bits: n (1 to 15) grants 2^(n + 15) bytes (64 KiB to 1 GiB);
+ * 0, as every peer before it sends, grants none, and then neither side
+ * uses one. A peer that sends n also honours the window it is given. */
+#define RMSGI_HELLO_WIN_SHIFT 4
+#define RMSGI_HELLO_WIN_MIN_LOG 16
+#define RMSGI_HELLO_WIN_MAX_LOG 30
+/* the window bits of a hello's flags as bytes (0: none) */
+static inline uint32_t rmsgi_hello_win(uint8_t flags)
+{
+	unsigned n = flags >> RMSGI_HELLO_WIN_SHIFT;
+
+	return n ? (uint32_t)1 << (n + RMSGI_HELLO_WIN_MIN_LOG - 1) : 0;
+}
+
+/* the flags' bits for a window of @bytes (rounded down to a power of
+ * two, at least 64 KiB, at most 1 GiB; 0: none) */
+static inline uint8_t rmsgi_hello_win_flags(uint32_t bytes)
+{
+	unsigned lg = 0;
+
+	if (!bytes)
+		return 0;
+	while (lg < RMSGI_HELLO_WIN_MAX_LOG && (2u << lg) <= bytes)
+		lg++;
+	if (lg < RMSGI_HELLO_WIN_MIN_LOG)
+		lg = RMSGI_HELLO_WIN_MIN_LOG;
+	return (uint8_t)((lg - RMSGI_HELLO_WIN_MIN_LOG + 1)
+			 << RMSGI_HELLO_WIN_SHIFT);
+}
 #define RMSGI_NONCE_SIZE 32
 #define RMSGI_MAC_SIZE 32
 /* a hello's largest encoding: header, private data, a server's nonce */
@@ -139,6 +171,7 @@ struct rmsgi_hdr {
 	uint8_t flags;
 	uint16_t credits;
 	uint32_t aux;
+	uint32_t bytes; /* byte-window bytes returned (credit.h) */
 	uint64_t len;
 	uint64_t id;
 };
@@ -216,7 +249,8 @@ static inline uint64_t rmsgi_get64(const uint8_t *p)
 /*
  * The header codec runs for every frame, so it is inline and works on
  * whole words: bytes 0-7 are magic, version, type, flags, credits and
- * the reserved u16; bytes 8-15 aux and the reserved u32.
+ * the reserved u16; bytes 8-15 aux and the returned bytes (which the
+ * connection refuses from a peer without a byte window: rx.c).
  */
 #define RMSGI_HDR_W0_FIXED ((uint64_t)RMSGI_MAGIC | RMSGI_PROTO_VERSION << 8)
 /* the bits of word 0 that must equal RMSGI_HDR_W0_FIXED: magic,
@@ -230,7 +264,7 @@ static inline void rmsgi_hdr_encode(const struct rmsgi_hdr *h, void *buf)
 	rmsgi_put64(p, RMSGI_HDR_W0_FIXED | (uint64_t)h->type << 16 |
 			       (uint64_t)h->flags << 24 |
 			       (uint64_t)h->credits << 32);
-	rmsgi_put64(p + 8, h->aux);
+	rmsgi_put64(p + 8, (uint64_t)h->aux | (uint64_t)h->bytes << 32);
 	rmsgi_put64(p + 16, h->len);
 	rmsgi_put64(p + 24, h->id);
 }
@@ -254,12 +288,13 @@ static inline int rmsgi_hdr_decode(const void *buf, size_t avail,
 		return -EPROTO;
 	w0 = rmsgi_get64(p);
 	w1 = rmsgi_get64(p + 8);
-	if ((w0 & RMSGI_HDR_W0_MASK) != RMSGI_HDR_W0_FIXED || (w1 >> 32))
+	if ((w0 & RMSGI_HDR_W0_MASK) != RMSGI_HDR_W0_FIXED)
 		return -EPROTO;
 	h->type = (uint8_t)(w0 >> 16);
 	h->flags = 0;
 	h->credits = (uint16_t)(w0 >> 32);
 	h->aux = (uint32_t)w1;
+	h->bytes = (uint32_t)(w1 >> 32);
 	h->len = rmsgi_get64(p + 16);
 	h->id = rmsgi_get64(p + 24);
 	if (h->type == RMSGI_T_DATA)

@@ -24,23 +24,27 @@ void rmsgi_conn_drop_rx(struct rmsg_conn *c)
 	}
 }
 
-/* a buffer can take a frame again: its credit goes back (inline for
- * rmsgi_conn_rx's common case) */
+/* a buffer can take a frame again: its credit goes back, and the
+ * @wcost bytes of the byte window it took (inline for rmsgi_conn_rx's
+ * common case) */
 static inline __attribute__((always_inline)) void
-conn_credit_freed(struct rmsg_conn *c)
+conn_credit_freed(struct rmsg_conn *c, uint32_t wcost)
 {
+	rmsgi_credit_freed_bytes(&c->cr, wcost);
 	if (RMSGI_UNLIKELY(!rmsgi_credit_freed(&c->cr))) {
-		/* the grant shrank by this buffer instead */
+		/* the grant shrank by this buffer instead; its bytes of
+		 * the window still go back */
 		rmsgi_conn_grant(c, c->cr.grant);
-		return;
+		if (!wcost)
+			return;
 	}
 	if (c->state == RMSGI_CS_ESTABLISHED && credit_due(c))
 		rmsgi_ctx_mark_dirty(c->ctx, c);
 }
 
-void rmsgi_conn_credit_freed(struct rmsg_conn *c)
+void rmsgi_conn_credit_freed(struct rmsg_conn *c, uint32_t wcost)
 {
-	conn_credit_freed(c);
+	conn_credit_freed(c, wcost);
 }
 
 /* after on_msg: frees the message unless the app holds it */
@@ -227,7 +231,7 @@ static int rx_settle(struct rmsg_conn *c, struct rmsg_msg *m, int ret)
 {
 	if (m->in_rx == RMSGI_MSG_DONE) {
 		if (!c->cr.late)
-			conn_credit_freed(c);
+			conn_credit_freed(c, m->wcost);
 		return ret; /* RMSGI_RX_DONE (0) or the error */
 	}
 	/* queued or held: its free_fn runs later, once */
@@ -235,10 +239,48 @@ static int rx_settle(struct rmsg_conn *c, struct rmsg_msg *m, int ret)
 	return RMSGI_RX_KEPT;
 }
 
+/* a frame beyond the peer's byte window (rmsgi_conn_rx): refused */
+static int __attribute__((noinline, cold))
+rx_beyond_window(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+		 struct rmsg_msg *m)
+{
+	m->in_rx = RMSGI_MSG_IN_RX;
+	rmsgi_msg_free(m);
+	rmsgi_warn(c->ctx,
+		   "conn %u: the peer sent a frame of %llu bytes beyond the "
+		   "byte window of %u it was granted (%u left)",
+		   c->id, (unsigned long long)h->len, c->cr.win_in,
+		   c->cr.wpeer_avail);
+	rmsgi_conn_why(c,
+		       "the peer sent a %s frame of %llu bytes beyond the "
+		       "byte window of %u it was granted",
+		       rmsgi_frame_name(h->type), (unsigned long long)h->len,
+		       c->cr.win_in);
+	rmsgi_conn_abort(c, -EPROTO);
+	return rx_settle(c, m, -EPROTO);
+}
+
+/* the peer returned more credits or window bytes than it holds of ours
+ * (rmsgi_conn_rx): refused */
+static int __attribute__((noinline, cold))
+rx_returned_beyond(struct rmsg_conn *c, const struct rmsgi_hdr *h,
+		   struct rmsg_msg *m)
+{
+	m->in_rx = RMSGI_MSG_IN_RX;
+	rmsgi_msg_free(m);
+	rmsgi_conn_why(c,
+		       "the peer's %s frame returned more credits or bytes "
+		       "than it holds of ours",
+		       rmsgi_frame_name(h->type));
+	rmsgi_conn_abort(c, -EPROTO);
+	return rx_settle(c, m, -EPROTO);
+}
+
 int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		  struct rmsg_msg *m)
 {
 	uint32_t grow;
+	int64_t cost;
 	int ret;
 
 	/* @m comes with in_rx 0 (rmsgi_msg_init). Every path but the
@@ -268,23 +310,26 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		rmsgi_conn_abort(c, -EPROTO);
 		return rx_settle(c, m, -EPROTO);
 	}
+	/* and its bytes: a frame that costs more than the peer has left
+	 * of the byte window is refused (credit.h) */
+	cost = RMSGI_LIKELY(h->type != RMSGI_T_AUTH)
+		       ? rmsgi_credit_arrived_bytes(&c->cr, h->len)
+		       : 0; /* AUTH frames take none (auth.c) */
+	if (RMSGI_UNLIKELY(cost < 0))
+		return rx_beyond_window(c, h, m);
+	m->wcost = (uint32_t)cost;
 	/* the peer is down to its last credit: it may use more */
 	grow = rmsgi_credit_grow_want(&c->cr);
 	if (RMSGI_UNLIKELY(grow))
 		rmsgi_conn_grant(c, grow);
-	if (h->credits) {
+	if (h->credits | h->bytes) {
+		/* credits and bytes of our window back; more than the peer
+		 * holds, or bytes from a peer without a window: refused */
 		ret = rmsgi_credit_returned(&c->cr, h->credits,
-					    c->peer_credits);
-		if (RMSGI_UNLIKELY(ret)) {
-			m->in_rx = RMSGI_MSG_IN_RX;
-			rmsgi_msg_free(m);
-			rmsgi_conn_why(c,
-				       "the peer's %s frame returned more "
-				       "credits than it holds of ours",
-				       rmsgi_frame_name(h->type));
-			rmsgi_conn_abort(c, ret);
-			return rx_settle(c, m, ret);
-		}
+					    c->peer_credits) |
+		      rmsgi_credit_returned_bytes(&c->cr, h->bytes);
+		if (RMSGI_UNLIKELY(ret))
+			return rx_returned_beyond(c, h, m);
 		if (!rmsgi_list_empty(&c->tx.sendq))
 			rmsgi_ctx_mark_dirty(c->ctx, c);
 	}
@@ -310,7 +355,7 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		/* back to the backend, with its credit unless the backend
 		 * must repost it first */
 		if (RMSGI_LIKELY(!c->cr.late))
-			conn_credit_freed(c);
+			conn_credit_freed(c, m->wcost);
 		ret = RMSGI_RX_DONE;
 	} else {
 		ret = RMSGI_RX_KEPT; /* the app's: free_fn on release */

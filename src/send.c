@@ -298,6 +298,23 @@ int rmsgi_conn_send_ctrl(struct rmsg_conn *c, uint8_t type, uint32_t aux,
 	return 0;
 }
 
+/* the bytes of the byte window a frame takes: its payload's; AUTH
+ * frames take none (the receiver does not count them: rx.c) */
+static inline uint64_t op_wlen(const struct rmsgi_op *op)
+{
+	return op->type == RMSGI_T_AUTH ? 0 : rmsgi_op_frame_len(op);
+}
+
+/* a frame the transport did not take: its credit and bytes come back
+ * (rmsgi_credit_untake) */
+static void post_untake(struct rmsg_conn *c, const struct rmsgi_op *op,
+			bool native, bool sure)
+{
+	rmsgi_credit_untake(&c->cr, op->credits, sure);
+	if (!native)
+		rmsgi_credit_untake_bytes(&c->cr, op_wlen(op), op->wret, sure);
+}
+
 /* hands queued frames to the transport as far as credits and room go */
 void rmsgi_conn_post_queued(struct rmsg_conn *c)
 {
@@ -328,9 +345,12 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		    op->type != RMSGI_T_AUTH)
 			break;
 
-		/* only the CREDIT frame may take the last credit */
+		/* only the CREDIT frame may take the last credit; and a
+		 * frame waits for the bytes it costs of the window */
 		if (credit &&
-		    !rmsgi_credit_can_send(&c->cr, op != &c->tx.credit_op)) {
+		    (!rmsgi_credit_can_send(&c->cr, op != &c->tx.credit_op) ||
+		     (!native &&
+		      !rmsgi_credit_can_bytes(&c->cr, op_wlen(op))))) {
 			if (op != &c->tx.credit_op)
 				rmsgi_stats_stall(c);
 			break;
@@ -345,9 +365,11 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		}
 		if (!native) {
 			op->credits = credit_take(c);
+			op->wret = rmsgi_credit_take_bytes(&c->cr, op_wlen(op));
 		} else {
 			/* no header to piggyback returned credits on */
 			op->credits = 0;
+			op->wret = 0;
 			if (credit)
 				rmsgi_credit_spend(&c->cr);
 		}
@@ -367,7 +389,7 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		}
 		if (ret == -EAGAIN) {
 			if (credit)
-				rmsgi_credit_untake(&c->cr, op->credits, true);
+				post_untake(c, op, native, true);
 			op_state(c, op, RMSGI_OS_QUEUED);
 			rmsgi_list_add_head(&c->tx.sendq, &op->link);
 			break;
@@ -379,13 +401,13 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 			 * memory left for its copy or its rendezvous: only
 			 * it fails, the connection stays up */
 			if (credit)
-				rmsgi_credit_untake(&c->cr, op->credits, true);
+				post_untake(c, op, native, true);
 			op_finish(c, op, ret);
 			continue;
 		}
 		if (ret) {
 			if (credit)
-				rmsgi_credit_untake(&c->cr, op->credits, false);
+				post_untake(c, op, native, false);
 			if (op == &c->tx.credit_op)
 				op_state(c, op, RMSGI_OS_DONE);
 			else
@@ -452,7 +474,8 @@ static inline bool send_now(struct rmsg_conn *c, int iovcnt, size_t len,
 
 	if (!(len < c->tx.direct_lim && iovcnt <= RMSGI_OP_IOV_INLINE &&
 	      rmsgi_list_empty(&c->tx.sendq) && !c->ctx->flushing &&
-	      rmsgi_credit_can_send(&c->cr, true)))
+	      rmsgi_credit_can_send(&c->cr, true) &&
+	      rmsgi_credit_can_bytes(&c->cr, len)))
 		return false;
 	if (rmsgi_live_tx_before(&c->live, *now_p = ev_now(c->ctx->loop)))
 		return true;
@@ -509,6 +532,7 @@ static int send_direct_end(struct rmsg_conn *c, const struct iovec *iov,
 	if (w == 0) {
 		/* nothing written: the credit goes back */
 		rmsgi_credit_untake(&c->cr, h->credits, true);
+		rmsgi_credit_untake_bytes(&c->cr, len, h->bytes, true);
 		if (op)
 			rmsgi_op_put(c->ctx, op);
 		return -EAGAIN;
@@ -539,6 +563,7 @@ static int send_direct_end(struct rmsg_conn *c, const struct iovec *iov,
 	op_send_init(c, op, len, h->aux, cb, arg);
 	op_proto(c, op, true);
 	op->credits = h->credits;
+	op->wret = h->bytes;
 	op->tr_off = (size_t)w;
 	op_state(c, op, RMSGI_OS_POSTED);
 	c->tx.sendq_len++;
@@ -579,6 +604,7 @@ send_direct(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	h.len = len;
 	h.id = 0;
 	h.credits = credit_take(c);
+	h.bytes = rmsgi_credit_take_bytes(&c->cr, len);
 	w = c->tops->send_direct(c->tr_priv, &h, iov, iovcnt);
 	if (RMSGI_LIKELY(!op && w == (ssize_t)(RMSGI_HDR_SIZE + len))) {
 		rmsgi_live_tx(&c->live, now);

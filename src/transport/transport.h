@@ -336,8 +336,10 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status);
 /* the backend has room to post again */
 void rmsgi_conn_tr_room(struct rmsg_conn *c);
-/* a receive buffer whose credit belongs to @c went back to the peer */
-void rmsgi_conn_credit_freed(struct rmsg_conn *c);
+/* a receive buffer whose credit belongs to @c went back to the peer;
+ * @wcost: the byte window's bytes its frame took (the message's wcost,
+ * as rmsgi_conn_rx() set it) */
+void rmsgi_conn_credit_freed(struct rmsg_conn *c, uint32_t wcost);
 /* may the backend read the frame of header @h now? Asked from the
  * header, before the body. Until the peer proved the pre-shared key only
  * an AUTH frame of at most RMSGI_AUTH_MAX bytes is. 1: yes, and every

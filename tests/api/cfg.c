@@ -85,6 +85,9 @@ static const struct zcase zcases[] = {
 	/* rmsg_cfg_set_tcp_rx_limit.3: "below 1 MiB" is refused */
 	{"tcp_rx_limit", rmsg_cfg_set_tcp_rx_limit, rmsg_cfg_get_tcp_rx_limit,
 	 GIB, MIB, SIZE_MAX},
+	/* rmsg_cfg_set_tcp_window.3: 64 KiB to 1 GiB */
+	{"tcp_window", rmsg_cfg_set_tcp_window, rmsg_cfg_get_tcp_window,
+	 512 << 10, 64 << 10, GIB},
 };
 
 #define NU (sizeof(ucases) / sizeof(ucases[0]))
@@ -273,6 +276,12 @@ static void check_pages(void)
 	ret = rmsg_cfg_get_tcp_rx_limit(NULL, &z);
 	/* covers: rmsg_cfg_get_tcp_rx_limit.3 EINVAL */
 	T_ASSERT(ret == -EINVAL && z == 5, "get tcp_rx_limit NULL: %d", ret);
+	ret = rmsg_cfg_set_tcp_window(cfg, (64 << 10) - 1);
+	/* covers: rmsg_cfg_set_tcp_window.3 EINVAL */
+	T_ASSERT(ret == -EINVAL, "tcp_window 64 KiB - 1: %d", ret);
+	ret = rmsg_cfg_get_tcp_window(NULL, &z);
+	/* covers: rmsg_cfg_get_tcp_window.3 EINVAL */
+	T_ASSERT(ret == -EINVAL && z == 5, "get tcp_window NULL: %d", ret);
 	rmsg_cfg_destroy(cfg);
 }
 

@@ -384,10 +384,12 @@ int main(void)
 
 	T_OK(rmsg_cfg_create(&cfg));
 	T_OK(rmsg_cfg_set_reg_limit(cfg, LIMIT));
-	/* over TCP a held message keeps its frame's credit: enough of them
-	 * to hold twice the budget */
-	if (!rdma)
+	/* over TCP a held message keeps its frame's credit and its bytes
+	 * of the byte window: enough of both to hold twice the budget */
+	if (!rdma) {
 		T_OK(rmsg_cfg_set_credits(cfg, TCP_CREDITS));
+		T_OK(rmsg_cfg_set_tcp_window(cfg, 4 * LIMIT));
+	}
 	T_OK(rmsg_cfg_set_log(cfg, RMSG_LOG_WARN, log_cb, NULL));
 	T_OK(rmsg_ctx_create(loop, cfg, &sctx));
 	T_OK(rmsg_handle(sctx, METHOD, handler, NULL));

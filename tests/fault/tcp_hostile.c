@@ -10,6 +10,9 @@
  *   length above the maximum      -> on_close(-EMSGSIZE)
  *   unknown frame type            -> on_close(-EPROTO)
  *   credits beyond the grant      -> on_close(-EPROTO)
+ *   byte-window bytes returned beyond what it holds of ours, by a
+ *   peer that grants a window and by one that does not (issue 32)
+ *                                 -> on_close(-EPROTO), twice
  *   a well-behaved peer after all that -> its message arrives
  * and a librmsg client connecting to a closed port gets -ECONNREFUSED.
  * TCP only: the RDMA equivalent needs a raw verbs peer (reliability
@@ -49,6 +52,35 @@ static void expect_eof(int fd)
 	close(fd);
 }
 
+/* a frame header returning @bytes of the byte window (header bytes
+ * 12-15) */
+static void put_hdr_bytes(int fd, uint8_t type, uint32_t bytes)
+{
+	struct rmsgi_hdr h = {.type = type, .bytes = bytes};
+	uint8_t buf[RMSGI_HDR_SIZE];
+
+	rmsgi_hdr_encode(&h, buf);
+	put(fd, buf, sizeof(buf));
+}
+
+/* HELLO granting a byte window of @win (0: none), then HELLO_ACK */
+static int handshake_win(uint16_t port, uint32_t win)
+{
+	struct rmsgi_hello hello = {.credits = 32, .eager_size = 8192};
+	uint8_t buf[64];
+	size_t n;
+	int fd = raw_connect(port);
+
+	hello.flags = RMSGI_HELLO_F_PACK | RMSGI_HELLO_F_GROW |
+		      rmsgi_hello_win_flags(win);
+	n = rmsgi_hello_encode(&hello, buf);
+	raw_put_hdr(fd, RMSGI_T_HELLO, 0, n);
+	put(fd, buf, n);
+	if (raw_answer(fd, NULL) != RMSGI_T_HELLO_ACK)
+		_exit(13);
+	return fd;
+}
+
 static void child(uint16_t port)
 {
 	uint8_t junk[64];
@@ -78,6 +110,15 @@ static void child(uint16_t port)
 	raw_put_hdr(fd, RMSGI_T_CREDIT, 60000, 0);
 	expect_eof(fd);
 
+	/* the server sent nothing: the peer holds none of its window */
+	fd = handshake_win(port, 256 << 10);
+	put_hdr_bytes(fd, RMSGI_T_CREDIT, 1);
+	expect_eof(fd);
+
+	fd = handshake_win(port, 0);
+	put_hdr_bytes(fd, RMSGI_T_CREDIT, 1);
+	expect_eof(fd);
+
 	fd = raw_handshake(port);
 	raw_put_hdr(fd, RMSGI_T_DATA, 0, 5);
 	put(fd, "hello", 5);
@@ -102,7 +143,7 @@ static void on_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 
 static void maybe_done(void)
 {
-	if (child_done && closes == 5 && refused)
+	if (child_done && closes == 7 && refused)
 		rmsg_listener_close(lis);
 }
 
@@ -169,14 +210,14 @@ int main(void)
 	t_child_watch(loop, &cw, pid, &child_done, maybe_done);
 	t_deadline(loop, 60);
 	ev_run(loop, 0);
-	T_ASSERT(accepted == 5, "accepted %d (garbage must not be)", accepted);
+	T_ASSERT(accepted == 7, "accepted %d (garbage must not be)", accepted);
 	T_ASSERT(msgs == 1, "messages %d", msgs);
-	T_ASSERT(n_reset >= 1 && n_msgsize == 1 && n_proto == 2,
+	T_ASSERT(n_reset >= 1 && n_msgsize == 1 && n_proto == 4,
 		 "reasons: reset %d msgsize %d proto %d", n_reset, n_msgsize,
 		 n_proto);
 	T_OK(rmsg_ctx_destroy(ctx));
 	rmsg_cfg_destroy(cfg);
-	printf("tcp_hostile: 5 hostile connections closed with the right "
+	printf("tcp_hostile: 7 hostile connections closed with the right "
 	       "reason, the good one served, closed port refused\n");
 	return 0;
 }

@@ -85,7 +85,7 @@ static void fmsg_free(struct rmsg_msg *m)
 	msgs_alive--;
 	CHECK(msgs_alive >= 0);
 	if (m->conn)
-		rmsgi_conn_credit_freed(m->conn);
+		rmsgi_conn_credit_freed(m->conn, m->wcost);
 	free(f);
 }
 
@@ -208,6 +208,9 @@ static void call_result(uintptr_t k, int ret)
 /* ------------------------------------------------------------------ */
 /* actions                                                              */
 
+/* the run's connection has a byte window (the mode's bit 5) */
+static bool fz_win;
+
 static void peer_frame(struct rmsg_conn *c)
 {
 	static const uint8_t types[] = {
@@ -226,6 +229,9 @@ static void peer_frame(struct rmsg_conn *c)
 	h.credits = (uint16_t)(u8() % (GRANT + 2));
 	h.aux = sel & 0x80 ? u32() : (u8() % 3);
 	h.id = u8() % 8;
+	/* window bytes returned, legal or not (the mode's bit 5) */
+	if ((sel & 0x40) && fz_win)
+		h.bytes = h.aux;
 	if (h.type == RMSGI_T_READ_REQ || h.type == RMSGI_T_WRITE ||
 	    h.type == RMSGI_T_WRITE_IMM) {
 		/* a target in our region, near it, or forged */
@@ -400,6 +406,10 @@ static void check_bounds(const struct rmsg_conn *c)
 	CHECK(c->cr.grant >= rmsgi_credits_start(&c->cfg));
 	CHECK(c->cr.grant <= c->cfg.credits);
 	CHECK(c->cr.peer_avail <= (int32_t)c->cr.grant);
+	/* the byte window (TCP, mode bit 5): the peer never has more of it
+	 * than we granted, nor do we think we have more of its */
+	CHECK(c->cr.wpeer_avail + c->cr.wto_return <= c->cr.win_in);
+	CHECK(c->cr.wavail <= c->cr.win_out);
 }
 
 static void quiet(int level, const char *line, void *arg)
@@ -446,7 +456,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* with or without rendezvous; with a key (bit 1): the connection
 	 * starts in the AUTH state, the server's proof is an action */
 	mode = u8();
-	fake_tr_reset(mode & 1 ? RMSGI_TR_CAP_RNDV : 0);
+	/* bit 5: a backend with a byte window (TCP's), the peer granting
+	 * one of 64 KiB (frames return window bytes: frame()) */
+	fake_tr_reset((mode & 1 ? RMSGI_TR_CAP_RNDV : 0) |
+		      (mode & 32 ? RMSGI_TR_CAP_WINDOW : 0));
 	ft.room = POSTED_MAX;
 	fake_tr_attach(c);
 	hello.credits = (uint16_t)(4 + u8() % 8);
@@ -459,6 +472,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * only a few buffers more */
 	if (mode & 8)
 		hello.flags |= RMSGI_HELLO_F_GROW;
+	fz_win = mode & 32;
+	if (fz_win)
+		hello.flags |= rmsgi_hello_win_flags(64 << 10);
 	if (mode & 16)
 		ft.grant_cap = GRANT / 2;
 	if (mode & 2) {

@@ -88,7 +88,7 @@ static int hdr_eq(const struct rmsgi_hdr *a, const struct rmsgi_hdr *b)
 {
 	return a->type == b->type && a->flags == b->flags &&
 	       a->credits == b->credits && a->aux == b->aux &&
-	       a->len == b->len && a->id == b->id;
+	       a->bytes == b->bytes && a->len == b->len && a->id == b->id;
 }
 
 static int hello_eq(const struct rmsgi_hello *a, const struct rmsgi_hello *b)
@@ -137,8 +137,7 @@ static int hdr_one(const uint8_t *d, size_t n, uint64_t max_len,
 	}
 	/* documented: bad magic, version, type or reserved field */
 	if (d[0] != RMSGI_MAGIC || d[1] != RMSGI_PROTO_VERSION || d[2] == 0 ||
-	    d[2] >= RMSGI_T_MAX_ || d[3] != 0 || rd16(d + 6) != 0 ||
-	    rd32(d + 12) != 0)
+	    d[2] >= RMSGI_T_MAX_ || d[3] != 0 || rd16(d + 6) != 0)
 		CHECK(rc == -EPROTO);
 	if (rc == -EMSGSIZE)
 		CHECK(rd64(d + 16) > max_len);
@@ -160,8 +159,8 @@ static int hdr_one(const uint8_t *d, size_t n, uint64_t max_len,
 
 	/* accepted: fields are the bytes, and the bounds hold */
 	CHECK(h.type == d[2] && h.flags == 0 && h.credits == rd16(d + 4) &&
-	      h.aux == rd32(d + 8) && h.len == rd64(d + 16) &&
-	      h.id == rd64(d + 24));
+	      h.aux == rd32(d + 8) && h.bytes == rd32(d + 12) &&
+	      h.len == rd64(d + 16) && h.id == rd64(d + 24));
 	CHECK(h.type > 0 && h.type < RMSGI_T_MAX_);
 	/* PACK: bounded by the largest eager size, not by max_len */
 	CHECK(h.len <= max_len || h.len - max_len <= (uint64_t)OVERHEAD_MAX ||

@@ -16,7 +16,7 @@ static void tmsg_free(struct rmsg_msg *m)
 
 	msgs_freed++;
 	if (t->credit)
-		rmsgi_conn_credit_freed(m->conn);
+		rmsgi_conn_credit_freed(m->conn, m->wcost);
 	free(t);
 }
 
@@ -43,7 +43,13 @@ int rx(struct rmsg_conn *c, uint8_t type, uint16_t credits, uint32_t aux,
 			      .aux = aux,
 			      .id = id,
 			      .len = m->len};
-	int ret = rmsgi_conn_rx(c, &h, m);
+
+	return rx_hdr(c, &h, m);
+}
+
+int rx_hdr(struct rmsg_conn *c, const struct rmsgi_hdr *h, struct rmsg_msg *m)
+{
+	int ret = rmsgi_conn_rx(c, h, m);
 
 	/* the one ownership rule (transport.h): done with, it is ours */
 	if (ret == RMSGI_RX_KEPT)

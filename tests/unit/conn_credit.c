@@ -577,6 +577,217 @@ static void conn_grant__backend_bound(void **state)
 	assert_int_equal(t->closed, 0);
 }
 
+/* ------------------------------------------------------------------ */
+/* the byte window (issue 32; credit.h)                                 */
+
+#define KIB64 65536u
+
+/* a connection over a backend with a byte window (TCP's
+ * RMSGI_TR_CAP_WINDOW), the peer granting 32 frames and @win bytes (0:
+ * a peer without one, an older librmsg) */
+static struct t *win_t(void **state, uint32_t win)
+{
+	struct rmsgi_hello h = {.credits = 32, .eager_size = 8192};
+	struct t *t = replace_t(state, NULL, RMSGI_TR_CAP_WINDOW);
+
+	h.flags = RMSGI_HELLO_F_PACK | RMSGI_HELLO_F_GROW |
+		  rmsgi_hello_win_flags(win);
+	rmsgi_conn_ev_established(t->c, &h);
+	assert_int_equal(t->c->state, RMSGI_CS_ESTABLISHED);
+	return t;
+}
+
+/* a frame from the peer of @len payload bytes (the first ones "w"),
+ * returning @credits and @bytes */
+static int rx_len(struct t *t, uint8_t type, size_t len, uint16_t credits,
+		  uint32_t bytes)
+{
+	static const uint8_t big[1 << 17];
+	struct rmsg_msg *m = tmsg_new(t->c, NULL);
+	struct rmsgi_hdr h = {.type = type, .credits = credits, .bytes = bytes};
+
+	assert_true(len <= sizeof(big));
+	m->data = big;
+	m->len = len;
+	h.len = len;
+	return rx_hdr(t->c, &h, m);
+}
+
+/* the hello grants a window where the backend takes one, not elsewhere */
+static void conn_window__hello(void **state)
+{
+	struct rmsgi_hello h;
+	struct t *t = *state;
+
+	rmsgi_conn_hello(t->c, &h);
+	assert_int_equal(rmsgi_hello_win(h.flags), 0);
+	t = win_t(state, 256 << 10);
+	rmsgi_conn_hello(t->c, &h);
+	assert_int_equal(rmsgi_hello_win(h.flags), RMSGI_WINDOW_DEFAULT);
+	assert_int_equal(t->c->cr.win_in, RMSGI_WINDOW_DEFAULT);
+	assert_int_equal(t->c->cr.win_out, 256 << 10);
+}
+
+/* large messages: as many in flight as the peer's bytes allow, not as
+ * its 32 frames would; returned bytes let the next ones go */
+static void conn_window__bounds_bytes_in_flight(void **state)
+{
+	struct t *t = win_t(state, 256 << 10);
+	int i;
+
+	for (i = 1; i <= 10; i++)
+		assert_int_equal(send_len(t, KIB64, i), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 4);
+	assert_int_equal(t->c->cr.wavail, 0);
+	assert_true(t->c->cr.avail > 20); /* frames were not the bound */
+	assert_true(t->c->st.credit_stalls > 0);
+	tr_complete_all(t->c, 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 0);
+	/* the peer freed two: two more go */
+	assert_int_equal(rx_len(t, RMSGI_T_CREDIT, 0, 0, 2 * KIB64), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 2);
+	for (i = 0; i < 2; i++)
+		assert_int_equal((intptr_t)ft.posted[i].op->arg, 5 + i);
+	/* small ones fit what is left, however few bytes that is */
+	assert_int_equal(rx_len(t, RMSGI_T_CREDIT, 0, 0, 100), 0);
+	assert_int_equal(t->c->cr.wavail, 100);
+}
+
+/* a frame larger than half the window costs half: it can always go once
+ * the receiver freed what it held */
+static void conn_window__large_frame_costs_half(void **state)
+{
+	struct t *t = win_t(state, 64 << 10);
+	int i;
+
+	for (i = 1; i <= 3; i++)
+		assert_int_equal(send_len(t, KIB64, i), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 2);
+	assert_int_equal(t->c->cr.wavail, 0);
+}
+
+/* small messages go packed only as far as the window lets them: a PACK
+ * frame never takes more bytes than are left */
+static void conn_window__pack_within_window(void **state)
+{
+	struct t *t = win_t(state, 64 << 10);
+
+	assert_int_equal(send_len(t, 32768, 1), 0); /* costs the half */
+	assert_int_equal(send_len(t, 27768, 2), 0);
+	assert_int_equal(send_len(t, 4000, 3), 0);
+	assert_int_equal(send_len(t, 4000, 4), 0);
+	flush(t);
+	/* two of 4000 would pack into 8016 bytes, more than the 5000 left:
+	 * the first goes alone, the second waits */
+	assert_int_equal(ft.nposted, 3);
+	assert_int_equal(ft.posted[2].type, RMSGI_T_DATA);
+	assert_int_equal(ft.posted[2].len, 4000);
+	assert_int_equal(t->c->cr.wavail, 1000);
+	/* with room again the rest goes */
+	assert_int_equal(rx_len(t, RMSGI_T_CREDIT, 0, 0, 32768), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 4);
+	assert_int_equal(t->c->cr.wavail, 29768);
+}
+
+/* the peer returns more bytes than it holds of our window: -EPROTO */
+static void conn_window__returned_beyond(void **state)
+{
+	struct t *t = win_t(state, 256 << 10);
+
+	assert_int_equal(send_len(t, 1000, 1), 0);
+	flush(t);
+	assert_int_equal(rx_len(t, RMSGI_T_CREDIT, 0, 0, 1000), 0);
+	assert_int_equal(rx_len(t, RMSGI_T_CREDIT, 0, 0, 1), -EPROTO);
+	assert_int_equal(ft.ndisconnect, 1);
+	tr_complete_all(t->c, 0);
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(t->close_reason, -EPROTO);
+}
+
+/* rmsg.7: the peer may have at most the window's bytes in frames we did
+ * not return, whatever its frame credits: the first frame beyond it is
+ * -EPROTO, even of one byte */
+static void conn_window__rx_beyond_window(void **state)
+{
+	struct t *t = win_t(state, 256 << 10);
+	uint32_t win = t->c->cr.win_in;
+	uint32_t i, n = win / KIB64;
+
+	for (i = 0; i < n; i++)
+		assert_int_equal(rx_len(t, RMSGI_T_DATA, KIB64, 0, 0), 0);
+	assert_int_equal(t->msgs, (int)n);
+	assert_int_equal(t->c->cr.wpeer_avail, 0);
+	assert_true(t->c->cr.peer_avail > 1); /* frames are left */
+	assert_int_equal(rx_len(t, RMSGI_T_DATA, 1, 0, 0), -EPROTO);
+	assert_int_equal(t->msgs, (int)n);
+	assert_int_equal(ft.ndisconnect, 1);
+	tr_complete_all(t->c, 0);
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(t->close_reason, -EPROTO);
+}
+
+/* a held message keeps its bytes until released; freed bytes go back
+ * in a CREDIT frame once a quarter of the window is free */
+static void conn_window__returns(void **state)
+{
+	struct t *t = win_t(state, 256 << 10);
+	uint32_t win = t->c->cr.win_in, q = win / 4 / KIB64;
+	uint32_t i;
+
+	t->hold = true;
+	assert_int_equal(rx_len(t, RMSGI_T_DATA, KIB64, 0, 0), 0);
+	t->hold = false;
+	for (i = 1; i < q; i++)
+		assert_int_equal(rx_len(t, RMSGI_T_DATA, KIB64, 0, 0), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 0); /* less than a quarter freed */
+	assert_int_equal(rx_len(t, RMSGI_T_DATA, KIB64, 0, 0), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 1);
+	assert_int_equal(ft.posted[0].type, RMSGI_T_CREDIT);
+	assert_int_equal(ft.posted[0].wret, q * KIB64);
+	assert_int_equal(t->c->cr.wpeer_avail, win - KIB64);
+	/* and piggybacked on what we send */
+	tr_complete_all(t->c, 0);
+	rmsg_msg_release(t->held);
+	t->held = NULL;
+	assert_int_equal(t->c->cr.wto_return, KIB64);
+	assert_int_equal(send_str(t, "x", 1), 0);
+	flush(t);
+	assert_int_equal(ft.posted[0].wret, KIB64);
+	assert_int_equal(t->c->cr.wpeer_avail, win);
+}
+
+/* a peer without a window (an older librmsg): none either way, and
+ * window bytes from it are refused */
+static void conn_window__old_peer(void **state)
+{
+	struct t *t = win_t(state, 0);
+	int i;
+
+	assert_int_equal(t->c->cr.win_in, 0);
+	assert_int_equal(t->c->cr.win_out, 0);
+	for (i = 1; i <= 10; i++)
+		assert_int_equal(send_len(t, KIB64, i), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 10);
+	tr_complete_all(t->c, 0);
+	for (i = 0; i < 10; i++)
+		assert_int_equal(rx_len(t, RMSGI_T_DATA, KIB64, 0, 0), 0);
+	assert_int_equal(rx_len(t, RMSGI_T_CREDIT, 0, 0, 64), -EPROTO);
+	tr_complete_all(t->c, 0);
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(t->close_reason, -EPROTO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -592,6 +803,14 @@ int main(void)
 		CONN_T(conn_credit__nothing_after_bye),
 		CONN_T(conn_ans__bounded_by_credits),
 		CONN_T(conn_credit__ack_keeps_reserve),
+		CONN_T(conn_window__hello),
+		CONN_T(conn_window__bounds_bytes_in_flight),
+		CONN_T(conn_window__large_frame_costs_half),
+		CONN_T(conn_window__pack_within_window),
+		CONN_T(conn_window__returned_beyond),
+		CONN_T(conn_window__rx_beyond_window),
+		CONN_T(conn_window__returns),
+		CONN_T(conn_window__old_peer),
 		CONN_T(conn_grant__hello_initial),
 		CONN_T(conn_grant__grows_to_max),
 		CONN_T(conn_grant__bound_after_growth),

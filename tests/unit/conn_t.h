@@ -30,6 +30,8 @@ struct rmsg_msg *tmsg_new(struct rmsg_conn *c, const char *s);
 int rx(struct rmsg_conn *c, uint8_t type, uint16_t credits, uint32_t aux,
        uint64_t id, struct rmsg_msg *m);
 int rx_data(struct rmsg_conn *c, const char *s, uint16_t credits);
+/* a frame of header @h (its len should be @m's) */
+int rx_hdr(struct rmsg_conn *c, const struct rmsgi_hdr *h, struct rmsg_msg *m);
 int rx_credit(struct rmsg_conn *c, uint16_t credits);
 
 /* ------------------------------------------------------------------ */

@@ -11,7 +11,7 @@
  * documented range of grants, 4 to 4096 */
 static void credit_init__thresholds(void **state)
 {
-	struct rmsgi_credit cr;
+	struct rmsgi_credit cr = {0};
 	uint32_t grant, lo, hi;
 
 	(void)state;
@@ -32,7 +32,7 @@ static void credit_init__thresholds(void **state)
 /* a message never takes the last credit; a CREDIT frame may */
 static void credit_can_send__reserve(void **state)
 {
-	struct rmsgi_credit cr;
+	struct rmsgi_credit cr = {0};
 
 	(void)state;
 	rmsgi_credit_init(&cr, 4, 4);
@@ -50,7 +50,7 @@ static void credit_can_send__reserve(void **state)
 /* sending a window of messages stops with exactly one credit left */
 static void credit_can_send__window(void **state)
 {
-	struct rmsgi_credit cr;
+	struct rmsgi_credit cr = {0};
 	int sent = 0;
 
 	(void)state;
@@ -69,7 +69,7 @@ static void credit_can_send__window(void **state)
 
 static void credit_take__piggybacks_to_return(void **state)
 {
-	struct rmsgi_credit cr;
+	struct rmsgi_credit cr = {0};
 	int i;
 
 	(void)state;
@@ -87,7 +87,7 @@ static void credit_take__piggybacks_to_return(void **state)
 /* the wire field is 16 bits: the rest waits for the next frame */
 static void credit_take__capped_0xffff(void **state)
 {
-	struct rmsgi_credit cr;
+	struct rmsgi_credit cr = {0};
 
 	(void)state;
 	rmsgi_credit_init(&cr, 8, 8);
@@ -103,7 +103,7 @@ static void credit_take__capped_0xffff(void **state)
 
 static void credit_returned__within_grant(void **state)
 {
-	struct rmsgi_credit cr;
+	struct rmsgi_credit cr = {0};
 	int i;
 
 	(void)state;
@@ -121,7 +121,7 @@ static void credit_returned__within_grant(void **state)
 /* a peer that returns more than it was ever given is broken or hostile */
 static void credit_returned__beyond_grant(void **state)
 {
-	struct rmsgi_credit cr;
+	struct rmsgi_credit cr = {0};
 
 	(void)state;
 	rmsgi_credit_init(&cr, 8, 8);
@@ -141,7 +141,7 @@ static void credit_returned__beyond_grant(void **state)
 
 static void credit_want_update__threshold(void **state)
 {
-	struct rmsgi_credit cr;
+	struct rmsgi_credit cr = {0};
 	uint32_t i;
 
 	(void)state;
@@ -172,7 +172,7 @@ static void cr_new(struct rmsgi_credit *cr, uint32_t peer_grant,
  * below the threshold too, or it could wait for ever */
 static void credit_want_update__peer_at_last(void **state)
 {
-	struct rmsgi_credit cr;
+	struct rmsgi_credit cr = {0};
 	uint32_t i;
 
 	(void)state;
@@ -196,7 +196,7 @@ static void credit_want_update__peer_at_last(void **state)
 static void credit_arrived__beyond_grant(void **state)
 {
 	static const uint32_t grants[] = {4, 5, 32, 4096};
-	struct rmsgi_credit cr;
+	struct rmsgi_credit cr = {0};
 	uint32_t i, g;
 	size_t k;
 
@@ -215,7 +215,7 @@ static void credit_arrived__beyond_grant(void **state)
  * against the grant, and learning the hello does not give them back */
 static void credit_arrived__before_hello(void **state)
 {
-	struct rmsgi_credit cr;
+	struct rmsgi_credit cr = {0};
 	int i;
 
 	(void)state;
@@ -233,7 +233,7 @@ static void credit_arrived__before_hello(void **state)
  * once, and not one frame more; held messages count until released */
 static void credit_arrived__returned_ones(void **state)
 {
-	struct rmsgi_credit cr;
+	struct rmsgi_credit cr = {0};
 	int i;
 
 	(void)state;
@@ -262,7 +262,7 @@ static void credit_arrived__returned_ones(void **state)
  * counted below what it has) */
 static void credit_untake__frame_not_sent(void **state)
 {
-	struct rmsgi_credit cr;
+	struct rmsgi_credit cr = {0};
 	uint16_t n;
 	int i;
 
@@ -365,7 +365,7 @@ static void credit_bye__within_grant(void **state)
  * we owe credits to (nothing held) could be told of them */
 static void credit_peer_held(void **state)
 {
-	struct rmsgi_credit cr;
+	struct rmsgi_credit cr = {0};
 	int i;
 
 	(void)state;

@@ -90,6 +90,7 @@ static int f_post(void *tc, struct rmsgi_op *op)
 	p->kind = op->kind;
 	p->rndv = op->rndv;
 	p->credits = op->credits;
+	p->wret = op->wret;
 	p->aux = op->aux;
 	p->id = op->id;
 	p->len = op->len;

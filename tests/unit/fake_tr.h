@@ -22,6 +22,7 @@ struct fake_posted {
 	struct rmsgi_op *op;
 	uint8_t type, kind, rndv;
 	uint16_t credits;
+	uint32_t wret; /* byte-window bytes returned */
 	uint32_t aux;
 	uint64_t id;
 	size_t len;

@@ -229,9 +229,10 @@ void rmsgi_conn_tr_room(struct rmsg_conn *c)
 	c->rooms++;
 }
 
-void rmsgi_conn_credit_freed(struct rmsg_conn *c)
+void rmsgi_conn_credit_freed(struct rmsg_conn *c, uint32_t wcost)
 {
 	(void)c;
+	(void)wcost;
 }
 
 int rmsgi_conn_rx_admit(struct rmsg_conn *c, const struct rmsgi_hdr *h)

@@ -22,7 +22,7 @@ static void rx_credit_back(struct rxbuf *rb)
 
 	if (c) {
 		rb->m.conn = NULL;
-		rmsgi_conn_credit_freed(c);
+		rmsgi_conn_credit_freed(c, rb->m.wcost);
 		rmsgi_conn_put(c);
 	}
 }

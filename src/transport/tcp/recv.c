@@ -80,6 +80,7 @@ static void tcp_msg_free(struct rmsg_msg *m)
 {
 	struct tcp_msg *w = RMSGI_CONTAINER_OF(m, struct tcp_msg, m);
 	struct rmsg_conn *c = m->conn;
+	uint32_t wcost = m->wcost;
 
 	if (w->rb)
 		tcp_rbuf_put(w->t, w->rb);
@@ -88,7 +89,7 @@ static void tcp_msg_free(struct rmsg_msg *m)
 		tcp_rx_give(w->t, w->heap_cap);
 	}
 	tcp_msg_put(w);
-	rmsgi_conn_credit_freed(c);
+	rmsgi_conn_credit_freed(c, wcost);
 }
 
 /* ------------------------------------------------------------------ */
@@ -154,8 +155,9 @@ static int tcp_check_type(struct tcp_conn *tc, const struct rmsgi_hdr *h)
 		return ret < 0 ? ret : 0;
 	}
 	/* a handshake frame is at most RMSGI_HELLO_MAX bytes (read into
-	 * tc->rb, TCP_HS_MAX at a time); a longer one is not read */
-	if (h->len > RMSGI_HELLO_MAX)
+	 * tc->rb, TCP_HS_MAX at a time); a longer one is not read; it
+	 * returns no window bytes (there is no window yet) */
+	if (h->len > RMSGI_HELLO_MAX || h->bytes)
 		return -EPROTO;
 	if (tc->server)
 		return h->type == RMSGI_T_HELLO ? 0 : -EPROTO;

@@ -110,7 +110,7 @@
  * One 16 MiB message in progress never waits for another connection. */
 #define TCP_RX_SHARE ((size_t)16 << 20)
 /* no rendezvous, no native one-sided ops: the core emulates them */
-#define TCP_CAPS 0u
+#define TCP_CAPS RMSGI_TR_CAP_WINDOW
 /* a frame's header slot: the header and a one-sided op's RMA header */
 #define TCP_SLOT 64
 _Static_assert(TCP_SLOT >= RMSGI_HDR_SIZE + RMSGI_OP_PRE_MAX,
