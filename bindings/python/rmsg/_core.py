@@ -390,6 +390,7 @@ _CFG_SETTERS = {
     "timeout_ms": lib.rmsg_cfg_set_timeout_ms,
     "reg_limit": lib.rmsg_cfg_set_reg_limit,
     "tcp_rx_limit": lib.rmsg_cfg_set_tcp_rx_limit,
+    "tcp_window": lib.rmsg_cfg_set_tcp_window,
     "max_conns": lib.rmsg_cfg_set_max_conns,
     "max_pending": lib.rmsg_cfg_set_max_pending,
     "keepalive_ms": lib.rmsg_cfg_set_keepalive_ms,
@@ -654,7 +655,8 @@ class Context:
     rmsg_cfg_set_NAME(3) (a value out of range raises RmsgValueError, a
     ValueError naming the option): eager_size, credits,
     credits_initial, send_queue, busy_poll_us, max_msg_size, private_data,
-    timeout_ms, reg_limit, tcp_rx_limit, keepalive_ms, keepalive_misses,
+    timeout_ms, reg_limit, tcp_rx_limit, tcp_window, keepalive_ms,
+    keepalive_misses,
     psk (a pre-shared key of 16 to 64 bytes: the peer must hold the same
     one, else the connection fails with EACCES; rmsg_cfg_set_psk(3))
     (max_conns and max_pending apply to listeners). recv_queue (default
