@@ -79,7 +79,7 @@ conn_stage() {
 	 src/credit.c src/ctx.c src/err.c
 	 src/keepalive.c src/listener.c src/log.c src/mr.c src/regcache.c src/msg.c src/pool.c
 	 src/proto.c src/rpc.c src/stats.c src/uri.c src/auth.c src/resolve.c
-	 src/timer.c src/ownloop.c src/group.c src/registry.c src/reap.c
+	 src/timer.c src/ownloop.c src/group.c src/registry.c
 	 tests/unit/fake_tr.c tests/unit/fake_registry.c"
 	csecs=${FUZZ_CONN_SECONDS:-$secs}
 	t0=$(date +%s)
