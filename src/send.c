@@ -477,9 +477,10 @@ static inline bool send_now(struct rmsg_conn *c, int iovcnt, size_t len,
 	      rmsgi_credit_can_send(&c->cr, true) &&
 	      rmsgi_credit_can_bytes(&c->cr, len)))
 		return false;
-	if (rmsgi_live_tx_before(&c->live, *now_p = ev_now(c->ctx->loop)))
-		return true;
-	burst = c->tx.burst;
+	/* either opens the burst: the flag too, or a later loop time would
+	 * let a second send through at this one */
+	burst = c->tx.burst |
+		rmsgi_live_tx_before(&c->live, *now_p = ev_now(c->ctx->loop));
 	c->tx.burst = false;
 	return burst;
 }

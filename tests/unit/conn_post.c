@@ -5,6 +5,8 @@
  * backend's room: -EAGAIN from rmsg_send() and from post(), on_writable,
  * and a post() that fails.
  */
+#include <unistd.h>
+
 #include "conn_t.h"
 
 /* ------------------------------------------------------------------ */
@@ -200,6 +202,28 @@ static void conn_send__direct_once_per_burst(void **state)
 	flush(t);
 	assert_int_equal(done_count(t, 3, NULL), 1);
 	assert_int_equal(done_count(t, 5, NULL), 1);
+	/* a flush, then a later loop time: still one burst, one direct
+	 * send (the fd-mode destroy test over rdma found a second) */
+	tr_complete_all(t->c, 0);
+	flush(t);
+	{
+		ev_tstamp was = ev_now(t->loop);
+
+		while (ev_now(t->loop) == was) {
+			usleep(1000);
+			ev_now_update(t->loop);
+		}
+	}
+	assert_int_equal(send_str(t, "f", 6), 0);
+	assert_int_equal(ft.ndirect, 4);
+	assert_int_equal(send_str(t, "g", 7), 0);
+	assert_int_equal(ft.ndirect, 4); /* queued behind the first */
+	flush(t);
+	assert_int_equal(ft.nposted, 1);
+	tr_complete_all(t->c, 0);
+	flush(t);
+	assert_int_equal(done_count(t, 6, NULL), 1);
+	assert_int_equal(done_count(t, 7, NULL), 1);
 }
 
 int main(void)
