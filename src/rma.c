@@ -198,11 +198,12 @@ int rmsgi_conn_rma_rx_read_resp(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	const uint8_t *p = m->data;
 	int i;
 
-	if (!op || op->kind != RMSGI_OP_READ ||
+	if (!op || op->kind != RMSGI_OP_READ || h->aux > 4095 ||
 	    (!h->aux && h->len != op->len)) {
 		rmsgi_msg_free(m);
 		rmsgi_conn_why(c, "the peer sent a READ_RESP frame for no "
-				  "read of ours, or of the wrong length");
+				  "read of ours, of the wrong length, or "
+				  "with a status that is not an errno");
 		rmsgi_conn_abort(c, -EPROTO);
 		return -EPROTO;
 	}

@@ -284,6 +284,45 @@ static void conn_stats__onesided(void **state)
 	assert_int_equal(cst(t).msgs_recv, 0);
 }
 
+/* a READ_RESP whose status is not an errno (aux above 4095, here one
+ * that -(int) would overflow: fuzz_conn found it) ends the connection
+ * with -EPROTO; the read fails once with that reason */
+static void conn_stats__read_resp_bad_status(void **state)
+{
+	struct t *t = *state;
+	struct rmsgi_desc d = {
+		.access = RMSG_ACCESS_REMOTE_READ, .token = 5, .len = 4096};
+	uint8_t desc[RMSG_MR_DESC_SIZE];
+	char buf[8];
+	struct iovec iov = {buf, sizeof(buf)};
+	uint32_t bad[] = {4096, 0x80000000u};
+	unsigned i;
+	int status;
+
+	for (i = 0; i < 2; i++) {
+		if (i)
+			t = replace_t(state, NULL, 0);
+		rmsgi_desc_encode(&d, desc);
+		establish(t, 32, 8192);
+		assert_int_equal(
+			rmsg_read(t->c, &iov, 1, desc, 0, done_cb, (void *)4),
+			0);
+		flush(t);
+		assert_int_equal(ft.nposted, 1);
+		tr_complete_all(t->c, 0);
+		assert_int_equal(rx(t->c, RMSGI_T_READ_RESP, 0, bad[i],
+				    ft.posted[0].id, tmsg_new(t->c, NULL)),
+				 -EPROTO);
+		assert_int_equal(cst(t).proto_errors, 1);
+		assert_int_equal(cst(t).refused_ours, 0);
+		tr_down(t->c);
+		flush(t);
+		assert_int_equal(done_count(t, 4, &status), 1);
+		assert_int_equal(status, -EPROTO);
+		assert_int_equal(t->close_reason, -EPROTO);
+	}
+}
+
 /* a malformed frame ends the connection with -EPROTO: one protocol
  * error, in the connection's counters and then in the context's, which
  * keep the closed connection's sums */
@@ -352,6 +391,7 @@ int main(void)
 		CONN_T(conn_stats__credit_stalls),
 		CONN_T(conn_stats__sendq_full),
 		CONN_T(conn_stats__onesided),
+		CONN_T(conn_stats__read_resp_bad_status),
 		CONN_T(conn_stats__proto_error_and_ctx),
 		CONN_T(conn_stats__proto_error_from_backend),
 	};
