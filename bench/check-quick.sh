@@ -21,6 +21,9 @@ tcp)
 		"fd mode: instructions per 64 B"
 		"zmq: ping-pong 64 B" "zmq: rate 64 B" "zmq: stream 64 KiB"
 		"nng: ping-pong 64 B" "nng: rate 64 B" "nng: stream 64 KiB")
+	# busy polling needs a CPU per end (compare-tcp.sh skips it on one)
+	[ "${BUSY_COMPARE:-1}" = 0 ] || [ "$(nproc)" -lt 2 ] ||
+		metrics+=("busy poll: ping-pong 64 B")
 	;;
 rdma)
 	script=compare-rdma.sh

@@ -9,7 +9,8 @@
 # (bench/zmq_bench.c, libzmq, default socket options on both sides: PAIR
 # ping-pong, PUSH/PULL message rate and stream), a third table; and
 # librmsg against nng (bench/nng_bench.c, libnng, defaults: PAIR
-# ping-pong, PUSH/PULL rate and stream), a fourth
+# ping-pong, PUSH/PULL rate and stream), a fourth; and busy polling
+# (rmsg-perf -b) against a raw spinning ping-pong, a fifth
 #
 #   bench/compare-tcp.sh [--quick] [--rounds N]
 #
@@ -39,6 +40,12 @@
 #   ZMQ_COMPARE [1]       0 skips the librmsg against ZeroMQ table (it
 #                         needs libzmq3-dev)
 #   ZMQ_RATE_MSGS [200000] 64 B messages per rate run, both sides
+#   BUSY_COMPARE [1]      0 skips the busy-polling table: rmsg-perf -b
+#                         BUSY_US on both ends against raw_pingpong -s
+#                         (both spin on non-blocking read/write), the two
+#                         ends always on CPUs 0 and 1 (spinning needs one
+#                         each); skipped on one CPU
+#   BUSY_US [1000]        the busy-poll time of that table
 #   NNG_COMPARE [1]       0 skips the librmsg against nng table (it
 #                         needs libnng-dev); nng's rate runs use
 #                         ZMQ_RATE_MSGS too
@@ -57,7 +64,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
 	--rounds) ROUNDS=$2; shift ;;
-	-h | --help) sed -n '3,51p' "$0"; exit 0 ;;
+	-h | --help) sed -n '3,59p' "$0"; exit 0 ;;
 	*) echo "compare-tcp.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -84,8 +91,11 @@ FD_RATE_ITERS=${FD_RATE_ITERS:-200000}
 ZMQ_COMPARE=${ZMQ_COMPARE:-1}
 ZMQ_RATE_MSGS=${ZMQ_RATE_MSGS:-200000}
 NNG_COMPARE=${NNG_COMPARE:-1}
+BUSY_COMPARE=${BUSY_COMPARE:-1}
+BUSY_US=${BUSY_US:-1000}
 PIN=${PIN:-same}
 ncpu=$(nproc)
+[ "$ncpu" -gt 1 ] || BUSY_COMPARE=0
 BENCH_CPU=${BENCH_CPU:-$((ncpu - 1))}
 RESULTS=${RESULTS:-$here/results-tcp.txt}
 CC=${CC:-gcc}
@@ -222,6 +232,26 @@ run() {
 		$pin_cli "$build/raw_stream" client $HOST $port \
 			"$STREAM_SIZE" "$STREAM_BYTES" >"$tmp" ;;
 	esac
+	out=$(tail -1 "$tmp")
+	stop_server
+}
+
+# run_busy KIND: a busy-polling ping-pong, the ends on CPUs 0 and 1;
+# KIND rmsg (rmsg-perf -b BUSY_US on both) or raw (raw_pingpong -s); its
+# line goes to $out
+run_busy() {
+	next_port
+	if [ "$1" = rmsg ]; then
+		start_server taskset -c 0 "$build/rmsg-perf" -b "$BUSY_US" \
+			server "tcp://$HOST:$port"
+		taskset -c 1 "$build/rmsg-perf" -b "$BUSY_US" -P -o send \
+			-m lat -s "$PING_SIZE" -n "$PING_ITERS" \
+			-w "$PING_WARMUP" client "tcp://$HOST:$port" >"$tmp"
+	else
+		start_server taskset -c 0 "$build/raw_pingpong" -s server $port
+		taskset -c 1 "$build/raw_pingpong" -s -w "$PING_WARMUP" \
+			client $HOST $port "$PING_SIZE" "$PING_ITERS" >"$tmp"
+	fi
 	out=$(tail -1 "$tmp")
 	stop_server
 }
@@ -497,6 +527,8 @@ fsl_a=() fsl_b=() frl_a=() frl_b=() frt_a=() frt_b=()
 zl_a=() zl_b=() zr_a=() zr_b=() zs_a=() zs_b=()
 # librmsg against nng: the same three
 nl_a=() nl_b=() nr_a=() nr_b=() ns_a=() ns_b=()
+# busy polling: rmsg-perf -b against raw_pingpong -s
+bl_a=() bl_b=()
 for r in $(seq "$ROUNDS"); do
 	echo "round $r/$ROUNDS" >&2
 	run rmsg_pingpong; la=$out
@@ -523,6 +555,14 @@ for r in $(seq "$ROUNDS"); do
 		zmq_pair lat lat_us; zl_a+=("$za"); zl_b+=("$zb")
 		zmq_pair rate mmsgs; zr_a+=("$za"); zr_b+=("$zb")
 		zmq_pair stream mbps; zs_a+=("$za"); zs_b+=("$zb")
+	fi
+	if [ "$BUSY_COMPARE" = 1 ]; then
+		run_busy rmsg; ba=$out
+		run_busy raw; bb=$out
+		echo "round=$r busy_us=$BUSY_US $ba" >>"$RESULTS"
+		echo "round=$r spin $bb" >>"$RESULTS"
+		bl_a+=("$(field "$ba" lat_us)")
+		bl_b+=("$(field "$bb" lat_us)")
 	fi
 	if [ "$NNG_COMPARE" = 1 ]; then
 		nng_pair lat lat_us; nl_a+=("$na"); nl_b+=("$nb")
@@ -672,6 +712,17 @@ if [ "$NNG_COMPARE" = 1 ]; then
 			"(none)" "$ROUNDS" "${ns_a[@]}" "${ns_b[@]}"
 	)
 	table=$(printf '%s\n\n%s\n' "$table" "$nng_table")
+fi
+if [ "$BUSY_COMPARE" = 1 ]; then
+	busy_table=$(
+		echo "busy polling: rmsg-perf -b $BUSY_US on both ends against a raw ping-pong spinning on non-blocking read/write (raw_pingpong -s), ends on CPUs 0 and 1"
+		echo
+		echo "| metric | librmsg (median) | raw spin (median) | ratio of medians | median ratio | min ratio | max ratio | rounds | target |"
+		echo "|---|---|---|---|---|---|---|---|---|"
+		fd_row "busy poll: ping-pong ${PING_SIZE} B, half RTT, us" \
+			"<= 1.2" "$ROUNDS" "${bl_a[@]}" "${bl_b[@]}"
+	)
+	table=$(printf '%s\n\n%s\n' "$table" "$busy_table")
 fi
 echo "$table"
 {

@@ -5,12 +5,16 @@
  * machine allows (one read and one write per message in the callback,
  * straight from and into one buffer, no framing, no copies).
  *
- *   raw_pingpong server PORT
+ *   raw_pingpong [-s] server PORT
  *       echo every byte back; exits when its first client leaves
- *   raw_pingpong [-w WARMUP] client HOST PORT SIZE ITERS
+ *   raw_pingpong [-s] [-w WARMUP] client HOST PORT SIZE ITERS
  *       WARMUP untimed round trips (default 1000), then ITERS timed ones;
  *       prints "raw_pingpong size=S iters=N lat_us=MEDIAN mean_us=..."
  *       where the times are half round trips
+ *
+ * With -s neither side uses libev: each spins on non-blocking read()
+ * and write() without ever sleeping, the baseline for busy polling
+ * over TCP (rmsg-perf -b).
  */
 #include "bench_common.h"
 #include <ev.h>
@@ -154,23 +158,84 @@ static void cli_read_cb(struct ev_loop *l, ev_io *w, int revents)
 	cli_send();
 }
 
+/* ---- -s: spinning, no event loop ---- */
+
+/* moves @len bytes of @b through @fd, spinning on EAGAIN; 0 at EOF */
+static int spin_io(bool rd, char *b, size_t len)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t n = rd ? read(fd, b + off, len - off)
+			       : write(fd, b + off, len - off);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n < 0)
+			bench_die(rd ? "read" : "write");
+		if (n == 0)
+			return 0;
+		off += (size_t)n;
+	}
+	return 1;
+}
+
+static void spin_server(int lfd)
+{
+	ssize_t n;
+
+	for (;;) {
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			break;
+		if (errno != EAGAIN && errno != EINTR)
+			bench_die("accept");
+	}
+	bench_nonblock_nodelay(fd);
+	for (;;) {
+		n = read(fd, buf, SRV_BUF);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n <= 0)
+			return;
+		if (!spin_io(false, buf, (size_t)n))
+			return;
+	}
+}
+
+static void spin_client(void)
+{
+	for (done = 0; done < warmup + iters; done++) {
+		t0 = bench_now_ns();
+		if (!spin_io(false, buf, size) || !spin_io(true, buf, size)) {
+			fprintf(stderr, "raw_pingpong: server closed\n");
+			exit(1);
+		}
+		if (done >= warmup)
+			rtt[done - warmup] = bench_now_ns() - t0;
+	}
+}
+
 static void usage(const char *argv0)
 {
 	fprintf(stderr,
-		"usage: %s server PORT\n"
-		"       %s [-w WARMUP] client HOST PORT SIZE ITERS\n",
+		"usage: %s [-s] server PORT\n"
+		"       %s [-s] [-w WARMUP] client HOST PORT SIZE ITERS\n",
 		argv0, argv0);
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
+	bool spin = false;
 	int opt;
 
 	warmup = 1000;
-	while ((opt = getopt(argc, argv, "+w:")) != -1) {
+	while ((opt = getopt(argc, argv, "+sw:")) != -1) {
 		if (opt == 'w')
 			warmup = atol(optarg);
+		else if (opt == 's')
+			spin = true;
 		else
 			usage(argv[0]);
 	}
@@ -183,6 +248,10 @@ int main(int argc, char **argv)
 		buf = malloc(SRV_BUF);
 		if (!buf)
 			bench_die("malloc");
+		if (spin) {
+			spin_server(bench_listen(argv[2]));
+			return 0;
+		}
 		ev_io_init(&aw, srv_accept_cb, bench_listen(argv[2]), EV_READ);
 		ev_io_start(loop, &aw);
 		ev_run(loop, 0);
@@ -199,11 +268,16 @@ int main(int argc, char **argv)
 	if (!buf || !rtt)
 		bench_die("calloc");
 	fd = bench_connect(argv[2], argv[3]);
+	if (spin) {
+		spin_client();
+		goto out;
+	}
 	ev_io_init(&rw, cli_read_cb, fd, EV_READ);
 	ev_io_init(&ww, cli_write_cb, fd, EV_WRITE);
 	ev_io_start(loop, &rw);
 	cli_send();
 	ev_run(loop, 0);
+out:
 	close(fd);
 	bench_print_lat("raw_pingpong", size, iters, rtt, iters, NULL);
 	free(rtt);

@@ -126,13 +126,39 @@ static int ctx_poll(struct rmsg_ctx *ctx, bool arm)
 	return n;
 }
 
-/* busy polling only pays where a backend has completions to poll */
+/* a backend with completions to poll has work at every prepare */
 static bool ctx_can_poll(const struct rmsg_ctx *ctx)
 {
 	unsigned i;
 
 	for (i = 0; i < rmsgi_tr_nslots; i++)
 		if (ctx->tr_priv[i] && rmsgi_tr_polls(rmsgi_tr_get(i)))
+			return true;
+	return false;
+}
+
+/* busy polling: the backends' polls, or their spins (TCP's sockets) */
+static int ctx_spin(struct rmsg_ctx *ctx)
+{
+	unsigned i;
+	int n = 0;
+
+	for (i = 0; i < rmsgi_tr_nslots; i++)
+		if (ctx->tr_priv[i])
+			n += rmsgi_tr_spin(rmsgi_tr_get(i), ctx->tr_priv[i]);
+	return n;
+}
+
+/* does the context busy-poll: configured, with connections, and a
+ * backend in use that can find work so */
+static bool ctx_spins(const struct rmsg_ctx *ctx)
+{
+	unsigned i;
+
+	if (!ctx->cfg.busy_poll_us || rmsgi_list_empty(&ctx->conns))
+		return false;
+	for (i = 0; i < rmsgi_tr_nslots; i++)
+		if (ctx->tr_priv[i] && rmsgi_tr_spins(rmsgi_tr_get(i)))
 			return true;
 	return false;
 }
@@ -170,11 +196,11 @@ unsigned rmsgi_ctx_work(struct rmsg_ctx *ctx, bool spin, bool arm, bool *more_p)
 	int got;
 
 	*more_p = false;
-	if (rmsgi_list_empty(&ctx->dirty) && !ctx_can_poll(ctx))
+	spin = spin && ctx_spins(ctx);
+	if (rmsgi_list_empty(&ctx->dirty) && !spin && !ctx_can_poll(ctx))
 		return 0; /* nothing queued, nothing to poll */
 	rmsgi_ctx_flush(ctx);
-	if (spin && ctx->cfg.busy_poll_us && !rmsgi_list_empty(&ctx->conns) &&
-	    ctx_can_poll(ctx)) {
+	if (spin) {
 		unsigned spins = 0;
 
 		budget = (uint64_t)ctx->cfg.busy_poll_us * 1000;
@@ -182,7 +208,7 @@ unsigned rmsgi_ctx_work(struct rmsg_ctx *ctx, bool spin, bool arm, bool *more_p)
 		/* the clock is read every 16th empty poll only: a tighter
 		 * spin notices a completion sooner */
 		while ((++spins & 15) || now_ns() - start < budget) {
-			if ((got = ctx_poll(ctx, false)) > 0) {
+			if ((got = ctx_spin(ctx)) > 0) {
 				n += (unsigned)got;
 				rmsgi_ctx_flush(ctx);
 				start = now_ns();
@@ -228,7 +254,8 @@ static void ctx_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 	}
 	/* nothing to do this time: sleep until a conn is marked dirty
 	 * (kept on after work, so a busy loop does not toggle it) */
-	if (idle && rmsgi_list_empty(&ctx->dirty) && !ctx_can_poll(ctx)) {
+	if (idle && rmsgi_list_empty(&ctx->dirty) && !ctx_can_poll(ctx) &&
+	    !ctx_spins(ctx)) {
 		ev_ref(loop);
 		ev_prepare_stop(loop, w);
 	}

@@ -77,6 +77,20 @@ static inline bool rmsgi_tr_polls(const struct rmsgi_tr *tr)
 	return tr->ctx->poll != NULL;
 }
 
+/* may the context's busy polling find work in @tr (poll or spin)? */
+static inline bool rmsgi_tr_spins(const struct rmsgi_tr *tr)
+{
+	return tr->ctx->poll != NULL || tr->ctx->spin != NULL;
+}
+
+/* one round of busy polling: poll (unarmed), else spin */
+static inline int rmsgi_tr_spin(const struct rmsgi_tr *tr, void *tctx)
+{
+	if (tr->ctx->poll)
+		return tr->ctx->poll(tctx, false);
+	return tr->ctx->spin ? tr->ctx->spin(tctx) : 0;
+}
+
 static inline int rmsgi_tr_poll(const struct rmsgi_tr *tr, void *tctx, bool arm)
 {
 	return tr->ctx->poll ? tr->ctx->poll(tctx, arm) : 0;

@@ -134,6 +134,12 @@ struct rmsgi_tr_ctx_ops {
 	 * blocking, returns how many ran; with @arm also re-arms their
 	 * notification and polls once more. May make up-calls. */
 	int (*poll)(void *tctx, bool arm);
+	/* May be NULL. For a backend without completions to poll: one
+	 * pass over what it would otherwise wait on (a read attempt on each
+	 * connection's socket), made only while the context busy-polls
+	 * (cfg.busy_poll_us), never otherwise. Returns how many found
+	 * something; never blocks. May make up-calls. */
+	int (*spin)(void *tctx);
 };
 
 /* Listener ops. A backend listener reports peers with rmsgi_tr_incoming()

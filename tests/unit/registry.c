@@ -87,6 +87,11 @@ static int x_addrs(void *tc, struct sockaddr_storage *local,
 	(void)tc, (void)local, (void)peer;
 	return -ENOTCONN;
 }
+static int x_spin(void *tctx)
+{
+	(void)tctx;
+	return 0;
+}
 static uint32_t x_grant(void *tc, uint32_t credits)
 {
 	(void)tc;
@@ -99,7 +104,8 @@ static int x_rma_open(void *tc)
 }
 
 /* every op set */
-static const struct rmsgi_tr_ctx_ops full_ctx = {x_stop, x_fini, x_poll};
+static const struct rmsgi_tr_ctx_ops full_ctx = {x_stop, x_fini, x_poll,
+						 x_spin};
 static const struct rmsgi_tr_listener_ops full_lst = {x_listen, x_close,
 						      x_adopt, x_drop};
 static const struct rmsgi_tr_conn_ops full_conn = {

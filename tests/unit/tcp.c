@@ -801,6 +801,74 @@ static void tcp__peer_close(void **state)
 	assert_int_equal(conn.ev[conn.nev - 1], 'D');
 }
 
+/* busy polling (the context op spin): a pass reads what arrived
+ * without the loop running (the io watcher never fires here), finds
+ * nothing when nothing came, and sees the peer's close the same way,
+ * reported once the pass's bracket ends */
+static void tcp__spin_reads_without_the_loop(void **state)
+{
+	const char *s = "spun";
+	struct rmsgi_hdr h = {.type = RMSGI_T_DATA, .len = 4, .id = 9};
+	uint8_t f[RMSGI_HDR_SIZE + 4];
+
+	(void)state;
+	open_conn();
+	assert_non_null(rmsgi_tr_tcp.ctx->spin);
+	assert_null(rmsgi_tr_tcp.ctx->poll); /* never on every prepare */
+	assert_int_equal(rmsgi_tr_tcp.ctx->spin(ctx.slot), 0);
+	rmsgi_hdr_encode(&h, f);
+	memcpy(f + RMSGI_HDR_SIZE, s, 4);
+	raw_write(f, sizeof(f)); /* a socketpair: readable at once */
+	assert_int_equal(rmsgi_tr_tcp.ctx->spin(ctx.slot), 1);
+	assert_int_equal(conn.nrx, 1);
+	assert_int_equal(conn.rx[0].h.id, 9);
+	assert_memory_equal(conn.rx[0].data, s, 4);
+	assert_int_equal(rmsgi_tr_tcp.ctx->spin(ctx.slot), 0);
+	close(raw);
+	raw = -1;
+	assert_int_equal(rmsgi_tr_tcp.ctx->spin(ctx.slot), 1);
+	assert_int_equal(conn.failed, 1);
+	assert_int_equal(conn.fail_reason, -ECONNRESET);
+	assert_int_equal(conn.down, 1);
+	/* an ended connection is not read again */
+	assert_int_equal(rmsgi_tr_tcp.ctx->spin(ctx.slot), 0);
+}
+
+/* and the write side: a socket that was full is written again by the
+ * pass as soon as it has room, without the loop's EV_WRITE */
+static void tcp__spin_writes_a_full_socket(void **state)
+{
+	size_t total = RMSGI_HDR_SIZE + QUEUED_LEN, got = 0;
+	uint8_t *big = pattern(QUEUED_LEN, 13), *in = malloc(total);
+	double t0 = now_ms();
+	struct top *o;
+
+	(void)state;
+	assert_non_null(in);
+	open_conn();
+	o = post(big, QUEUED_LEN);
+	tops()->kick(conn.tc);
+	assert_int_equal(o->done, 0); /* the socketpair is full */
+	assert_int_equal(rmsgi_tr_tcp.ctx->spin(ctx.slot), 0);
+	while (got < total) {
+		ssize_t r = read(raw, in + got, total - got);
+
+		if (r > 0) {
+			got += (size_t)r;
+			continue;
+		}
+		assert_true(r < 0 && (errno == EAGAIN || errno == EINTR));
+		assert_true(now_ms() - t0 < WAIT_MS);
+		rmsgi_tr_tcp.ctx->spin(ctx.slot); /* never the loop */
+	}
+	assert_memory_equal(in + RMSGI_HDR_SIZE, big, QUEUED_LEN);
+	assert_int_equal(o->done, 1);
+	assert_int_equal(o->status, 0);
+	assert_int_equal(conn.failed, 0);
+	free(in);
+	free(big);
+}
+
 /* ------------------------------------------------------------------ */
 /* disconnect                                                           */
 
@@ -898,6 +966,8 @@ int main(void)
 		T(tcp__rx_unknown_type),
 		T(tcp__rx_unproven_bound),
 		T(tcp__peer_close),
+		T(tcp__spin_reads_without_the_loop),
+		T(tcp__spin_writes_a_full_socket),
 		T(tcp__disconnect_linger),
 		T(tcp__disconnect_now),
 		T(tcp__addrs_not_ip),

@@ -434,15 +434,18 @@ void tcp_rbuf_drop_idle(struct tcp_conn *tc)
 	tc->rhead = tc->rtail = 0;
 }
 
-static void tcp_read(struct tcp_conn *tc)
+/* reads what has arrived; returns whether any byte (or the end) came.
+ * Inline in both callers: the io watcher's is the hot path */
+static inline __attribute__((always_inline)) bool tcp_read(struct tcp_conn *tc)
 {
+	bool got = false;
 	int round;
 
 	if (RMSGI_UNLIKELY(!tc->rb)) {
 		tc->rb = tcp_rbuf_get(tc->t);
 		if (!tc->rb) {
 			tcp_conn_end(tc, -ENOMEM, NULL);
-			return;
+			return false;
 		}
 		/* given back once idle (tcp_sweep_cb) */
 		tcp_sweep_arm(tc->t);
@@ -469,7 +472,7 @@ static void tcp_read(struct tcp_conn *tc)
 			size_t lim;
 
 			if (tc->big_got == tc->big_cap && tcp_big_grow(tc))
-				return;
+				return got;
 			lim = RMSGI_MIN(tc->big_cap, tc->big_len);
 			bigrest = lim - tc->big_got;
 			iov[cnt].iov_base = tc->big + tc->big_got;
@@ -496,15 +499,16 @@ static void tcp_read(struct tcp_conn *tc)
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
 				if (RMSGI_UNLIKELY(tc->rb_idle))
 					tcp_rbuf_idle(tc);
-				return;
+				return got;
 			}
 			tcp_conn_end(tc, tcp_errno(errno), NULL);
-			return;
+			return true;
 		}
 		if (r == 0) {
 			tcp_conn_end(tc, -ECONNRESET, NULL);
-			return;
+			return true;
 		}
+		got = true;
 		if (tc->big) {
 			size_t k = RMSGI_MIN((size_t)r, bigrest);
 
@@ -527,9 +531,10 @@ static void tcp_read(struct tcp_conn *tc)
 			/* drained: skip the read that says EAGAIN */
 			if (RMSGI_UNLIKELY(tc->rb_idle))
 				tcp_rbuf_idle(tc);
-			return;
+			return true;
 		}
 	}
+	return true;
 }
 
 void tcp_rw_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -541,4 +546,10 @@ void tcp_rw_cb(struct ev_loop *loop, ev_io *w, int revents)
 	tcp_enter(tc);
 	tcp_read(tc);
 	tcp_leave(tc);
+}
+
+/* the same read for the context's busy polling (ctx.c tcp_spin) */
+bool tcp_read_now(struct tcp_conn *tc)
+{
+	return tcp_read(tc);
 }

@@ -107,11 +107,12 @@ void tcp_linger_step(struct tcp_conn *tc)
 }
 
 /* writes what the socket takes, gathering many frames per sendmsg() */
-void tcp_write(struct tcp_conn *tc)
+size_t tcp_write(struct tcp_conn *tc)
 {
 	struct ev_loop *loop = tc->t->env->loop;
 	struct iovec *iov = tc->t->wiov;
 	struct msghdr mh;
+	size_t sent = 0;
 
 	while (!tc->ended) {
 		struct rmsgi_list *n;
@@ -137,7 +138,7 @@ void tcp_write(struct tcp_conn *tc)
 			tcp_io_stop(loop, &tc->ww);
 			if (tc->lingering)
 				tcp_linger_step(tc);
-			return;
+			return sent;
 		}
 		mh = (struct msghdr){.msg_iov = iov, .msg_iovlen = (size_t)cnt};
 		w = sendmsg(tc->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -147,17 +148,18 @@ void tcp_write(struct tcp_conn *tc)
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
 				tc->blocked = true;
 				tcp_io_start(tc->t->env, &tc->ww);
-				return;
+				return sent;
 			}
 			tcp_conn_end(tc, tcp_errno(errno), NULL);
-			return;
+			return sent;
 		}
 		tcp_written(tc, (size_t)w);
+		sent += (size_t)w;
 		if ((size_t)w < want) {
 			/* a short write means the socket buffer is full */
 			tc->blocked = true;
 			tcp_io_start(tc->t->env, &tc->ww);
-			return;
+			return sent;
 		}
 		if (n == &tc->outq && cnt < TCP_WIOV) {
 			/* all written (completions queue nothing new) */
@@ -165,9 +167,10 @@ void tcp_write(struct tcp_conn *tc)
 			tcp_io_stop(loop, &tc->ww);
 			if (tc->lingering)
 				tcp_linger_step(tc);
-			return;
+			return sent;
 		}
 	}
+	return sent;
 }
 
 /* the ring is sized once the peer's credits, which bound the frames in

@@ -403,7 +403,7 @@ static inline void tcp_leave(struct tcp_conn *tc)
 /* ------------------------------------------------------------------ */
 /* send.c                                                               */
 
-void tcp_write(struct tcp_conn *tc);
+size_t tcp_write(struct tcp_conn *tc);
 void tcp_linger_step(struct tcp_conn *tc);
 int tcp_post(void *tcp, struct rmsgi_op *op);
 size_t tcp_direct_max(const void *tcp);
@@ -420,6 +420,7 @@ void tcp_rbuf_drop_idle(struct tcp_conn *tc);
 void tcp_rbuf_put(struct tcp_ctx *t, struct tcp_rbuf *rb);
 void tcp_msg_put(struct tcp_msg *w);
 void tcp_rw_cb(struct ev_loop *loop, ev_io *w, int revents);
+bool tcp_read_now(struct tcp_conn *tc);
 
 /* ------------------------------------------------------------------ */
 /* listen.c                                                             */
