@@ -13,17 +13,20 @@ static const uint8_t tcp_empty[1];
 /* ------------------------------------------------------------------ */
 /* received message objects and their buffers                           */
 
-static struct tcp_rbuf *tcp_rbuf_get(struct tcp_ctx *t)
+/* a full read buffer, or (@small) one for the handshake and the proof */
+static struct tcp_rbuf *tcp_rbuf_get(struct tcp_ctx *t, bool small)
 {
-	struct tcp_rbuf *rb = t->rb_free;
+	struct tcp_rbuf *rb = small ? NULL : t->rb_free;
+	uint32_t cap = small ? TCP_RBUF_SMALL : TCP_RBUF_SIZE;
 
 	if (rb) {
 		t->rb_free = rb->next;
 		t->rb_free_len--;
 	} else {
-		rb = malloc(sizeof(*rb));
+		rb = malloc(sizeof(*rb) + cap);
 		if (!rb)
 			return NULL;
+		rb->cap = cap;
 	}
 	rb->refs = 1;
 	return rb;
@@ -33,7 +36,7 @@ void tcp_rbuf_put(struct tcp_ctx *t, struct tcp_rbuf *rb)
 {
 	if (--rb->refs)
 		return;
-	if (t->rb_free_len >= TCP_RBUF_CACHE) {
+	if (rb->cap != TCP_RBUF_SIZE || t->rb_free_len >= TCP_RBUF_CACHE) {
 		free(rb);
 		return;
 	}
@@ -295,8 +298,10 @@ static void __attribute__((noinline)) tcp_rbuf_move(struct tcp_conn *tc)
 	size_t rest = tc->rtail - tc->rhead;
 	struct tcp_rbuf *nb;
 
-	if (tc->rb->refs > 1) {
-		nb = tcp_rbuf_get(tc->t);
+	/* a fresh buffer when held messages pin this one, or to leave the
+	 * small one of the handshake once the peer is free to send */
+	if (tc->rb->refs > 1 || (tc->rx_free && tc->rb->cap != TCP_RBUF_SIZE)) {
+		nb = tcp_rbuf_get(tc->t, !tc->rx_free);
 		if (!nb) {
 			tcp_conn_end(tc, -ENOMEM, NULL);
 			return;
@@ -315,8 +320,14 @@ static void __attribute__((noinline)) tcp_rbuf_move(struct tcp_conn *tc)
 static inline __attribute__((always_inline)) void
 tcp_rbuf_compact(struct tcp_conn *tc)
 {
-	size_t room = TCP_RBUF_SIZE - tc->rtail;
+	size_t room = tc->rb->cap - tc->rtail;
 
+	/* the peer became free to send (its proof, or no key): the small
+	 * buffer of the handshake gives way to a full one */
+	if (RMSGI_UNLIKELY(tc->rb->cap != TCP_RBUF_SIZE) && tc->rx_free) {
+		tcp_rbuf_move(tc);
+		return;
+	}
 	if (tc->rtail == tc->rhead && tc->rb->refs == 1) {
 		tc->rhead = tc->rtail = 0;
 		return;
@@ -442,7 +453,7 @@ static inline __attribute__((always_inline)) bool tcp_read(struct tcp_conn *tc)
 	int round;
 
 	if (RMSGI_UNLIKELY(!tc->rb)) {
-		tc->rb = tcp_rbuf_get(tc->t);
+		tc->rb = tcp_rbuf_get(tc->t, !tc->rx_free);
 		if (!tc->rb) {
 			tcp_conn_end(tc, -ENOMEM, NULL);
 			return false;
@@ -460,7 +471,7 @@ static inline __attribute__((always_inline)) bool tcp_read(struct tcp_conn *tc)
 	     round++) {
 		struct iovec iov[2];
 		size_t want, bigrest = 0;
-		size_t room = TCP_RBUF_SIZE - tc->rtail;
+		size_t room = tc->rb->cap - tc->rtail;
 		ssize_t r;
 		int cnt = 0;
 

@@ -103,6 +103,9 @@
  * doubles as its bytes come, up to the frame's length */
 #define TCP_BIG_FIRST ((size_t)256 << 10)
 #define TCP_HS_MAX (RMSGI_HDR_SIZE + RMSGI_HELLO_MAX)
+/* the read buffer of a connection before the peer's proof: two
+ * handshake reads, so a partial frame and the next read always fit */
+#define TCP_RBUF_SMALL (2 * TCP_HS_MAX)
 /* a connection's share of large-frame memory (rmsg_cfg_set_tcp_rx_limit.3):
  * its frame in progress and its spare may always hold this much, whatever
  * the others hold; only beyond it does it draw on cfg.tcp_rx_limit, and
@@ -122,11 +125,15 @@ _Static_assert(TCP_SLOT >= RMSGI_HDR_SIZE + RMSGI_OP_PRE_MAX,
 
 struct tcp_msg;
 
-/* a read buffer; held messages whose payload lies in it keep it alive */
+/* a read buffer; held messages whose payload lies in it keep it alive.
+ * TCP_RBUF_SIZE bytes, or TCP_RBUF_SMALL before the peer's proof (only
+ * handshake frames are read then: an unproven peer that trickles a
+ * header holds no 256 KiB buffer; moved to a full one at the proof) */
 struct tcp_rbuf {
 	unsigned refs;
-	struct tcp_rbuf *next; /* free list */
-	uint8_t data[TCP_RBUF_SIZE];
+	uint32_t cap;	       /* bytes of data */
+	struct tcp_rbuf *next; /* free list (full buffers only) */
+	uint8_t data[];
 };
 
 /* per-context state (its slot: rmsgi_ctx_tr_slot) */
