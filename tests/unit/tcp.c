@@ -72,6 +72,7 @@ struct rmsg_conn {
 	 * else the largest one before the (mocked) proof */
 	size_t unproven_max;
 	int admits;
+	char why[192]; /* the first reason given (rmsgi_conn_why) */
 };
 
 static struct ev_loop *loop;
@@ -178,11 +179,17 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 	ev_add(c, 'F');
 }
 
-/* the reason's words are the core's business (conn.c) */
+/* the reason's words are the core's business (conn.c): kept as the
+ * core keeps them, the first one */
 void rmsgi_conn_why(struct rmsg_conn *c, const char *fmt, ...)
 {
-	(void)c;
-	(void)fmt;
+	va_list ap;
+
+	if (c->why[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(c->why, sizeof(c->why), fmt, ap);
+	va_end(ap);
 }
 
 void rmsgi_conn_ev_down(struct rmsg_conn *c)
@@ -801,6 +808,28 @@ static void tcp__peer_close(void **state)
 	assert_int_equal(conn.ev[conn.nev - 1], 'D');
 }
 
+/* a socket call that fails with ETIMEDOUT (the kernel's user timeout,
+ * the keepalive bound) ends the connection with a reason that names it,
+ * not a bare "timed out" */
+static void tcp__user_timeout_named(void **state)
+{
+	struct tcp_conn *tc;
+
+	(void)state;
+	ctx.cfg.keepalive_ms = 200;
+	ctx.cfg.keepalive_misses = 3;
+	open_conn();
+	tc = conn.tc;
+	tcp_enter(tc);
+	tcp_conn_fail(tc, -ETIMEDOUT);
+	tcp_leave(tc);
+	RUN_UNTIL(conn.down);
+	assert_int_equal(conn.failed, 1);
+	assert_int_equal(conn.fail_reason, -ETIMEDOUT);
+	assert_non_null(strstr(conn.why, "TCP_USER_TIMEOUT"));
+	assert_non_null(strstr(conn.why, "600 ms"));
+}
+
 /* busy polling (the context op spin): a pass reads what arrived
  * without the loop running (the io watcher never fires here), finds
  * nothing when nothing came, and sees the peer's close the same way,
@@ -966,6 +995,7 @@ int main(void)
 		T(tcp__rx_unknown_type),
 		T(tcp__rx_unproven_bound),
 		T(tcp__peer_close),
+		T(tcp__user_timeout_named),
 		T(tcp__spin_reads_without_the_loop),
 		T(tcp__spin_writes_a_full_socket),
 		T(tcp__disconnect_linger),

@@ -126,6 +126,23 @@ void tcp_conn_end(struct tcp_conn *tc, int reason, const struct rmsgi_hello *h)
 	rmsgi_reap(tc->rp, &tc->reap, tcp_conn_reaped);
 }
 
+/* a read or write on the socket failed with @err (tcp_errno): the
+ * connection ends with it. ETIMEDOUT there is the kernel's user timeout
+ * (tcp_user_timeout): said in words, as "timed out" alone names no
+ * cause */
+void tcp_conn_fail(struct tcp_conn *tc, int err)
+{
+	const struct rmsgi_cfgv *cfg = tc->ci->cfg;
+
+	if (err == -ETIMEDOUT)
+		rmsgi_conn_why(tc->c,
+			       "our data stayed unacknowledged, or the peer's "
+			       "window closed, for %u ms (TCP_USER_TIMEOUT): "
+			       "peer dead, link down, or not reading",
+			       cfg->keepalive_ms * cfg->keepalive_misses);
+	tcp_conn_end(tc, err, NULL);
+}
+
 /* ------------------------------------------------------------------ */
 /* handshake                                                            */
 

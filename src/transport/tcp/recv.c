@@ -512,7 +512,7 @@ static inline __attribute__((always_inline)) bool tcp_read(struct tcp_conn *tc)
 					tcp_rbuf_idle(tc);
 				return got;
 			}
-			tcp_conn_end(tc, tcp_errno(errno), NULL);
+			tcp_conn_fail(tc, tcp_errno(errno));
 			return true;
 		}
 		if (r == 0) {

@@ -150,7 +150,7 @@ size_t tcp_write(struct tcp_conn *tc)
 				tcp_io_start(tc->t->env, &tc->ww);
 				return sent;
 			}
-			tcp_conn_end(tc, tcp_errno(errno), NULL);
+			tcp_conn_fail(tc, tcp_errno(errno));
 			return sent;
 		}
 		tcp_written(tc, (size_t)w);
@@ -271,7 +271,7 @@ ssize_t tcp_send_direct(void *tcp, const struct rmsgi_hdr *h,
 		return 0;
 	err = tcp_errno(errno);
 	tcp_enter(tc);
-	tcp_conn_end(tc, err, NULL);
+	tcp_conn_fail(tc, err);
 	tcp_leave(tc);
 	return err;
 }

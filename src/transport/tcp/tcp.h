@@ -382,6 +382,8 @@ struct tcp_conn *tcp_conn_new(struct tcp_ctx *t, struct rmsg_conn *c,
 void tcp_conn_set_fd(struct tcp_conn *tc, int fd);
 void tcp_conn_release(struct tcp_conn *tc);
 void tcp_conn_end(struct tcp_conn *tc, int reason, const struct rmsgi_hello *h);
+/* a socket call failed with @err: ends it, with the reason in words */
+void tcp_conn_fail(struct tcp_conn *tc, int err);
 /* the handshake's frames, from recv.c */
 void tcp_srv_hello(struct tcp_conn *tc, const struct rmsgi_hello *peer);
 void tcp_cli_answer(struct tcp_conn *tc, uint8_t type,
