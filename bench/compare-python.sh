@@ -118,10 +118,14 @@ run() {
 	shift 2
 	port=$((port + 1))
 	uri="$tr://$ADDR:$port"
+	# emptied here, not by the server's redirection: the loop below
+	# could read the previous server's line before the new process
+	# truncates the file (a Python server then starts too late)
+	: > "$B/srv.out"
 	if [ "$s" = c ]; then
-		$pin_srv "$PERF" server "$uri" > "$B/srv.out" 2>&1 &
+		$pin_srv "$PERF" server "$uri" >> "$B/srv.out" 2>&1 &
 	else
-		$pin_srv $PYB server "$uri" > "$B/srv.out" 2>&1 &
+		$pin_srv $PYB server "$uri" >> "$B/srv.out" 2>&1 &
 	fi
 	srv=$!
 	for i in $(seq 400); do
@@ -167,14 +171,14 @@ for r in $(seq "$ROUNDS"); do
 		echo "round=$r kind=$k $line" >> "$RESULTS"
 		x=$(val "$line" lat_us)
 		[ -n "$x" ] || { echo "compare-python.sh: $k rpc_lat gave no result:" \
-			"$(tail -3 "$B/cli.err" "$B/srv.out")" >&2; exit 1; }
+			"$(tail -n 3 "$B/cli.err" "$B/srv.out")" >&2; exit 1; }
 		v[rpc_lat,$k]="${v[rpc_lat,$k]:-} $x"
 		line=$(run $s $c -o send -m rate -s "$SIZE" -n "$RATE_ITERS" \
 			-W "$WINDOW")
 		echo "round=$r kind=$k $line" >> "$RESULTS"
 		x=$(val "$line" mmsgs)
 		[ -n "$x" ] || { echo "compare-python.sh: $k send_rate gave no result:" \
-			"$(tail -3 "$B/cli.err" "$B/srv.out")" >&2; exit 1; }
+			"$(tail -n 3 "$B/cli.err" "$B/srv.out")" >&2; exit 1; }
 		v[send_rate,$k]="${v[send_rate,$k]:-} $x"
 	done
 done

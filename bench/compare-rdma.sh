@@ -155,8 +155,10 @@ rmsg() {
 	local sopts=$1 i
 	shift
 	port=$((port + 1))
+	# emptied first: the loop below must not see the last server's line
+	: > "$B/srv.out"
 	# shellcheck disable=SC2086
-	"$PERF" $sopts server "rdma://$ADDR:$port" > "$B/srv.out" 2>&1 &
+	"$PERF" $sopts server "rdma://$ADDR:$port" >> "$B/srv.out" 2>&1 &
 	srv=$!
 	for i in $(seq 100); do
 		grep -q '^rmsg-perf server port=' "$B/srv.out" && break
@@ -259,7 +261,7 @@ pair() {
 		case $m in
 		ucx_* | fi_*)
 			echo "# $m $s: the baseline gave no result:" \
-				"$(tail -3 "$B/ext-cli.err" "$B/ext-srv.out" | tr '\n' ' ')" ;;
+				"$(tail -n 3 "$B/ext-cli.err" "$B/ext-srv.out" | tr '\n' ' ')" ;;
 		*) echo "# $m $s: the baseline gave no result" ;;
 		esac | tee -a "$RESULTS" >&2
 	fi

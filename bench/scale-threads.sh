@@ -62,7 +62,8 @@ port=$((20000 + $$ % 10000))
 # start_server CMD...: waits for its "ready" line
 start_server() {
 	port=$((port + 1))
-	"$@" server "$transport://$ADDR:$port" > "$B/srv.out" 2>&1 &
+	: > "$B/srv.out" # emptied first: not the last server's line
+	"$@" server "$transport://$ADDR:$port" >> "$B/srv.out" 2>&1 &
 	srv=$!
 	for _ in $(seq 600); do
 		grep -q ready "$B/srv.out" && return 0
