@@ -149,6 +149,20 @@ static int ctx_spin(struct rmsg_ctx *ctx)
 	return n;
 }
 
+/* how often the busy polling reads its clock: after every 16th round
+ * while each round is a completion-queue check, after every round once
+ * a backend in use spins over its sockets (a round's length then grows
+ * with the connections, and the budget must stay a bound) */
+static unsigned ctx_spin_mask(const struct rmsg_ctx *ctx)
+{
+	unsigned i;
+
+	for (i = 0; i < rmsgi_tr_nslots; i++)
+		if (ctx->tr_priv[i] && rmsgi_tr_spin_costly(rmsgi_tr_get(i)))
+			return 0;
+	return 15;
+}
+
 /* does the context busy-poll: configured, with connections, and a
  * backend in use that can find work so */
 static bool ctx_spins(const struct rmsg_ctx *ctx)
@@ -201,13 +215,13 @@ unsigned rmsgi_ctx_work(struct rmsg_ctx *ctx, bool spin, bool arm, bool *more_p)
 		return 0; /* nothing queued, nothing to poll */
 	rmsgi_ctx_flush(ctx);
 	if (spin) {
-		unsigned spins = 0;
+		unsigned spins = 0, mask = ctx_spin_mask(ctx);
 
 		budget = (uint64_t)ctx->cfg.busy_poll_us * 1000;
 		start = now_ns();
-		/* the clock is read every 16th empty poll only: a tighter
-		 * spin notices a completion sooner */
-		while ((++spins & 15) || now_ns() - start < budget) {
+		/* the clock is read every 16th empty poll only (a tighter
+		 * spin notices a completion sooner), or after every spin */
+		while ((++spins & mask) || now_ns() - start < budget) {
 			if ((got = ctx_spin(ctx)) > 0) {
 				n += (unsigned)got;
 				rmsgi_ctx_flush(ctx);

@@ -83,6 +83,13 @@ static inline bool rmsgi_tr_spins(const struct rmsgi_tr *tr)
 	return tr->ctx->poll != NULL || tr->ctx->spin != NULL;
 }
 
+/* is a round of @tr's busy polling a spin (system calls, as many as it
+ * has connections), not a cheap poll? */
+static inline bool rmsgi_tr_spin_costly(const struct rmsgi_tr *tr)
+{
+	return tr->ctx->poll == NULL && tr->ctx->spin != NULL;
+}
+
 /* one round of busy polling: poll (unarmed), else spin */
 static inline int rmsgi_tr_spin(const struct rmsgi_tr *tr, void *tctx)
 {

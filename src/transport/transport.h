@@ -138,7 +138,9 @@ struct rmsgi_tr_ctx_ops {
 	 * pass over what it would otherwise wait on (a read attempt on each
 	 * connection's socket), made only while the context busy-polls
 	 * (cfg.busy_poll_us), never otherwise. Returns how many found
-	 * something; never blocks. May make up-calls. */
+	 * something; never blocks. May make up-calls. A pass costs a
+	 * system call per connection: the core reads its clock after each
+	 * one, so busy_poll_us stays a bound at any number of them. */
 	int (*spin)(void *tctx);
 };
 

@@ -830,6 +830,56 @@ static void tcp__user_timeout_named(void **state)
 	assert_non_null(strstr(conn.why, "600 ms"));
 }
 
+/* with keepalive off no user timeout is set: an ETIMEDOUT then comes
+ * from the kernel's retransmission limit, and the reason says that, not
+ * "0 ms (TCP_USER_TIMEOUT)" */
+static void tcp__retransmit_timeout_named(void **state)
+{
+	struct tcp_conn *tc;
+
+	(void)state;
+	ctx.cfg.keepalive_ms = 0;
+	open_conn();
+	tc = conn.tc;
+	tcp_enter(tc);
+	tcp_conn_fail(tc, -ETIMEDOUT);
+	tcp_leave(tc);
+	RUN_UNTIL(conn.down);
+	assert_int_equal(conn.fail_reason, -ETIMEDOUT);
+	assert_null(strstr(conn.why, "TCP_USER_TIMEOUT"));
+	assert_non_null(strstr(conn.why, "retransmissions"));
+}
+
+/* a connect that gets no socket for any address fails at once, with
+ * nothing reported, and leaves the context's entry bracket closed: a
+ * depth left raised would stop the reaper for good (no later ended
+ * connection would be freed or go down) */
+static void tcp__connect_no_socket(void **state)
+{
+	struct rmsgi_addrs to;
+	struct rmsgi_uri u;
+
+	(void)state;
+	memset(&to, 0, sizeof(to));
+	memset(&u, 0, sizeof(u));
+	to.n = 2;
+	to.a[0].ss_family = AF_MAX; /* socket(): EAFNOSUPPORT */
+	to.len[0] = sizeof(struct sockaddr_in);
+	to.a[1] = to.a[0];
+	to.len[1] = to.len[0];
+	assert_int_equal(tops()->connect(&conn, &conn.ci, &u, &to),
+			 -EAFNOSUPPORT);
+	assert_int_equal(ctx.reaper.depth, 0);
+	assert_int_equal(conn.failed, 0);
+	assert_int_equal(conn.down, 0);
+	conn.tc = NULL; /* released: rmsg_connect() frees the conn */
+	/* the reaper still runs: a connection that ends now goes down */
+	open_conn();
+	tops()->disconnect(conn.tc, 0);
+	RUN_UNTIL(conn.down);
+	assert_int_equal(ctx.reaper.depth, 0);
+}
+
 /* busy polling (the context op spin): a pass reads what arrived
  * without the loop running (the io watcher never fires here), finds
  * nothing when nothing came, and sees the peer's close the same way,
@@ -861,6 +911,42 @@ static void tcp__spin_reads_without_the_loop(void **state)
 	assert_int_equal(conn.down, 1);
 	/* an ended connection is not read again */
 	assert_int_equal(rmsgi_tr_tcp.ctx->spin(ctx.slot), 0);
+}
+
+/* busy polling tries every connection on every pass, so an idle one
+ * must stay idle: its empty reads are not counted as use (the sweep would
+ * keep its read buffer for good), and one that gave its buffer back is
+ * not handed one for a read that finds nothing; the buffer comes with
+ * the first byte */
+static void tcp__spin_idle_keeps_no_buffer(void **state)
+{
+	struct rmsgi_hdr h = {.type = RMSGI_T_DATA, .len = 1, .id = 4};
+	uint8_t f[RMSGI_HDR_SIZE + 1];
+	struct tcp_conn *tc;
+	unsigned reads;
+	int i;
+
+	(void)state;
+	open_conn();
+	tc = conn.tc;
+	reads = tc->rb_reads;
+	for (i = 0; i < 4 * TCP_RBUF_BUSY_READS; i++)
+		assert_int_equal(rmsgi_tr_tcp.ctx->spin(ctx.slot), 0);
+	assert_int_equal(tc->rb_reads, reads);
+	tcp_enter(tc);
+	tcp_rbuf_drop_idle(tc); /* what the sweep does to an idle one */
+	tcp_leave(tc);
+	assert_null(tc->rb);
+	for (i = 0; i < 4 * TCP_RBUF_BUSY_READS; i++)
+		assert_int_equal(rmsgi_tr_tcp.ctx->spin(ctx.slot), 0);
+	assert_null(tc->rb);
+	rmsgi_hdr_encode(&h, f);
+	f[RMSGI_HDR_SIZE] = 'x';
+	raw_write(f, sizeof(f));
+	assert_int_equal(rmsgi_tr_tcp.ctx->spin(ctx.slot), 1);
+	assert_int_equal(conn.nrx, 1);
+	assert_int_equal(conn.rx[0].h.id, 4);
+	assert_int_equal(conn.failed, 0);
 }
 
 /* and the write side: a socket that was full is written again by the
@@ -996,8 +1082,11 @@ int main(void)
 		T(tcp__rx_unproven_bound),
 		T(tcp__peer_close),
 		T(tcp__user_timeout_named),
+		T(tcp__retransmit_timeout_named),
+		T(tcp__connect_no_socket),
 		T(tcp__spin_reads_without_the_loop),
 		T(tcp__spin_writes_a_full_socket),
+		T(tcp__spin_idle_keeps_no_buffer),
 		T(tcp__disconnect_linger),
 		T(tcp__disconnect_now),
 		T(tcp__addrs_not_ip),

@@ -133,13 +133,19 @@ void tcp_conn_end(struct tcp_conn *tc, int reason, const struct rmsgi_hello *h)
 void tcp_conn_fail(struct tcp_conn *tc, int err)
 {
 	const struct rmsgi_cfgv *cfg = tc->ci->cfg;
+	unsigned bound = cfg->keepalive_ms * cfg->keepalive_misses;
 
-	if (err == -ETIMEDOUT)
+	if (err == -ETIMEDOUT && bound)
 		rmsgi_conn_why(tc->c,
 			       "our data stayed unacknowledged, or the peer's "
 			       "window closed, for %u ms (TCP_USER_TIMEOUT): "
 			       "peer dead, link down, or not reading",
-			       cfg->keepalive_ms * cfg->keepalive_misses);
+			       bound);
+	else if (err == -ETIMEDOUT) /* keepalive off: no user timeout */
+		rmsgi_conn_why(tc->c,
+			       "our data stayed unacknowledged through the "
+			       "kernel's retransmissions (tcp_retries2): peer "
+			       "dead or link down");
 	tcp_conn_end(tc, err, NULL);
 }
 
@@ -354,6 +360,7 @@ static struct tcp_conn *tcp_client_new(struct rmsg_ctx *ctx,
 int tcp_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 		const struct rmsgi_uri *u, const struct rmsgi_addrs *to)
 {
+	struct rmsgi_reaper *rp;
 	struct tcp_conn *tc;
 	int ret;
 
@@ -368,14 +375,17 @@ int tcp_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 	*tc->to = *to;
 	tc->src = u->src;
 	tc->src_len = u->src_len;
+	rp = tc->rp;
 	tcp_enter(tc);
 	tcp_timer_start(tc->t->env->loop, &tc->tmo,
 			ci->cfg->timeout_ms / 1000.0);
 	ret = tcp_connect_next(tc);
 	if (ret) {
 		/* no socket at all: nothing was reported, rmsg_connect()
-		 * fails and frees the conn */
+		 * fails and frees the conn; the bracket still closes (a
+		 * depth left raised would stop the reaper for good) */
 		tcp_conn_release(tc);
+		rmsgi_tr_leave(rp);
 		return ret;
 	}
 	tcp_leave(tc);

@@ -559,8 +559,22 @@ void tcp_rw_cb(struct ev_loop *loop, ev_io *w, int revents)
 	tcp_leave(tc);
 }
 
-/* the same read for the context's busy polling (ctx.c tcp_spin) */
+/* the same read for the context's busy polling (ctx.c tcp_spin), which
+ * tries every connection on every pass: an idle one must stay idle. One
+ * that gave its read buffer back is peeked at, not handed a buffer for a
+ * read that finds nothing; and an empty read is not counted as use (the
+ * sweep would then keep the buffer of every connection for good) */
 bool tcp_read_now(struct tcp_conn *tc)
 {
-	return tcp_read(tc);
+	unsigned reads = tc->rb_reads;
+	uint8_t b;
+	bool got;
+
+	if (!tc->rb && recv(tc->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
+	    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return false; /* nothing yet; an error is read as usual */
+	got = tcp_read(tc);
+	if (!got)
+		tc->rb_reads = reads;
+	return got;
 }
