@@ -45,6 +45,9 @@ struct rpc_call {
 	bool delivered;
 	bool hashed;
 	int status;
+	/* a reply that came before the request's send completed: held
+	 * here, delivered from call_sent (rpc_rx_reply) */
+	struct rmsg_msg *reply;
 	uint8_t hdr[RPC_HDR_SIZE];
 	struct iovec iov_inline[RPC_IOV_INLINE];
 	struct iovec *iov;
@@ -266,6 +269,25 @@ static void call_deliver(struct rpc_call *call, struct rmsg_msg *reply)
 	}
 }
 
+/* the callback with the reply kept by rpc_rx_reply, if any (the app may
+ * hold it there, as any reply), else without one */
+static void call_deliver_kept(struct rpc_call *call)
+{
+	struct rmsg_msg *m = call->reply;
+
+	if (!m) {
+		call_deliver(call, NULL);
+		return;
+	}
+	call->reply = NULL;
+	m->held = 0; /* ours (rpc_rx_reply) goes; the app may take one */
+	m->in_deliver = 1;
+	call_deliver(call, m);
+	m->in_deliver = 0;
+	if (!m->held)
+		rmsgi_msg_free(m);
+}
+
 static void call_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct rpc_call *call = w->data;
@@ -314,7 +336,7 @@ static void call_sent(struct rmsg_conn *c, int status, void *arg)
 	}
 	if (call->finished && !call->delivered) {
 		call_timer_stop(call);
-		call_deliver(call, NULL);
+		call_deliver_kept(call);
 	}
 	call_maybe_free(call);
 }
@@ -404,7 +426,14 @@ int rmsg_call_cancel(struct rmsg_conn *c, uint64_t call_id)
 	return 0;
 }
 
-/* a reply: the peer has the whole request, so deliver at once */
+/*
+ * A reply: delivered at once if the request's send completed. Else it is
+ * kept until then (call_sent), as the callback never runs before the
+ * request's memory is free again: an honest peer can answer before our
+ * send's completion is seen (RDMA signals sends in batches; TCP's come
+ * from the loop), and a lying one can answer a request still queued,
+ * which would then go out of memory the app had reused.
+ */
 static int rpc_rx_reply(struct rmsg_conn *c, struct rmsg_msg *m, uint32_t word,
 			uint64_t id)
 {
@@ -420,6 +449,16 @@ static int rpc_rx_reply(struct rmsg_conn *c, struct rmsg_msg *m, uint32_t word,
 	call->status = status;
 	call_unhash(call);
 	call_timer_stop(call);
+	if (!call->sent) {
+		/* kept from the rx path's free (msg_after_cb) by a hold of
+		 * the library's own, on no list: the call's reference keeps
+		 * the connection, and its close delivers it */
+		if (!status) {
+			m->held = 1;
+			call->reply = m;
+		}
+		return 0;
+	}
 	m->in_deliver = 1;
 	call_deliver(call, status ? NULL : m);
 	m->in_deliver = 0;
@@ -444,7 +483,7 @@ void rmsgi_rpc_conn_closed(struct rmsg_conn *c, int reason)
 		}
 		call_timer_stop(call);
 		if (!call->delivered)
-			call_deliver(call, NULL);
+			call_deliver_kept(call);
 		/* every request's send callback has run by now */
 		call->sent = true;
 		call_maybe_free(call);
