@@ -202,7 +202,8 @@ struct rmsgi_tr_conn_ops {
 	 * established connection (larger sends skip the attempt) */
 	size_t (*direct_max)(const void *tc);
 	/* May be NULL. End of a batch of post()s: rings the doorbell. May
-	 * report a failure but completes no op. */
+	 * complete ops (TCP writes them), report room or a failure: the
+	 * core touches no op of the batch after it. */
 	void (*kick)(void *tc);
 	/* May be NULL (no RMSGI_TR_CAP_RNDV). A rendezvous send was
 	 * acknowledged: releases what post() pinned. */

@@ -808,6 +808,37 @@ static void tcp__peer_close(void **state)
 	assert_int_equal(conn.ev[conn.nev - 1], 'D');
 }
 
+/* post() makes no up-calls (transport.h): a batch that reaches
+ * TCP_BATCH_BYTES makes it say -EAGAIN rather than write, even on a
+ * socket that has failed; kick() writes, finds the failure and ends the
+ * connection, completing every op once, and the core hears of room */
+static void tcp__post_never_writes(void **state)
+{
+	size_t half = TCP_BATCH_BYTES / 2;
+	uint8_t *big = pattern(half, 3);
+	struct top *a, *b, *c3;
+
+	(void)state;
+	open_conn();
+	close(raw); /* the peer is gone; our read side has not seen it */
+	raw = -1;
+	a = post(big, half);
+	b = post(big, half);
+	c3 = &conn.ops[conn.nops++];
+	*c3 = *b;
+	rmsgi_list_init(&c3->op.link);
+	assert_int_equal(tops()->post(conn.tc, &c3->op), -EAGAIN);
+	assert_int_equal(conn.failed, 0);
+	assert_int_equal(a->done + b->done + c3->done, 0);
+	tops()->kick(conn.tc);
+	assert_int_equal(conn.failed, 1);
+	assert_int_equal(a->done, 1);
+	assert_int_equal(b->done, 1);
+	assert_int_equal(c3->done, 0); /* never taken */
+	RUN_UNTIL(conn.down);
+	free(big);
+}
+
 /* a socket call that fails with ETIMEDOUT (the kernel's user timeout,
  * the keepalive bound) ends the connection with a reason that names it,
  * not a bare "timed out" */
@@ -999,8 +1030,10 @@ static void tcp__disconnect_linger(void **state)
 	(void)state;
 	open_conn();
 	a = post(big, QUEUED_LEN);
-	b = post("last", 4);
+	/* a batch of TCP_BATCH_BYTES and more: written by the kick, which
+	 * fills the socket; what follows queues behind it */
 	tops()->kick(conn.tc);
+	b = post("last", 4);
 	tops()->disconnect(conn.tc, WAIT_MS);
 	assert_int_equal(conn.down, 0);
 	raw_frame(&h, &data);
@@ -1081,6 +1114,7 @@ int main(void)
 		T(tcp__rx_unknown_type),
 		T(tcp__rx_unproven_bound),
 		T(tcp__peer_close),
+		T(tcp__post_never_writes),
 		T(tcp__user_timeout_named),
 		T(tcp__retransmit_timeout_named),
 		T(tcp__connect_no_socket),

@@ -204,7 +204,9 @@ int tcp_post(void *tcp, struct rmsgi_op *op)
 	if (RMSGI_UNLIKELY(!tc->hdr) && tcp_hdr_alloc(tc))
 		return -ENOMEM;
 	if (tc->outq_len > tc->hdr_mask ||
-	    (tc->outq_len && tc->outq_bytes >= TCP_MAX_QBYTES)) {
+	    (tc->outq_len && tc->outq_bytes >= TCP_MAX_QBYTES) ||
+	    (!tc->blocked && (tc->outq_len >= TCP_BATCH_FRAMES ||
+			      tc->outq_bytes >= TCP_BATCH_BYTES))) {
 		tc->want_room = true;
 		return -EAGAIN;
 	}
@@ -222,15 +224,8 @@ int tcp_post(void *tcp, struct rmsgi_op *op)
 	rmsgi_list_add_tail(&tc->outq, &op->link);
 	tc->outq_len++;
 	tc->outq_bytes += tcp_frame_len(op);
-	if (tc->blocked)
-		return 0; /* EV_WRITE carries it */
-	/* conn.c follows every batch of posts with kick(), which writes
-	 * it: no watcher is needed unless the socket fills up */
-	if (tc->outq_len < TCP_BATCH_FRAMES && tc->outq_bytes < TCP_BATCH_BYTES)
-		return 0;
-	tcp_enter(tc);
-	tcp_write(tc);
-	tcp_leave(tc);
+	/* EV_WRITE carries it when the socket is full; else conn.c follows
+	 * every batch of posts with kick(), which writes it */
 	return 0;
 }
 

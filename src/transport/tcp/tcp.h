@@ -75,7 +75,9 @@
 /* output queue bounds: post() says -EAGAIN beyond them */
 #define TCP_MAX_FRAMES 4096
 #define TCP_MAX_QBYTES ((size_t)4 << 20)
-/* a batch this large is written without waiting for kick() */
+/* a batch this large makes post() say -EAGAIN: the core's kick() writes
+ * it, and room follows (post() itself never writes: a write completes
+ * ops and may fail, up-calls post() must not make) */
 #define TCP_BATCH_FRAMES 64
 #define TCP_BATCH_BYTES ((size_t)256 << 10)
 #define TCP_WIOV 1024
