@@ -315,6 +315,16 @@ static void post_untake(struct rmsg_conn *c, const struct rmsgi_op *op,
 		rmsgi_credit_untake_bytes(&c->cr, op_wlen(op), op->wret, sure);
 }
 
+/* does the head of the queue wait for bytes of the peer's window? */
+static bool head_waits_bytes(const struct rmsg_conn *c)
+{
+	const struct rmsgi_op *op =
+		rmsgi_list_entry(c->tx.sendq.next, struct rmsgi_op, link);
+
+	return op->proto != RMSGI_OP_P_RMA &&
+	       !rmsgi_credit_can_bytes(&c->cr, op_wlen(op));
+}
+
 /* hands queued frames to the transport as far as credits and room go */
 void rmsgi_conn_post_queued(struct rmsg_conn *c)
 {
@@ -322,11 +332,14 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 	bool posted = false;
 	int ret;
 
-	/* a CREDIT frame only when nothing else can carry the credits */
+	/* a CREDIT frame only when nothing else can carry the credits: the
+	 * queue is empty, or its head waits for credits or for window bytes
+	 * (two sides that stream at each other each wait for the other's
+	 * returned bytes, which their queued frames would carry) */
 	if (c->state == RMSGI_CS_ESTABLISHED && !credit_op_busy(c) &&
 	    credit_due(c) &&
 	    (rmsgi_list_empty(&c->tx.sendq) ||
-	     !rmsgi_credit_can_send(&c->cr, true))) {
+	     !rmsgi_credit_can_send(&c->cr, true) || head_waits_bytes(c))) {
 		c->tx.credit_op.aux = 0;
 		op_state(c, &c->tx.credit_op, RMSGI_OS_QUEUED);
 		rmsgi_list_add_head(&c->tx.sendq, &c->tx.credit_op.link);

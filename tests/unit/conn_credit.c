@@ -788,6 +788,40 @@ static void conn_window__old_peer(void **state)
 	assert_int_equal(t->close_reason, -EPROTO);
 }
 
+/* two sides that stream large messages at each other: ours waits for
+ * bytes of the peer's window, the peer's for ours. Our queued frames
+ * would carry the bytes we owe, but they cannot go: a CREDIT frame
+ * carries them (else both wait for ever, or for a keepalive) */
+static void conn_window__both_streaming(void **state)
+{
+	struct t *t = win_t(state, 256 << 10);
+	uint32_t i, owed;
+
+	for (i = 1; i <= 10; i++)
+		assert_int_equal(send_len(t, KIB64, i), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 4);
+	assert_int_equal(t->c->cr.wavail, 0);
+	tr_complete_all(t->c, 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 0);
+	/* the peer did the same: its window's worth arrives and is freed */
+	for (i = 0; i < t->c->cr.win_in / KIB64; i++)
+		assert_int_equal(rx_len(t, RMSGI_T_DATA, KIB64, 0, 0), 0);
+	owed = t->c->cr.wto_return;
+	assert_true(owed > 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 1);
+	assert_int_equal(ft.posted[0].type, RMSGI_T_CREDIT);
+	assert_int_equal(ft.posted[0].wret, owed);
+	/* its bytes back: our messages go on */
+	tr_complete_all(t->c, 0);
+	assert_int_equal(rx_len(t, RMSGI_T_CREDIT, 0, 4, 4 * KIB64), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 4);
+	assert_int_equal(ft.posted[0].type, RMSGI_T_DATA);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -811,6 +845,7 @@ int main(void)
 		CONN_T(conn_window__rx_beyond_window),
 		CONN_T(conn_window__returns),
 		CONN_T(conn_window__old_peer),
+		CONN_T(conn_window__both_streaming),
 		CONN_T(conn_grant__hello_initial),
 		CONN_T(conn_grant__grows_to_max),
 		CONN_T(conn_grant__bound_after_growth),
