@@ -189,7 +189,10 @@ void rmsgi_conn_op_proto(struct rmsg_conn *c, struct rmsgi_op *op, bool direct);
 void rmsgi_conn_op_queue(struct rmsg_conn *c, struct rmsgi_op *op);
 /* the connection became established: chooses for what was queued */
 void rmsgi_conn_proto_queued(struct rmsg_conn *c);
-/* a rendezvous send (or emulated one-sided op) leaves rndvq: acknowledged
+/* @op leaves rndvq (the keepalive bound restarts only if it was the
+ * oldest); then rmsgi_conn_rndv_settle() */
+void rmsgi_conn_rndv_unlink(struct rmsg_conn *c, struct rmsgi_op *op);
+/* a rendezvous send (or emulated one-sided op) left rndvq: acknowledged
  * with @status or failed */
 void rmsgi_conn_rndv_settle(struct rmsg_conn *c, struct rmsgi_op *op,
 			    int status);

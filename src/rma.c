@@ -214,7 +214,7 @@ int rmsgi_conn_rma_rx_read_resp(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		p += op->iov[i].iov_len;
 	}
 	rmsgi_msg_free(m);
-	rmsgi_list_del(&op->rlink);
+	rmsgi_conn_rndv_unlink(c, op);
 	rmsgi_conn_rndv_settle(c, op, -(int)h->aux);
 	return 0;
 }

@@ -196,7 +196,7 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		}
 		if (h->aux && op->kind == RMSGI_OP_WRITE)
 			c->st.refused_ours++;
-		rmsgi_list_del(&op->rlink);
+		rmsgi_conn_rndv_unlink(c, op);
 		rmsgi_conn_rndv_settle(c, op, -(int)h->aux);
 		return 0;
 	default:

@@ -182,13 +182,23 @@ void rmsgi_conn_op_finish(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 	op_finish(c, op, status);
 }
 
+/* @op leaves rndvq. The keepalive bound on the oldest (keepalive.c)
+ * starts again only when the oldest goes: an answer out of order moves
+ * nothing, or a peer could answer every op but the first for ever */
+void rmsgi_conn_rndv_unlink(struct rmsg_conn *c, struct rmsgi_op *op)
+{
+	if (c->tx.rndvq.next == &op->rlink)
+		rmsgi_live_wait_moved(&c->live, ev_now(c->ctx->loop));
+	rmsgi_list_del(&op->rlink);
+}
+
 /* a rendezvous send (or emulated one-sided op) leaves rndvq when
- * acknowledged or failed; it finishes once the transport has also
- * completed the request frame (ANSWERED until then) */
+ * acknowledged or failed (rmsgi_conn_rndv_unlink first); it finishes
+ * once the transport has also completed the request frame (ANSWERED
+ * until then) */
 void rmsgi_conn_rndv_settle(struct rmsg_conn *c, struct rmsgi_op *op,
 			    int status)
 {
-	rmsgi_live_wait_moved(&c->live, ev_now(c->ctx->loop));
 	if (c->tr_priv)
 		rmsgi_tr_rndv_release(c->tops, c->tr_priv, op);
 	op->status = status;
@@ -254,7 +264,7 @@ void rmsgi_conn_op_done(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 		}
 		op_state(c, op, RMSGI_OS_AWAIT_PEER);
 		if (status) {
-			rmsgi_list_del(&op->rlink);
+			rmsgi_conn_rndv_unlink(c, op);
 			rmsgi_conn_rndv_settle(c, op, status);
 		}
 		return; /* else the peer's answer finishes it */

@@ -129,11 +129,84 @@ static void conn_hostile__kept_reply_at_close(void **state)
 	assert_int_equal(t->closed, 1);
 }
 
+/* ------------------------------------------------------------------ */
+/* answers out of order                                                 */
+
+#define DRIP_N 12
+
+struct drip {
+	struct t *t;
+	uint64_t ids[DRIP_N];
+	int n, next;
+};
+
+/* the peer answers one more of our rendezvous sends per tick */
+static void drip_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct drip *d = w->data;
+
+	(void)revents;
+	if (d->t->c->state >= RMSGI_CS_CLOSING || d->next == d->n) {
+		ev_timer_stop(l, w);
+		ev_break(l, EVBREAK_ONE);
+		return;
+	}
+	assert_int_equal(rx(d->t->c, RMSGI_T_RNDV_ACK, 0, 0, d->ids[d->next++],
+			    tmsg_new(d->t->c, NULL)),
+			 0);
+	flush(d->t);
+}
+
+/* the keepalive bound on our oldest rendezvous send holds while the peer
+ * answers the newer ones, one per 1.5 keepalive intervals: it starts
+ * again only when the oldest is answered. Before, any answer restarted
+ * it, and the oldest send (its buffer, its window) waited for as long as
+ * the peer kept answering others */
+static void conn_hostile__oldest_unanswered(void **state)
+{
+	struct rmsgi_cfgv v;
+	struct drip d = {0};
+	struct t *t;
+	ev_timer w;
+	int i, st = 0;
+
+	rmsgi_cfg_defaults(&v);
+	v.credits_initial = v.credits;
+	v.keepalive_ms = 100;
+	v.keepalive_misses = 2;
+	t = replace_t(state, &v, RMSGI_TR_CAP_RNDV);
+	establish(t, 32, 64);
+	for (i = 0; i < DRIP_N; i++)
+		assert_int_equal(send_len(t, 65, i + 1), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, DRIP_N);
+	d.t = t;
+	for (i = 1; i < DRIP_N; i++) /* every one but the first */
+		d.ids[d.n++] = ft.posted[i].id;
+	tr_complete_all(t->c, 0);
+	flush(t);
+	w.data = &d;
+	ev_timer_init(&w, drip_cb, 0.15, 0.15);
+	ev_timer_start(t->loop, &w);
+	ev_run(t->loop, 0);
+	ev_timer_stop(t->loop, &w);
+	assert_true(t->c->state >= RMSGI_CS_CLOSING);
+	assert_int_equal(t->c->close_reason, -ETIMEDOUT);
+	/* closed while the peer still answered the others */
+	assert_true(d.next < d.n);
+	/* and the oldest send failed with it, once */
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(done_count(t, 1, &st), 1);
+	assert_int_equal(st, -ETIMEDOUT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		CONN_T(conn_hostile__reply_before_request_sent),
 		CONN_T(conn_hostile__kept_reply_at_close),
+		CONN_T(conn_hostile__oldest_unanswered),
 	};
 
 	unit_filter();
