@@ -236,6 +236,12 @@ static void export_drop(struct rmsgi_mrtab *t, struct rmsgi_export *e)
 	rmsgi_list_del(&e->mlink);
 	rmsgi_list_del(&e->clink);
 	export_untransport(t, e);
+	if (e->busy) {
+		/* answers still read through it (its connection ended, their
+		 * ops are being cancelled): the last one frees it */
+		e->dead = true;
+		return;
+	}
 	free(e);
 }
 
@@ -299,8 +305,14 @@ static void mr_free(struct rmsg_mr *mr)
 	struct rmsgi_mrtab *t = &mr->ctx->mrt;
 	struct rmsgi_list *n;
 
-	while ((n = mr->exports.next) != &mr->exports)
-		export_drop(t, rmsgi_list_entry(n, struct rmsgi_export, mlink));
+	/* (busy only at the context's end: nothing answers from it now) */
+	while ((n = mr->exports.next) != &mr->exports) {
+		struct rmsgi_export *e =
+			rmsgi_list_entry(n, struct rmsgi_export, mlink);
+
+		e->busy = 0;
+		export_drop(t, e);
+	}
 	rmsgi_list_del(&mr->link);
 	if (mr->h && t->ops)
 		t->ops->dereg(t->priv, mr->h);
@@ -319,7 +331,7 @@ void rmsgi_mr_fini(struct rmsg_ctx *ctx)
 
 int rmsgi_mr_target(struct rmsg_conn *c, uint64_t token, uint64_t off,
 		    uint64_t len, int access, uint8_t **p,
-		    struct rmsg_mr **mr_p)
+		    struct rmsgi_export **e_p)
 {
 	struct rmsgi_export *e =
 		token ? export_find(&c->ctx->mrt, token) : NULL;
@@ -331,18 +343,21 @@ int rmsgi_mr_target(struct rmsg_conn *c, uint64_t token, uint64_t off,
 	if (off > e->len || len > e->len - off)
 		return -EINVAL;
 	*p = e->mr->addr + e->off + off;
-	if (mr_p) {
+	if (e_p) {
+		e->busy++;
 		e->mr->busy++;
-		*mr_p = e->mr;
+		*e_p = e;
 	}
 	return 0;
 }
 
-void rmsgi_mr_unbusy(struct rmsg_ctx *ctx, struct rmsg_mr *mr)
+void rmsgi_mr_unbusy(struct rmsg_ctx *ctx, struct rmsgi_export *e)
 {
 	(void)ctx;
-	if (mr->busy)
-		mr->busy--;
+	if (e->mr->busy)
+		e->mr->busy--;
+	if (--e->busy == 0 && e->dead)
+		free(e);
 }
 
 void rmsgi_mr_conn_gone(struct rmsg_conn *c)
@@ -581,6 +596,12 @@ int rmsg_mr_revoke(struct rmsg_mr *mr, const void *desc)
 	 * the export stays, and the caller tries again once the loop
 	 * turned (rmsg_mr_export.3) */
 	if (e->w && t->ops && t->ops->bind_pending(t->priv, e->w))
+		return -EBUSY;
+	/* TCP: an answer to the peer's read, queued, reads the memory when
+	 * it is written: the access has not stopped until it went (else
+	 * what the app writes there after the revoke would reach the peer);
+	 * the peer's frames say nothing about it, the loop writes it */
+	if (e->busy)
 		return -EBUSY;
 	export_drop(t, e);
 	return 0;

@@ -128,7 +128,7 @@ int rmsgi_conn_rma_rx_write(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 static void resp_done(struct rmsg_conn *c, int status, void *arg)
 {
 	(void)status;
-	rmsgi_mr_unbusy(c->ctx, arg);
+	rmsgi_mr_unbusy(c->ctx, arg); /* the export */
 }
 
 /* TCP: a peer's READ_REQ; answered straight from the region, which stays
@@ -139,7 +139,7 @@ int rmsgi_conn_rma_rx_read(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 {
 	struct rmsgi_rma r;
 	struct rmsgi_op *op;
-	struct rmsg_mr *mr = NULL;
+	struct rmsgi_export *exp = NULL;
 	uint8_t *src = NULL;
 	int st;
 
@@ -156,7 +156,7 @@ int rmsgi_conn_rma_rx_read(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		st = -EMSGSIZE;
 	else
 		st = rmsgi_mr_target(c, r.token, r.off, r.len,
-				     RMSG_ACCESS_REMOTE_READ, &src, &mr);
+				     RMSG_ACCESS_REMOTE_READ, &src, &exp);
 	if (st) {
 		c->st.refused_peer++;
 	} else {
@@ -168,8 +168,8 @@ int rmsgi_conn_rma_rx_read(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		return -EACCES;
 	op = rmsgi_op_get(c->ctx);
 	if (!op) {
-		if (mr)
-			rmsgi_mr_unbusy(c->ctx, mr);
+		if (exp)
+			rmsgi_mr_unbusy(c->ctx, exp);
 		rmsgi_conn_abort(c, -ENOMEM);
 		return -ENOMEM;
 	}
@@ -183,7 +183,7 @@ int rmsgi_conn_rma_rx_read(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	op->iovcnt = op->len ? 1 : 0;
 	if (!st) {
 		op->cb = resp_done;
-		op->arg = mr;
+		op->arg = exp;
 	}
 	op_answer(c, op);
 	rmsgi_conn_op_queue(c, op);

@@ -78,6 +78,11 @@ struct rmsgi_export {
 	 * (any peer), or local-only under a sub-range's window */
 	void *h;
 	uint32_t rkey;
+	/* TCP: READ_RESP answers queued from it, not yet written: a revoke
+	 * waits for them (-EBUSY), and a drop keeps the object (dead) until
+	 * the last goes (rmsgi_mr_unbusy) */
+	unsigned busy;
+	bool dead;
 };
 
 struct rmsg_mr {
@@ -123,12 +128,13 @@ void rmsgi_mr_init(struct rmsg_ctx *ctx);
 void rmsgi_mr_fini(struct rmsg_ctx *ctx);
 /* a peer's access on @c through export @token: 0 and the memory, or
  * -EACCES (no such export, exported to another connection, or rights),
- * -EINVAL (bounds of the export). With @mr_p the region is kept busy
- * (rmsg_mr_dereg: -EBUSY) until rmsgi_mr_unbusy() */
+ * -EINVAL (bounds of the export). With @e_p the export and its region
+ * are kept busy (rmsg_mr_revoke, rmsg_mr_dereg: -EBUSY) until
+ * rmsgi_mr_unbusy(): an answer that reads the memory later */
 int rmsgi_mr_target(struct rmsg_conn *c, uint64_t token, uint64_t off,
 		    uint64_t len, int access, uint8_t **p,
-		    struct rmsg_mr **mr_p);
-void rmsgi_mr_unbusy(struct rmsg_ctx *ctx, struct rmsg_mr *mr);
+		    struct rmsgi_export **e_p);
+void rmsgi_mr_unbusy(struct rmsg_ctx *ctx, struct rmsgi_export *e);
 /* the context's budget of registered bytes (cfg reg_limit), shared by
  * regions, the registration cache and the pools: -ENOMEM, logged with
  * the limit, when @bytes do not fit even after idle pool slabs went */

@@ -201,12 +201,108 @@ static void conn_hostile__oldest_unanswered(void **state)
 	assert_int_equal(st, -ETIMEDOUT);
 }
 
+/* ------------------------------------------------------------------ */
+/* one-sided: a revoke with an answer queued                            */
+
+/* the answer to a peer's read is written from the region when it goes,
+ * not copied when it is queued: while one waits (no credit here), a
+ * revoke says -EBUSY and the export stays, as the access has not
+ * stopped; else what the app writes there after the revoke went to the
+ * peer. Once it went, the revoke succeeds */
+static void conn_hostile__revoke_with_answer_queued(void **state)
+{
+	struct t *t = *state;
+	static uint8_t region[64] = "before the revoke";
+	uint8_t desc[RMSG_MR_DESC_SIZE];
+	struct rmsgi_rma r = {.off = 0, .len = 16};
+	struct rmsgi_desc d;
+	struct rmsg_msg *m;
+	struct rmsg_mr *mr;
+	struct tmsg *tm;
+	int i;
+
+	establish(t, 4, 8192);
+	assert_int_equal(rmsg_mr_reg(t->ctx, region, sizeof(region),
+				     RMSG_ACCESS_REMOTE_READ, &mr),
+			 0);
+	assert_int_equal(
+		rmsg_mr_export(mr, t->c, 0, 0, RMSG_ACCESS_REMOTE_READ, desc),
+		0);
+	assert_int_equal(rmsgi_desc_decode(desc, &d), 0);
+	for (i = 1; i <= 3; i++)
+		assert_int_equal(send_str(t, "x", i), 0);
+	flush(t);
+	assert_int_equal(t->c->cr.avail, 1); /* no message goes now */
+	r.token = d.token;
+	m = tmsg_new(t->c, NULL);
+	tm = RMSGI_CONTAINER_OF(m, struct tmsg, m);
+	rmsgi_rma_encode(&r, 1, tm->data);
+	m->len = RMSGI_READ_REQ_SIZE;
+	assert_int_equal(rx(t->c, RMSGI_T_READ_REQ, 0, 0, 9, m), 0);
+	flush(t);
+	assert_int_equal(t->c->tx.ans_n, 1);
+	assert_int_equal(rmsg_mr_revoke(mr, desc), -EBUSY);
+	assert_int_equal(rmsg_mr_dereg(mr), -EBUSY);
+	/* credits back: the answer goes, from the region */
+	tr_complete_all(t->c, 0);
+	assert_int_equal(rx_credit(t->c, 3), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 1);
+	assert_int_equal(ft.posted[0].type, RMSGI_T_READ_RESP);
+	assert_int_equal(rmsg_mr_revoke(mr, desc), -EBUSY);
+	tr_complete_all(t->c, 0);
+	flush(t);
+	assert_int_equal(rmsg_mr_revoke(mr, desc), 0);
+	assert_int_equal(rmsg_mr_revoke(mr, desc), -ENOENT);
+	assert_int_equal(rmsg_mr_dereg(mr), 0);
+}
+
+/* an answer still queued when its connection ends: the export goes with
+ * the connection, its object once the answer was cancelled (no leak, no
+ * use after free: ASan and valgrind run this) */
+static void conn_hostile__answer_queued_at_close(void **state)
+{
+	struct t *t = *state;
+	static uint8_t region[64];
+	uint8_t desc[RMSG_MR_DESC_SIZE];
+	struct rmsgi_rma r = {.off = 0, .len = 16};
+	struct rmsgi_desc d;
+	struct rmsg_msg *m;
+	struct rmsg_mr *mr;
+	int i;
+
+	establish(t, 4, 8192);
+	assert_int_equal(rmsg_mr_reg(t->ctx, region, sizeof(region),
+				     RMSG_ACCESS_REMOTE_READ, &mr),
+			 0);
+	assert_int_equal(
+		rmsg_mr_export(mr, t->c, 0, 0, RMSG_ACCESS_REMOTE_READ, desc),
+		0);
+	assert_int_equal(rmsgi_desc_decode(desc, &d), 0);
+	for (i = 1; i <= 3; i++)
+		assert_int_equal(send_str(t, "x", i), 0);
+	flush(t);
+	r.token = d.token;
+	m = tmsg_new(t->c, NULL);
+	rmsgi_rma_encode(&r, 1, RMSGI_CONTAINER_OF(m, struct tmsg, m)->data);
+	m->len = RMSGI_READ_REQ_SIZE;
+	assert_int_equal(rx(t->c, RMSGI_T_READ_REQ, 0, 0, 9, m), 0);
+	flush(t);
+	assert_int_equal(t->c->tx.ans_n, 1);
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(rmsg_mr_dereg(mr), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		CONN_T(conn_hostile__reply_before_request_sent),
 		CONN_T(conn_hostile__kept_reply_at_close),
 		CONN_T(conn_hostile__oldest_unanswered),
+		CONN_T(conn_hostile__revoke_with_answer_queued),
+		CONN_T(conn_hostile__answer_queued_at_close),
 	};
 
 	unit_filter();

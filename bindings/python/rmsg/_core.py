@@ -1980,7 +1980,9 @@ class MR:
         """End the export `desc` (rmsg_mr_revoke): once it returns, the
         peer's access has stopped. RmsgError(ENOENT) if it already ended;
         RmsgError(EBUSY) over RDMA while the export's memory window is
-        still being bound (nothing changed: retry after the loop ran)."""
+        still being bound, over TCP while an answer to the peer's read
+        through it is still queued (nothing changed: retry after the
+        loop ran)."""
         desc = bytes(desc)
         if len(desc) != MR_DESC_SIZE:
             raise ValueError("descriptor must be %d bytes" % MR_DESC_SIZE)
