@@ -51,6 +51,29 @@ static ev_tstamp rx_idle(struct rmsg_conn *c, ev_tstamp now)
 	return now - c->live.last_rx;
 }
 
+/*
+ * How long our send queue, with answers for the peer in it (RPC replies,
+ * READ_RESP, RNDV_ACK), has let nothing out, at @now: 0 while it moves.
+ * A peer that keeps asking while it returns no credits or window bytes
+ * for our answers (only the one our CREDIT frame costs) would have us
+ * queue answers without end; one whose app just holds our messages has
+ * stopped reading. Either ends within the keepalive bound.
+ */
+static ev_tstamp answers_stuck(struct rmsg_conn *c, ev_tstamp now)
+{
+	struct rmsgi_live *l = &c->live;
+
+	if (!c->tx.ans_n || rmsgi_list_empty(&c->tx.sendq) ||
+	    c->tx.posts != l->posts_seen) {
+		l->posts_seen = c->tx.posts;
+		l->stuck_since = 0;
+		return 0;
+	}
+	if (!l->stuck_since)
+		l->stuck_since = now;
+	return now - l->stuck_since;
+}
+
 /* ------------------------------------------------------------------ */
 /* probes                                                               */
 
@@ -77,6 +100,7 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		 * and for its unanswered rendezvous */
 		c->live.last_rx = now;
 		c->live.wait_mark = now;
+		c->live.stuck_since = 0;
 	}
 	c->live.tick = now;
 	op = rmsgi_conn_oldest_wait(c);
@@ -117,6 +141,22 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		 * answer in progress shows as bytes (rmsgi_conn_rx_progress)
 		 * and a silent peer is silent */
 		reading = op->kind == RMSGI_OP_SEND;
+	}
+	idle = answers_stuck(c, now);
+	if (idle > iv * c->cfg.keepalive_misses) {
+		rmsgi_warn(c->ctx,
+			   "conn %u: %u answers for the peer waited %.1f s "
+			   "with nothing of ours let out: closing",
+			   c->id, c->tx.ans_n, idle);
+		c->st.ka_timeouts++;
+		rmsgi_conn_why(c,
+			       "keepalive: the peer let none of our frames out "
+			       "for %.1f s (no credits or window bytes back) "
+			       "while %u answers for it waited",
+			       idle, c->tx.ans_n);
+		rmsgi_conn_abort(c, -ETIMEDOUT);
+		rmsgi_ctx_flush(c->ctx);
+		return;
 	}
 	/* a peer cannot talk while our app holds every message it sent
 	 * (nothing to return): do not count that. A peer that keeps us

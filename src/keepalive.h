@@ -24,6 +24,10 @@ struct rmsgi_live {
 	ev_tstamp tick;	     /* the timer's last run: a stalled loop shows */
 	ev_tstamp wait_mark; /* rndvq last moved (an answer, or first op) */
 	size_t rx_mark;	     /* payload bytes of a large frame at last life */
+	/* our send queue, with answers for the peer in it, stuck since
+	 * (0: not stuck), and the tx.posts count it was last seen at */
+	ev_tstamp stuck_since;
+	uint64_t posts_seen;
 };
 
 /* a frame from the peer, at @now */

@@ -344,6 +344,9 @@ struct rmsgi_conn_tx {
 	/* answers generated for the peer (READ_RESP, RNDV_ACK, RPC replies)
 	 * queued or posted (see "What a peer may make us hold" below) */
 	unsigned ans_n;
+	/* frames handed to the transport, CREDIT frames aside: keepalive.c
+	 * sees from it whether a queue with answers in it moves */
+	uint64_t posts;
 	/* the CREDIT frame's op, reused: queued or posted, or idle (DONE) */
 	struct rmsgi_op credit_op;
 	/* rmsg_send may write a message of fewer bytes than this inside the
@@ -458,11 +461,12 @@ const char *rmsgi_fallback_why(const struct rmsg_conn *c);
 /*
  * What a peer may make us hold. Answers the library generates for a peer
  * (READ_RESP, RNDV_ACK, RPC replies and -ENOSYS answers) are counted per
- * connection (ans_n). A peer can only send as many frames as we returned
- * credits for, and we return them only in frames we post; the transport
- * takes a bounded number of posted frames (TCP: 4096 frames or 4 MiB
- * queued; RDMA: its send ring), and an answer holds an op, not a copy:
- * ans_n stays below the credits x (1 + frames the transport queues).
+ * connection (ans_n); an answer holds an op, not a copy. A peer can only
+ * send as many frames as we returned credits for; but a CREDIT frame
+ * returns them without an answer, and a peer that gives back just the
+ * credit it cost could ask for ever while our answers wait. The bound is
+ * time (keepalive.c answers_stuck): a queue with answers in it that lets
+ * nothing out for the keepalive bound ends the connection.
  */
 /* a rendezvous or emulated one-sided op must be answered within the
  * keepalive bound plus its size at this rate (bytes per second) */

@@ -402,6 +402,7 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		ret = c->tops->post(c->tr_priv, op);
 		if (ret == 0) {
 			posted = true;
+			c->tx.posts += op != &c->tx.credit_op;
 			rmsgi_stats_posted(c, op);
 		}
 		if (ret == 0 && op->rndv) {

@@ -202,6 +202,75 @@ static void conn_hostile__oldest_unanswered(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* answers the peer makes us queue                                      */
+
+struct asker {
+	struct t *t;
+	int rounds;
+	uint64_t id;
+};
+
+/* one round of a peer that asks (RPC requests for a method nobody
+ * handles: each makes us queue an -ENOSYS reply) with every credit it
+ * has (as our side counts them: cr.peer_avail), and returns just the
+ * one credit our CREDIT frame cost: never enough for our answers */
+static void ask_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct asker *a = w->data;
+	struct t *t = a->t;
+	bool credit_frame = false;
+	int i;
+
+	(void)revents;
+	if (t->c->state >= RMSGI_CS_CLOSING || ++a->rounds > 60) {
+		ev_timer_stop(l, w);
+		ev_break(l, EVBREAK_ONE);
+		return;
+	}
+	for (i = 0; i < ft.nposted; i++)
+		credit_frame |= ft.posted[i].type == RMSGI_T_CREDIT;
+	tr_complete_all(t->c, 0);
+	if (credit_frame)
+		assert_int_equal(rx_credit(t->c, 1), 0);
+	while (t->c->cr.peer_avail > 1) {
+		assert_int_equal(rx(t->c, RMSGI_T_DATA, 0, RMSGI_AUX_RPC_REQ, 0,
+				    rpc_frame(t->c, 99, ++a->id, "")),
+				 0);
+	}
+	flush(t);
+}
+
+/* such a peer would have us queue answers without end (one grant more
+ * per round): our queue, with answers for it, that lets nothing out ends
+ * the connection within the keepalive bound */
+static void conn_hostile__answers_never_let_out(void **state)
+{
+	struct rmsgi_cfgv v;
+	struct asker a = {0};
+	struct t *t;
+	ev_timer w;
+
+	rmsgi_cfg_defaults(&v);
+	v.credits_initial = v.credits;
+	v.keepalive_ms = 100;
+	v.keepalive_misses = 2;
+	t = replace_t(state, &v, 0);
+	establish(t, 4, 8192);
+	a.t = t;
+	w.data = &a;
+	ev_timer_init(&w, ask_cb, 0.05, 0.05);
+	ev_timer_start(t->loop, &w);
+	ev_run(t->loop, 0);
+	ev_timer_stop(t->loop, &w);
+	assert_true(t->c->state >= RMSGI_CS_CLOSING);
+	assert_int_equal(t->c->close_reason, -ETIMEDOUT);
+	assert_true(a.rounds <= 60); /* while the peer still asked */
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(t->closed, 1);
+}
+
+/* ------------------------------------------------------------------ */
 /* one-sided: a revoke with an answer queued                            */
 
 /* the answer to a peer's read is written from the region when it goes,
@@ -301,6 +370,7 @@ int main(void)
 		CONN_T(conn_hostile__reply_before_request_sent),
 		CONN_T(conn_hostile__kept_reply_at_close),
 		CONN_T(conn_hostile__oldest_unanswered),
+		CONN_T(conn_hostile__answers_never_let_out),
 		CONN_T(conn_hostile__revoke_with_answer_queued),
 		CONN_T(conn_hostile__answer_queued_at_close),
 	};
