@@ -273,6 +273,40 @@ static void conn_hostile__answers_never_let_out(void **state)
 /* ------------------------------------------------------------------ */
 /* one-sided: a revoke with an answer queued                            */
 
+/* a region exported to @t's connection, our credits spent (the last is
+ * never a message's) and the peer's read through it answered: the answer
+ * waits in the queue. Returns the region; @desc its export */
+static struct rmsg_mr *answer_queued(struct t *t, uint8_t *region, size_t len,
+				     uint8_t *desc)
+{
+	struct rmsgi_rma r = {.off = 0, .len = 16};
+	struct rmsgi_desc d;
+	struct rmsg_msg *m;
+	struct rmsg_mr *mr;
+	int i;
+
+	establish(t, 4, 8192);
+	assert_int_equal(
+		rmsg_mr_reg(t->ctx, region, len, RMSG_ACCESS_REMOTE_READ, &mr),
+		0);
+	assert_int_equal(
+		rmsg_mr_export(mr, t->c, 0, 0, RMSG_ACCESS_REMOTE_READ, desc),
+		0);
+	assert_int_equal(rmsgi_desc_decode(desc, &d), 0);
+	for (i = 1; i <= 3; i++)
+		assert_int_equal(send_str(t, "x", i), 0);
+	flush(t);
+	assert_int_equal(t->c->cr.avail, 1);
+	r.token = d.token;
+	m = tmsg_new(t->c, NULL);
+	rmsgi_rma_encode(&r, 1, RMSGI_CONTAINER_OF(m, struct tmsg, m)->data);
+	m->len = RMSGI_READ_REQ_SIZE;
+	assert_int_equal(rx(t->c, RMSGI_T_READ_REQ, 0, 0, 9, m), 0);
+	flush(t);
+	assert_int_equal(t->c->tx.ans_n, 1);
+	return mr;
+}
+
 /* the answer to a peer's read is written from the region when it goes,
  * not copied when it is queued: while one waits (no credit here), a
  * revoke says -EBUSY and the export stays, as the access has not
@@ -283,33 +317,8 @@ static void conn_hostile__revoke_with_answer_queued(void **state)
 	struct t *t = *state;
 	static uint8_t region[64] = "before the revoke";
 	uint8_t desc[RMSG_MR_DESC_SIZE];
-	struct rmsgi_rma r = {.off = 0, .len = 16};
-	struct rmsgi_desc d;
-	struct rmsg_msg *m;
-	struct rmsg_mr *mr;
-	struct tmsg *tm;
-	int i;
+	struct rmsg_mr *mr = answer_queued(t, region, sizeof(region), desc);
 
-	establish(t, 4, 8192);
-	assert_int_equal(rmsg_mr_reg(t->ctx, region, sizeof(region),
-				     RMSG_ACCESS_REMOTE_READ, &mr),
-			 0);
-	assert_int_equal(
-		rmsg_mr_export(mr, t->c, 0, 0, RMSG_ACCESS_REMOTE_READ, desc),
-		0);
-	assert_int_equal(rmsgi_desc_decode(desc, &d), 0);
-	for (i = 1; i <= 3; i++)
-		assert_int_equal(send_str(t, "x", i), 0);
-	flush(t);
-	assert_int_equal(t->c->cr.avail, 1); /* no message goes now */
-	r.token = d.token;
-	m = tmsg_new(t->c, NULL);
-	tm = RMSGI_CONTAINER_OF(m, struct tmsg, m);
-	rmsgi_rma_encode(&r, 1, tm->data);
-	m->len = RMSGI_READ_REQ_SIZE;
-	assert_int_equal(rx(t->c, RMSGI_T_READ_REQ, 0, 0, 9, m), 0);
-	flush(t);
-	assert_int_equal(t->c->tx.ans_n, 1);
 	assert_int_equal(rmsg_mr_revoke(mr, desc), -EBUSY);
 	assert_int_equal(rmsg_mr_dereg(mr), -EBUSY);
 	/* credits back: the answer goes, from the region */
@@ -334,30 +343,8 @@ static void conn_hostile__answer_queued_at_close(void **state)
 	struct t *t = *state;
 	static uint8_t region[64];
 	uint8_t desc[RMSG_MR_DESC_SIZE];
-	struct rmsgi_rma r = {.off = 0, .len = 16};
-	struct rmsgi_desc d;
-	struct rmsg_msg *m;
-	struct rmsg_mr *mr;
-	int i;
+	struct rmsg_mr *mr = answer_queued(t, region, sizeof(region), desc);
 
-	establish(t, 4, 8192);
-	assert_int_equal(rmsg_mr_reg(t->ctx, region, sizeof(region),
-				     RMSG_ACCESS_REMOTE_READ, &mr),
-			 0);
-	assert_int_equal(
-		rmsg_mr_export(mr, t->c, 0, 0, RMSG_ACCESS_REMOTE_READ, desc),
-		0);
-	assert_int_equal(rmsgi_desc_decode(desc, &d), 0);
-	for (i = 1; i <= 3; i++)
-		assert_int_equal(send_str(t, "x", i), 0);
-	flush(t);
-	r.token = d.token;
-	m = tmsg_new(t->c, NULL);
-	rmsgi_rma_encode(&r, 1, RMSGI_CONTAINER_OF(m, struct tmsg, m)->data);
-	m->len = RMSGI_READ_REQ_SIZE;
-	assert_int_equal(rx(t->c, RMSGI_T_READ_REQ, 0, 0, 9, m), 0);
-	flush(t);
-	assert_int_equal(t->c->tx.ans_n, 1);
 	tr_down(t->c);
 	flush(t);
 	assert_int_equal(t->closed, 1);
