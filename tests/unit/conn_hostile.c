@@ -351,6 +351,90 @@ static void conn_hostile__answer_queued_at_close(void **state)
 	assert_int_equal(rmsg_mr_dereg(mr), 0);
 }
 
+/* ------------------------------------------------------------------ */
+/* answers that answer nothing we asked                                 */
+
+/* one of our reads (emulated: the peer answers with READ_RESP) of 16
+ * bytes, posted; its id, as the peer saw it */
+static uint64_t read_posted(struct t *t, uint8_t *dst)
+{
+	struct rmsgi_desc d = {
+		.access = RMSG_ACCESS_REMOTE_READ, .token = 77, .len = 64};
+	uint8_t desc[RMSG_MR_DESC_SIZE];
+	struct iovec iov = {dst, 16};
+
+	establish(t, 32, 8192);
+	rmsgi_desc_encode(&d, desc);
+	assert_int_equal(
+		rmsg_read(t->c, &iov, 1, desc, 0, done_cb, (void *)(intptr_t)5),
+		0);
+	flush(t);
+	assert_int_equal(ft.nposted, 1);
+	assert_int_equal(ft.posted[0].type, RMSGI_T_READ_REQ);
+	return ft.posted[0].id;
+}
+
+/* a READ_RESP frame of @len bytes for @id from the peer */
+static int read_resp(struct t *t, uint64_t id, size_t len)
+{
+	struct rmsg_msg *m = tmsg_new(t->c, NULL);
+
+	m->len = len;
+	return rx(t->c, RMSGI_T_READ_RESP, 0, 0, id, m);
+}
+
+/* a READ_RESP for no read of ours, one shorter than the read (it would
+ * leave the rest of the app's buffer as it was, reported as read), and
+ * a second one for the same read: each ends the connection -EPROTO */
+static void conn_hostile__read_resp_unasked(void **state)
+{
+	struct t *t = *state;
+	uint8_t dst[16];
+	uint64_t id = read_posted(t, dst);
+
+	assert_int_equal(read_resp(t, id + 1, 16), -EPROTO);
+	assert_int_equal(t->c->close_reason, -EPROTO);
+}
+
+static void conn_hostile__read_resp_short(void **state)
+{
+	struct t *t = *state;
+	uint8_t dst[16];
+	uint64_t id = read_posted(t, dst);
+
+	assert_int_equal(read_resp(t, id, 15), -EPROTO);
+	assert_int_equal(t->c->close_reason, -EPROTO);
+}
+
+static void conn_hostile__read_resp_twice(void **state)
+{
+	struct t *t = *state;
+	uint8_t dst[16];
+	uint64_t id = read_posted(t, dst);
+	int st = 1;
+
+	tr_complete_all(t->c, 0);
+	assert_int_equal(read_resp(t, id, 16), 0);
+	flush(t);
+	assert_int_equal(done_count(t, 5, &st), 1);
+	assert_int_equal(st, 0);
+	assert_int_equal(read_resp(t, id, 16), -EPROTO);
+	assert_int_equal(t->c->close_reason, -EPROTO);
+}
+
+/* an RNDV_ACK that names a read of ours (it answers sends and writes) */
+static void conn_hostile__rndv_ack_for_read(void **state)
+{
+	struct t *t = *state;
+	uint8_t dst[16];
+	uint64_t id = read_posted(t, dst);
+
+	assert_int_equal(
+		rx(t->c, RMSGI_T_RNDV_ACK, 0, 0, id, tmsg_new(t->c, NULL)),
+		-EPROTO);
+	assert_int_equal(t->c->close_reason, -EPROTO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -360,6 +444,10 @@ int main(void)
 		CONN_T(conn_hostile__answers_never_let_out),
 		CONN_T(conn_hostile__revoke_with_answer_queued),
 		CONN_T(conn_hostile__answer_queued_at_close),
+		CONN_T(conn_hostile__read_resp_unasked),
+		CONN_T(conn_hostile__read_resp_short),
+		CONN_T(conn_hostile__read_resp_twice),
+		CONN_T(conn_hostile__rndv_ack_for_read),
 	};
 
 	unit_filter();
