@@ -14,7 +14,10 @@
 
 static void rc_reaped(struct rmsgi_reap *x)
 {
-	free(RMSGI_CONTAINER_OF(x, struct rdma_conn, reap));
+	struct rdma_conn *rc = RMSGI_CONTAINER_OF(x, struct rdma_conn, reap);
+
+	rdma_rndv_conn_gone(rc);
+	free(rc);
 }
 
 /* fails the connection (reason < 0) or continues a drain (reason 0); the
