@@ -565,7 +565,8 @@ typedef int (*rmsg_accept_cb)(struct rmsg_listener *l, struct rmsg_conn *c,
  * @l_p: where the new listener is stored
  *
  * Return: 0, or -EINVAL, -ENOMEM, -EADDRINUSE, -EADDRNOTAVAIL, -ENODEV,
- * -EAFNOSUPPORT, -EPROTONOSUPPORT.
+ * -EAFNOSUPPORT, -EPROTONOSUPPORT, -ESHUTDOWN (from a callback inside
+ * rmsg_ctx_destroy()).
  */
 int rmsg_listen(struct rmsg_ctx *ctx, const char *uri,
 		const struct rmsg_cfg *cfg, const struct rmsg_conn_ops *ops,
@@ -605,10 +606,11 @@ typedef unsigned (*rmsg_pick_cb)(const struct sockaddr *peer, unsigned n,
  * Call it on the thread of ctxs[0]. The home accepts each new peer and
  * hands it to the chosen context: @accept and every callback of the
  * connection run on that context's thread. The listener belongs to
- * ctxs[0]: close it there. A member context (ctxs[1..n-1]) cannot be
- * destroyed while the listener is open (rmsg_ctx_destroy() says
- * -EBUSY); a peer still on its way to a context when the listener closes
- * (or the home is destroyed) is refused (-ECONNREFUSED at the peer).
+ * ctxs[0]: close it there, but not from @pick. A member context
+ * (ctxs[1..n-1]) may be destroyed while the listener is open: its peers
+ * close and the others serve the next ones; a peer still on its way to a
+ * context when the listener closes (or the home is destroyed) is refused
+ * (-ECONNREFUSED at the peer).
  * Return: 0, or -EINVAL, -EOPNOTSUPP and the errors of rmsg_listen().
  */
 int rmsg_listen_group(struct rmsg_ctx *const *ctxs, unsigned n, const char *uri,
@@ -630,7 +632,8 @@ int rmsg_listener_port(const struct rmsg_listener *l, uint16_t *port_p);
  * @l: the listener
  *
  * Connections already accepted are not affected.
- * Return: 0, or -EINVAL.
+ * Return: 0, or -EINVAL, -EBUSY (from the group listener's own pick
+ * callback: nothing was closed).
  */
 int rmsg_listener_close(struct rmsg_listener *l);
 
@@ -670,7 +673,8 @@ struct rmsg_conn_ops {
  *
  * The connection is set up in the background: on_established or on_close
  * follows. Sends made before on_established are queued.
- * Return: 0, or -EINVAL, -ENOMEM, -EPROTONOSUPPORT, -ENODEV.
+ * Return: 0, or -EINVAL, -ENOMEM, -EPROTONOSUPPORT, -ENODEV, -ESHUTDOWN
+ * (from a callback inside rmsg_ctx_destroy()).
  */
 int rmsg_connect(struct rmsg_ctx *ctx, const char *uri,
 		 const struct rmsg_cfg *cfg, const struct rmsg_conn_ops *ops,

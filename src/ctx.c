@@ -389,9 +389,14 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 		return -EINVAL;
 	if (ctx->in_cb)
 		return -EBUSY;
-	/* no resolver thread may submit to the context from here on */
-	rmsgi_resolve_ctx_fini(ctx);
+	/* work submitted before the destroy runs now and may start a
+	 * name's resolution; then no resolver thread may reach the context
+	 * (a submit after rmsgi_async_fini() fails, and _ctx_fini() detaches
+	 * every job); and from here on no connection or listener starts
+	 * (rmsg_connect, rmsg_listen: -ESHUTDOWN), so the aborts below end
+	 * every one, those an on_close opens again included */
 	rmsgi_async_fini(ctx);
+	rmsgi_resolve_ctx_fini(ctx);
 	ctx->destroying = true;
 	rmsgi_list_for_each_safe (n, t, &ctx->listeners) {
 		struct rmsg_listener *l =

@@ -126,7 +126,9 @@ void rmsgi_tr_handoff(struct rmsg_listener *l, const struct rmsgi_tr *tr,
 	bool full, gone;
 
 	if (g->pick) {
+		l->in_pick = true;
 		RMSGI_USER_CB(l->ctx, i = g->pick(peer, g->n, g->arg));
+		l->in_pick = false;
 	} else {
 		unsigned tries = g->n;
 

@@ -52,6 +52,8 @@ int rmsg_listen(struct rmsg_ctx *ctx, const char *uri,
 
 	if (!ctx || !uri || !l_p)
 		return -EINVAL;
+	if (ctx->destroying)
+		return -ESHUTDOWN; /* from a callback inside rmsg_ctx_destroy */
 	ret = rmsgi_uri_parse(uri, &u);
 	if (ret)
 		return ret;
@@ -183,12 +185,20 @@ int rmsg_listener_port(const struct rmsg_listener *l, uint16_t *port_p)
 	return 0;
 }
 
+/* (transport.h) the accepted ones end with on_close, whatever fails */
+bool rmsgi_conn_app_accepted(const struct rmsg_conn *c)
+{
+	return c->app_accepted;
+}
+
 int rmsg_listener_close(struct rmsg_listener *l)
 {
 	unsigned i;
 
 	if (!l || l->member) /* a group's stand-in (accept's @l) */
 		return -EINVAL;
+	if (l->in_pick)
+		return -EBUSY; /* its backend's accept loop runs on it */
 	for (i = 0; i < rmsgi_tr_nslots; i++)
 		if (l->tr[i] && l->tr_priv[i])
 			l->tr[i]->lst->close(l->tr_priv[i]);
@@ -211,6 +221,8 @@ int rmsg_connect(struct rmsg_ctx *ctx, const char *uri,
 
 	if (!ctx || !uri || !c_p)
 		return -EINVAL;
+	if (ctx->destroying)
+		return -ESHUTDOWN; /* from a callback inside rmsg_ctx_destroy */
 	ret = rmsgi_uri_parse(uri, &u);
 	if (ret)
 		return ret;

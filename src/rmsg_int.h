@@ -269,6 +269,9 @@ struct rmsg_listener {
 	 * member context, no backend listens on it; freed by the group) */
 	struct rmsgi_group *group;
 	bool member;
+	/* inside the group's pick callback: rmsg_listener_close says
+	 * -EBUSY (the backend's accept loop still runs on it) */
+	bool in_pick;
 };
 
 /* group.c: the group listener @l closes (on its home's thread, its

@@ -327,6 +327,9 @@ void rmsgi_conn_why(struct rmsg_conn *c, const char *fmt, ...)
 void rmsgi_conn_ev_down(struct rmsg_conn *c);
 /* instead of ev_down for a server connection the app never saw */
 void rmsgi_conn_discard(struct rmsg_conn *c);
+/* did the app accept @c (ev_request returned 0)? Then it ends with
+ * ev_failed and ev_down, whatever fails after that, never discard() */
+bool rmsgi_conn_app_accepted(const struct rmsg_conn *c);
 /* does the peer still owe answers? A lingering close waits for them */
 bool rmsgi_conn_awaits_peer(const struct rmsg_conn *c);
 /* a posted op finished (status 0 or -errno) */

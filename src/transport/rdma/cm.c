@@ -419,9 +419,16 @@ static void cm_request(struct rdma_ctx *r, struct rmsg_listener *l,
 		}
 		rmsgi_conn_refusal(c, ret, &reply);
 	}
-	/* rejected or failed: the app never sees this connection */
 	rdma_reject(rc->id, buf, (uint8_t)rmsgi_hello_encode(&reply, buf));
 	rc->state = RC_DEAD;
+	if (rmsgi_conn_app_accepted(c)) {
+		/* the app accepted it (and may hold it, or have queued
+		 * sends on it) before the QP or the accept failed: it ends
+		 * as any accepted one, on_close and all */
+		rdma_rc_teardown(rc, ret);
+		return;
+	}
+	/* rejected: the app never sees this connection */
 	rc->silent = true;
 	rdma_rc_teardown(rc, 0);
 }

@@ -744,6 +744,57 @@ static void auth__qp_rights_keyless(void **state)
 			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 }
 
+static int acc_sends, acc_send_status;
+
+static void acc_send_done(struct rmsg_conn *c, int status, void *arg)
+{
+	(void)c, (void)arg;
+	acc_sends++;
+	acc_send_status = status;
+}
+
+/* the app accepts, and queues a send on the connection */
+static int accept_send_cb(struct rmsg_listener *l, struct rmsg_conn *c,
+			  const void *pdata, size_t len, void *arg)
+{
+	struct rt *t = arg;
+	struct iovec iov = {.iov_base = "x", .iov_len = 1};
+
+	(void)l, (void)pdata, (void)len;
+	t->c = c;
+	assert_int_equal(rmsg_send(c, &iov, 1, acc_send_done, NULL), 0);
+	return 0;
+}
+
+/* the app accepted (and queued a send) when rdma_accept() fails (the
+ * client gave up on its request): the connection ends as an accepted
+ * one, its send's callback and then on_close run once each. It went
+ * silently before: no on_close, the send's callback never ran, and the
+ * app's pointer dangled (found by a review) */
+static void accept__fails_after_app_accepted(void **state)
+{
+	struct rt *t = *state;
+	uint8_t buf[64];
+
+	acc_sends = 0;
+	rt_ctx(t);
+	assert_int_equal(rmsg_listen(t->ctx, "rdma://0.0.0.0:7471", t->cfg,
+				     &ops, accept_send_cb, t, &t->l),
+			 0);
+	mock.accept_errno = EINVAL;
+	mock_cm_push_request(mock.last_id, buf, hello(buf, 16, 4096, 0, "abc"));
+	cm_deliver(t);
+	pump(t);
+	assert_int_equal(mock.n_reject, 1);
+	assert_int_equal(acc_sends, 1);
+	assert_true(acc_send_status < 0);
+	assert_int_equal(t->closed, 1);
+	assert_true(t->close_reason < 0);
+	assert_int_equal(t->established, 0);
+	assert_int_equal(t->ctx->st.conns_accepted, 1);
+	t->c = NULL;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -762,6 +813,7 @@ int main(void)
 		T(connect__qp_fallback),
 		T(accept__handshake),
 		T(accept__reject),
+		T(accept__fails_after_app_accepted),
 		T(accept__bad_hello),
 		T(accept__over_limits),
 		T(accept__first_frame_before_established),
