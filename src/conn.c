@@ -507,8 +507,10 @@ void rmsgi_conn_ev_down(struct rmsg_conn *c)
 	rmsgi_conn_cancel_sendq(c,
 				c->close_reason ? c->close_reason : -ECANCELED);
 	if (c->state < RMSGI_CS_CLOSING) {
-		/* a backend that went down without saying why */
-		c->close_reason = peer_reason(c, 0);
+		/* a backend that went down without saying why (or the
+		 * auto:// fallback that could not start: start.c said) */
+		if (!c->close_reason)
+			c->close_reason = peer_reason(c, 0);
 		rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
 		rmsgi_conn_cancel_queued(c, c->close_reason);
 	}

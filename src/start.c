@@ -142,6 +142,9 @@ bool rmsgi_fallback_down(struct rmsg_conn *c)
 		c->st.fallbacks++;
 		return true;
 	}
+	rmsgi_conn_why(c, "%s failed (%s), and %s could not start: %s",
+		       v[0]->name, rmsgi_fallback_text(c->fb->reason),
+		       v[1]->name, rmsg_strerror(ret));
 	c->close_reason = ret;
 	return false;
 }

@@ -146,6 +146,28 @@ static void conn_close_reason__refused_connect(void **state)
 	assert_int_equal(t->close_reason, -ECONNREFUSED);
 }
 
+/* a backend that goes down while the connection is still connecting,
+ * with a reason the core already has (auto://: the fallback transport
+ * could not even start, start.c): on_close gets that reason, not
+ * -ECONNRESET, and the text says what failed */
+static void conn_close_reason__down_keeps_known_reason(void **state)
+{
+	struct t *t = *state;
+	struct iovec iov = {"x", 1};
+	int st = 1;
+
+	assert_int_equal(rmsg_send(t->c, &iov, 1, done_cb, (void *)1), 0);
+	rmsgi_conn_why(t->c, "rdma failed (no device), and tcp could not "
+			     "start: too many open files");
+	t->c->close_reason = -EMFILE;
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -EMFILE);
+	assert_int_equal(done_count(t, 1, &st), 1);
+	assert_int_equal(st, -EMFILE);
+}
+
 static void conn_close_reason__listener_limits(void **state)
 {
 	struct t *t = *state;
@@ -170,6 +192,7 @@ int main(void)
 		CONN_T(conn_close_reason__from_errno),
 		CONN_T(conn_close_reason__refused_connect),
 		CONN_T(conn_close_reason__listener_limits),
+		CONN_T(conn_close_reason__down_keeps_known_reason),
 	};
 
 	unit_filter();
