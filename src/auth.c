@@ -234,6 +234,7 @@ static void auth_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
 void rmsgi_auth_begin(struct rmsg_conn *c, const struct rmsgi_hello *h)
 {
 	struct rmsgi_hello mine;
+	ev_tstamp left;
 	int ret;
 
 	if (!c->cfg.psk_len) {
@@ -249,8 +250,12 @@ void rmsgi_auth_begin(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	}
 	c->auth_wait = true;
 	rmsgi_conn_set_state(c, RMSGI_CS_AUTH);
-	rmsgi_timer_start(c->ctx->loop, &c->auth->tmo,
-			  c->cfg.timeout_ms / 1000.0, 0.);
+	/* what is left of the setup's bound (rmsg_cfg_set_timeout_ms), not
+	 * a fresh one: a peer that sent its hello just in time would hold
+	 * its pending slot twice as long */
+	left = c->cfg.timeout_ms / 1000.0 - (ev_time() - c->ep.t_start);
+	rmsgi_timer_start(c->ctx->loop, &c->auth->tmo, left > 0 ? left : 0.,
+			  0.);
 	if (c->is_server)
 		return;
 	if (!h || !(h->flags & RMSGI_HELLO_F_AUTH) ||

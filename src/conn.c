@@ -115,6 +115,7 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 	c->ti.ctx = ctx;
 	c->ti.cfg = &c->cfg;
 	c->ti.id = c->id;
+	c->ep.t_start = ev_time();
 	rmsgi_conn_set_state(c, RMSGI_CS_CONNECTING);
 	rmsgi_list_init(&c->tx.sendq);
 	rmsgi_list_init(&c->tx.rndvq);
@@ -127,8 +128,7 @@ int rmsgi_conn_new(struct rmsg_ctx *ctx, const struct rmsgi_cfgv *cfg,
 	c->tx.credit_op.kind = RMSGI_OP_CTRL;
 	c->tx.credit_op.type = RMSGI_T_CREDIT;
 	c->tx.credit_op.iov = c->tx.credit_op.iov_inline;
-	/* idle until queued; reused for every CREDIT frame */
-	c->tx.credit_op.state = RMSGI_OS_DONE;
+	c->tx.credit_op.state = RMSGI_OS_DONE; /* idle until queued */
 	rmsgi_conn_op_proto(c, &c->tx.credit_op, false);
 	/* what we grant; frames can beat the established event (RDMA) */
 	rmsgi_credit_grant(&c->cr, rmsgi_credits_start(cfg));

@@ -334,6 +334,9 @@ struct rmsgi_conn_ep {
 	 * the connection is freed (rmsg_conn_peer_addr) */
 	bool addrs_known;
 	struct sockaddr_storage local_addr, peer_addr;
+	/* made (rmsg_connect, or the listener's accept): cfg.timeout_ms
+	 * bounds the whole setup from here, the proof of a key included */
+	ev_tstamp t_start;
 };
 
 /* a connection's send side: send.c owns it (pack.c builds PACK ops in

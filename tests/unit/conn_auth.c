@@ -598,6 +598,29 @@ static void server__timeout(void **state)
 	assert_int_equal(t->ctx->st.auth_failures, 1);
 }
 
+/* the proof's wait is what is left of the setup's bound (from the
+ * listener's accept), not a fresh one: a peer whose hello came just as
+ * the bound ran out is ended at once, not a whole timeout later (it
+ * held its pending slot twice as long before) */
+static void server__timeout_counts_from_accept(void **state)
+{
+	struct rmsgi_hello h, reply;
+	struct t *t = server(state, key);
+	int i;
+
+	cli_hello(&h, true);
+	assert_int_equal(rmsgi_conn_ev_request(t->c, &lst, &h, &reply), 0);
+	t->c->ep.t_start = ev_time() - 10; /* accepted 10 s ago */
+	rmsgi_conn_ev_established(t->c, NULL);
+	assert_int_equal(t->c->state, RMSGI_CS_AUTH);
+	ft.auto_down = true;
+	for (i = 0; i < 3 && lst.nconns; i++)
+		ev_run(t->loop, EVRUN_NOWAIT);
+	assert_int_equal(lst.nconns, 0);
+	t->c = NULL;
+	assert_int_equal(t->ctx->st.auth_failures, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -617,6 +640,7 @@ int main(void)
 		CONN_T(server__bad_auth_frames),
 		CONN_T(server__reject_after_auth),
 		CONN_T(server__timeout),
+		CONN_T(server__timeout_counts_from_accept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
