@@ -25,7 +25,6 @@ static int rc_new(struct rdma_ctx *r, struct rmsg_conn *c,
 	rc->ci = ci;
 	rc->r = r;
 	rmsgi_list_init(&rc->mws);
-	rmsgi_list_init(&rc->charged);
 	rmsgi_timer_init(&rc->timer, r->env->timers, rdma_rc_timer_cb);
 	rc->timer.w.data = rc;
 	if (c)

@@ -191,11 +191,8 @@ struct rndv_rx {
 	uint64_t dst_off;
 	uint32_t reads_out;
 	int status;
-	/* counted in this connection's rndv_bytes from its buffer to its
-	 * free, held by the app or not; NULL once that connection went */
-	struct rdma_conn *charged;
-	struct rmsgi_list clink; /* the connection's charged list */
-	struct rxbuf *req;	 /* its request's buffer, until reads start */
+	bool charged;	   /* counted in the conn's rndv_bytes */
+	struct rxbuf *req; /* its request's buffer, until reads start */
 	struct rndv_rx *next_pending;
 	struct rmsgi_quar_ent q; /* freed: rdma_ctx.rq (rndv_rx_free) */
 	struct rmsgi_seg segs[];
@@ -292,14 +289,7 @@ struct rdma_conn {
 	uint32_t tail;	   /* oldest slot not yet retired */
 	uint32_t since_sig;
 	uint32_t reads_out;
-	/* rendezvous buffers being read into, or delivered and not freed
-	 * (held by the app): the connection's share (recv.c) */
-	uint64_t rndv_bytes;
-	struct rmsgi_list charged; /* their rndv_rx (clink) */
-	/* a freed one may let a pending read start: on rdma_ctx.resume
-	 * until the next poll */
-	struct rdma_conn *resume_next;
-	bool resume;
+	uint64_t rndv_bytes; /* rendezvous buffers being read into */
 	uint32_t max_inline;
 	uint32_t max_sge;
 	struct rndv_rx *pending_reads, *pending_tail;
@@ -349,9 +339,6 @@ struct rdma_ctx {
 	uint32_t nchunks;
 	struct rdma_conn *qpn_hash[QPN_BUCKETS];
 	uint32_t nconns;
-	/* connections whose pending reads a freed message may let start
-	 * (rndv_rx_free): tried at the next poll */
-	struct rdma_conn *resume;
 };
 
 /* the backend (rdma.c) */
@@ -529,18 +516,17 @@ void rdma_rndv_quarantine_clear(struct rdma_ctx *r);
 /* ctx op */
 int rdma_poll(void *p, bool arm);
 
-/* a rendezvous receive's reads are done (or will never be): the
- * connection hears of it. Its bytes stay in the connection's share until
- * the message is freed (rndv_rx_free): one the app holds counts */
+/* a rendezvous receive's reads are done (or will never be): its bytes
+ * leave the connection's share, and the connection hears of it */
 static inline void rndv_rx_done(struct rdma_conn *rc, struct rndv_rx *rx,
 				int status)
 {
+	if (rx->charged) {
+		rc->rndv_bytes -= rx->m.len;
+		rx->charged = false;
+	}
 	rmsgi_conn_rx_ready(rc->c, &rx->m, status);
 }
-
-/* the connection goes: what it charged is no longer its, and it leaves
- * the resume list (recv.c) */
-void rdma_rndv_conn_gone(struct rdma_conn *rc);
 
 /* ------------------------------------------------------------------ */
 /* rma.c: one-sided operations                                          */

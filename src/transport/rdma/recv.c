@@ -122,23 +122,9 @@ static void rxbuf_release(struct rmsg_msg *m)
 static void rndv_rx_free(struct rmsg_msg *m)
 {
 	struct rndv_rx *rx = RMSGI_CONTAINER_OF(m, struct rndv_rx, m);
-	struct rdma_conn *rc = rx->charged;
 	struct rdma_ctx *r = rx->r;
 	struct rmsgi_quar_ent *e;
 
-	if (rc) {
-		/* its bytes leave the share: a read that waited for them may
-		 * start, from the next poll (not from the app's release, where
-		 * no up-call may run) */
-		rc->rndv_bytes -= rx->m.len;
-		rmsgi_list_del(&rx->clink);
-		rx->charged = NULL;
-		if (rc->pending_reads && rc->state == RC_UP && !rc->resume) {
-			rc->resume = true;
-			rc->resume_next = r->resume;
-			r->resume = rc;
-		}
-	}
 	if (rx->req)
 		rxbuf_release(&rx->req->m);
 	rx->req = NULL;
@@ -218,8 +204,7 @@ static int rndv_rx_alloc(struct rdma_conn *rc, struct rndv_rx *rx)
 		return -ENOMEM;
 	rmsgi_pool_lookup(rc->r->env->pool, rx->buf, len, &rx->lkey);
 	rx->m.data = rx->buf;
-	rx->charged = rc;
-	rmsgi_list_add_tail(&rc->charged, &rx->clink);
+	rx->charged = true;
 	rc->rndv_bytes += len;
 	/* reading: the request's buffer (the peer's credit) goes back */
 	rxbuf_release(&rx->req->m);
@@ -522,45 +507,6 @@ int rdma_cq_drain(struct rdma_ctx *r)
 	return total;
 }
 
-void rdma_rndv_conn_gone(struct rdma_conn *rc)
-{
-	struct rdma_conn **p;
-
-	while (!rmsgi_list_empty(&rc->charged)) {
-		struct rndv_rx *rx = rmsgi_list_entry(rc->charged.next,
-						      struct rndv_rx, clink);
-
-		rmsgi_list_del(&rx->clink);
-		rx->charged = NULL;
-	}
-	rc->rndv_bytes = 0;
-	for (p = &rc->r->resume; rc->resume && *p; p = &(*p)->resume_next)
-		if (*p == rc) {
-			*p = rc->resume_next;
-			rc->resume = false;
-			break;
-		}
-}
-
-/* connections whose freed messages gave back some of their share: the
- * reads that waited for it start */
-static int rndv_resume(struct rdma_ctx *r)
-{
-	int n = 0;
-
-	while (r->resume) {
-		struct rdma_conn *rc = r->resume;
-
-		r->resume = rc->resume_next;
-		rc->resume = false;
-		if (rc->state == RC_UP && rc->pending_reads) {
-			rc_post_reads(rc);
-			n++;
-		}
-	}
-	return n;
-}
-
 int rdma_poll(void *p, bool arm)
 {
 	struct rdma_ctx *r = p;
@@ -569,7 +515,6 @@ int rdma_poll(void *p, bool arm)
 	if (!r->nq)
 		return 0;
 	rdma_enter(r);
-	n = rndv_resume(r);
 	/* released receive buffers go back when the CQ is found empty (off
 	 * the critical path: while waiting for the peer) or by the batch
 	 * (rxbuf_release) */
@@ -579,7 +524,7 @@ int rdma_poll(void *p, bool arm)
 	 * made event-mode round trips 2.4x slower on rxe, measured.) */
 	if (arm && rx_repost_due(r))
 		rx_repost(r);
-	n += rdma_cq_drain(r);
+	n = rdma_cq_drain(r);
 	if (!arm && n == 0 && rx_repost_due(r))
 		rx_repost(r);
 	if (arm) {

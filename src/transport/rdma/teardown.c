@@ -14,10 +14,7 @@
 
 static void rc_reaped(struct rmsgi_reap *x)
 {
-	struct rdma_conn *rc = RMSGI_CONTAINER_OF(x, struct rdma_conn, reap);
-
-	rdma_rndv_conn_gone(rc);
-	free(rc);
+	free(RMSGI_CONTAINER_OF(x, struct rdma_conn, reap));
 }
 
 /* fails the connection (reason < 0) or continues a drain (reason 0); the

@@ -630,93 +630,6 @@ static void bound__rndv_share_idle_conns(void **state)
 	rndv_share_run(*state, 3);
 }
 
-/* a rendezvous message the app holds keeps its bytes in the connection's
- * share until released: an app that holds what it gets cannot let one
- * peer draw the whole registered-memory budget. The next message's reads
- * wait, and start once the held one is released (from the next poll) */
-static void bound__rndv_share_held(void **state)
-{
-	struct rt *t = *state;
-	const size_t mib = (size_t)1 << 20, len = 5 * mib;
-	uint8_t *a = pattern(len, 31), *b = pattern(len, 32);
-	struct rmsgi_seg sa = {(uintptr_t)a, (uint32_t)len, 1};
-	struct rmsgi_seg sb = {(uintptr_t)b, (uint32_t)len, 2};
-	int i, reads;
-
-	/* one connection: a share of 16 MiB / 2 */
-	assert_int_equal(rmsg_cfg_set_reg_limit(t->cfg, 16 * mib), 0);
-	assert_int_equal(rmsg_cfg_set_max_msg_size(t->cfg, 64 * mib), 0);
-	assert_int_equal(rmsg_cfg_set_credits_initial(t->cfg, 32), 0);
-	connect_peer(t, 32, 8192);
-	t->hold = true;
-	peer_rndv(t, 1, len, &sa, 1);
-	pump(t);
-	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
-	pump(t);
-	assert_int_equal(t->msgs, 1);
-	assert_non_null(t->held[1]);
-	/* held: 5 MiB of the 8 MiB share; the next 5 MiB waits */
-	peer_rndv(t, 2, len, &sb, 1);
-	pump(t);
-	reads = 0;
-	for (i = 0; i < mock.n_sent; i++)
-		reads += mock.sent[i].opcode == IBV_WR_RDMA_READ &&
-			 mock.sent[i].rkey == 2;
-	assert_int_equal(reads, 0);
-	assert_int_equal(t->msgs, 1);
-	/* released: its reads go at the next poll */
-	rmsg_msg_release(t->held[1]);
-	t->held[1] = NULL;
-	pump(t);
-	reads = 0;
-	for (i = 0; i < mock.n_sent; i++)
-		reads += mock.sent[i].opcode == IBV_WR_RDMA_READ &&
-			 mock.sent[i].rkey == 2;
-	assert_int_equal(reads, 5); /* 1 MiB reads */
-	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
-	pump(t);
-	assert_int_equal(t->msgs, 2);
-	assert_memory_equal(t->last_msg, b, len);
-	assert_int_equal(t->closed, 0);
-	rmsg_msg_release(t->held[1]);
-	t->held[1] = NULL;
-	t->hold = false;
-	free(a);
-	free(b);
-}
-
-/* a held rendezvous message outlives its connection: the charge goes
- * with the connection, and the release afterwards touches nothing of it
- * (valgrind and ASan run this) */
-static void bound__rndv_held_outlives_conn(void **state)
-{
-	struct rt *t = *state;
-	uint8_t *src = pattern(20000, 33);
-	struct rmsgi_seg seg = {(uintptr_t)src, 20000, 3};
-	struct rmsg_msg *m;
-
-	connect_peer(t, 32, 8192);
-	t->hold = true;
-	peer_rndv(t, 1, 20000, &seg, 1);
-	pump(t);
-	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
-	pump(t);
-	assert_int_equal(t->msgs, 1);
-	m = t->held[1];
-	assert_int_equal(rmsg_conn_close(t->c), 0);
-	for (int i = 0; i < 4 && !t->closed; i++) {
-		mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
-		pump(t);
-	}
-	assert_int_equal(t->closed, 1);
-	assert_memory_equal(rmsg_msg_data(m), src, 20000);
-	rmsg_msg_release(m);
-	t->held[1] = NULL;
-	t->hold = false;
-	pump(t);
-	free(src);
-}
-
 /* a rendezvous piece over 4 GiB goes as several segments, each within
  * the wire's u32 (it was cut to its low 32 bits) */
 static void bound__rndv_segments_over_4gib(void **state)
@@ -777,8 +690,6 @@ int main(void)
 		T(bound__over_credit_closes),
 		T(bound__within_credits_stays_up),
 		T(bound__rndv_share),
-		T(bound__rndv_share_held),
-		T(bound__rndv_held_outlives_conn),
 		T(bound__rndv_share_idle_conns),
 		T(bound__rndv_segments_over_4gib),
 	};
