@@ -279,6 +279,33 @@ int rmsg_cfg_get_keepalive_misses(const struct rmsg_cfg *cfg,
 				  unsigned *misses_p);
 
 /**
+ * rmsg_cfg_set_resume_ms() - make connections survive a broken transport
+ * (default 0: off)
+ * @cfg: the configuration given to rmsg_connect() or rmsg_listen()
+ * @ms: the resume window: how long a suspended connection waits for a
+ *      new transport before it ends with -ETIMEDOUT; 0 to 3600000
+ *
+ * With both ends set (the client's and the listener's configuration), a
+ * connection over TCP is resumable: when its transport fails it is
+ * suspended, not closed; the client dials the same URI again (with
+ * backoff, its name resolved again) and the listener matches the new
+ * transport to the connection. Every message is delivered exactly once,
+ * in order, across breaks; a send's callback runs once the peer's
+ * library has the message. rmsg_cfg_set_resume_ms(3) says what else
+ * changes (one-sided operations, the send queue, the trust rules).
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_set_resume_ms(struct rmsg_cfg *cfg, unsigned ms);
+/**
+ * rmsg_cfg_get_resume_ms() - read the resume window
+ * @cfg: the configuration
+ * @ms_p: where the value is stored
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rmsg_cfg_get_resume_ms(const struct rmsg_cfg *cfg, unsigned *ms_p);
+
+/**
  * rmsg_cfg_set_max_conns() - most connections a listener keeps
  * (default 4096)
  * @cfg: the configuration given to rmsg_listen()
@@ -699,6 +726,25 @@ int rmsg_conn_close(struct rmsg_conn *c);
  */
 const char *rmsg_conn_transport(const struct rmsg_conn *c);
 
+/* rmsg_conn_resume_state(3) */
+enum rmsg_resume_state {
+	RMSG_RESUME_NONE = 0,	   /* not resumable (or closing) */
+	RMSG_RESUME_ON = 1,	   /* resumable, its transport up */
+	RMSG_RESUME_SUSPENDED = 2, /* its transport failed: waiting for one */
+};
+
+/**
+ * rmsg_conn_resume_state() - is a connection resumable, and suspended?
+ * @c: the connection
+ *
+ * Return: RMSG_RESUME_NONE when the connection is not resumable (either
+ * end did not set rmsg_cfg_set_resume_ms(), the transport cannot resume,
+ * it was accepted by a group listener, or it is closing),
+ * RMSG_RESUME_ON while its transport is up, RMSG_RESUME_SUSPENDED while
+ * it waits for a new one; -EINVAL for NULL.
+ */
+int rmsg_conn_resume_state(const struct rmsg_conn *c);
+
 /**
  * rmsg_conn_fallback_reason() - why an auto:// connection uses TCP
  * @c: the connection
@@ -862,6 +908,13 @@ int rmsg_conn_local_addr(const struct rmsg_conn *c,
  *             pools' slabs, the app's regions, the registration cache)
  * @reg_given: context only: bytes given back to that budget;
  *             @reg_taken - @reg_given is what the context holds now
+ * @suspends: times a resumable connection's transport failed and the
+ *            connection was suspended (rmsg_cfg_set_resume_ms())
+ * @resumes: times a suspended connection resumed on a new transport
+ * @replayed: messages sent again after a resume (the peer had not
+ *            received them; each is still delivered once)
+ * @resume_refused: context only: resume requests a listener refused (no
+ *                  such session, a wrong proof, a replayed attempt)
  *
  * Every member is a count since the connection (the context) was created;
  * none ever goes back. A context's counters are the sums of those of all
@@ -903,6 +956,10 @@ struct rmsg_stats {
 	uint64_t packed_recv;
 	uint64_t reg_taken;
 	uint64_t reg_given;
+	uint64_t suspends;
+	uint64_t resumes;
+	uint64_t replayed;
+	uint64_t resume_refused;
 };
 
 /**

@@ -20,6 +20,7 @@ struct rmsgi_cfgv {
 	unsigned timeout_ms;
 	unsigned keepalive_ms;	   /* 0: off */
 	unsigned keepalive_misses; /* silent intervals before death */
+	unsigned resume_ms;	   /* 0: not resumable (session.c) */
 	int log_level;
 	rmsg_log_cb log_fn;
 	void *log_arg;

@@ -81,7 +81,8 @@ void rmsgi_conn_set_state(struct rmsg_conn *c, enum rmsgi_conn_state s)
 	c->tx.direct_lim = 0;
 	if (c->lst)
 		rmsgi_listener_track(c, s);
-	if (s != RMSGI_CS_ESTABLISHED || !rmsgi_tr_has_direct(c->tops))
+	/* a resumable connection's messages are all numbered (session.c) */
+	if (s != RMSGI_CS_ESTABLISHED || !rmsgi_tr_has_direct(c->tops) || c->ss)
 		return;
 	max = c->tops->direct_max(c->tr_priv);
 	/* a rendezvous is never sent directly */
@@ -175,6 +176,7 @@ static void __attribute__((noinline)) conn_free(struct rmsg_conn *c)
 	rmsgi_mr_conn_gone(
 		c); /* rmsgi_conn_finalize() did, unless it never ran */
 	rmsgi_rpc_conn_free(c);
+	rmsgi_session_free(c);
 	free(c->fb);
 	rmsgi_auth_free(c);
 	explicit_bzero(c->cfg.psk, sizeof(c->cfg.psk));
@@ -188,86 +190,6 @@ void rmsgi_conn_put(struct rmsg_conn *c)
 	conn_free(c);
 }
 
-void rmsgi_conn_hello(const struct rmsg_conn *c, struct rmsgi_hello *h)
-{
-	memset(h, 0, sizeof(*h));
-	h->credits = (uint16_t)rmsgi_credits_start(&c->cfg);
-	h->eager_size = (uint32_t)c->cfg.eager_size;
-	h->conn_id = c->id;
-	/* we unpack PACK frames (rx.c) and take a grant that grows */
-	h->flags = RMSGI_HELLO_F_PACK | RMSGI_HELLO_F_GROW;
-	/* and, where receive memory follows bytes (TCP), grant a byte
-	 * window and honour the peer's (credit.h) */
-	if (c->tr && (c->tr->caps & RMSGI_TR_CAP_WINDOW))
-		h->flags |= rmsgi_hello_win_flags(rmsgi_cfg_window(&c->cfg));
-	if (c->is_server) {
-		h->pdata_len = c->ep.my_pdata_len;
-		memcpy(h->pdata, c->ep.my_pdata, c->ep.my_pdata_len);
-		/* accepting a key holder (auth_request): our nonce goes */
-		if (c->auth_wait)
-			rmsgi_auth_hello(c, h);
-	} else {
-		h->pdata_len = c->cfg.pdata_len;
-		memcpy(h->pdata, c->cfg.pdata, c->cfg.pdata_len);
-		if (c->cfg.psk_len)
-			h->flags |= RMSGI_HELLO_F_AUTH;
-	}
-}
-
-static void set_peer(struct rmsg_conn *c, const struct rmsgi_hello *h)
-{
-	bool grows = (h->flags & RMSGI_HELLO_F_GROW) != 0;
-
-	c->ep.peer_pdata_len = h->pdata_len;
-	memcpy(c->ep.peer_pdata, h->pdata, h->pdata_len);
-	c->peer_credits = grows ? RMSGI_CREDITS_MAX : h->credits;
-	c->tx.peer_eager = h->eager_size;
-	c->tx.peer_pack = (h->flags & RMSGI_HELLO_F_PACK) != 0;
-	rmsgi_credit_init(&c->cr, h->credits, c->cr.grant);
-	/* a byte window both ways, if both grant one (a peer before them
-	 * sends none, and is given none) */
-	if (c->tr && (c->tr->caps & RMSGI_TR_CAP_WINDOW))
-		rmsgi_credit_window(&c->cr, rmsgi_hello_win(h->flags),
-				    rmsgi_hello_win(rmsgi_hello_win_flags(
-					    rmsgi_cfg_window(&c->cfg))));
-	/* our grant to it grows with use only if it takes that */
-	if (grows)
-		rmsgi_credit_limit(&c->cr, c->cfg.credits);
-}
-
-void rmsgi_conn_refusal(const struct rmsg_conn *c, int err,
-			struct rmsgi_hello *reply)
-{
-	rmsgi_conn_hello(c, reply);
-	/* the app's odd values (not an errno) read as a plain refusal */
-	reply->status = (int16_t)(err < 0 && err > -4096 ? err : -ECONNREFUSED);
-}
-
-/* asks the backend for the endpoint's addresses and keeps them, for the
- * app to read until the connection is freed (after the backend let its
- * endpoint go); a failed query keeps what was known. A client asks only
- * once established, so after an auto:// fallback they are the second
- * backend's (the first never got that far). */
-static void conn_addrs(struct rmsg_conn *c)
-{
-	struct sockaddr_storage local, peer;
-
-	if (!c->tr_priv || c->tops->addrs(c->tr_priv, &local, &peer))
-		return;
-	c->ep.local_addr = local;
-	c->ep.peer_addr = peer;
-	c->ep.addrs_known = true;
-}
-
-int rmsgi_conn_refuse(struct rmsg_conn *c, int err, struct rmsgi_hello *reply)
-{
-	rmsgi_conn_refusal(c, err, reply);
-	/* the reason the log gives if the connection goes without an end
-	 * of the backend's (rmsgi_conn_discard) */
-	c->close_reason = reply->status;
-	return reply->status;
-}
-
 int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 			  const struct rmsgi_hello *h,
 			  struct rmsgi_hello *reply)
@@ -275,8 +197,8 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 	int ret = 0;
 
 	c->is_server = true;
-	set_peer(c, h);
-	conn_addrs(c);
+	rmsgi_conn_set_peer(c, h);
+	rmsgi_conn_addrs(c);
 	if (h->credits < 4 || h->eager_size < 64) {
 		rmsgi_conn_why(c,
 			       "the peer's hello offers %u credits and "
@@ -288,6 +210,12 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 		l = c->lst;
 	if (!l) /* a group's listener closed before the hello came */
 		return rmsgi_conn_refuse(c, -ECONNABORTED, reply);
+	if (h->flags & RMSGI_HELLO_F_RESUME) {
+		/* a suspended connection's new transport: @c goes */
+		if (h->sess_len)
+			return rmsgi_session_request(c, h, reply);
+		rmsgi_session_offer(c, l);
+	}
 	if (c->cfg.psk_len || (h->flags & RMSGI_HELLO_F_AUTH))
 		return rmsgi_auth_request(c, h, reply);
 	/* from here on the app may see the connection */
@@ -349,6 +277,11 @@ void rmsgi_conn_set_tc(struct rmsg_conn *c, void *tc)
 
 void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 {
+	if (c->state == RMSGI_CS_SUSPENDED) {
+		rmsgi_conn_addrs(c);
+		rmsgi_session_resume(c, h);
+		return;
+	}
 	if (c->state != RMSGI_CS_CONNECTING && c->state != RMSGI_CS_ACCEPTING)
 		return;
 	if (h) {
@@ -361,9 +294,10 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 			rmsgi_conn_abort(c, -EPROTO);
 			return;
 		}
-		set_peer(c, h);
+		rmsgi_conn_set_peer(c, h);
 	}
-	conn_addrs(c);
+	rmsgi_conn_addrs(c);
+	rmsgi_session_established(c, h);
 	if (c->cfg.psk_len || (h && (h->flags & RMSGI_HELLO_F_AUTH))) {
 		rmsgi_auth_begin(c, h);
 		return;
@@ -447,6 +381,15 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 {
 	if (c->state >= RMSGI_CS_CLOSING)
 		return;
+	if (c->state == RMSGI_CS_SUSPENDED) {
+		/* a dial of a resumable connection: again, or the end */
+		reason = rmsgi_session_failed(c, reason, h);
+		if (!reason)
+			return;
+		h = NULL;
+	} else if (rmsgi_session_suspend(c, reason)) {
+		return; /* resumable: a new transport is awaited */
+	}
 	if (reason == -EPROTO)
 		c->st.proto_errors++;
 	if (rmsgi_fallback_failed(c, reason, h))
@@ -491,7 +434,7 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 
 bool rmsgi_conn_awaits_peer(const struct rmsg_conn *c)
 {
-	return !rmsgi_list_empty(&c->tx.rndvq);
+	return !rmsgi_list_empty(&c->tx.rndvq) || (c->ss && c->ss->n_unacked);
 }
 
 void rmsgi_conn_ev_down(struct rmsg_conn *c)
@@ -500,6 +443,10 @@ void rmsgi_conn_ev_down(struct rmsg_conn *c)
 		return; /* auto://: TCP took over */
 	c->tr_priv = NULL;
 	c->tr_down = true;
+	if (c->state == RMSGI_CS_SUSPENDED) {
+		rmsgi_session_down(c); /* a new transport follows */
+		return;
+	}
 	/* nobody will acknowledge these now, and nothing queued can go
 	 * (answers to frames that arrived during a local close's linger) */
 	rmsgi_conn_cancel_rndv(c,
@@ -533,8 +480,9 @@ void rmsgi_conn_abort(struct rmsg_conn *c, int reason)
 	/* a failure does not linger */
 	if (c->tr_priv)
 		c->tops->disconnect(c->tr_priv, 0);
-	else if (!c->tr) {
-		/* never waits for a resolver thread */
+	else if (!c->tr || c->tr_down) {
+		/* never waits for a resolver thread (nor, suspended, for
+		 * the next dial) */
 		rmsgi_resolve_cancel(c);
 		rmsgi_conn_ev_down(c);
 	}
@@ -561,8 +509,8 @@ int rmsg_conn_close(struct rmsg_conn *c)
 	/* the app's close lingers (the backend decides nothing of it) */
 	if (c->tr_priv)
 		c->tops->disconnect(c->tr_priv, RMSGI_LINGER_MS);
-	else if (!c->tr) {
-		/* never waits for a resolver thread */
+	else if (!c->tr || c->tr_down) {
+		/* never waits for a resolver thread (nor for a dial) */
 		rmsgi_resolve_cancel(c);
 		rmsgi_conn_ev_down(c);
 	}

@@ -43,10 +43,40 @@ static inline uint16_t credit_take(struct rmsg_conn *c)
 	return rmsgi_credit_take(&c->cr);
 }
 
-/* should a CREDIT frame go out? (rmsgi_credit_want_update) */
+/*
+ * A resumable connection's session (session.c): only on a connection
+ * whose ends agreed to it (rmsg_cfg_set_resume_ms), else c->ss is NULL.
+ */
+#define RMSGI_SESS_KEY 32
+struct rmsgi_session {
+	struct rmsgi_list link; /* server: ctx->sessions, once on */
+	struct rmsg_conn *c;
+	bool on; /* both ends took it: the connection is resumable */
+	uint64_t sid;
+	uint8_t secret[RMSGI_SESS_KEY]; /* server: until established */
+	uint8_t key[RMSGI_SESS_KEY];	/* K (session.c) */
+	/* client: the last resume request made; server: the last taken */
+	uint32_t attempt;
+	uint64_t tx_seq;  /* messages handed to the transport (numbered) */
+	uint64_t peer_rx; /* of them, acknowledged by the peer */
+	uint64_t rx_told; /* our count (st.msgs_recv) the peer knows */
+	uint64_t req_rx;  /* server: the count in the client's request */
+	/* messages the transport is done with, in order, until the peer
+	 * acknowledges them (or, suspended, until they go again) */
+	struct rmsgi_list unacked;
+	unsigned n_unacked;
+	struct rmsgi_timer window; /* the resume window, while suspended */
+	struct rmsgi_timer redial; /* client: the next dial */
+	unsigned backoff_ms;
+};
+
+/* should a CREDIT frame go out? (rmsgi_credit_want_update, or our count
+ * of received messages the peer does not know yet) */
 static inline bool credit_due(const struct rmsg_conn *c)
 {
-	return rmsgi_credit_want_update(&c->cr);
+	return rmsgi_credit_want_update(&c->cr) ||
+	       RMSGI_UNLIKELY(c->ss && c->ss->on &&
+			      c->st.msgs_recv != c->ss->rx_told);
 }
 
 /* an op generated for the peer: counted until recycled */
@@ -108,6 +138,12 @@ static inline int check_iov(const struct rmsg_conn *c, const struct iovec *iov,
  *   AWAIT_PEER  DONE        rndv: the peer answered, or it failed
  *   ANSWERED    DONE        rndv: the transport completed it
  *   DONE        QUEUED      the connection's own CREDIT op, reused
+ *   QUEUED      UNACKED     resumable: a packed message's frame went out
+ *   POSTED      UNACKED     resumable: the transport is done, the peer
+ *                           has not acknowledged it (or it failed with
+ *                           the transport: it goes again)
+ *   UNACKED     DONE        acknowledged, or the connection ended
+ *   UNACKED     QUEUED      resumed: it goes again
  *
  * An op enters POSTED only with its protocol chosen (rmsgi_conn_op_proto).
  */
@@ -120,14 +156,18 @@ static inline bool op_move_ok(const struct rmsg_conn *c,
 		[RMSGI_OS_NEW] = OS_BIT(RMSGI_OS_QUEUED) |
 				 OS_BIT(RMSGI_OS_POSTED) |
 				 OS_BIT(RMSGI_OS_DONE),
-		[RMSGI_OS_QUEUED] =
-			OS_BIT(RMSGI_OS_POSTED) | OS_BIT(RMSGI_OS_DONE),
+		[RMSGI_OS_QUEUED] = OS_BIT(RMSGI_OS_POSTED) |
+				    OS_BIT(RMSGI_OS_DONE) |
+				    OS_BIT(RMSGI_OS_UNACKED),
 		[RMSGI_OS_POSTED] =
 			OS_BIT(RMSGI_OS_QUEUED) | OS_BIT(RMSGI_OS_AWAIT_PEER) |
-			OS_BIT(RMSGI_OS_ANSWERED) | OS_BIT(RMSGI_OS_DONE),
+			OS_BIT(RMSGI_OS_ANSWERED) | OS_BIT(RMSGI_OS_DONE) |
+			OS_BIT(RMSGI_OS_UNACKED),
 		[RMSGI_OS_AWAIT_PEER] = OS_BIT(RMSGI_OS_DONE),
 		[RMSGI_OS_ANSWERED] = OS_BIT(RMSGI_OS_DONE),
 		[RMSGI_OS_DONE] = OS_BIT(RMSGI_OS_QUEUED),
+		[RMSGI_OS_UNACKED] =
+			OS_BIT(RMSGI_OS_DONE) | OS_BIT(RMSGI_OS_QUEUED),
 	};
 
 	if (!(next[op->state & 7] & OS_BIT(s)))
@@ -140,6 +180,8 @@ static inline bool op_move_ok(const struct rmsg_conn *c,
 		return op->rndv;
 	case RMSGI_OS_QUEUED:
 		return op->state != RMSGI_OS_DONE || op == &c->tx.credit_op;
+	case RMSGI_OS_UNACKED:
+		return op->seq != 0;
 	default:
 		return true;
 	}
@@ -200,6 +242,9 @@ void rmsgi_conn_rndv_settle(struct rmsg_conn *c, struct rmsgi_op *op,
  * answer / both, with @status */
 void rmsgi_conn_cancel_sendq(struct rmsg_conn *c, int status);
 void rmsgi_conn_cancel_rndv(struct rmsg_conn *c, int status);
+/* rmsgi_conn_cancel_rndv() but for a resumable connection's messages
+ * the peer has not acknowledged (they go again after a resume) */
+void rmsgi_conn_cancel_answers(struct rmsg_conn *c, int status);
 void rmsgi_conn_cancel_queued(struct rmsg_conn *c, int status);
 /* an op carrying a copy of the caller's iovec array (not of the data) */
 struct rmsgi_op *rmsgi_conn_op_with_iov(struct rmsg_conn *c,
@@ -218,6 +263,61 @@ void rmsgi_conn_drop_rx(struct rmsg_conn *c);
 struct rmsgi_op *rmsgi_conn_rndv_find(struct rmsg_conn *c, uint64_t id);
 /* queues a message-like object for in-order delivery */
 void rmsgi_conn_rx_enqueue(struct rmsg_conn *c, struct rmsg_msg *m);
+
+/* rx.c: received messages the core or the app still holds came over a
+ * transport that is gone: their credits are not returned to the next */
+void rmsgi_conn_rx_stale(struct rmsg_conn *c);
+#define RMSGI_WCOST_STALE UINT32_MAX
+/* pack.c: the same for unpacked PACK frames */
+void rmsgi_pack_stale(struct rmsg_conn *c);
+
+/* hello.c: the handshake's data */
+/* the flow control the peer's hello @h sets up (credits, byte window,
+ * packing), without its private data: a resumed session's new transport */
+void rmsgi_conn_flow(struct rmsg_conn *c, const struct rmsgi_hello *h);
+/* the peer's hello @h: its private data and flow control */
+void rmsgi_conn_set_peer(struct rmsg_conn *c, const struct rmsgi_hello *h);
+/* asks the backend for the endpoint's addresses and keeps them */
+void rmsgi_conn_addrs(struct rmsg_conn *c);
+
+/* session.c: resumable connections */
+/* the session part of the hello @c sends (rmsgi_conn_hello) */
+void rmsgi_session_hello(const struct rmsg_conn *c, struct rmsgi_hello *h);
+/* server: a client that asks for a session, on listener @l */
+void rmsgi_session_offer(struct rmsg_conn *c, const struct rmsg_listener *l);
+/* the transport is up: the session is on if both took it (client: the
+ * server's reply @h) */
+void rmsgi_session_established(struct rmsg_conn *c,
+			       const struct rmsgi_hello *h);
+/* server: a resume request @h on the new connection @c: 0 and @reply
+ * (@c is gone: its transport now serves the suspended connection), or
+ * a refusal's status and @reply */
+int rmsgi_session_request(struct rmsg_conn *c, const struct rmsgi_hello *h,
+			  struct rmsgi_hello *reply);
+/* the transport of an established connection failed with @reason:
+ * true if it is suspended (resumable), false if it ends */
+bool rmsgi_session_suspend(struct rmsg_conn *c, int reason);
+/* a dial of a suspended client failed (@h: the server's refusal): 0 to
+ * dial again, or the error that ends the connection */
+int rmsgi_session_failed(struct rmsg_conn *c, int reason,
+			 const struct rmsgi_hello *h);
+/* the backend of a suspended connection is down */
+void rmsgi_session_down(struct rmsg_conn *c);
+/* a suspended connection's new transport is up (client: the reply @h) */
+void rmsgi_session_resume(struct rmsg_conn *c, const struct rmsgi_hello *h);
+/* the acks a frame posted now carries (c->ss set) */
+uint16_t rmsgi_session_ack_take(struct rmsg_conn *c);
+/* @op was taken by the transport: its number (c->ss set) */
+void rmsgi_session_posted(struct rmsg_conn *c, struct rmsgi_op *op);
+/* @op (numbered) finishes with @status: true if the session keeps it */
+bool rmsgi_session_hold(struct rmsg_conn *c, struct rmsgi_op *op, int status);
+/* the peer acknowledged @n more messages: 0 or -EPROTO (why given) */
+int rmsgi_session_acked(struct rmsg_conn *c, uint16_t n);
+/* fails every unacknowledged message with @status (the end) */
+void rmsgi_session_cancel(struct rmsg_conn *c, int status);
+/* the peer said BYE: our acks go at once */
+void rmsgi_session_bye(struct rmsg_conn *c);
+void rmsgi_session_free(struct rmsg_conn *c);
 
 /* conn.c: the state machine's moves that auth.c makes too */
 void rmsgi_conn_set_state(struct rmsg_conn *c, enum rmsgi_conn_state s);

@@ -321,6 +321,7 @@ int rmsgi_ctx_new(struct ev_loop *loop, const struct rmsg_cfg *cfg,
 	rmsgi_list_init(&ctx->held);
 	rmsgi_list_init(&ctx->op_free);
 	rmsgi_list_init(&ctx->pack_live);
+	rmsgi_list_init(&ctx->sessions);
 	rmsgi_quar_init(&ctx->pack_done, RMSGI_PACK_DONE_KEEP);
 	rmsgi_list_init(&ctx->resolves);
 	rmsgi_list_init(&ctx->rsv_wait);

@@ -134,7 +134,13 @@ static const struct {
 		     "without closing"},
 	{ESHUTDOWN, "peer closed: the peer closed the connection "
 		    "(rmsg_conn_close)"},
-	{ECONNABORTED, "connection aborted by the local side"},
+	{ECONNABORTED, "connection aborted by the local side; or, on a "
+		       "resumable connection, a one-sided operation in "
+		       "flight when its transport broke (it may or may "
+		       "not have taken effect)"},
+	{ESTALE, "no such session: the peer has no session to resume (it "
+		 "restarted, or ended the session while it was "
+		 "suspended)"},
 	{EPROTONOSUPPORT, "unknown URI scheme: use rdma://, tcp:// or "
 			  "auto://"},
 	{EAFNOSUPPORT, "address family not supported by this transport"},

@@ -60,6 +60,9 @@ static inline struct rmsgi_list *rmsgi_list_pop(struct rmsgi_list *h)
 #define rmsgi_list_entry(p, type, member) \
 	((type *)((char *)(p)-offsetof(type, member)))
 
+#define rmsgi_list_for_each(pos, head) \
+	for ((pos) = (head)->next; (pos) != (head); (pos) = (pos)->next)
+
 #define rmsgi_list_for_each_safe(pos, tmp, head)                         \
 	for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head); \
 	     (pos) = (tmp), (tmp) = (pos)->next)

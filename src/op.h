@@ -73,6 +73,9 @@ enum rmsgi_op_state {
 	RMSGI_OS_AWAIT_PEER, /* rndv: the transport is done, the peer not */
 	RMSGI_OS_ANSWERED,   /* rndv: the peer answered, the transport not */
 	RMSGI_OS_DONE,	     /* finished: callback due; the CREDIT op: idle */
+	/* a message of a resumable session the transport is done with,
+	 * kept until the peer acknowledges it (session.c) */
+	RMSGI_OS_UNACKED,
 };
 
 struct rmsgi_op {
@@ -95,7 +98,11 @@ struct rmsgi_op {
 	uint8_t iov_local;
 	int status;
 	uint16_t credits; /* piggybacked, set when posted */
+	uint16_t acks;	  /* messages acknowledged, set when posted */
 	uint32_t wret;	  /* window bytes piggybacked, set when posted */
+	/* a resumable session's message: its number (1, 2, ...) once
+	 * posted, 0 before (session.c) */
+	uint64_t seq;
 	/* the core's alone: counted once as a credit stall (send.c) */
 	uint8_t stalled;
 	size_t tr_off; /* frame bytes send_direct() already wrote */
@@ -169,6 +176,7 @@ static inline void rmsgi_op_hdr(const struct rmsgi_op *op, struct rmsgi_hdr *h)
 	h->type = op->type;
 	h->flags = 0;
 	h->credits = op->credits;
+	h->acks = op->acks;
 	h->aux = op->aux;
 	h->bytes = op->wret;
 	h->len = rmsgi_op_frame_len(op);

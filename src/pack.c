@@ -138,6 +138,20 @@ void rmsgi_pack_fini(struct rmsg_ctx *ctx)
 		free(RMSGI_CONTAINER_OF(e, struct rmsgi_pack, q));
 }
 
+void rmsgi_pack_stale(struct rmsg_conn *c)
+{
+	struct rmsgi_list *n;
+
+	rmsgi_list_for_each(n, &c->ctx->pack_live)
+	{
+		struct rmsgi_pack *pk =
+			rmsgi_list_entry(n, struct rmsgi_pack, link);
+
+		if (pk->frame->conn == c)
+			pk->frame->wcost = RMSGI_WCOST_STALE;
+	}
+}
+
 static void pack_unref(struct rmsgi_pack *pk)
 {
 	struct rmsg_msg *f = pk->frame;

@@ -42,7 +42,8 @@ int rmsgi_hdr_check_type(const struct rmsgi_hdr *h, uint64_t max_len)
 		break;
 	case RMSGI_T_HELLO:
 	case RMSGI_T_REJECT:
-		if (h->len < RMSGI_HELLO_SIZE || h->len > RMSGI_HELLO_SIZE + 32)
+		if (h->len < RMSGI_HELLO_SIZE ||
+		    h->len > RMSGI_HELLO_SIZE + 32 + RMSGI_SESS_MAX)
 			return -EPROTO;
 		break;
 	case RMSGI_T_HELLO_ACK: /* may carry the server's nonce */
@@ -82,17 +83,24 @@ size_t rmsgi_hello_encode(const struct rmsgi_hello *h, void *buf)
 	rmsgi_put32(p + 8, h->eager_size);
 	rmsgi_put32(p + 12, h->conn_id);
 	memcpy(p + RMSGI_HELLO_SIZE, h->pdata, n);
+	p += RMSGI_HELLO_SIZE + n;
 	if ((h->flags & RMSGI_HELLO_F_AUTH) &&
 	    h->nonce_len == RMSGI_NONCE_SIZE) {
-		memcpy(p + RMSGI_HELLO_SIZE + n, h->nonce, RMSGI_NONCE_SIZE);
-		return RMSGI_HELLO_SIZE + n + RMSGI_NONCE_SIZE;
+		memcpy(p, h->nonce, RMSGI_NONCE_SIZE);
+		p += RMSGI_NONCE_SIZE;
 	}
-	return RMSGI_HELLO_SIZE + n;
+	if ((h->flags & RMSGI_HELLO_F_RESUME) && h->sess_len &&
+	    h->sess_len <= RMSGI_SESS_MAX) {
+		memcpy(p, h->sess, h->sess_len);
+		p += h->sess_len;
+	}
+	return (size_t)(p - (uint8_t *)buf);
 }
 
 int rmsgi_hello_decode(const void *buf, size_t avail, struct rmsgi_hello *h)
 {
 	const uint8_t *p = buf;
+	size_t off;
 
 	if (!buf || avail < RMSGI_HELLO_SIZE)
 		return -EPROTO;
@@ -113,12 +121,21 @@ int rmsgi_hello_decode(const void *buf, size_t avail, struct rmsgi_hello *h)
 	/* a server's nonce; RDMA pads private data, so bytes beyond the
 	 * hello may be there without one: only a server's reply to a key
 	 * holder is read for it */
+	off = RMSGI_HELLO_SIZE + (size_t)h->pdata_len;
 	if ((h->flags & RMSGI_HELLO_F_AUTH) &&
-	    avail >= RMSGI_HELLO_SIZE + (size_t)h->pdata_len +
-			     RMSGI_NONCE_SIZE) {
-		memcpy(h->nonce, p + RMSGI_HELLO_SIZE + h->pdata_len,
-		       RMSGI_NONCE_SIZE);
+	    avail >= off + RMSGI_NONCE_SIZE) {
+		memcpy(h->nonce, p + off, RMSGI_NONCE_SIZE);
 		h->nonce_len = RMSGI_NONCE_SIZE;
+		off += RMSGI_NONCE_SIZE;
+	}
+	/* the session part: what follows (RDMA pads, so it may be longer
+	 * than what was sent; session.c checks each part's exact size) */
+	if (h->flags & RMSGI_HELLO_F_RESUME) {
+		size_t n = avail - off;
+
+		h->sess_len =
+			(uint8_t)(n < RMSGI_SESS_MAX ? n : RMSGI_SESS_MAX);
+		memcpy(h->sess, p + off, h->sess_len);
 	}
 	return 0;
 }

@@ -10,7 +10,9 @@
  *   2   1    type      RMSGI_T_*
  *   3   1    flags     0 (reserved, must be zero)
  *   4   2    credits   receive credits returned to the peer
- *   6   2    rsvd      0
+ *   6   2    acks      messages of the peer's delivered since the last
+ *                      acks we sent (a resumable session, session.c;
+ *                      0 toward a peer without one)
  *   8   4    aux       type-specific (status of an ACK, ...)
  *   12  4    bytes     byte-window bytes returned to the peer (0
  *                      toward a peer without a byte window)
@@ -42,12 +44,19 @@
  *   12 connection id (u32), 16 user private data.
  * flags: RMSGI_HELLO_F_PACK, RMSGI_HELLO_F_GROW (below); bits 4-7 the
  * byte window the sender grants (RMSGI_HELLO_WIN, 0 for none);
+ * RMSGI_HELLO_F_RESUME, the sender takes a resumable session (below);
  * RMSGI_HELLO_F_AUTH, the sender has a pre-shared key and requires
  * authentication (rmsg_cfg_set_psk; a refusal with it and status -EACCES:
  * refused because the two sides disagree on authentication). A server's
  * accepting reply with it carries, after the private data, the server's
  * 32-byte nonce N_s (so up to 80 bytes; the connect direction never
  * carries one and stays within RDMA's 56 bytes).
+ * With RMSGI_HELLO_F_RESUME the hello ends with a session part: every
+ * byte after the private data (and the nonce, if any), at most
+ * RMSGI_SESS_MAX (session.c says what it holds: none in a client's
+ * first hello, the session's id and secret in the server's reply, a
+ * resume request and its answer). A client that resumes sends no
+ * private data and no RMSGI_HELLO_F_AUTH (its request proves the key).
  *
  * AUTH (only while a connection authenticates, conn.c's AUTH state; one
  * each way, in a receive buffer like DATA, credits piggybacked):
@@ -91,6 +100,10 @@
 #define RMSGI_SEG_SIZE 16
 /* the hello's flags */
 #define RMSGI_HELLO_F_AUTH 0x01
+/* the sender takes a resumable session (rmsg_cfg_set_resume_ms) */
+#define RMSGI_HELLO_F_RESUME 0x08
+/* the largest session part of a hello */
+#define RMSGI_SESS_MAX 40
 /* the sender takes PACK frames (it sets it always; one without it never
  * receives them) */
 #define RMSGI_HELLO_F_PACK 0x02
@@ -131,8 +144,10 @@ static inline uint8_t rmsgi_hello_win_flags(uint32_t bytes)
 }
 #define RMSGI_NONCE_SIZE 32
 #define RMSGI_MAC_SIZE 32
-/* a hello's largest encoding: header, private data, a server's nonce */
-#define RMSGI_HELLO_MAX (RMSGI_HELLO_SIZE + 32 + RMSGI_NONCE_SIZE)
+/* a hello's largest encoding: header, private data, a server's nonce,
+ * a session part */
+#define RMSGI_HELLO_MAX \
+	(RMSGI_HELLO_SIZE + 32 + RMSGI_NONCE_SIZE + RMSGI_SESS_MAX)
 /* an AUTH frame's largest payload: a MAC and a nonce or private data */
 #define RMSGI_AUTH_MAX (RMSGI_MAC_SIZE + 32)
 
@@ -170,6 +185,7 @@ struct rmsgi_hdr {
 	uint8_t type;
 	uint8_t flags;
 	uint16_t credits;
+	uint16_t acks; /* messages acknowledged (session.c) */
 	uint32_t aux;
 	uint32_t bytes; /* byte-window bytes returned (credit.h) */
 	uint64_t len;
@@ -187,6 +203,9 @@ struct rmsgi_hello {
 	/* RMSGI_NONCE_SIZE with a nonce (flag RMSGI_HELLO_F_AUTH), else 0 */
 	uint8_t nonce_len;
 	uint8_t nonce[RMSGI_NONCE_SIZE];
+	/* the session part (flag RMSGI_HELLO_F_RESUME), else 0 */
+	uint8_t sess_len;
+	uint8_t sess[RMSGI_SESS_MAX];
 };
 
 struct rmsgi_seg {
@@ -249,13 +268,14 @@ static inline uint64_t rmsgi_get64(const uint8_t *p)
 /*
  * The header codec runs for every frame, so it is inline and works on
  * whole words: bytes 0-7 are magic, version, type, flags, credits and
- * the reserved u16; bytes 8-15 aux and the returned bytes (which the
- * connection refuses from a peer without a byte window: rx.c).
+ * acks; bytes 8-15 aux and the returned bytes (the connection refuses
+ * bytes from a peer without a byte window and acks from one without a
+ * session: rx.c).
  */
 #define RMSGI_HDR_W0_FIXED ((uint64_t)RMSGI_MAGIC | RMSGI_PROTO_VERSION << 8)
 /* the bits of word 0 that must equal RMSGI_HDR_W0_FIXED: magic,
- * version, flags and the reserved u16 */
-#define RMSGI_HDR_W0_MASK 0xffff0000ff00ffffull
+ * version and flags */
+#define RMSGI_HDR_W0_MASK 0x00000000ff00ffffull
 
 static inline void rmsgi_hdr_encode(const struct rmsgi_hdr *h, void *buf)
 {
@@ -263,7 +283,8 @@ static inline void rmsgi_hdr_encode(const struct rmsgi_hdr *h, void *buf)
 
 	rmsgi_put64(p, RMSGI_HDR_W0_FIXED | (uint64_t)h->type << 16 |
 			       (uint64_t)h->flags << 24 |
-			       (uint64_t)h->credits << 32);
+			       (uint64_t)h->credits << 32 |
+			       (uint64_t)h->acks << 48);
 	rmsgi_put64(p + 8, (uint64_t)h->aux | (uint64_t)h->bytes << 32);
 	rmsgi_put64(p + 16, h->len);
 	rmsgi_put64(p + 24, h->id);
@@ -276,7 +297,7 @@ const char *rmsgi_frame_name(unsigned type);
 /* the per-type rules of rmsgi_hdr_decode() for every type but DATA */
 int rmsgi_hdr_check_type(const struct rmsgi_hdr *h, uint64_t max_len);
 
-/* validates: -EPROTO for a bad magic, version, type or reserved field,
+/* validates: -EPROTO for a bad magic, version, type or flags,
  * -EMSGSIZE for a length above @max_len */
 static inline int rmsgi_hdr_decode(const void *buf, size_t avail,
 				   uint64_t max_len, struct rmsgi_hdr *h)
@@ -293,6 +314,7 @@ static inline int rmsgi_hdr_decode(const void *buf, size_t avail,
 	h->type = (uint8_t)(w0 >> 16);
 	h->flags = 0;
 	h->credits = (uint16_t)(w0 >> 32);
+	h->acks = (uint16_t)(w0 >> 48);
 	h->aux = (uint32_t)w1;
 	h->bytes = (uint32_t)(w1 >> 32);
 	h->len = rmsgi_get64(p + 16);

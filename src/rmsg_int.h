@@ -151,6 +151,7 @@ size_t rmsgi_page_span(const void *addr, size_t len);
 struct rmsgi_pool;
 struct rmsgi_fallback;
 struct rmsgi_auth;
+struct rmsgi_session;
 
 struct rmsg_ctx {
 	struct ev_loop *loop;
@@ -193,6 +194,10 @@ struct rmsg_ctx {
 	/* closed connections' counters, summed, and the context-only ones
 	 * (stats.c) */
 	struct rmsg_stats st;
+	/* server sessions that may be resumed (session.c), and when a
+	 * refused resume request was last logged */
+	struct rmsgi_list sessions;
+	ev_tstamp resume_warned;
 	/* the private loop of rmsg_ctx_create_fd(3) (ownloop.c); NULL on
 	 * the application's loop */
 	struct rmsgi_ownloop *own;
@@ -314,8 +319,11 @@ enum rmsgi_conn_state {
 	RMSGI_CS_ACCEPTING,   /* server: app accepted, handshake finishing */
 	RMSGI_CS_AUTH,	      /* transport up, proving the key (AUTH frames) */
 	RMSGI_CS_ESTABLISHED, /* messages flow */
-	RMSGI_CS_CLOSING,     /* local close: transport tearing down */
-	RMSGI_CS_CLOSED,      /* on_close delivered; waits for last ref */
+	/* resumable: the transport failed, a new one is awaited (session.c);
+	 * sends queue, nothing is posted */
+	RMSGI_CS_SUSPENDED,
+	RMSGI_CS_CLOSING, /* local close: transport tearing down */
+	RMSGI_CS_CLOSED,  /* on_close delivered; waits for last ref */
 };
 
 /* the longest reason text rmsg_conn_close_reason() gives, NUL included */
@@ -403,7 +411,8 @@ struct rmsg_conn {
 	bool peer_bye; /* the peer said it closes (RMSGI_CREDIT_BYE) */
 	bool was_established;
 	bool app_accepted; /* the accept callback said yes */
-	/* what it connects to, kept while its name resolves (start.c) */
+	/* what it connects to (start.c): a client's, kept for its life (a
+	 * name resolves from it, a resumable one dials it again) */
 	struct rmsgi_uri uri;
 	struct rmsgi_fallback *fb; /* auto:// only (start.c) */
 	/* its host name being resolved (resolve.c), or NULL */
@@ -436,7 +445,8 @@ struct rmsg_conn {
 	 * from the handshake until the peer's proof checked out; every
 	 * frame goes to rmsgi_conn_auth_rx() meanwhile */
 	bool auth_wait;
-	struct rmsgi_auth *auth; /* only with a key (auth.c) */
+	struct rmsgi_auth *auth;  /* only with a key (auth.c) */
+	struct rmsgi_session *ss; /* only if resumable (session.c) */
 };
 
 /* creation, used by rmsg_connect and rmsgi_tr_incoming */

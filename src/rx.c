@@ -44,7 +44,27 @@ conn_credit_freed(struct rmsg_conn *c, uint32_t wcost)
 
 void rmsgi_conn_credit_freed(struct rmsg_conn *c, uint32_t wcost)
 {
+	/* a buffer of a transport that is gone (a resumed session's) */
+	if (RMSGI_UNLIKELY(wcost == RMSGI_WCOST_STALE))
+		return;
 	conn_credit_freed(c, wcost);
+}
+
+void rmsgi_conn_rx_stale(struct rmsg_conn *c)
+{
+	struct rmsgi_list *n;
+
+	rmsgi_list_for_each(n, &c->rxq)
+		rmsgi_list_entry(n, struct rmsg_msg, link)
+			->wcost = RMSGI_WCOST_STALE;
+	rmsgi_list_for_each(n, &c->ctx->held)
+	{
+		struct rmsg_msg *m = rmsgi_list_entry(n, struct rmsg_msg, link);
+
+		if (m->conn == c)
+			m->wcost = RMSGI_WCOST_STALE;
+	}
+	rmsgi_pack_stale(c);
 }
 
 /* after on_msg: frees the message unless the app holds it */
@@ -158,8 +178,11 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		rmsgi_msg_free(m);
 		if (h->aux == RMSGI_CREDIT_PROBE)
 			rmsgi_keepalive_answer(c);
-		else if (h->aux == RMSGI_CREDIT_BYE)
+		else if (h->aux == RMSGI_CREDIT_BYE) {
 			c->peer_bye = true; /* its end follows */
+			if (c->ss)
+				rmsgi_session_bye(c);
+		}
 		return 0;
 	case RMSGI_T_IMM:
 		/* RDMA: a write-with-immediate landed (native, or the end of
@@ -260,6 +283,17 @@ rx_beyond_window(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	return rx_settle(c, m, -EPROTO);
 }
 
+/* the peer acknowledged messages it cannot have (rmsgi_session_acked
+ * said why): refused */
+static int __attribute__((noinline, cold))
+rx_bad_acks(struct rmsg_conn *c, struct rmsg_msg *m)
+{
+	m->in_rx = RMSGI_MSG_IN_RX;
+	rmsgi_msg_free(m);
+	rmsgi_conn_abort(c, -EPROTO);
+	return rx_settle(c, m, -EPROTO);
+}
+
 /* the peer returned more credits or window bytes than it holds of ours
  * (rmsgi_conn_rx): refused */
 static int __attribute__((noinline, cold))
@@ -333,6 +367,9 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		if (!rmsgi_list_empty(&c->tx.sendq))
 			rmsgi_ctx_mark_dirty(c->ctx, c);
 	}
+	/* messages of ours the peer has (a resumable session) */
+	if (RMSGI_UNLIKELY(h->acks) && rmsgi_session_acked(c, h->acks))
+		return rx_bad_acks(c, m);
 	if (RMSGI_UNLIKELY(h->type != RMSGI_T_DATA || h->aux || !m->ready ||
 			   !rmsgi_list_empty(&c->rxq) ||
 			   c->state != RMSGI_CS_ESTABLISHED ||

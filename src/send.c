@@ -10,44 +10,6 @@
 #include "conn_int.h"
 #include "stats.h"
 
-static const char *const kind_name[] = {
-	[RMSGI_OP_SEND] = "send",   [RMSGI_OP_CTRL] = "ctrl",
-	[RMSGI_OP_WRITE] = "write", [RMSGI_OP_READ] = "read",
-	[RMSGI_OP_RESP] = "resp",   [RMSGI_OP_PACK] = "pack",
-};
-
-static const char *const proto_name[] = {
-	[RMSGI_OP_P_NONE] = "none",	  [RMSGI_OP_P_EAGER] = "eager",
-	[RMSGI_OP_P_RNDV] = "rndv",	  [RMSGI_OP_P_RMA] = "rma",
-	[RMSGI_OP_P_RMA_EMU] = "rma-emu", [RMSGI_OP_P_CTRL] = "ctrl",
-	[RMSGI_OP_P_DIRECT] = "direct",
-};
-
-static const char *const state_name[] = {
-	[RMSGI_OS_NEW] = "new",		  [RMSGI_OS_QUEUED] = "queued",
-	[RMSGI_OS_POSTED] = "posted",	  [RMSGI_OS_AWAIT_PEER] = "await-peer",
-	[RMSGI_OS_ANSWERED] = "answered", [RMSGI_OS_DONE] = "done",
-};
-
-#define NAME(tab, i) ((size_t)(i) < RMSGI_ARRAY_SIZE(tab) ? (tab)[i] : "?")
-
-void __attribute__((noinline, cold))
-rmsgi_conn_op_move(const struct rmsg_conn *c, const struct rmsgi_op *op,
-		   enum rmsgi_op_state s)
-{
-	bool ok = op_move_ok(c, op, s);
-
-	rmsgi_log(c->ctx, ok ? RMSG_LOG_DEBUG : RMSG_LOG_ERROR,
-		  "conn %u: op %p (%s, %s): %s%s -> %s", c->id,
-		  (const void *)op, NAME(kind_name, op->kind),
-		  NAME(proto_name, op->proto), ok ? "" : "illegal move ",
-		  NAME(state_name, op->state), NAME(state_name, s));
-#ifdef RMSGI_STRICT
-	if (!ok)
-		abort();
-#endif
-}
-
 /*
  * How an op goes, decided here once (enum rmsgi_op_proto): a message
  * larger than the peer's eager size goes by rendezvous over a backend
@@ -165,6 +127,9 @@ static void op_finish(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 		rmsgi_pack_finish(c, op, status);
 		return;
 	}
+	/* a resumable connection's message waits for the peer's ack */
+	if (RMSGI_UNLIKELY(op->seq) && rmsgi_session_hold(c, op, status))
+		return;
 	op_state(c, op, RMSGI_OS_DONE);
 	if (!op->cb) {
 		op_recycle(c, op);
@@ -226,7 +191,7 @@ void rmsgi_conn_cancel_sendq(struct rmsg_conn *c, int status)
 	}
 }
 
-void rmsgi_conn_cancel_rndv(struct rmsg_conn *c, int status)
+void rmsgi_conn_cancel_answers(struct rmsg_conn *c, int status)
 {
 	struct rmsgi_list *n;
 
@@ -236,6 +201,13 @@ void rmsgi_conn_cancel_rndv(struct rmsg_conn *c, int status)
 
 		rmsgi_conn_rndv_settle(c, op, status);
 	}
+}
+
+void rmsgi_conn_cancel_rndv(struct rmsg_conn *c, int status)
+{
+	rmsgi_conn_cancel_answers(c, status);
+	if (c->ss)
+		rmsgi_session_cancel(c, status);
 }
 
 void rmsgi_conn_cancel_queued(struct rmsg_conn *c, int status)
@@ -389,6 +361,7 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		if (!native) {
 			op->credits = credit_take(c);
 			op->wret = rmsgi_credit_take_bytes(&c->cr, op_wlen(op));
+			op->acks = c->ss ? rmsgi_session_ack_take(c) : 0;
 		} else {
 			/* no header to piggyback returned credits on */
 			op->credits = 0;
@@ -404,6 +377,11 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 			posted = true;
 			c->tx.posts += op != &c->tx.credit_op;
 			rmsgi_stats_posted(c, op);
+			if (c->ss)
+				rmsgi_session_posted(c, op);
+		} else if (op->acks) {
+			c->ss->rx_told -= op->acks; /* not sent after all */
+			op->acks = 0;
 		}
 		if (ret == 0 && op->rndv) {
 			if (rmsgi_list_empty(&c->tx.rndvq))

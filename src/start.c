@@ -40,8 +40,18 @@ static int conn_start_addrs(struct rmsg_conn *c, const struct rmsgi_uri *u,
 {
 	const struct rmsgi_tr *v[RMSGI_TR_MAX];
 	int n = rmsgi_tr_for_scheme(u->row, v);
-	int ret;
+	int ret, i, k;
 
+	/* a suspended session dials only backends that resume (session.c):
+	 * over auto:// TCP, even where RDMA works */
+	if (c->state == RMSGI_CS_SUSPENDED) {
+		for (i = k = 0; i < n; i++)
+			if (v[i]->conn->rebind)
+				v[k++] = v[i];
+		n = k;
+		if (n > 1)
+			n = 1;
+	}
 	if (n < 1)
 		return -EINVAL;
 	if (n > 1) {
@@ -55,7 +65,6 @@ static int conn_start_addrs(struct rmsg_conn *c, const struct rmsgi_uri *u,
 		}
 		c->fb->to = *to;
 		c->fb->armed = true;
-		c->uri = *u;
 	}
 	ret = conn_start_tr(c, v[0], u, to);
 	if (ret && n > 1) {
@@ -79,16 +88,16 @@ int rmsgi_conn_start(struct rmsg_conn *c, const struct rmsgi_uri *u)
 
 	if (rmsgi_tr_for_scheme(u->row, v) < 1)
 		return -EINVAL;
+	if (u != &c->uri)
+		c->uri = *u;
 	/* a numeric host now; a name by a resolver thread, and the
 	 * connection goes on in rmsgi_conn_resolved() */
 	ret = rmsgi_resolve(c, u, &to);
-	if (ret == -EINPROGRESS) {
-		c->uri = *u;
+	if (ret == -EINPROGRESS)
 		return 0;
-	}
 	if (ret)
 		return ret;
-	return conn_start_addrs(c, u, &to);
+	return conn_start_addrs(c, &c->uri, &to);
 }
 
 void rmsgi_conn_resolved(struct rmsg_conn *c, int err,

@@ -66,6 +66,11 @@ static const struct {
 	{"packed_recv", "messages received in packed frames", C_},
 	{"reg_taken", "bytes charged to the registered-memory budget", X_},
 	{"reg_given", "bytes given back to the registered-memory budget", X_},
+	{"suspends", "resumable connections suspended: their transport failed",
+	 C_},
+	{"resumes", "suspended connections resumed on a new transport", C_},
+	{"replayed", "messages sent again after a resume", C_},
+	{"resume_refused", "resume requests refused (session, proof)", X_},
 };
 #undef C_
 #undef X_

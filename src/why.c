@@ -6,6 +6,7 @@
  * and its event lines for the log at RMSG_LOG=info (rmsgi_conn_event).
  */
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -107,4 +108,45 @@ void rmsgi_conn_event(const struct rmsg_conn *c, const char *event,
 	}
 	rmsgi_info(c->ctx, "conn=%u event=%s local=%s peer=%s%s%s", c->id,
 		   event, local, peer, fmt ? " " : "", rest);
+}
+
+/* an op's move (conn_int.h op_state): the debug line, or the error of
+ * an illegal one */
+static const char *const kind_name[] = {
+	[RMSGI_OP_SEND] = "send",   [RMSGI_OP_CTRL] = "ctrl",
+	[RMSGI_OP_WRITE] = "write", [RMSGI_OP_READ] = "read",
+	[RMSGI_OP_RESP] = "resp",   [RMSGI_OP_PACK] = "pack",
+};
+
+static const char *const proto_name[] = {
+	[RMSGI_OP_P_NONE] = "none",	  [RMSGI_OP_P_EAGER] = "eager",
+	[RMSGI_OP_P_RNDV] = "rndv",	  [RMSGI_OP_P_RMA] = "rma",
+	[RMSGI_OP_P_RMA_EMU] = "rma-emu", [RMSGI_OP_P_CTRL] = "ctrl",
+	[RMSGI_OP_P_DIRECT] = "direct",
+};
+
+static const char *const state_name[] = {
+	[RMSGI_OS_NEW] = "new",		  [RMSGI_OS_QUEUED] = "queued",
+	[RMSGI_OS_POSTED] = "posted",	  [RMSGI_OS_AWAIT_PEER] = "await-peer",
+	[RMSGI_OS_ANSWERED] = "answered", [RMSGI_OS_DONE] = "done",
+	[RMSGI_OS_UNACKED] = "unacked",
+};
+
+#define NAME(tab, i) ((size_t)(i) < RMSGI_ARRAY_SIZE(tab) ? (tab)[i] : "?")
+
+void __attribute__((noinline, cold))
+rmsgi_conn_op_move(const struct rmsg_conn *c, const struct rmsgi_op *op,
+		   enum rmsgi_op_state s)
+{
+	bool ok = op_move_ok(c, op, s);
+
+	rmsgi_log(c->ctx, ok ? RMSG_LOG_DEBUG : RMSG_LOG_ERROR,
+		  "conn %u: op %p (%s, %s): %s%s -> %s", c->id,
+		  (const void *)op, NAME(kind_name, op->kind),
+		  NAME(proto_name, op->proto), ok ? "" : "illegal move ",
+		  NAME(state_name, op->state), NAME(state_name, s));
+#ifdef RMSGI_STRICT
+	if (!ok)
+		abort();
+#endif
 }

@@ -230,6 +230,16 @@ struct rmsgi_tr_conn_ops {
 	 * checks keys keeps every export out of reach. 0, or a negative
 	 * errno (the connection fails). No up-calls. */
 	int (*rma_open)(void *tc);
+	/* May be NULL: the backend's connections cannot be resumed
+	 * (rmsg_cfg_set_resume_ms; the core offers no session over it).
+	 * Called inside rmsgi_conn_ev_request() for the connection the
+	 * backend reported: its peer resumed a suspended connection, whose
+	 * object @c (and fixed facts @ci) the endpoint @tc serves from now
+	 * on, as if rmsgi_tr_incoming() had given them; the object it had
+	 * is gone when ev_request returns (0: the accepting reply follows,
+	 * then ev_established for @c). No up-calls. */
+	void (*rebind)(void *tc, struct rmsg_conn *c,
+		       const struct rmsgi_tr_conn_info *ci);
 };
 
 /*

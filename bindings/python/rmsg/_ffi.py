@@ -140,7 +140,8 @@ STATS_FIELDS = (
     "refused_peer", "refused_ours", "proto_errors", "fallbacks",
     "conns_opened", "conns_accepted", "conns_refused", "conns_closed",
     "auth_failures", "packs_sent", "packed_sent", "packs_recv", "packed_recv",
-    "reg_taken", "reg_given",
+    "reg_taken", "reg_given", "suspends", "resumes", "replayed",
+    "resume_refused",
 )
 
 

@@ -182,6 +182,8 @@ void tcp_srv_hello(struct tcp_conn *tc, const struct rmsgi_hello *peer)
 	tc->in_accept = true;
 	/* adopted: the core's listener, or a refusal if it closed */
 	ret = rmsgi_conn_ev_request(c, tl ? tl->l : NULL, peer, &mine);
+	/* a resume: the suspended connection's object (tcp_rebind) */
+	c = tc->c;
 	tc->in_accept = false;
 	tc->tl = NULL; /* the listener may be gone after the callback */
 	if (tc->ended)
@@ -211,6 +213,15 @@ void tcp_cli_answer(struct tcp_conn *tc, uint8_t type,
 	tc->peer_credits = peer->credits;
 	tc->phase = TCP_PH_OPEN;
 	rmsgi_conn_ev_established(tc->c, peer);
+}
+
+void tcp_rebind(void *tcp, struct rmsg_conn *c,
+		const struct rmsgi_tr_conn_info *ci)
+{
+	struct tcp_conn *tc = tcp;
+
+	tc->c = c;
+	tc->ci = ci;
 }
 
 /* ------------------------------------------------------------------ */

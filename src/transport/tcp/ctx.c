@@ -294,6 +294,7 @@ static const struct rmsgi_tr_conn_ops tcp_conn_ops = {
 	.kick = tcp_kick,
 	.rndv_release = NULL, /* no rendezvous */
 	.addrs = tcp_addrs,
+	.rebind = tcp_rebind,
 };
 
 const struct rmsgi_tr rmsgi_tr_tcp = {

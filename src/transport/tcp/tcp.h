@@ -393,6 +393,8 @@ void tcp_cli_answer(struct tcp_conn *tc, uint8_t type,
 int tcp_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 		const struct rmsgi_uri *u, const struct rmsgi_addrs *to);
 void tcp_disconnect(void *tcp, unsigned linger_ms);
+void tcp_rebind(void *tcp, struct rmsg_conn *c,
+		const struct rmsgi_tr_conn_info *ci);
 int tcp_addrs(void *tcp, struct sockaddr_storage *local,
 	      struct sockaddr_storage *peer);
 /* a client connection over an already connected stream socket @fd,

@@ -1,0 +1,622 @@
+// SPDX-License-Identifier: MIT
+/*
+ * resume.c - resumable connections (rmsg_cfg_set_resume_ms) over TCP,
+ * through a proxy in the test that cuts every connection through it
+ * with a reset, as a middlebox or a flapping link would:
+ *  1. both sides stream numbered messages of random sizes at each other
+ *     (and the server answers RPC calls) while the proxy cuts the link
+ *     again and again: every message arrives exactly once, in order,
+ *     every send's callback says 0, every call gets its reply, and both
+ *     connections are still open, resumed as often as they were cut;
+ *  2. a cut after which the proxy refuses every dial: both sides end
+ *     with -ETIMEDOUT after the resume window, every send with it;
+ *  3. a cut after which the server's application closes its side: the
+ *     client's next dial is refused (-ESTALE) and it ends at once, long
+ *     before its window;
+ *  4. a raw peer's resume requests (an unknown session; a short one)
+ *     are refused and counted, and the listener serves on.
+ * TCP only (the RDMA backend does not resume): with the fault tests.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common.h"
+
+/* ------------------------------------------------------------------ */
+/* the proxy                                                            */
+
+#define PMAX 16
+
+struct pair {
+	int fd[2];
+	ev_io r[2];
+	bool on;
+};
+
+static struct ev_loop *loop;
+static int pfd = -1;
+static ev_io paccept;
+static uint16_t sport, pport;
+static struct pair pairs[PMAX];
+static bool refuse_all;
+static int npassed;
+
+static void pair_close(struct pair *p, bool reset)
+{
+	struct linger lg = {1, 0};
+	int i;
+
+	if (!p->on)
+		return;
+	for (i = 0; i < 2; i++) {
+		ev_io_stop(loop, &p->r[i]);
+		if (reset)
+			setsockopt(p->fd[i], SOL_SOCKET, SO_LINGER, &lg,
+				   sizeof(lg));
+		close(p->fd[i]);
+	}
+	p->on = false;
+}
+
+static void pair_cb(struct ev_loop *l, ev_io *w, int revents)
+{
+	struct pair *p = w->data;
+	int side = w == &p->r[0] ? 0 : 1;
+	char buf[65536];
+	ssize_t n, off = 0;
+
+	(void)l;
+	(void)revents;
+	n = read(p->fd[side], buf, sizeof(buf));
+	if (n <= 0) {
+		pair_close(p, n < 0);
+		return;
+	}
+	/* blocking writes: the peers read all the time */
+	while (off < n) {
+		ssize_t k =
+			write(p->fd[1 - side], buf + off, (size_t)(n - off));
+
+		if (k <= 0) {
+			pair_close(p, true);
+			return;
+		}
+		off += k;
+	}
+}
+
+static void accept_cb(struct ev_loop *l, ev_io *w, int revents)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	struct pair *p = NULL;
+	int a, b, i, one = 1;
+
+	(void)w;
+	(void)revents;
+	a = accept(pfd, NULL, NULL);
+	if (a < 0)
+		return;
+	for (i = 0; i < PMAX && !p; i++)
+		if (!pairs[i].on)
+			p = &pairs[i];
+	if (refuse_all || !p) {
+		struct linger lg = {1, 0};
+
+		setsockopt(a, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		close(a);
+		return;
+	}
+	sa.sin_port = htons(sport);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	b = socket(AF_INET, SOCK_STREAM, 0);
+	T_ASSERT(b >= 0, "socket");
+	if (connect(b, (struct sockaddr *)&sa, sizeof(sa))) {
+		close(a);
+		close(b);
+		return;
+	}
+	setsockopt(a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	p->fd[0] = a;
+	p->fd[1] = b;
+	for (i = 0; i < 2; i++) {
+		ev_io_init(&p->r[i], pair_cb, p->fd[i], EV_READ);
+		p->r[i].data = p;
+		ev_io_start(l, &p->r[i]);
+	}
+	p->on = true;
+	npassed++;
+}
+
+static void proxy_start(uint16_t server_port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sa);
+	int one = 1;
+
+	sport = server_port;
+	pfd = socket(AF_INET, SOCK_STREAM, 0);
+	T_ASSERT(pfd >= 0, "socket");
+	setsockopt(pfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	T_ASSERT(bind(pfd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind");
+	T_ASSERT(listen(pfd, 16) == 0, "listen");
+	getsockname(pfd, (struct sockaddr *)&sa, &len);
+	pport = ntohs(sa.sin_port);
+	ev_io_init(&paccept, accept_cb, pfd, EV_READ);
+	ev_io_start(loop, &paccept);
+}
+
+/* every connection through the proxy ends with a reset */
+static void proxy_cut(void)
+{
+	int i;
+
+	for (i = 0; i < PMAX; i++)
+		pair_close(&pairs[i], true);
+}
+
+/* ------------------------------------------------------------------ */
+/* the peers                                                            */
+
+#define NMSG 10000
+#define MAXLEN 6000
+#define NCALL 200
+
+struct side {
+	struct rmsg_conn *c;
+	uint64_t next_out, next_in; /* numbers sent / expected */
+	int sent_ok, send_err, closed, reason;
+};
+
+static struct side sd[2]; /* 0: server, 1: client */
+static int calls_ok, calls_err, calls_out;
+
+struct out {
+	uint64_t n;
+	uint8_t body[MAXLEN];
+};
+
+static size_t msg_len(uint64_t n, int side)
+{
+	return 8 + (size_t)((n * 2654435761u + (unsigned)side * 977u) %
+			    (MAXLEN - 8));
+}
+
+static void send_done(struct rmsg_conn *c, int st, void *arg)
+{
+	struct out *o = arg;
+	int side = c == sd[0].c ? 0 : 1;
+
+	if (st) {
+		sd[side].send_err++;
+		if (sd[side].send_err < 4)
+			fprintf(stderr, "side %d: send %llu: %s\n", side,
+				(unsigned long long)o->n, rmsg_strerror(st));
+	} else {
+		sd[side].sent_ok++;
+	}
+	free(o);
+}
+
+/* sends the next numbered message of @side; -EAGAIN: later */
+static int send_one(int side)
+{
+	struct out *o = malloc(sizeof(*o));
+	size_t len = msg_len(sd[side].next_out, side);
+	struct iovec iov;
+	int ret;
+
+	T_ASSERT(o, "malloc");
+	o->n = sd[side].next_out;
+	memcpy(o->body, &o->n, 8);
+	t_fill(o->body + 8, len - 8, o->n * 2 + (uint64_t)side);
+	iov.iov_base = o->body;
+	iov.iov_len = len;
+	ret = rmsg_send(sd[side].c, &iov, 1, send_done, o);
+	if (ret) {
+		free(o);
+		return ret;
+	}
+	sd[side].next_out++;
+	return 0;
+}
+
+static void pump(int side)
+{
+	while (sd[side].next_out < NMSG && send_one(side) == 0)
+		;
+}
+
+static void on_writable(struct rmsg_conn *c, void *arg)
+{
+	(void)c;
+	pump((int)(intptr_t)arg);
+}
+
+static void on_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
+{
+	int side = (int)(intptr_t)arg;
+	const uint8_t *p = rmsg_msg_data(m);
+	uint64_t n;
+
+	(void)c;
+	T_ASSERT(rmsg_msg_len(m) >= 8, "short message");
+	memcpy(&n, p, 8);
+	/* the other side's numbers, each once, in order */
+	T_ASSERT(n == sd[side].next_in,
+		 "side %d: got message %llu, expected %llu", side,
+		 (unsigned long long)n, (unsigned long long)sd[side].next_in);
+	T_ASSERT(rmsg_msg_len(m) == msg_len(n, 1 - side),
+		 "side %d: message %llu has %zu bytes", side,
+		 (unsigned long long)n, rmsg_msg_len(m));
+	T_ASSERT(t_check(p + 8, rmsg_msg_len(m) - 8,
+			 n * 2 + (uint64_t)(1 - side)) == 0,
+		 "side %d: message %llu corrupt", side, (unsigned long long)n);
+	sd[side].next_in++;
+}
+
+static void on_close(struct rmsg_conn *c, int reason, void *arg)
+{
+	int side = (int)(intptr_t)arg;
+
+	(void)c;
+	sd[side].closed++;
+	sd[side].reason = reason;
+}
+
+static void established(struct rmsg_conn *c, void *arg)
+{
+	int side = (int)(intptr_t)arg;
+
+	sd[side].c = c;
+}
+
+#define M_ECHO 7
+
+/* each call is served once: its number in a bitmap */
+static uint8_t served[NCALL];
+
+static void echo(struct rmsg_conn *c, struct rmsg_req *req,
+		 struct rmsg_msg *request, void *arg)
+{
+	struct iovec iov = {(void *)rmsg_msg_data(request),
+			    rmsg_msg_len(request)};
+	uint64_t k;
+
+	(void)c;
+	(void)arg;
+	T_ASSERT(iov.iov_len == 8, "request of %zu bytes", iov.iov_len);
+	memcpy(&k, iov.iov_base, 8);
+	T_ASSERT(k < NCALL && !served[k], "call %llu served twice",
+		 (unsigned long long)k);
+	served[k] = 1;
+	T_OK(rmsg_reply(req, &iov, 1));
+}
+
+static void call_done(struct rmsg_conn *c, int st, struct rmsg_msg *rep,
+		      void *arg)
+{
+	uint64_t *k = arg;
+
+	(void)c;
+	if (st == 0 && rep && rmsg_msg_len(rep) == 8 &&
+	    memcmp(rmsg_msg_data(rep), k, 8) == 0)
+		calls_ok++;
+	else
+		calls_err++;
+	if (st)
+		fprintf(stderr, "call %llu: %s\n", (unsigned long long)*k,
+			rmsg_strerror(st));
+	calls_out--;
+	free(k);
+}
+
+static int ncuts;
+static uint64_t cut_at; /* messages received (both ways) at the last cut */
+
+/* cuts whenever both sides are up again and the stream moved on by a
+ * twelfth since the last cut, so that the cuts spread over the stream
+ * however fast it runs */
+static void cut_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	uint64_t got = sd[0].next_in + sd[1].next_in;
+
+	(void)l;
+	(void)revents;
+	if (got >= 2 * NMSG) {
+		ev_timer_stop(loop, w);
+		return;
+	}
+	if (rmsg_conn_resume_state(sd[0].c) != RMSG_RESUME_ON ||
+	    rmsg_conn_resume_state(sd[1].c) != RMSG_RESUME_ON ||
+	    got < cut_at + 2 * NMSG / 12)
+		return;
+	proxy_cut();
+	cut_at = got;
+	ncuts++;
+}
+
+static void calls_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	static uint64_t k;
+	uint64_t *v;
+	struct iovec iov;
+
+	(void)l;
+	(void)revents;
+	if (k >= NCALL) {
+		ev_timer_stop(loop, w);
+		return;
+	}
+	v = malloc(sizeof(*v));
+	T_ASSERT(v, "malloc");
+	*v = k;
+	iov.iov_base = v;
+	iov.iov_len = 8;
+	if (rmsg_call(sd[1].c, M_ECHO, &iov, 1, 30000, call_done, v, NULL) ==
+	    0) {
+		calls_out++;
+		k++;
+	} else {
+		free(v);
+	}
+}
+
+static struct rmsg_cfg *mkcfg(unsigned resume_ms)
+{
+	struct rmsg_cfg *cfg;
+
+	T_OK(rmsg_cfg_create(&cfg));
+	T_OK(rmsg_cfg_set_resume_ms(cfg, resume_ms));
+	T_OK(rmsg_cfg_set_send_queue(cfg, 256));
+	T_OK(rmsg_cfg_set_keepalive_ms(cfg, 200));
+	return cfg;
+}
+
+static void reset_sides(void)
+{
+	memset(sd, 0, sizeof(sd));
+}
+
+static void conn_pair(struct rmsg_ctx *ctx[2], struct rmsg_cfg *cfg,
+		      struct rmsg_listener **lis)
+{
+	struct rmsg_conn_ops ops = {.on_established = established,
+				    .on_msg = on_msg,
+				    .on_writable = on_writable,
+				    .on_close = on_close};
+	char uri[128];
+	struct rmsg_conn *c;
+	const char *colon;
+
+	reset_sides();
+	t_listen(ctx[0], cfg, &ops, NULL, (void *)0, lis, uri, sizeof(uri));
+	colon = strrchr(uri, ':');
+	if (pfd < 0)
+		proxy_start((uint16_t)atoi(colon + 1));
+	else
+		sport = (uint16_t)atoi(colon + 1);
+	snprintf(uri, sizeof(uri), "tcp://127.0.0.1:%u", pport);
+	T_OK(rmsg_connect(ctx[1], uri, cfg, &ops, (void *)1, &c));
+	T_RUN_UNTIL(loop, sd[0].c && sd[1].c, 10);
+	T_ASSERT(rmsg_conn_resume_state(sd[0].c) == RMSG_RESUME_ON &&
+			 rmsg_conn_resume_state(sd[1].c) == RMSG_RESUME_ON,
+		 "not resumable: %d %d", rmsg_conn_resume_state(sd[0].c),
+		 rmsg_conn_resume_state(sd[1].c));
+}
+
+/* 1. exactly once, in order, through many cuts */
+static void part_stream(struct rmsg_ctx *ctx[2])
+{
+	struct rmsg_cfg *cfg = mkcfg(10000);
+	struct rmsg_listener *lis;
+	struct rmsg_stats st[2];
+	ev_timer cut, calls;
+	int i;
+
+	conn_pair(ctx, cfg, &lis);
+	pump(0);
+	pump(1);
+	ev_timer_init(&cut, cut_cb, 0.001, 0.001);
+	ev_timer_start(loop, &cut);
+	ev_timer_init(&calls, calls_cb, 0.001, 0.002);
+	ev_timer_start(loop, &calls);
+	T_RUN_UNTIL(loop,
+		    sd[0].next_in == NMSG && sd[1].next_in == NMSG &&
+			    sd[0].sent_ok == NMSG && sd[1].sent_ok == NMSG &&
+			    calls_ok + calls_err == NCALL && !calls_out,
+		    60);
+	ev_timer_stop(loop, &cut);
+	ev_timer_stop(loop, &calls);
+	for (i = 0; i < 2; i++) {
+		T_ASSERT(!sd[i].closed, "side %d closed: %s", i,
+			 rmsg_strerror(sd[i].reason));
+		T_ASSERT(!sd[i].send_err, "side %d: %d sends failed", i,
+			 sd[i].send_err);
+		T_ASSERT(rmsg_conn_stats(sd[i].c, &st[i], sizeof(st[i])) > 0,
+			 "stats");
+	}
+	T_ASSERT(calls_err == 0, "%d calls failed", calls_err);
+	T_ASSERT(ncuts >= 5, "only %d cuts", ncuts);
+	T_ASSERT(st[1].resumes >= 5 && st[1].suspends == st[1].resumes,
+		 "client: %llu suspends, %llu resumes",
+		 (unsigned long long)st[1].suspends,
+		 (unsigned long long)st[1].resumes);
+	printf("resume over tcp: %d + %d messages and %d calls exactly once "
+	       "through %d cuts; client %llu resumes (%llu replayed), "
+	       "server %llu resumes (%llu replayed), %d dials\n",
+	       NMSG, NMSG, NCALL, ncuts, (unsigned long long)st[1].resumes,
+	       (unsigned long long)st[1].replayed,
+	       (unsigned long long)st[0].resumes,
+	       (unsigned long long)st[0].replayed, npassed);
+	rmsg_conn_close(sd[1].c);
+	T_RUN_UNTIL(loop, sd[0].closed && sd[1].closed, 10);
+	T_ASSERT(sd[0].reason == -ESHUTDOWN && sd[1].reason == 0,
+		 "closes: %s, %s", rmsg_strerror(sd[0].reason),
+		 rmsg_strerror(sd[1].reason));
+	rmsg_listener_close(lis);
+	rmsg_cfg_destroy(cfg);
+}
+
+/* 2. no new transport within the window: -ETIMEDOUT on both sides */
+static void part_window(struct rmsg_ctx *ctx[2])
+{
+	struct rmsg_cfg *cfg = mkcfg(400);
+	struct rmsg_listener *lis;
+	double t0;
+	int i;
+
+	conn_pair(ctx, cfg, &lis);
+	refuse_all = true;
+	proxy_cut();
+	t0 = ev_time();
+	for (i = 0; i < 5; i++)
+		T_OK(send_one(1));
+	T_RUN_UNTIL(loop,
+		    rmsg_conn_resume_state(sd[1].c) == RMSG_RESUME_SUSPENDED ||
+			    sd[1].closed,
+		    10);
+	T_RUN_UNTIL(loop, sd[0].closed && sd[1].closed, 10);
+	for (i = 0; i < 2; i++)
+		T_ASSERT(sd[i].reason == -ETIMEDOUT, "side %d: %s", i,
+			 rmsg_strerror(sd[i].reason));
+	T_ASSERT(sd[1].send_err == 5, "%d sends failed", sd[1].send_err);
+	printf("resume window: both sides ended with ETIMEDOUT after %.2f s "
+	       "(window 0.4 s), 5 queued sends failed\n",
+	       ev_time() - t0);
+	refuse_all = false;
+	rmsg_listener_close(lis);
+	rmsg_cfg_destroy(cfg);
+}
+
+/* 3. the server's side ended while suspended: the client learns it at
+ * its next dial (-ESTALE), long before its window */
+static void part_stale(struct rmsg_ctx *ctx[2])
+{
+	struct rmsg_cfg *cfg = mkcfg(20000);
+	struct rmsg_listener *lis;
+	double t0;
+
+	conn_pair(ctx, cfg, &lis);
+	refuse_all = true;
+	proxy_cut();
+	T_RUN_UNTIL(loop,
+		    rmsg_conn_resume_state(sd[0].c) == RMSG_RESUME_SUSPENDED,
+		    10);
+	T_OK(rmsg_conn_close(sd[0].c));
+	T_RUN_UNTIL(loop, sd[0].closed, 10);
+	refuse_all = false;
+	t0 = ev_time();
+	T_RUN_UNTIL(loop, sd[1].closed, 10);
+	T_ASSERT(sd[1].reason == -ESTALE, "client: %s",
+		 rmsg_strerror(sd[1].reason));
+	printf("resume refused: the client ended with ESTALE %.2f s after "
+	       "the dials got through (window 20 s): %s\n",
+	       ev_time() - t0, rmsg_conn_close_reason(sd[1].c));
+	rmsg_listener_close(lis);
+	rmsg_cfg_destroy(cfg);
+}
+
+/* 4. a raw peer's resume requests: refused, counted */
+static void part_raw(struct rmsg_ctx *ctx[2])
+{
+	struct rmsg_cfg *cfg = mkcfg(5000);
+	struct rmsg_listener *lis;
+	struct rmsg_stats st;
+	int k;
+
+	conn_pair(ctx, cfg, &lis);
+	for (k = 0; k < 2; k++) {
+		struct sockaddr_in sa = {.sin_family = AF_INET};
+		uint8_t f[32 + 16 + 36], r[256];
+		size_t hl = k ? 16 + 20 : 16 + 36;
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		ssize_t n;
+
+		sa.sin_port = htons(sport);
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		T_ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0,
+			 "connect");
+		memset(f, 0, sizeof(f));
+		/* header: magic, version, HELLO; len */
+		f[0] = 0xa7, f[1] = 1, f[2] = 5;
+		f[16] = (uint8_t)hl;
+		/* hello: magic, version, no private data, RESUME|PACK|GROW,
+		 * 16 credits, eager 8192, then a session part of the
+		 * request's size with an id nobody has (or one too short) */
+		f[32] = 0xa7, f[33] = 1, f[35] = 0x0e, f[36] = 16;
+		f[32 + 9] = 0x20;
+		memset(f + 48, 0x5a, hl - 16);
+		T_ASSERT(write(fd, f, 32 + hl) == (ssize_t)(32 + hl), "write");
+		n = 0;
+		while (n < 32 + 16) {
+			ssize_t g;
+
+			t_run_for(loop, 0.01);
+			g = recv(fd, r + n, sizeof(r) - (size_t)n,
+				 MSG_DONTWAIT);
+			if (g == 0)
+				break;
+			if (g > 0)
+				n += g;
+		}
+		T_ASSERT(n >= 32 + 16 && r[2] == 7, "no REJECT (%zd bytes)", n);
+		/* its status: -ESTALE, or -EPROTO for the short one */
+		T_ASSERT((int16_t)(r[38] | r[39] << 8) ==
+				 (k ? -EPROTO : -ESTALE),
+			 "status %d", (int16_t)(r[38] | r[39] << 8));
+		close(fd);
+	}
+	T_OK(rmsg_ctx_stats(ctx[0], &st, sizeof(st)) > 0 ? 0 : -1);
+	T_ASSERT(st.resume_refused >= 2, "refused %llu",
+		 (unsigned long long)st.resume_refused);
+	/* the real session is untouched */
+	T_ASSERT(!sd[0].closed && !sd[1].closed, "closed");
+	T_OK(send_one(1));
+	T_RUN_UNTIL(loop, sd[0].next_in == 1 && sd[1].sent_ok == 1, 10);
+	printf("raw resume requests: an unknown session and a short one "
+	       "refused (ESTALE, EPROTO), %llu counted\n",
+	       (unsigned long long)st.resume_refused);
+	rmsg_conn_close(sd[1].c);
+	T_RUN_UNTIL(loop, sd[0].closed && sd[1].closed, 10);
+	rmsg_listener_close(lis);
+	rmsg_cfg_destroy(cfg);
+}
+
+int main(void)
+{
+	struct rmsg_ctx *ctx[2];
+	struct rmsg_cfg *cfg;
+	int i;
+
+	t_require_transport();
+	if (strcmp(t_transport(), "tcp")) {
+		printf("resume: TCP only (RDMA does not resume)\n");
+		return T_SKIP;
+	}
+	loop = ev_default_loop(0);
+	T_OK(rmsg_cfg_create(&cfg));
+	for (i = 0; i < 2; i++)
+		T_OK(rmsg_ctx_create(loop, cfg, &ctx[i]));
+	T_OK(rmsg_handle(ctx[0], M_ECHO, echo, NULL));
+	t_deadline(loop, 120 * t_scale());
+	part_stream(ctx);
+	part_window(ctx);
+	part_stale(ctx);
+	part_raw(ctx);
+	proxy_cut();
+	ev_io_stop(loop, &paccept);
+	close(pfd);
+	for (i = 0; i < 2; i++)
+		T_OK(rmsg_ctx_destroy(ctx[i]));
+	rmsg_cfg_destroy(cfg);
+	return 0;
+}
