@@ -37,6 +37,17 @@
  *  ESTABLISHED   frame received             on_msg / credits / acks
  *  ESTABLISHED   bad frame                  abort(-EPROTO)   -> CLOSING
  *  ESTABLISHED   tr failed (peer gone)      fail queued ops  -> CLOSING
+ *  ESTABLISHED   ... resumable (session.c), suspend: keep sends,
+ *                a failure of the path          fail one-sided ops
+ *                                           in flight        -> SUSPENDED
+ *  SUSPENDED     tr down                    client: dial again (backoff)
+ *  SUSPENDED     a dial fails               dial again; a refusal of the
+ *                                           session (ESTALE, EACCES)
+ *                                           fails all        -> CLOSING
+ *  SUSPENDED     new tr established         send again what the peer
+ *                (server: a resume request  lacks            -> ESTABLISHED
+ *                matched, its tr rebound)
+ *  SUSPENDED     resume window passed       abort(-ETIMEDOUT) -> CLOSING
  *  any open      rmsg_conn_close()          cancel, tr disconnect -> CLOSING
  *  CLOSING       tr down (all ops done)     on_close(reason) -> CLOSED
  *  CLOSED        last reference dropped     free
@@ -210,12 +221,19 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 		l = c->lst;
 	if (!l) /* a group's listener closed before the hello came */
 		return rmsgi_conn_refuse(c, -ECONNABORTED, reply);
-	if (h->flags & RMSGI_HELLO_F_RESUME) {
+	if ((h->flags & RMSGI_HELLO_F_RESUME) && h->sess_len) {
 		/* a suspended connection's new transport: @c goes */
-		if (h->sess_len)
-			return rmsgi_session_request(c, h, reply);
-		rmsgi_session_offer(c, l);
+		return rmsgi_session_request(c, h, reply);
 	}
+	/* admitted beside suspended connections (their resume requests may
+	 * need the slot): a new one still keeps to max_conns */
+	if (c->lst && c->lst->nconns > c->lst->cfg.max_conns) {
+		rmsgi_conn_why(c, "refused: the listener is at its "
+				  "max_conns with suspended connections");
+		return rmsgi_conn_refuse(c, -EUSERS, reply);
+	}
+	if (h->flags & RMSGI_HELLO_F_RESUME)
+		rmsgi_session_offer(c, l);
 	if (c->cfg.psk_len || (h->flags & RMSGI_HELLO_F_AUTH))
 		return rmsgi_auth_request(c, h, reply);
 	/* from here on the app may see the connection */
@@ -297,7 +315,8 @@ void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 		rmsgi_conn_set_peer(c, h);
 	}
 	rmsgi_conn_addrs(c);
-	rmsgi_session_established(c, h);
+	if (!c->is_server)
+		rmsgi_session_established(c, h);
 	if (c->cfg.psk_len || (h && (h->flags & RMSGI_HELLO_F_AUTH))) {
 		rmsgi_auth_begin(c, h);
 		return;
@@ -322,6 +341,9 @@ void rmsgi_conn_up(struct rmsg_conn *c)
 			 c->tr ? c->tr->name : "none", transport_why(c));
 	c->auth_wait = false;
 	rmsgi_conn_set_state(c, RMSGI_CS_ESTABLISHED);
+	/* resumable from now on, if both ends took it */
+	if (c->ss)
+		rmsgi_session_on(c);
 	/* what was queued before goes by what is known now */
 	rmsgi_conn_proto_queued(c);
 	c->was_established = true;
@@ -366,6 +388,8 @@ static void send_bye(struct rmsg_conn *c)
 	op->aux = RMSGI_CREDIT_BYE;
 	op->credits = rmsgi_credit_take_beyond(&c->cr);
 	op->wret = 0; /* a BYE takes no bytes and returns none */
+	/* what we received is acknowledged: the peer lingers for it */
+	op->acks = c->ss ? rmsgi_session_ack_take(c) : 0;
 	rmsgi_conn_op_proto(c, op, false);
 	op_state(c, op, RMSGI_OS_POSTED);
 	if (c->tops->post(c->tr_priv, op)) {
@@ -465,6 +489,15 @@ void rmsgi_conn_ev_down(struct rmsg_conn *c)
 	rmsgi_ctx_mark_dirty(c->ctx, c);
 }
 
+void rmsgi_conn_lost(struct rmsg_conn *c, int reason)
+{
+	if (c->tr_priv && rmsgi_session_suspend(c, reason)) {
+		c->tops->disconnect(c->tr_priv, 0);
+		return;
+	}
+	rmsgi_conn_abort(c, reason);
+}
+
 void rmsgi_conn_abort(struct rmsg_conn *c, int reason)
 {
 	if (c->state >= RMSGI_CS_CLOSING)
@@ -480,9 +513,9 @@ void rmsgi_conn_abort(struct rmsg_conn *c, int reason)
 	/* a failure does not linger */
 	if (c->tr_priv)
 		c->tops->disconnect(c->tr_priv, 0);
-	else if (!c->tr || c->tr_down) {
-		/* never waits for a resolver thread (nor, suspended, for
-		 * the next dial) */
+	else {
+		/* no backend (none yet, or suspended between dials): never
+		 * waits for a resolver thread */
 		rmsgi_resolve_cancel(c);
 		rmsgi_conn_ev_down(c);
 	}
@@ -490,6 +523,8 @@ void rmsgi_conn_abort(struct rmsg_conn *c, int reason)
 
 int rmsg_conn_close(struct rmsg_conn *c)
 {
+	bool bye;
+
 	if (!c)
 		return -EINVAL;
 	if (c->in_accept)
@@ -497,6 +532,8 @@ int rmsg_conn_close(struct rmsg_conn *c)
 	if (c->state >= RMSGI_CS_CLOSING)
 		return 0;
 	c->close_reason = 0;
+	/* a BYE goes over an open transport only (not a redial's) */
+	bye = c->was_established && c->state != RMSGI_CS_SUSPENDED;
 	rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
 	/* what the peer was already asked to read (rendezvous) or answer
 	 * (emulated one-sided ops) stays: the transport lingers for its
@@ -504,13 +541,14 @@ int rmsg_conn_close(struct rmsg_conn *c)
 	 * down (rmsgi_conn_ev_down) */
 	rmsgi_conn_cancel_sendq(c, -ECANCELED);
 	rmsgi_conn_drop_rx(c);
-	if (c->was_established)
+	if (bye)
 		send_bye(c);
 	/* the app's close lingers (the backend decides nothing of it) */
 	if (c->tr_priv)
 		c->tops->disconnect(c->tr_priv, RMSGI_LINGER_MS);
-	else if (!c->tr || c->tr_down) {
-		/* never waits for a resolver thread (nor for a dial) */
+	else {
+		/* no backend (none yet, or suspended between dials): never
+		 * waits for a resolver thread */
 		rmsgi_resolve_cancel(c);
 		rmsgi_conn_ev_down(c);
 	}
@@ -563,6 +601,7 @@ void rmsgi_conn_finalize(struct rmsg_conn *c)
 			 (unsigned long long)c->st.msgs_recv,
 			 (unsigned long long)c->st.bytes_recv);
 	rmsgi_keepalive_stop(c);
+	rmsgi_session_end(c);
 	/* what was exported to this connection ends with it */
 	rmsgi_mr_conn_gone(c);
 	/* calls still waiting end before on_close, which is last */

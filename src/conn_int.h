@@ -68,6 +68,9 @@ struct rmsgi_session {
 	struct rmsgi_timer window; /* the resume window, while suspended */
 	struct rmsgi_timer redial; /* client: the next dial */
 	unsigned backoff_ms;
+	/* the peer last acknowledged something, or the first message it
+	 * owes an acknowledgement was done (keepalive: rmsgi_session_stuck) */
+	ev_tstamp ack_mark;
 };
 
 /* should a CREDIT frame go out? (rmsgi_credit_want_update, or our count
@@ -280,15 +283,26 @@ void rmsgi_conn_set_peer(struct rmsg_conn *c, const struct rmsgi_hello *h);
 /* asks the backend for the endpoint's addresses and keeps them */
 void rmsgi_conn_addrs(struct rmsg_conn *c);
 
-/* session.c: resumable connections */
+/* session.c: resumable connections; resume.c their handshake */
+/* @c's session object (c->ss), not on yet: NULL if no memory */
+struct rmsgi_session *rmsgi_session_new(struct rmsg_conn *c);
+/* client: the server's answer @h to our resume request: proved? Its
+ * count of our messages in *@rx_p, and flow control set up anew; or the
+ * error that ends the connection (why given) */
+int rmsgi_session_answer(struct rmsg_conn *c, const struct rmsgi_hello *h,
+			 uint64_t *rx_p);
 /* the session part of the hello @c sends (rmsgi_conn_hello) */
 void rmsgi_session_hello(const struct rmsg_conn *c, struct rmsgi_hello *h);
 /* server: a client that asks for a session, on listener @l */
 void rmsgi_session_offer(struct rmsg_conn *c, const struct rmsg_listener *l);
-/* the transport is up: the session is on if both took it (client: the
- * server's reply @h) */
+/* client: the server's reply @h took a session: its id and key */
 void rmsgi_session_established(struct rmsg_conn *c,
 			       const struct rmsgi_hello *h);
+/* established (app accepted, key proven): resumable from now on */
+void rmsgi_session_on(struct rmsg_conn *c);
+/* the connection closed: no timer runs, no resume finds it */
+void rmsgi_session_end(struct rmsg_conn *c);
+
 /* server: a resume request @h on the new connection @c: 0 and @reply
  * (@c is gone: its transport now serves the suspended connection), or
  * a refusal's status and @reply */

@@ -142,6 +142,15 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		 * and a silent peer is silent */
 		reading = op->kind == RMSGI_OP_SEND;
 	}
+	/* a resumable connection's peer that is heard but acknowledges
+	 * none of our messages holds them (and our buffers) for ever */
+	if (c->ss &&
+	    rmsgi_session_stuck(c, now, iv * c->cfg.keepalive_misses)) {
+		c->st.ka_timeouts++;
+		rmsgi_conn_abort(c, -ETIMEDOUT);
+		rmsgi_ctx_flush(c->ctx);
+		return;
+	}
 	idle = answers_stuck(c, now);
 	if (idle > iv * c->cfg.keepalive_misses) {
 		rmsgi_warn(c->ctx,
@@ -176,7 +185,8 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			       "dead or unreachable",
 			       idle, c->cfg.keepalive_ms,
 			       c->cfg.keepalive_misses);
-		rmsgi_conn_abort(c, -ETIMEDOUT);
+		/* a resumable connection waits for a new path instead */
+		rmsgi_conn_lost(c, -ETIMEDOUT);
 		rmsgi_ctx_flush(c->ctx);
 		return;
 	}

@@ -85,7 +85,7 @@ int rmsgi_listener_admit(struct rmsg_listener *l)
 {
 	int ret = 0;
 
-	if (l->nconns >= l->cfg.max_conns)
+	if (l->nconns - l->nsuspended >= l->cfg.max_conns)
 		ret = -EUSERS;
 	else if (l->npending >= l->cfg.max_pending)
 		ret = -EAGAIN;
@@ -155,6 +155,13 @@ void rmsgi_listener_track(struct rmsg_conn *c, int state)
 		c->lst_pending = false;
 		l->npending--;
 	}
+	if (c->lst_suspended != (state == RMSGI_CS_SUSPENDED)) {
+		c->lst_suspended = !c->lst_suspended;
+		if (c->lst_suspended)
+			l->nsuspended++;
+		else
+			l->nsuspended--;
+	}
 	if (state == RMSGI_CS_CLOSED) {
 		c->lst = NULL;
 		l->nconns--;
@@ -173,6 +180,7 @@ static void listener_detach_all(struct rmsg_listener *l)
 		if (c->lst == l) {
 			c->lst = NULL;
 			c->lst_pending = false;
+			c->lst_suspended = false;
 		}
 	}
 }

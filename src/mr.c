@@ -535,7 +535,7 @@ int rmsg_mr_export(struct rmsg_mr *mr, struct rmsg_conn *c, uint64_t off,
 		return -EINVAL;
 	if ((mr->access & rights) != rights)
 		return -EACCES;
-	if (c && (c->ctx != mr->ctx || c->state != RMSGI_CS_ESTABLISHED))
+	if (c && (c->ctx != mr->ctx || !rmsgi_conn_takes_sends(c)))
 		return c->ctx != mr->ctx ? -EINVAL : -ENOTCONN;
 	t = &mr->ctx->mrt;
 	e = calloc(1, sizeof(*e));

@@ -268,7 +268,10 @@ struct rmsg_listener {
 	uint16_t port;
 	unsigned nconns;   /* connections counted against cfg.max_conns */
 	unsigned npending; /* of which in handshake (cfg.max_pending) */
-	uint64_t refused;  /* connections refused over a limit */
+	/* of which suspended (resumable, session.c): their resume requests
+	 * are admitted beyond max_conns, new connections never are */
+	unsigned nsuspended;
+	uint64_t refused; /* connections refused over a limit */
 	/* rmsg_listen_group (group.c): the group; on the home's listener
 	 * and on each member's stand-in (@member: made by the group for a
 	 * member context, no backend listens on it; freed by the group) */
@@ -420,6 +423,7 @@ struct rmsg_conn {
 	struct rmsgi_rpc_conn *rpc; /* calls in flight (rpc.c) */
 	struct rmsg_listener *lst;  /* counts against its limits (listener.c) */
 	bool lst_pending;	    /* ... as a handshake too */
+	bool lst_suspended;	    /* ... as suspended (l->nsuspended) */
 	struct rmsgi_live live;	    /* liveness and keepalive (keepalive.h) */
 	int close_reason;
 	/* why it closed or was refused, for rmsg_conn_close_reason(): the
@@ -516,8 +520,22 @@ void rmsgi_keepalive_stop(struct rmsg_conn *c);
  * plain CREDIT frame) */
 #define RMSGI_CREDIT_BYE 2
 void rmsgi_keepalive_answer(struct rmsg_conn *c);
+/* session.c, for keepalive.c: the peer of a resumable connection (c->ss
+ * set), heard from, acknowledged none of our messages for @bound
+ * seconds: true, the reason given */
+bool rmsgi_session_stuck(struct rmsg_conn *c, ev_tstamp now, double bound);
 /* what keepalive.c asks of the rest of a connection (conn.c, send.c) */
 bool rmsgi_conn_is_established(const struct rmsg_conn *c);
+/* established, or suspended (resumable: what is queued goes once it
+ * resumes): may the app answer and export on it? */
+static inline bool rmsgi_conn_takes_sends(const struct rmsg_conn *c)
+{
+	return c->state == RMSGI_CS_ESTABLISHED ||
+	       c->state == RMSGI_CS_SUSPENDED;
+}
+/* the transport of an established connection is lost (@reason): a
+ * resumable one is suspended (its transport ends), another closes */
+void rmsgi_conn_lost(struct rmsg_conn *c, int reason);
 /* queues the connection's one CREDIT frame with @aux, unless it is on
  * its way already (that tells the peer too) or @c is not established;
  * true if it was queued */

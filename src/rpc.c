@@ -511,7 +511,7 @@ static void reply_sent(struct rmsg_conn *c, int status, void *arg)
 	uint64_t id = rmsgi_get32(buf + 8) | (uint64_t)rmsgi_get32(buf + 12)
 						     << 32;
 	bool tell = status == -ENOMEM && rmsgi_get32(buf) == 0 &&
-		    c->state == RMSGI_CS_ESTABLISHED;
+		    rmsgi_conn_takes_sends(c);
 
 	rmsgi_pool_free(c->ctx->pool, buf);
 	if (tell)
@@ -579,7 +579,8 @@ int rmsg_reply(struct rmsg_req *req, const struct iovec *iov, int iovcnt)
 	for (i = 0; i < iovcnt; i++)
 		if (iov[i].iov_len && !iov[i].iov_base)
 			return -EINVAL;
-	ret = req->c->state == RMSGI_CS_ESTABLISHED
+	/* suspended (resumable): the reply waits for the new transport */
+	ret = rmsgi_conn_takes_sends(req->c)
 		      ? send_reply(req->c, req->id, 0, iov, iovcnt)
 		      : -ENOTCONN;
 	if (ret == -ENOMEM)
@@ -596,7 +597,7 @@ int rmsg_reply_error(struct rmsg_req *req, int err)
 
 	if (!req || req->answered || err >= 0 || err < -4095)
 		return -EINVAL;
-	ret = req->c->state == RMSGI_CS_ESTABLISHED
+	ret = rmsgi_conn_takes_sends(req->c)
 		      ? send_reply(req->c, req->id, err, NULL, 0)
 		      : -ENOTCONN;
 	if (ret == -ENOMEM)

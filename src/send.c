@@ -229,6 +229,11 @@ void rmsgi_conn_op_done(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 		c->st.refused_ours++; /* the peer's device refused it */
 	if (status == -ECANCELED && c->close_reason)
 		status = c->close_reason;
+	/* a one-sided op in flight when a resumable connection's transport
+	 * broke: it may or may not have taken effect */
+	if (RMSGI_UNLIKELY(status) && c->state == RMSGI_CS_SUSPENDED &&
+	    op->kind != RMSGI_OP_SEND && op->kind != RMSGI_OP_PACK)
+		status = -ECONNABORTED;
 	if (op->rndv) {
 		if (op->state == RMSGI_OS_ANSWERED) {
 			op_finish(c, op, status ? status : op->status);
@@ -606,6 +611,7 @@ send_direct(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 	h.aux = aux;
 	h.len = len;
 	h.id = 0;
+	h.acks = 0; /* never on a resumable connection (direct_lim 0) */
 	h.credits = credit_take(c);
 	h.bytes = rmsgi_credit_take_bytes(&c->cr, len);
 	w = c->tops->send_direct(c->tr_priv, &h, iov, iovcnt);

@@ -18,22 +18,7 @@
  * resume hello. A send's callback runs once the peer acknowledged it
  * (RMSGI_OS_UNACKED until then): "sent" means the peer's library has it.
  *
- * Handshake (the hello's session part, proto.h):
- *   client, first hello:   RMSGI_HELLO_F_RESUME, no part
- *   server, its reply:     sid (u64) || secret (32 bytes)      (a session)
- *   client, resume hello:  sid || attempt (u32) || rx_c (u64) || M_c
- *   server, resume reply:  rx_s (u64) || M_s
- * M_c = HMAC-SHA-256(K, "rmsg-resume-1 client" || sid || attempt ||
- * rx_c), M_s = HMAC-SHA-256(K, "rmsg-resume-1 server" || sid || attempt
- * || rx_s || rx_c), both cut to 16 bytes; rx is the sender's message
- * count; K is the secret, or with a pre-shared key HMAC-SHA-256(psk,
- * "rmsg-resume-1 key" || secret), so that one who read the secret off
- * the wire still cannot resume a keyed session. The attempt grows with
- * each request; the server takes only one above the last it accepted.
- * Refusals (a REJECT's status): -ESTALE no such session here (the server
- * restarted, or the session ended), -EACCES a wrong proof or a replayed
- * attempt, -EAGAIN the old transport is still going down (try again).
- *
+ * The handshake that proves and matches a session is resume.c's.
  * What a peer can do with it: a resume request is checked before
  * anything is kept for it; a session exists only for a connection the
  * app accepted (and, with a key, that proved it), so suspended sessions
@@ -42,69 +27,17 @@
  * bound, rmsg_cfg_set_send_queue), never copies.
  */
 #include <stdlib.h>
-#include <nettle/hmac.h>
-#include <nettle/memops.h>
 
 #include "conn_int.h"
 
-#define S_NEW_LEN (8 + RMSGI_SESS_KEY)
-#define S_REQ_LEN (8 + 4 + 8 + S_MAC)
-#define S_ACK_LEN (8 + S_MAC)
-#define S_MAC 16
 /* redials: the first at once, then waits that double up to this */
 #define S_BACKOFF_MIN_MS 20u
 #define S_BACKOFF_MAX_MS 1000u
 
-static void sess_mac(const struct rmsgi_session *ss, bool server,
-		     uint32_t attempt, uint64_t rx_s, uint64_t rx_c,
-		     uint8_t out[S_MAC])
-{
-	static const char lc[] = "rmsg-resume-1 client";
-	static const char ls[] = "rmsg-resume-1 server";
-	struct hmac_sha256_ctx h;
-	uint8_t buf[8 + 4 + 8 + 8], mac[RMSGI_MAC_SIZE];
-	size_t n = 0;
-
-	rmsgi_put64(buf, ss->sid);
-	rmsgi_put32(buf + 8, attempt);
-	n = 12;
-	if (server) {
-		rmsgi_put64(buf + n, rx_s);
-		n += 8;
-	}
-	rmsgi_put64(buf + n, rx_c);
-	n += 8;
-	hmac_sha256_set_key(&h, sizeof(ss->key), ss->key);
-	if (server)
-		hmac_sha256_update(&h, sizeof(ls) - 1, (const uint8_t *)ls);
-	else
-		hmac_sha256_update(&h, sizeof(lc) - 1, (const uint8_t *)lc);
-	hmac_sha256_update(&h, n, buf);
-	hmac_sha256_digest(&h, sizeof(mac), mac);
-	memcpy(out, mac, S_MAC);
-}
-
-/* K from the secret (and the pre-shared key, if any) */
-static void sess_key(struct rmsgi_session *ss, const struct rmsgi_cfgv *cfg,
-		     const uint8_t secret[RMSGI_SESS_KEY])
-{
-	static const char lk[] = "rmsg-resume-1 key";
-	struct hmac_sha256_ctx h;
-
-	if (!cfg->psk_len) {
-		memcpy(ss->key, secret, RMSGI_SESS_KEY);
-		return;
-	}
-	hmac_sha256_set_key(&h, cfg->psk_len, cfg->psk);
-	hmac_sha256_update(&h, sizeof(lk) - 1, (const uint8_t *)lk);
-	hmac_sha256_update(&h, RMSGI_SESS_KEY, secret);
-	hmac_sha256_digest(&h, RMSGI_SESS_KEY, ss->key);
-}
-
 static void window_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void redial_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
-static struct rmsgi_session *sess_new(struct rmsg_conn *c)
+struct rmsgi_session *rmsgi_session_new(struct rmsg_conn *c)
 {
 	struct rmsgi_session *ss = calloc(1, sizeof(*ss));
 
@@ -121,11 +54,6 @@ static struct rmsgi_session *sess_new(struct rmsg_conn *c)
 	return ss;
 }
 
-static bool can_resume(const struct rmsg_conn *c)
-{
-	return c->cfg.resume_ms && c->tops && c->tops->rebind;
-}
-
 void rmsgi_session_free(struct rmsg_conn *c)
 {
 	struct rmsgi_session *ss = c->ss;
@@ -140,179 +68,29 @@ void rmsgi_session_free(struct rmsg_conn *c)
 	c->ss = NULL;
 }
 
-/* ------------------------------------------------------------------ */
-/* the handshake                                                        */
-
-/* flow control starts again on the new transport, from the hellos: the
- * grants each side gives the other, byte windows, packing */
-static void flow_reset(struct rmsg_conn *c, const struct rmsgi_hello *h)
-{
-	rmsgi_credit_grant(&c->cr, rmsgi_credits_start(&c->cfg));
-	rmsgi_conn_flow(c, h);
-}
-
-void rmsgi_session_hello(const struct rmsg_conn *c, struct rmsgi_hello *h)
-{
-	const struct rmsgi_session *ss = c->ss;
-	uint8_t *p = h->sess;
-
-	if (!can_resume(c) || (c->is_server && !ss))
-		return;
-	h->flags |= RMSGI_HELLO_F_RESUME;
-	if (c->is_server && c->state == RMSGI_CS_SUSPENDED) {
-		/* the answer to a resume request: our count, our proof */
-		h->flags &= (uint8_t)~RMSGI_HELLO_F_AUTH;
-		h->pdata_len = 0;
-		h->nonce_len = 0;
-		rmsgi_put64(p, c->st.msgs_recv);
-		sess_mac(ss, true, ss->attempt, c->st.msgs_recv, ss->req_rx,
-			 p + 8);
-		h->sess_len = S_ACK_LEN;
-	} else if (c->is_server) {
-		rmsgi_put64(p, ss->sid);
-		memcpy(p + 8, ss->secret, RMSGI_SESS_KEY);
-		h->sess_len = S_NEW_LEN;
-	} else if (ss && ss->on) {
-		/* a resume request: no private data, no key flag (the
-		 * proof is the key's) */
-		h->flags &= (uint8_t)~RMSGI_HELLO_F_AUTH;
-		h->pdata_len = 0;
-		rmsgi_put64(p, ss->sid);
-		rmsgi_put32(p + 8, ss->attempt);
-		rmsgi_put64(p + 12, c->st.msgs_recv);
-		sess_mac(ss, false, ss->attempt, 0, c->st.msgs_recv, p + 20);
-		h->sess_len = S_REQ_LEN;
-	}
-}
-
-void rmsgi_session_offer(struct rmsg_conn *c, const struct rmsg_listener *l)
-{
-	uint8_t rnd[RMSGI_NONCE_SIZE];
-	struct rmsgi_session *ss;
-
-	/* a group's peers land on any member: one could not find its
-	 * session again (rmsg_listen_group(3)) */
-	if (!can_resume(c) || l->group || c->ss)
-		return;
-	ss = sess_new(c);
-	if (!ss)
-		return; /* no memory: the connection is not resumable */
-	if (rmsgi_auth_nonce(rnd) || rmsgi_auth_nonce(ss->secret)) {
-		rmsgi_session_free(c);
-		return;
-	}
-	memcpy(&ss->sid, rnd, sizeof(ss->sid));
-	sess_key(ss, &c->cfg, ss->secret);
-}
-
-void rmsgi_session_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
+void rmsgi_session_on(struct rmsg_conn *c)
 {
 	struct rmsgi_session *ss = c->ss;
 
-	if (c->is_server) {
-		if (!ss || ss->on)
-			return;
-		ss->on = true;
-		explicit_bzero(ss->secret, sizeof(ss->secret));
-		rmsgi_list_add_tail(&c->ctx->sessions, &ss->link);
+	/* established: the app accepted, a key was proven */
+	if (ss->on)
 		return;
-	}
-	/* the server took it: its id and secret */
-	if (!h || !(h->flags & RMSGI_HELLO_F_RESUME) ||
-	    h->sess_len < S_NEW_LEN || !can_resume(c) || ss)
-		return;
-	ss = sess_new(c);
-	if (!ss)
-		return;
-	ss->sid = rmsgi_get64(h->sess);
-	sess_key(ss, &c->cfg, h->sess + 8);
 	ss->on = true;
+	ss->ack_mark = ev_now(c->ctx->loop);
+	explicit_bzero(ss->secret, sizeof(ss->secret));
+	if (c->is_server)
+		rmsgi_list_add_tail(&c->ctx->sessions, &ss->link);
 }
 
-/* a request refused: counted, logged at most once a second per
- * context (a peer that guesses may try often) */
-static int refuse(struct rmsg_conn *c, int err, struct rmsgi_hello *reply,
-		  const char *what)
+void rmsgi_session_end(struct rmsg_conn *c)
 {
-	struct rmsg_ctx *ctx = c->ctx;
-	ev_tstamp now = ev_now(ctx->loop);
+	struct rmsgi_session *ss = c->ss;
 
-	ctx->st.resume_refused++;
-	if (now - ctx->resume_warned >= 1.0) {
-		rmsgi_warn(ctx,
-			   "conn %u: a resume request refused: %s (%llu "
-			   "refused so far)",
-			   c->id, what,
-			   (unsigned long long)ctx->st.resume_refused);
-		ctx->resume_warned = now;
-	}
-	rmsgi_conn_why(c, "a resume request refused: %s", what);
-	return rmsgi_conn_refuse(c, err, reply);
-}
-
-int rmsgi_session_request(struct rmsg_conn *c, const struct rmsgi_hello *h,
-			  struct rmsgi_hello *reply)
-{
-	const uint8_t *p = h->sess;
-	struct rmsgi_session *ss = NULL;
-	struct rmsgi_list *n;
-	struct rmsg_conn *old;
-	uint8_t mac[S_MAC];
-	uint64_t sid, rx;
-	uint32_t attempt;
-
-	if (h->sess_len < S_REQ_LEN || !c->tops->rebind)
-		return refuse(c, -EPROTO, reply, "malformed");
-	sid = rmsgi_get64(p);
-	attempt = rmsgi_get32(p + 8);
-	rx = rmsgi_get64(p + 12);
-	rmsgi_list_for_each(n, &c->ctx->sessions)
-	{
-		struct rmsgi_session *s =
-			rmsgi_list_entry(n, struct rmsgi_session, link);
-
-		if (s->sid == sid) {
-			ss = s;
-			break;
-		}
-	}
 	if (!ss)
-		return refuse(c, -ESTALE, reply, "no such session");
-	sess_mac(ss, false, attempt, 0, rx, mac);
-	if (!memeql_sec(mac, p + 20, S_MAC))
-		return refuse(c, -EACCES, reply, "a wrong proof");
-	if (attempt <= ss->attempt)
-		return refuse(c, -EACCES, reply, "a replayed attempt");
-	old = ss->c;
-	if (rx < ss->peer_rx || rx > ss->tx_seq)
-		return refuse(c, -EPROTO, reply,
-			      "a count of messages it cannot have");
-	ss->attempt = attempt;
-	if (old->state == RMSGI_CS_ESTABLISHED) {
-		/* the client saw the break first: our side of it goes */
-		rmsgi_session_suspend(old, -ECONNRESET);
-		if (old->tr_priv)
-			old->tops->disconnect(old->tr_priv, 0);
-	}
-	if (old->state != RMSGI_CS_SUSPENDED)
-		return refuse(c, -ESTALE, reply, "the session is ending");
-	if (old->tr_priv) {
-		rmsgi_conn_why(c, "the session's old transport is still "
-				  "going down");
-		return rmsgi_conn_refuse(c, -EAGAIN, reply);
-	}
-	/* the new transport is the session's from now on */
-	ss->req_rx = rx;
-	rmsgi_conn_set_tr(old, c->tr);
-	old->tr_priv = c->tr_priv;
-	old->tr_down = false;
-	old->tops->rebind(old->tr_priv, old, &old->ti);
-	c->tr_priv = NULL;
-	flow_reset(old, h);
-	rmsgi_conn_hello(old, reply);
-	rmsgi_conn_why(c, "its transport resumed conn %u", old->id);
-	rmsgi_conn_discard(c);
-	return 0;
+		return;
+	rmsgi_timer_stop(c->ctx->loop, &ss->window);
+	rmsgi_timer_stop(c->ctx->loop, &ss->redial);
+	rmsgi_list_del(&ss->link); /* no resume finds it now */
 }
 
 /* ------------------------------------------------------------------ */
@@ -339,8 +117,11 @@ void rmsgi_session_posted(struct rmsg_conn *c, struct rmsgi_op *op)
 
 	if (!ss->on)
 		return;
+	/* the frames the peer counts in its st.msgs_recv: messages (RPC
+	 * included), not the AUTH frame, which is a send too */
 	if (op->kind == RMSGI_OP_SEND) {
-		op->seq = ++ss->tx_seq;
+		if (op->type == RMSGI_T_DATA || op->type == RMSGI_T_RNDV_REQ)
+			op->seq = ++ss->tx_seq;
 		return;
 	}
 	if (op->kind != RMSGI_OP_PACK)
@@ -356,6 +137,8 @@ static void unacked_add(struct rmsgi_session *ss, struct rmsgi_op *op)
 {
 	struct rmsgi_list *n = ss->unacked.prev;
 
+	if (rmsgi_list_empty(&ss->unacked))
+		ss->ack_mark = ev_now(ss->c->ctx->loop);
 	while (n != &ss->unacked &&
 	       rmsgi_list_entry(n, struct rmsgi_op, link)->seq > op->seq)
 		n = n->prev;
@@ -383,6 +166,14 @@ static void acked_through(struct rmsg_conn *c, uint64_t rx)
 {
 	struct rmsgi_session *ss = c->ss;
 
+	if (rx > ss->peer_rx) {
+		/* progress: the peer takes what we send */
+		ss->ack_mark = ev_now(c->ctx->loop);
+		if (c->state == RMSGI_CS_ESTABLISHED) {
+			rmsgi_timer_stop(c->ctx->loop, &ss->window);
+			ss->backoff_ms = 0;
+		}
+	}
 	ss->peer_rx = rx;
 	while (!rmsgi_list_empty(&ss->unacked)) {
 		struct rmsgi_op *op = rmsgi_list_entry(ss->unacked.next,
@@ -442,21 +233,43 @@ void rmsgi_session_bye(struct rmsg_conn *c)
 /* ------------------------------------------------------------------ */
 /* suspend and resume                                                   */
 
+/* a failure of the path, which a new transport may not meet again:
+ * not a peer that broke the protocol or said goodbye, nor a message
+ * the peer cannot take (that would fail again after every resume) */
+static bool path_failure(int reason)
+{
+	switch (reason) {
+	case 0:
+	case -ECONNRESET:
+	case -ETIMEDOUT:
+	case -EPIPE:
+	case -ECONNABORTED:
+	case -ENETDOWN:
+	case -ENETUNREACH:
+	case -EHOSTUNREACH:
+	case -EHOSTDOWN:
+		return true;
+	default:
+		return false;
+	}
+}
+
 bool rmsgi_session_suspend(struct rmsg_conn *c, int reason)
 {
 	struct rmsgi_session *ss = c->ss;
 	struct rmsgi_list *n, *t;
 
-	/* a peer that said goodbye, or broke the protocol, is not waited
-	 * for */
 	if (!ss || !ss->on || c->state != RMSGI_CS_ESTABLISHED || c->peer_bye ||
-	    reason == -EPROTO || reason == -EACCES)
+	    !path_failure(reason))
 		return false;
 	rmsgi_conn_set_state(c, RMSGI_CS_SUSPENDED);
 	rmsgi_keepalive_stop(c);
 	c->st.suspends++;
-	rmsgi_conn_event(c, "suspended", "err=%s resume_ms=%u",
-			 rmsg_err_name(reason), c->cfg.resume_ms);
+	rmsgi_conn_event(c, "suspended", "err=%s why=\"%s\" resume_ms=%u",
+			 rmsg_err_name(reason), c->why, c->cfg.resume_ms);
+	/* the reason of the break is not the connection's: if it ends,
+	 * the end says why */
+	c->why[0] = 0;
 	/* one-sided ops waiting for the peer's answer may or may not
 	 * have taken effect: they fail */
 	rmsgi_conn_cancel_answers(c, -ECONNABORTED);
@@ -477,9 +290,12 @@ bool rmsgi_session_suspend(struct rmsg_conn *c, int reason)
 	/* what we received stays ours to deliver; their buffers' credits
 	 * belonged to the old transport */
 	rmsgi_conn_rx_stale(c);
-	rmsgi_timer_start(c->ctx->loop, &ss->window, c->cfg.resume_ms / 1000.0,
-			  0);
-	ss->backoff_ms = 0;
+	/* the window runs from the first break after progress: a
+	 * connection that resumes but moves nothing (a path that breaks
+	 * again at once) still ends within it */
+	if (!rmsgi_timer_active(&ss->window))
+		rmsgi_timer_start(c->ctx->loop, &ss->window,
+				  c->cfg.resume_ms / 1000.0, 0);
 	return true;
 }
 
@@ -487,7 +303,8 @@ int rmsgi_session_failed(struct rmsg_conn *c, int reason,
 			 const struct rmsgi_hello *h)
 {
 	(void)reason;
-	if (!h || h->status == -EAGAIN || h->status == -EUSERS)
+	if (!h || h->status == -EAGAIN || h->status == -EUSERS ||
+	    h->status == -ENOMEM)
 		return 0; /* dial again once the backend is down */
 	switch (h->status) {
 	case -ESTALE:
@@ -548,39 +365,23 @@ static void window_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	if (c->state != RMSGI_CS_SUSPENDED)
+	if (c->state != RMSGI_CS_SUSPENDED && c->state != RMSGI_CS_ESTABLISHED)
 		return;
-	rmsgi_conn_why(c,
-		       "not resumed within the resume window (%u ms) after "
-		       "its transport failed",
-		       c->cfg.resume_ms);
+	if (c->state == RMSGI_CS_SUSPENDED)
+		rmsgi_conn_why(c,
+			       "not resumed within the resume window (%u ms) "
+			       "after its transport failed",
+			       c->cfg.resume_ms);
+	else
+		rmsgi_conn_why(c,
+			       "resumed, but the peer acknowledged nothing "
+			       "within the resume window (%u ms) of the "
+			       "first break",
+			       c->cfg.resume_ms);
 	rmsgi_conn_get(c);
 	rmsgi_conn_abort(c, -ETIMEDOUT);
 	rmsgi_ctx_flush(c->ctx);
 	rmsgi_conn_put(c);
-}
-
-/* client: the server's answer to our request is right? Its count */
-static int check_ack(struct rmsg_conn *c, const struct rmsgi_hello *h,
-		     uint64_t *rx_p)
-{
-	struct rmsgi_session *ss = c->ss;
-	uint8_t mac[S_MAC];
-
-	if (!h || !(h->flags & RMSGI_HELLO_F_RESUME) ||
-	    h->sess_len < S_ACK_LEN) {
-		rmsgi_conn_why(c, "the peer accepted our resume request "
-				  "without resuming");
-		return -EPROTO;
-	}
-	*rx_p = rmsgi_get64(h->sess);
-	sess_mac(ss, true, ss->attempt, *rx_p, c->st.msgs_recv, mac);
-	if (!memeql_sec(mac, h->sess + 8, S_MAC)) {
-		rmsgi_conn_why(c, "the peer's resume answer does not prove "
-				  "the session");
-		return -EACCES;
-	}
-	return 0;
 }
 
 void rmsgi_session_resume(struct rmsg_conn *c, const struct rmsgi_hello *h)
@@ -590,11 +391,8 @@ void rmsgi_session_resume(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	unsigned replayed = 0;
 	int err = 0;
 
-	if (!c->is_server) {
-		err = check_ack(c, h, &rx);
-		if (!err)
-			flow_reset(c, h);
-	}
+	if (!c->is_server)
+		err = rmsgi_session_answer(c, h, &rx);
 	if (!err && (rx < ss->peer_rx || rx > ss->tx_seq)) {
 		rmsgi_conn_why(c,
 			       "the peer's count of our messages (%llu) is "
@@ -625,9 +423,14 @@ void rmsgi_session_resume(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	ss->tx_seq = rx;
 	/* the hellos told each side the other's count */
 	ss->rx_told = c->st.msgs_recv;
-	ss->backoff_ms = 0;
-	rmsgi_timer_stop(c->ctx->loop, &ss->window);
 	rmsgi_timer_stop(c->ctx->loop, &ss->redial);
+	/* nothing left to deliver: the window has nothing to wait for */
+	if (!replayed && rmsgi_list_empty(&c->tx.sendq)) {
+		rmsgi_timer_stop(c->ctx->loop, &ss->window);
+		ss->backoff_ms = 0;
+	}
+	ss->ack_mark = ev_now(c->ctx->loop);
+	c->why[0] = 0;
 	c->st.resumes++;
 	c->st.replayed += replayed;
 	rmsgi_conn_set_state(c, RMSGI_CS_ESTABLISHED);
@@ -636,6 +439,19 @@ void rmsgi_session_resume(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	rmsgi_conn_event(c, "resumed", "transport=%s replayed=%u attempt=%u",
 			 c->tr->name, replayed, ss->attempt);
 	rmsgi_ctx_mark_dirty(c->ctx, c);
+}
+
+bool rmsgi_session_stuck(struct rmsg_conn *c, ev_tstamp now, double bound)
+{
+	struct rmsgi_session *ss = c->ss;
+
+	if (!ss->n_unacked || now - ss->ack_mark <= bound)
+		return false;
+	rmsgi_conn_why(c,
+		       "the peer acknowledged none of our %u messages for "
+		       "%.1f s while it was heard",
+		       ss->n_unacked, now - ss->ack_mark);
+	return true;
 }
 
 int rmsg_conn_resume_state(const struct rmsg_conn *c)

@@ -3,7 +3,8 @@
  * cfg.c - the configuration contract, through the exported library only
  * (rmsg_cfg_create.3, rmsg_cfg_set_eager_size.3, rmsg_cfg_set_keepalive_ms.3,
  * rmsg_cfg_set_max_conns.3, rmsg_cfg_set_reg_limit.3,
- * rmsg_cfg_set_tcp_rx_limit.3, rmsg_cfg_set_log.3, rmsg_conn_peer_data.3):
+ * rmsg_cfg_set_tcp_rx_limit.3, rmsg_cfg_set_resume_ms.3, rmsg_cfg_set_log.3,
+ * rmsg_conn_peer_data.3):
  *   1. every getter reads the documented default of a fresh configuration;
  *   2. every setter takes its documented minimum and maximum and refuses
  *      one below and one above (and the largest value of its type) with
@@ -66,6 +67,9 @@ static const struct ucase ucases[] = {
 	 1000, 0, 3600000},
 	{"keepalive_misses", rmsg_cfg_set_keepalive_misses,
 	 rmsg_cfg_get_keepalive_misses, 3, 1, 1000},
+	/* rmsg_cfg_set_resume_ms.3: 0 (the default) turns resuming off */
+	{"resume_ms", rmsg_cfg_set_resume_ms, rmsg_cfg_get_resume_ms, 0, 0,
+	 3600000},
 	/* rmsg_cfg_set_max_conns.3 */
 	{"max_conns", rmsg_cfg_set_max_conns, rmsg_cfg_get_max_conns, 4096, 1,
 	 16777216},
@@ -282,6 +286,12 @@ static void check_pages(void)
 	ret = rmsg_cfg_get_tcp_window(NULL, &z);
 	/* covers: rmsg_cfg_get_tcp_window.3 EINVAL */
 	T_ASSERT(ret == -EINVAL && z == 5, "get tcp_window NULL: %d", ret);
+	ret = rmsg_cfg_set_resume_ms(cfg, 3600001);
+	/* covers: rmsg_cfg_set_resume_ms.3 EINVAL */
+	T_ASSERT(ret == -EINVAL, "resume_ms 3600001: %d", ret);
+	ret = rmsg_cfg_get_resume_ms(NULL, &u);
+	/* covers: rmsg_cfg_get_resume_ms.3 EINVAL */
+	T_ASSERT(ret == -EINVAL && u == 5, "get resume_ms NULL: %d", ret);
 	rmsg_cfg_destroy(cfg);
 }
 

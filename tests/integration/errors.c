@@ -531,6 +531,11 @@ static void pair_errors(void)
 	T_ERR(rmsg_conn_set_private_data(srv_c, "x", 1), -EALREADY);
 	/* covers: rmsg_conn_transport.3 EINVAL */
 	T_ERR(rmsg_conn_set_arg(NULL, NULL), -EINVAL);
+	/* covers: rmsg_conn_resume_state.3 EINVAL */
+	T_ERR(rmsg_conn_resume_state(NULL), -EINVAL);
+	/* no resume window on either side (the default): not resumable */
+	T_ERR(rmsg_conn_resume_state(cli_c), RMSG_RESUME_NONE);
+	T_ERR(rmsg_conn_resume_state(srv_c), RMSG_RESUME_NONE);
 	/* covers: rmsg_conn_close.3 EINVAL */
 	T_ERR(rmsg_conn_close(NULL), -EINVAL);
 	/* covers: rmsg_msg_data.3 EINVAL */

@@ -46,6 +46,7 @@ static ev_io paccept;
 static uint16_t sport, pport;
 static struct pair pairs[PMAX];
 static bool refuse_all;
+static struct pair frozen[PMAX]; /* proxy_freeze()'s, closed at the end */
 static int npassed;
 
 static void pair_close(struct pair *p, bool reset)
@@ -154,13 +155,31 @@ static void proxy_start(uint16_t server_port)
 	ev_io_start(loop, &paccept);
 }
 
+/* every connection through the proxy goes silent: nothing forwarded,
+ * nothing closed (a blackholed path); new ones are served */
+static void proxy_freeze(void)
+{
+	int i, k;
+
+	for (i = 0; i < PMAX; i++) {
+		if (!pairs[i].on)
+			continue;
+		for (k = 0; k < 2; k++)
+			ev_io_stop(loop, &pairs[i].r[k]);
+		frozen[i] = pairs[i];
+		pairs[i].on = false;
+	}
+}
+
 /* every connection through the proxy ends with a reset */
 static void proxy_cut(void)
 {
 	int i;
 
-	for (i = 0; i < PMAX; i++)
+	for (i = 0; i < PMAX; i++) {
 		pair_close(&pairs[i], true);
+		pair_close(&frozen[i], true);
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -168,15 +187,17 @@ static void proxy_cut(void)
 
 #define NMSG 10000
 #define MAXLEN 6000
+static uint64_t nmsg = NMSG; /* messages each way in this part */
 #define NCALL 200
 
 struct side {
 	struct rmsg_conn *c;
 	uint64_t next_out, next_in; /* numbers sent / expected */
-	int sent_ok, send_err, closed, reason;
+	int sent_ok, send_err, closed, reason, last_err;
 };
 
 static struct side sd[2]; /* 0: server, 1: client */
+static bool close_on_msg; /* the server closes on the last message */
 static int calls_ok, calls_err, calls_out;
 
 struct out {
@@ -197,7 +218,8 @@ static void send_done(struct rmsg_conn *c, int st, void *arg)
 
 	if (st) {
 		sd[side].send_err++;
-		if (sd[side].send_err < 4)
+		sd[side].last_err = st;
+		if (sd[side].send_err < 4 && o)
 			fprintf(stderr, "side %d: send %llu: %s\n", side,
 				(unsigned long long)o->n, rmsg_strerror(st));
 	} else {
@@ -231,7 +253,7 @@ static int send_one(int side)
 
 static void pump(int side)
 {
-	while (sd[side].next_out < NMSG && send_one(side) == 0)
+	while (sd[side].next_out < nmsg && send_one(side) == 0)
 		;
 }
 
@@ -247,7 +269,6 @@ static void on_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 	const uint8_t *p = rmsg_msg_data(m);
 	uint64_t n;
 
-	(void)c;
 	T_ASSERT(rmsg_msg_len(m) >= 8, "short message");
 	memcpy(&n, p, 8);
 	/* the other side's numbers, each once, in order */
@@ -261,6 +282,8 @@ static void on_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 			 n * 2 + (uint64_t)(1 - side)) == 0,
 		 "side %d: message %llu corrupt", side, (unsigned long long)n);
 	sd[side].next_in++;
+	if (close_on_msg && side == 0 && sd[side].next_in == nmsg)
+		rmsg_conn_close(c);
 }
 
 static void on_close(struct rmsg_conn *c, int reason, void *arg)
@@ -283,6 +306,9 @@ static void established(struct rmsg_conn *c, void *arg)
 
 /* each call is served once: its number in a bitmap */
 static uint8_t served[NCALL];
+/* part 8: the handler keeps the request and answers later */
+static struct rmsg_req *held_req;
+static uint64_t held_k;
 
 static void echo(struct rmsg_conn *c, struct rmsg_req *req,
 		 struct rmsg_msg *request, void *arg)
@@ -298,6 +324,12 @@ static void echo(struct rmsg_conn *c, struct rmsg_req *req,
 	T_ASSERT(k < NCALL && !served[k], "call %llu served twice",
 		 (unsigned long long)k);
 	served[k] = 1;
+	if (k == NCALL - 1 && !held_req) {
+		/* the last call of part 8: answered later */
+		held_req = req;
+		held_k = k;
+		return;
+	}
 	T_OK(rmsg_reply(req, &iov, 1));
 }
 
@@ -319,6 +351,7 @@ static void call_done(struct rmsg_conn *c, int st, struct rmsg_msg *rep,
 	free(k);
 }
 
+static uint64_t calls_k; /* the next call's number */
 static int ncuts;
 static uint64_t cut_at; /* messages received (both ways) at the last cut */
 
@@ -331,13 +364,13 @@ static void cut_cb(struct ev_loop *l, ev_timer *w, int revents)
 
 	(void)l;
 	(void)revents;
-	if (got >= 2 * NMSG) {
+	if (got >= 2 * nmsg) {
 		ev_timer_stop(loop, w);
 		return;
 	}
 	if (rmsg_conn_resume_state(sd[0].c) != RMSG_RESUME_ON ||
 	    rmsg_conn_resume_state(sd[1].c) != RMSG_RESUME_ON ||
-	    got < cut_at + 2 * NMSG / 12)
+	    got < cut_at + 2 * nmsg / 12)
 		return;
 	proxy_cut();
 	cut_at = got;
@@ -346,7 +379,7 @@ static void cut_cb(struct ev_loop *l, ev_timer *w, int revents)
 
 static void calls_cb(struct ev_loop *l, ev_timer *w, int revents)
 {
-	static uint64_t k;
+	uint64_t k = calls_k;
 	uint64_t *v;
 	struct iovec iov;
 
@@ -364,7 +397,7 @@ static void calls_cb(struct ev_loop *l, ev_timer *w, int revents)
 	if (rmsg_call(sd[1].c, M_ECHO, &iov, 1, 30000, call_done, v, NULL) ==
 	    0) {
 		calls_out++;
-		k++;
+		calls_k++;
 	} else {
 		free(v);
 	}
@@ -413,15 +446,26 @@ static void conn_pair(struct rmsg_ctx *ctx[2], struct rmsg_cfg *cfg,
 		 rmsg_conn_resume_state(sd[1].c));
 }
 
-/* 1. exactly once, in order, through many cuts */
-static void part_stream(struct rmsg_ctx *ctx[2])
+/* 1. exactly once, in order, through many cuts (5: with a pre-shared
+ * key on both ends) */
+static void part_stream(struct rmsg_ctx *ctx[2], bool psk)
 {
+	static const char key[] = "0123456789abcdef0123456789abcdef";
 	struct rmsg_cfg *cfg = mkcfg(10000);
 	struct rmsg_listener *lis;
 	struct rmsg_stats st[2];
 	ev_timer cut, calls;
 	int i;
 
+	if (psk)
+		T_OK(rmsg_cfg_set_psk(cfg, key, 32));
+	nmsg = psk ? 3000 : NMSG;
+	ncuts = 0;
+	cut_at = 0;
+	calls_ok = calls_err = calls_out = 0;
+	memset(served, 0, sizeof(served));
+	held_req = NULL;
+	calls_k = 0;
 	conn_pair(ctx, cfg, &lis);
 	pump(0);
 	pump(1);
@@ -430,10 +474,23 @@ static void part_stream(struct rmsg_ctx *ctx[2])
 	ev_timer_init(&calls, calls_cb, 0.001, 0.002);
 	ev_timer_start(loop, &calls);
 	T_RUN_UNTIL(loop,
-		    sd[0].next_in == NMSG && sd[1].next_in == NMSG &&
-			    sd[0].sent_ok == NMSG && sd[1].sent_ok == NMSG &&
-			    calls_ok + calls_err == NCALL && !calls_out,
+		    sd[0].next_in == nmsg && sd[1].next_in == nmsg &&
+			    sd[0].sent_ok == (int)nmsg &&
+			    sd[1].sent_ok == (int)nmsg &&
+			    calls_ok + calls_err == NCALL - 1 && calls_out == 1,
 		    60);
+	/* 8. the last call's request is held by the handler: answered
+	 * while the connection is suspended, the reply waits for the
+	 * resume */
+	T_ASSERT(held_req, "the last call was not held");
+	refuse_all = true;
+	proxy_cut();
+	T_RUN_UNTIL(loop,
+		    rmsg_conn_resume_state(sd[0].c) == RMSG_RESUME_SUSPENDED,
+		    10);
+	T_OK(rmsg_reply(held_req, &(struct iovec){&held_k, 8}, 1));
+	refuse_all = false;
+	T_RUN_UNTIL(loop, calls_ok + calls_err == NCALL && !calls_out, 20);
 	ev_timer_stop(loop, &cut);
 	ev_timer_stop(loop, &calls);
 	for (i = 0; i < 2; i++) {
@@ -450,10 +507,13 @@ static void part_stream(struct rmsg_ctx *ctx[2])
 		 "client: %llu suspends, %llu resumes",
 		 (unsigned long long)st[1].suspends,
 		 (unsigned long long)st[1].resumes);
-	printf("resume over tcp: %d + %d messages and %d calls exactly once "
-	       "through %d cuts; client %llu resumes (%llu replayed), "
-	       "server %llu resumes (%llu replayed), %d dials\n",
-	       NMSG, NMSG, NCALL, ncuts, (unsigned long long)st[1].resumes,
+	printf("resume over tcp%s: %llu + %llu messages and %d calls (one "
+	       "answered while suspended) exactly once through %d cuts; "
+	       "client %llu resumes (%llu replayed), server %llu resumes "
+	       "(%llu replayed), %d dials\n",
+	       psk ? " with a pre-shared key" : "", (unsigned long long)nmsg,
+	       (unsigned long long)nmsg, NCALL, ncuts,
+	       (unsigned long long)st[1].resumes,
 	       (unsigned long long)st[1].replayed,
 	       (unsigned long long)st[0].resumes,
 	       (unsigned long long)st[0].replayed, npassed);
@@ -485,6 +545,7 @@ static void part_window(struct rmsg_ctx *ctx[2])
 			    sd[1].closed,
 		    10);
 	T_RUN_UNTIL(loop, sd[0].closed && sd[1].closed, 10);
+	/* covers: rmsg_cfg_set_resume_ms.3 ETIMEDOUT */
 	for (i = 0; i < 2; i++)
 		T_ASSERT(sd[i].reason == -ETIMEDOUT, "side %d: %s", i,
 			 rmsg_strerror(sd[i].reason));
@@ -516,6 +577,7 @@ static void part_stale(struct rmsg_ctx *ctx[2])
 	refuse_all = false;
 	t0 = ev_time();
 	T_RUN_UNTIL(loop, sd[1].closed, 10);
+	/* covers: rmsg_cfg_set_resume_ms.3 ESTALE */
 	T_ASSERT(sd[1].reason == -ESTALE, "client: %s",
 		 rmsg_strerror(sd[1].reason));
 	printf("resume refused: the client ended with ESTALE %.2f s after "
@@ -591,6 +653,126 @@ static void part_raw(struct rmsg_ctx *ctx[2])
 	rmsg_cfg_destroy(cfg);
 }
 
+/* 6. a blackholed path (nothing arrives, nothing is reset): the
+ * keepalive suspends both sides instead of closing them, and what was
+ * sent into the hole arrives after the resume */
+static void part_blackhole(struct rmsg_ctx *ctx[2])
+{
+	struct rmsg_cfg *cfg = mkcfg(10000);
+	struct rmsg_listener *lis;
+	struct rmsg_stats st[2];
+	int i;
+
+	T_OK(rmsg_cfg_set_keepalive_ms(cfg, 100));
+	nmsg = 50;
+	conn_pair(ctx, cfg, &lis);
+	proxy_freeze();
+	pump(1);
+	T_RUN_UNTIL(loop, sd[0].next_in == nmsg && sd[1].sent_ok == (int)nmsg,
+		    20);
+	for (i = 0; i < 2; i++) {
+		T_ASSERT(!sd[i].closed, "side %d closed: %s", i,
+			 rmsg_strerror(sd[i].reason));
+		T_ASSERT(rmsg_conn_stats(sd[i].c, &st[i], sizeof(st[i])) > 0,
+			 "stats");
+	}
+	T_ASSERT(st[1].suspends >= 1 && st[1].resumes >= 1,
+		 "client: %llu suspends", (unsigned long long)st[1].suspends);
+	printf("blackholed path: the keepalive suspended the client (%llu "
+	       "times) and the server (%llu), %llu messages sent into the "
+	       "hole arrived after the resume\n",
+	       (unsigned long long)st[1].suspends,
+	       (unsigned long long)st[0].suspends, (unsigned long long)nmsg);
+	rmsg_conn_close(sd[1].c);
+	T_RUN_UNTIL(loop, sd[0].closed && sd[1].closed, 10);
+	rmsg_listener_close(lis);
+	rmsg_cfg_destroy(cfg);
+}
+
+/* 7. a message the server cannot take (over its max_msg_size) is not
+ * a path failure: the server ends the connection, the client's resume
+ * is refused; no suspend-and-replay loop */
+static void part_too_big(struct rmsg_ctx *ctx[2])
+{
+	struct rmsg_cfg *cfg = mkcfg(10000), *ccfg = mkcfg(10000);
+	struct rmsg_conn_ops ops = {.on_established = established,
+				    .on_msg = on_msg,
+				    .on_close = on_close};
+	static uint8_t big[8192];
+	struct rmsg_listener *lis;
+	struct rmsg_stats st;
+	struct rmsg_conn *c;
+	char uri[128];
+
+	T_OK(rmsg_cfg_set_max_msg_size(cfg, 4096));
+	reset_sides();
+	t_listen(ctx[0], cfg, &ops, NULL, (void *)0, &lis, uri, sizeof(uri));
+	sport = (uint16_t)atoi(strrchr(uri, ':') + 1);
+	snprintf(uri, sizeof(uri), "tcp://127.0.0.1:%u", pport);
+	T_OK(rmsg_connect(ctx[1], uri, ccfg, &ops, (void *)1, &c));
+	T_RUN_UNTIL(loop, sd[0].c && sd[1].c, 10);
+	T_OK(rmsg_send(sd[1].c, &(struct iovec){big, sizeof(big)}, 1, send_done,
+		       NULL));
+	T_RUN_UNTIL(loop, sd[0].closed && sd[1].closed, 10);
+	T_ASSERT(sd[0].reason == -EMSGSIZE, "server: %s",
+		 rmsg_strerror(sd[0].reason));
+	T_ASSERT(sd[1].send_err == 1, "the send: %d failures", sd[1].send_err);
+	T_OK(rmsg_conn_stats(c, &st, sizeof(st)) > 0 ? 0 : -1);
+	T_ASSERT(st.resumes == 0, "%llu resumes",
+		 (unsigned long long)st.resumes);
+	printf("a message over the server's max_msg_size: the server ended "
+	       "with EMSGSIZE, the client with %s after %llu suspend(s), no "
+	       "replay loop\n",
+	       rmsg_err_name(sd[1].reason), (unsigned long long)st.suspends);
+	rmsg_listener_close(lis);
+	rmsg_cfg_destroy(cfg);
+	rmsg_cfg_destroy(ccfg);
+}
+
+static uint64_t resumes_of(struct rmsg_conn *c)
+{
+	struct rmsg_stats st;
+
+	T_OK(rmsg_conn_stats(c, &st, sizeof(st)) > 0 ? 0 : -1);
+	return st.resumes;
+}
+
+/* 9. a listener at its max_conns (1) still takes the resume of its one
+ * suspended connection; 10. a peer that closes inside on_msg has
+ * acknowledged that message (its BYE carries the ack) */
+static void part_full_and_bye(struct rmsg_ctx *ctx[2])
+{
+	struct rmsg_cfg *cfg = mkcfg(10000);
+	struct rmsg_listener *lis;
+
+	T_OK(rmsg_cfg_set_max_conns(cfg, 1));
+	nmsg = 20;
+	conn_pair(ctx, cfg, &lis);
+	proxy_cut();
+	T_RUN_UNTIL(loop, resumes_of(sd[1].c) == 1 || sd[1].closed, 10);
+	T_ASSERT(!sd[1].closed, "client: %s", rmsg_strerror(sd[1].reason));
+	pump(1);
+	T_RUN_UNTIL(loop, sd[0].next_in == nmsg && sd[1].sent_ok == (int)nmsg,
+		    10);
+	printf("a listener at max_conns 1 took its suspended connection's "
+	       "resume\n");
+	close_on_msg = true;
+	nmsg = 21;
+	pump(1);
+	T_RUN_UNTIL(loop, sd[0].closed && sd[1].closed, 10);
+	T_ASSERT(sd[1].sent_ok == 21 && sd[1].send_err == 0,
+		 "the last send: %s",
+		 rmsg_strerror(sd[1].send_err ? sd[1].last_err : 0));
+	T_ASSERT(sd[1].reason == -ESHUTDOWN, "client: %s",
+		 rmsg_strerror(sd[1].reason));
+	close_on_msg = false;
+	printf("a server that closed inside on_msg acknowledged that "
+	       "message: its send said 0, the client closed with "
+	       "ESHUTDOWN\n");
+	rmsg_listener_close(lis);
+	rmsg_cfg_destroy(cfg);
+}
+
 int main(void)
 {
 	struct rmsg_ctx *ctx[2];
@@ -608,7 +790,11 @@ int main(void)
 		T_OK(rmsg_ctx_create(loop, cfg, &ctx[i]));
 	T_OK(rmsg_handle(ctx[0], M_ECHO, echo, NULL));
 	t_deadline(loop, 120 * t_scale());
-	part_stream(ctx);
+	part_stream(ctx, false);
+	part_stream(ctx, true);
+	part_blackhole(ctx);
+	part_too_big(ctx);
+	part_full_and_bye(ctx);
 	part_window(ctx);
 	part_stale(ctx);
 	part_raw(ctx);

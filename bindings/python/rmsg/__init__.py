@@ -11,7 +11,8 @@ import ctypes
 from typing import Tuple
 
 from ._core import (ACCESS_REMOTE_READ, ACCESS_REMOTE_WRITE, IOV_MAX,
-                    MR_DESC_SIZE, PRIVATE_DATA_MAX, RECV_QUEUE_DEFAULT, MR,
+                    MR_DESC_SIZE, PRIVATE_DATA_MAX, RECV_QUEUE_DEFAULT,
+                    RESUME_NONE, RESUME_ON, RESUME_SUSPENDED, MR,
                     Buffer, CloseReason, Connection, ConnectionClosed,
                     Context, Listener, RmsgConnectionRefusedError, RmsgError,
                     RmsgPermissionError, RmsgTimeoutError, RmsgValueError,
@@ -26,6 +27,7 @@ __all__ = ["Context", "Listener", "Connection", "Buffer", "MR", "RmsgError",
            "listen_group",
            "ACCESS_REMOTE_READ", "ACCESS_REMOTE_WRITE", "MR_DESC_SIZE",
            "PRIVATE_DATA_MAX", "IOV_MAX", "RECV_QUEUE_DEFAULT", "LIBRMSG_PATH",
+           "RESUME_NONE", "RESUME_ON", "RESUME_SUSPENDED",
            "version_info", "err_name", "stat_info"]
 
 

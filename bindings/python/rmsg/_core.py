@@ -44,6 +44,11 @@ EXPORT_ANY_PEER = _ffi.RMSG_EXPORT_ANY_PEER
 MR_DESC_SIZE = _ffi.RMSG_MR_DESC_SIZE
 PRIVATE_DATA_MAX = _ffi.RMSG_PRIVATE_DATA_MAX
 IOV_MAX = _ffi.RMSG_IOV_MAX
+#: Connection.resume_state (rmsg_conn_resume_state(3)): not resumable,
+#: resumable with its transport up, suspended waiting for a new one
+RESUME_NONE = _ffi.RMSG_RESUME_NONE
+RESUME_ON = _ffi.RMSG_RESUME_ON
+RESUME_SUSPENDED = _ffi.RMSG_RESUME_SUSPENDED
 #: the default bound of a connection's receive queue (recv_queue=), in
 #: messages; see Connection.recv()
 RECV_QUEUE_DEFAULT = 1024
@@ -395,6 +400,7 @@ _CFG_SETTERS = {
     "max_pending": lib.rmsg_cfg_set_max_pending,
     "keepalive_ms": lib.rmsg_cfg_set_keepalive_ms,
     "keepalive_misses": lib.rmsg_cfg_set_keepalive_misses,
+    "resume_ms": lib.rmsg_cfg_set_resume_ms,
 }
 
 
@@ -656,7 +662,8 @@ class Context:
     ValueError naming the option): eager_size, credits,
     credits_initial, send_queue, busy_poll_us, max_msg_size, private_data,
     timeout_ms, reg_limit, tcp_rx_limit, tcp_window, keepalive_ms,
-    keepalive_misses,
+    keepalive_misses, resume_ms (both ends: a TCP connection survives a
+    broken transport; rmsg_cfg_set_resume_ms(3)),
     psk (a pre-shared key of 16 to 64 bytes: the peer must hold the same
     one, else the connection fails with EACCES; rmsg_cfg_set_psk(3))
     (max_conns and max_pending apply to listeners). recv_queue (default
@@ -1685,6 +1692,16 @@ class Connection:
         """This side's address and port, (host, port), as the peer sees
         it in peer_addr (rmsg_conn_local_addr(3)); None before."""
         return self._local_addr
+
+    @property
+    def resume_state(self) -> int:
+        """RESUME_ON while the connection is resumable (resume_ms on
+        both ends, over TCP) and its transport up, RESUME_SUSPENDED while
+        it waits for a new transport, RESUME_NONE otherwise, and once
+        closed (rmsg_conn_resume_state(3))."""
+        if self._cptr is None:
+            return RESUME_NONE
+        return int(lib.rmsg_conn_resume_state(self._cptr))
 
     def send(self, data: Data) -> asyncio.Future[None]:
         """Send one message gathered from a bytes-like object, a Buffer or

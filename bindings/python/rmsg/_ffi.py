@@ -17,6 +17,8 @@ RMSG_ACCESS_REMOTE_WRITE = 1
 RMSG_ACCESS_REMOTE_READ = 2
 RMSG_EXPORT_ANY_PEER = 0x100
 RMSG_LOG_ERROR, RMSG_LOG_WARN, RMSG_LOG_INFO, RMSG_LOG_DEBUG = 0, 1, 2, 3
+# enum rmsg_resume_state (rmsg_conn_resume_state(3))
+RMSG_RESUME_NONE, RMSG_RESUME_ON, RMSG_RESUME_SUSPENDED = 0, 1, 2
 
 # the library's soname: the ABI these declarations are written for
 SONAME = "librmsg.so.0"
@@ -178,6 +180,7 @@ _decl("rmsg_cfg_set_max_conns", c_int, P, c_uint)
 _decl("rmsg_cfg_set_max_pending", c_int, P, c_uint)
 _decl("rmsg_cfg_set_keepalive_ms", c_int, P, c_uint)
 _decl("rmsg_cfg_set_keepalive_misses", c_int, P, c_uint)
+_decl("rmsg_cfg_set_resume_ms", c_int, P, c_uint)
 _decl("rmsg_cfg_set_log", c_int, P, c_int, LOG_CB, P)
 _decl("rmsg_ctx_destroy", c_int, P)
 # any event loop (LIBRMSG_0.2): how the binding runs a context
@@ -228,6 +231,7 @@ _decl("rmsg_conn_close", c_int, P)
 _decl("rmsg_conn_transport", c_char_p, P)
 _decl("rmsg_conn_ctx", c_void_p, P)
 _decl("rmsg_conn_fallback_reason", c_char_p, P)
+_decl("rmsg_conn_resume_state", c_int, P)
 _decl("rmsg_conn_set_arg", c_int, P, P)
 _decl("rmsg_conn_stats", c_int, P, POINTER(rmsg_stats), c_size_t)
 _decl("rmsg_ctx_stats", c_int, P, POINTER(rmsg_stats), c_size_t)

@@ -320,12 +320,14 @@ def test_constants():
                  "RMSG_MR_DESC_SIZE", "RMSG_ACCESS_REMOTE_WRITE",
                  "RMSG_ACCESS_REMOTE_READ", "RMSG_EXPORT_ANY_PEER",
                  "RMSG_LOG_ERROR", "RMSG_LOG_WARN", "RMSG_LOG_INFO",
-                 "RMSG_LOG_DEBUG"):
+                 "RMSG_LOG_DEBUG", "RMSG_RESUME_NONE", "RMSG_RESUME_ON",
+                 "RMSG_RESUME_SUSPENDED"):
         assert name in CONSTS, name
         assert getattr(_ffi, name) == CONSTS[name], name
     assert rmsg.PRIVATE_DATA_MAX == CONSTS["RMSG_PRIVATE_DATA_MAX"]
     assert rmsg.IOV_MAX == CONSTS["RMSG_IOV_MAX"]
     assert rmsg.MR_DESC_SIZE == CONSTS["RMSG_MR_DESC_SIZE"]
+    assert rmsg.RESUME_SUSPENDED == CONSTS["RMSG_RESUME_SUSPENDED"]
 
 
 def test_every_option():

@@ -30,6 +30,31 @@ async def test_echo():
 
 
 @async_test
+async def test_resume_state():
+    # resume_ms on both ends: resumable over TCP (rmsg_cfg_set_resume_ms(3));
+    # RDMA does not resume
+    want = rmsg.RESUME_ON if TRANSPORT == "tcp" else rmsg.RESUME_NONE
+    async with Pair(server_opts={"resume_ms": 5000}) as p:
+        srv = []
+
+        async def serve(conn):
+            srv.append(conn)
+            await echo_server(conn)
+        p.serve(serve)
+        conn = await p.connect(resume_ms=5000)
+        assert conn.resume_state == want
+        await conn.send(b"resumable")
+        assert await conn.recv() == b"resumable"
+        assert srv and srv[0].resume_state == want
+        # one side without a window: not resumable
+        plain = await p.connect()
+        assert plain.resume_state == rmsg.RESUME_NONE
+        await plain.close()
+        await conn.close()
+        assert conn.resume_state == rmsg.RESUME_NONE
+
+
+@async_test
 async def test_order_and_pipelining_past_the_send_queue():
     # send_queue=2: most sends meet EAGAIN and wait for on_writable
     async with Pair() as p:
