@@ -3,9 +3,10 @@
  * rmsg-perf - latency, bandwidth and message rate of librmsg, in the
  * spirit of perftest (man/man1/rmsg-perf.1).
  *
- *   rmsg-perf [-L LOOP] [-b US] [-c CREDITS] [-k] server URI
+ *   rmsg-perf [-L LOOP] [-b US] [-c CREDITS] [-R MS] [-k] server URI
  *   rmsg-perf [-o OP] [-m MODE] [-s SIZES | -a] [-n ITERS] [-w WARMUP]
- *             [-W WINDOW] [-L LOOP] [-b US] [-c CREDITS] [-P] client URI
+ *             [-W WINDOW] [-L LOOP] [-b US] [-c CREDITS] [-R MS] [-P]
+ *             client URI
  *
  * OP is send, write_imm or rpc; MODE is lat (ping-pong, half round trip),
  * bw (one-way stream) or rate (the same stream, small messages by
@@ -805,12 +806,14 @@ static int run_client(const char *uri)
 static void usage(int status)
 {
 	fprintf(status ? stderr : stdout,
-		"usage: %s [-L ev|epoll] [-b US] [-c CREDITS] [-k] [-v] "
+		"usage: %s [-L ev|epoll] [-b US] [-c CREDITS] [-R MS] [-k] "
+		"[-v] "
 		"server URI\n"
 		"       %s [-o send|write_imm|rpc] [-m lat|bw|rate]\n"
 		"                 [-s SIZE,... | -a] [-n ITERS] [-w WARMUP] "
 		"[-W WINDOW]\n"
-		"                 [-L ev|epoll] [-b US] [-c CREDITS] [-P | "
+		"                 [-L ev|epoll] [-b US] [-c CREDITS] [-R MS] "
+		"[-P | "
 		"--json] "
 		"[-v] client URI\n"
 		"       %s -h | --help | --version\n"
@@ -841,6 +844,9 @@ static void usage(int status)
 	      "with -L epoll\n"
 	      "              the loop spins on rmsg_ctx_progress\n"
 	      "  -c CREDITS  receive buffers granted to the peer\n"
+	      "  -R MS       resumable connections, with this resume window "
+	      "(give it\n"
+	      "              to both sides; TCP)\n"
 	      "  -P          print only the result lines, no table\n"
 	      "  --json      print each result (and -v's counters) as one "
 	      "JSON object a line\n"
@@ -914,7 +920,7 @@ int main(int argc, char **argv)
 	ret = rmsg_cfg_create(&cfg);
 	if (ret)
 		die("rmsg_cfg_create", ret);
-	while ((opt = getopt_long(argc, argv, "+ab:c:hkL:m:n:o:Ps:vw:W:",
+	while ((opt = getopt_long(argc, argv, "+ab:c:hkL:m:n:o:PR:s:vw:W:",
 				  longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'a':
@@ -931,6 +937,12 @@ int main(int argc, char **argv)
 			ret = rmsg_cfg_set_credits(cfg, (unsigned)atoi(optarg));
 			if (ret)
 				die("-c", ret);
+			break;
+		case 'R':
+			ret = rmsg_cfg_set_resume_ms(cfg,
+						     (unsigned)atoi(optarg));
+			if (ret)
+				die("-R", ret);
 			break;
 		case 'h':
 			usage(0);

@@ -202,13 +202,18 @@ static int calls_ok, calls_err, calls_out;
 
 struct out {
 	uint64_t n;
-	uint8_t body[MAXLEN];
+	uint8_t body[];
 };
 
+/* most messages up to MAXLEN bytes, one in 97 from 64 KiB up to 1 MiB
+ * (over the eager size, several socket reads each) */
 static size_t msg_len(uint64_t n, int side)
 {
-	return 8 + (size_t)((n * 2654435761u + (unsigned)side * 977u) %
-			    (MAXLEN - 8));
+	uint64_t h = n * 2654435761u + (unsigned)side * 977u;
+
+	if (n % 97 == 13)
+		return (64 << 10) + (size_t)(h % ((1 << 20) - (64 << 10)));
+	return 8 + (size_t)(h % (MAXLEN - 8));
 }
 
 static void send_done(struct rmsg_conn *c, int st, void *arg)
@@ -231,8 +236,8 @@ static void send_done(struct rmsg_conn *c, int st, void *arg)
 /* sends the next numbered message of @side; -EAGAIN: later */
 static int send_one(int side)
 {
-	struct out *o = malloc(sizeof(*o));
 	size_t len = msg_len(sd[side].next_out, side);
+	struct out *o = malloc(sizeof(*o) + len);
 	struct iovec iov;
 	int ret;
 
@@ -526,6 +531,33 @@ static void part_stream(struct rmsg_ctx *ctx[2], bool psk)
 	rmsg_cfg_destroy(cfg);
 }
 
+/* 11. the path is gone for 1.5 s, then back: how long until messages
+ * flow again (the redial backoff: at most 1 s between dials) */
+static void part_flap(struct rmsg_ctx *ctx[2])
+{
+	struct rmsg_cfg *cfg = mkcfg(10000);
+	struct rmsg_listener *lis;
+	double back;
+
+	nmsg = 1;
+	conn_pair(ctx, cfg, &lis);
+	refuse_all = true;
+	proxy_cut();
+	t_run_for(loop, 1.5);
+	T_ASSERT(!sd[1].closed, "client closed");
+	T_OK(send_one(1));
+	refuse_all = false;
+	back = ev_time();
+	T_RUN_UNTIL(loop, sd[0].next_in == 1, 10);
+	printf("the path back after 1.5 s away: the first message arrived "
+	       "%.3f s later (dials back off to 1 s)\n",
+	       ev_time() - back);
+	rmsg_conn_close(sd[1].c);
+	T_RUN_UNTIL(loop, sd[0].closed && sd[1].closed, 10);
+	rmsg_listener_close(lis);
+	rmsg_cfg_destroy(cfg);
+}
+
 /* 2. no new transport within the window: -ETIMEDOUT on both sides */
 static void part_window(struct rmsg_ctx *ctx[2])
 {
@@ -793,6 +825,7 @@ int main(void)
 	part_stream(ctx, false);
 	part_stream(ctx, true);
 	part_blackhole(ctx);
+	part_flap(ctx);
 	part_too_big(ctx);
 	part_full_and_bye(ctx);
 	part_window(ctx);
