@@ -32,7 +32,7 @@ if [ "$transport" = rdma ] && [ ! -e /dev/infiniband/rdma_cm ]; then
 	exit 77
 fi
 for p in hello kv_server kv_client bulk mixed_loop echo_socket echo_rmsg \
-	loop_epoll loop_uv loop_glib rpc_threads; do
+	loop_epoll loop_uv loop_glib rpc_threads resume_stream; do
 	if [ ! -x "$ex/$p" ]; then
 		echo "FAIL: $ex/$p not built (run make; loop_uv and loop_glib" \
 			"need libuv1-dev and libglib2.0-dev, see configure's output)"
@@ -285,6 +285,34 @@ b=$(sed -n 's/.*echoed, \([0-9]*\) bytes/\1/p' "$tmp/echo_rmsg-$transport.client
 [ -n "$a" ] && [ "$a" = "$b" ] ||
 	fail "echo_socket echoed '$a' bytes, echo_rmsg '$b'"
 echo "echo: done, auto:// on ${auto_want:-$want} ($(($(date +%s) - t0)) s)"
+
+# ---- resume_stream: a stream through two connection resets (TCP) ----
+# ss -K resets the client's sockets to the server (root, and a kernel
+# with INET_DIAG_DESTROY); the stream goes on with nothing lost
+if [ "$transport" = tcp ] && start_server resume_stream tcp \
+	"$ex/resume_stream" server; then
+	"$ex/resume_stream" client "$uri" 2 > "$tmp/resume_stream.client" 2>&1 &
+	cpid=$!
+	cut=0
+	for at in 0.6 0.6; do
+		sleep "$at"
+		ss -K dst "$addr" dport = "$port" > "$tmp/ss-K" 2>&1 &&
+			grep -q ESTAB "$tmp/ss-K" && cut=$((cut + 1))
+	done
+	wait "$cpid" || fail "resume_stream: client exited with $?:" \
+		"$(cat "$tmp/resume_stream.client")"
+	wait_server resume_stream
+	expect resume_stream "$tmp/resume_stream.server" "in order, each once"
+	if [ "$cut" -gt 0 ]; then
+		expect resume_stream "$tmp/resume_stream.client" \
+			"resumed [1-9][0-9]* times"
+	else
+		echo "NOTE: resume_stream: ss -K cut nothing here (no root, or" \
+			"no INET_DIAG_DESTROY): the stream ran unbroken"
+	fi
+	echo "resume_stream: $cut cuts: $(cat "$tmp/resume_stream.client")"
+fi
+echo "resume_stream: done ($(($(date +%s) - t0)) s)"
 
 # ---- loop_epoll, loop_uv, loop_glib: the fd mode on foreign loops ----
 # each is a server and a client in one process (port 0: any free port)
