@@ -227,7 +227,8 @@ int rmsgi_conn_ev_request(struct rmsg_conn *c, struct rmsg_listener *l,
 	}
 	/* admitted beside suspended connections (their resume requests may
 	 * need the slot): a new one still keeps to max_conns */
-	if (c->lst && c->lst->nconns > c->lst->cfg.max_conns) {
+	if (c->lst &&
+	    c->lst->nconns - c->lst->npending >= c->lst->cfg.max_conns) {
 		rmsgi_conn_why(c, "refused: the listener is at its "
 				  "max_conns with suspended connections");
 		return rmsgi_conn_refuse(c, -EUSERS, reply);

@@ -270,7 +270,6 @@ void rmsgi_conn_rx_enqueue(struct rmsg_conn *c, struct rmsg_msg *m);
 /* rx.c: received messages the core or the app still holds came over a
  * transport that is gone: their credits are not returned to the next */
 void rmsgi_conn_rx_stale(struct rmsg_conn *c);
-#define RMSGI_WCOST_STALE UINT32_MAX
 /* pack.c: the same for unpacked PACK frames */
 void rmsgi_pack_stale(struct rmsg_conn *c);
 

@@ -101,6 +101,8 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		c->live.last_rx = now;
 		c->live.wait_mark = now;
 		c->live.stuck_since = 0;
+		if (c->ss)
+			rmsgi_session_mark(c, now);
 	}
 	c->live.tick = now;
 	op = rmsgi_conn_oldest_wait(c);
@@ -142,15 +144,6 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		 * and a silent peer is silent */
 		reading = op->kind == RMSGI_OP_SEND;
 	}
-	/* a resumable connection's peer that is heard but acknowledges
-	 * none of our messages holds them (and our buffers) for ever */
-	if (c->ss &&
-	    rmsgi_session_stuck(c, now, iv * c->cfg.keepalive_misses)) {
-		c->st.ka_timeouts++;
-		rmsgi_conn_abort(c, -ETIMEDOUT);
-		rmsgi_ctx_flush(c->ctx);
-		return;
-	}
 	idle = answers_stuck(c, now);
 	if (idle > iv * c->cfg.keepalive_misses) {
 		rmsgi_warn(c->ctx,
@@ -187,6 +180,16 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			       c->cfg.keepalive_misses);
 		/* a resumable connection waits for a new path instead */
 		rmsgi_conn_lost(c, -ETIMEDOUT);
+		rmsgi_ctx_flush(c->ctx);
+		return;
+	}
+	/* a resumable connection's peer that is heard (the silence
+	 * above did not end it) but acknowledges
+	 * none of our messages holds them (and our buffers) for ever */
+	if (c->ss &&
+	    rmsgi_session_stuck(c, now, iv * c->cfg.keepalive_misses)) {
+		c->st.ka_timeouts++;
+		rmsgi_conn_abort(c, -ETIMEDOUT);
 		rmsgi_ctx_flush(c->ctx);
 		return;
 	}

@@ -85,7 +85,11 @@ int rmsgi_listener_admit(struct rmsg_listener *l)
 {
 	int ret = 0;
 
-	if (l->nconns - l->nsuspended >= l->cfg.max_conns)
+	/* suspended connections leave room for their resume requests, which
+	 * handshakes (bounded by max_pending) do not take: a new
+	 * connection keeps to max_conns at its hello (conn.c) */
+	if (l->nconns - l->nsuspended - (l->nsuspended ? l->npending : 0) >=
+	    l->cfg.max_conns)
 		ret = -EUSERS;
 	else if (l->npending >= l->cfg.max_pending)
 		ret = -EAGAIN;

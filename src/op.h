@@ -136,6 +136,7 @@ struct rmsg_msg {
 	/* the byte window's bytes this frame cost (rmsgi_conn_rx sets it;
 	 * they go back with its credit) */
 	uint32_t wcost;
+#define RMSGI_WCOST_STALE UINT32_MAX /* a gone transport's (session.c) */
 	uint64_t id;
 	/* gives the memory back to the transport that owns it: runs once,
 	 * only for a message rmsgi_conn_rx() kept (transport.h) */

@@ -506,6 +506,10 @@ int rmsgi_conn_send(struct rmsg_conn *c, const struct iovec *iov, int iovcnt,
 #define RMSGI_AUX_RPC_REQ 1
 #define RMSGI_AUX_RPC_REP 2
 int rmsgi_rpc_rx(struct rmsg_conn *c, struct rmsg_msg *m);
+/* replies kept for calls whose callback is still due came over a
+ * transport that is gone (session.c, a suspend): their credits are not
+ * returned to the next */
+void rmsgi_rpc_stale(struct rmsg_conn *c);
 void rmsgi_rpc_conn_closed(struct rmsg_conn *c, int reason);
 void rmsgi_rpc_conn_free(struct rmsg_conn *c);
 void rmsgi_rpc_ctx_fini(struct rmsg_ctx *ctx);
@@ -524,6 +528,9 @@ void rmsgi_keepalive_answer(struct rmsg_conn *c);
  * set), heard from, acknowledged none of our messages for @bound
  * seconds: true, the reason given */
 bool rmsgi_session_stuck(struct rmsg_conn *c, ev_tstamp now, double bound);
+/* ... and its acknowledgements are awaited afresh from @now (our loop
+ * stalled: they may be waiting unread) */
+void rmsgi_session_mark(struct rmsg_conn *c, ev_tstamp now);
 /* what keepalive.c asks of the rest of a connection (conn.c, send.c) */
 bool rmsgi_conn_is_established(const struct rmsg_conn *c);
 /* established, or suspended (resumable: what is queued goes once it

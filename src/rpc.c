@@ -466,6 +466,22 @@ static int rpc_rx_reply(struct rmsg_conn *c, struct rmsg_msg *m, uint32_t word,
 	return 0;
 }
 
+void rmsgi_rpc_stale(struct rmsg_conn *c)
+{
+	struct rmsgi_list *n;
+
+	if (!c->rpc)
+		return;
+	rmsgi_list_for_each(n, &c->rpc->calls)
+	{
+		struct rpc_call *call =
+			rmsgi_list_entry(n, struct rpc_call, link);
+
+		if (call->reply)
+			call->reply->wcost = RMSGI_WCOST_STALE;
+	}
+}
+
 void rmsgi_rpc_conn_closed(struct rmsg_conn *c, int reason)
 {
 	struct rmsgi_list *n, *t;

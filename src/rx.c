@@ -65,6 +65,7 @@ void rmsgi_conn_rx_stale(struct rmsg_conn *c)
 			m->wcost = RMSGI_WCOST_STALE;
 	}
 	rmsgi_pack_stale(c);
+	rmsgi_rpc_stale(c);
 }
 
 /* after on_msg: frees the message unless the app holds it */

@@ -384,11 +384,27 @@ static void window_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	rmsgi_conn_put(c);
 }
 
+/* are messages (numbered once posted) queued? */
+static bool sendq_has_msgs(const struct rmsg_conn *c)
+{
+	const struct rmsgi_list *n;
+
+	for (n = c->tx.sendq.next; n != &c->tx.sendq; n = n->next) {
+		const struct rmsgi_op *op =
+			rmsgi_list_entry(n, struct rmsgi_op, link);
+
+		if (op->kind == RMSGI_OP_SEND || op->kind == RMSGI_OP_PACK)
+			return true;
+	}
+	return false;
+}
+
 void rmsgi_session_resume(struct rmsg_conn *c, const struct rmsgi_hello *h)
 {
 	struct rmsgi_session *ss = c->ss;
 	uint64_t rx = ss->req_rx;
 	unsigned replayed = 0;
+	bool progress;
 	int err = 0;
 
 	if (!c->is_server)
@@ -407,6 +423,7 @@ void rmsgi_session_resume(struct rmsg_conn *c, const struct rmsgi_hello *h)
 		return;
 	}
 	/* what it has is done; the rest goes again, first and in order */
+	progress = rx > ss->peer_rx;
 	acked_through(c, rx);
 	while (!rmsgi_list_empty(&ss->unacked)) {
 		struct rmsgi_op *op = rmsgi_list_entry(ss->unacked.prev,
@@ -424,8 +441,10 @@ void rmsgi_session_resume(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	/* the hellos told each side the other's count */
 	ss->rx_told = c->st.msgs_recv;
 	rmsgi_timer_stop(c->ctx->loop, &ss->redial);
-	/* nothing left to deliver: the window has nothing to wait for */
-	if (!replayed && rmsgi_list_empty(&c->tx.sendq)) {
+	/* the window waits for progress: the peer got more of ours since
+	 * the last ack (the handshake proves it), or nothing of ours is
+	 * left for it to acknowledge */
+	if (progress || (!replayed && !sendq_has_msgs(c))) {
 		rmsgi_timer_stop(c->ctx->loop, &ss->window);
 		ss->backoff_ms = 0;
 	}
@@ -441,11 +460,22 @@ void rmsgi_session_resume(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	rmsgi_ctx_mark_dirty(c->ctx, c);
 }
 
+void rmsgi_session_mark(struct rmsg_conn *c, ev_tstamp now)
+{
+	c->ss->ack_mark = now;
+}
+
 bool rmsgi_session_stuck(struct rmsg_conn *c, ev_tstamp now, double bound)
 {
 	struct rmsgi_session *ss = c->ss;
+	const struct rmsgi_op *op;
 
-	if (!ss->n_unacked || now - ss->ack_mark <= bound)
+	if (!ss->n_unacked)
+		return false;
+	/* the oldest may still be crossing a slow path: its size at
+	 * RMSGI_KA_MIN_RATE more, as for an unanswered rendezvous */
+	op = rmsgi_list_entry(ss->unacked.next, struct rmsgi_op, link);
+	if (now - ss->ack_mark <= bound + (double)op->len / RMSGI_KA_MIN_RATE)
 		return false;
 	rmsgi_conn_why(c,
 		       "the peer acknowledged none of our %u messages for "

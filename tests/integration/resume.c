@@ -482,7 +482,8 @@ static void part_stream(struct rmsg_ctx *ctx[2], bool psk)
 		    sd[0].next_in == nmsg && sd[1].next_in == nmsg &&
 			    sd[0].sent_ok == (int)nmsg &&
 			    sd[1].sent_ok == (int)nmsg &&
-			    calls_ok + calls_err == NCALL - 1 && calls_out == 1,
+			    calls_ok + calls_err == NCALL - 1 &&
+			    calls_out == 1 && held_req,
 		    60);
 	/* 8. the last call's request is held by the handler: answered
 	 * while the connection is suspended, the reply waits for the
@@ -696,12 +697,17 @@ static void part_blackhole(struct rmsg_ctx *ctx[2])
 	int i;
 
 	T_OK(rmsg_cfg_set_keepalive_ms(cfg, 100));
-	nmsg = 50;
+	nmsg = 3000;
 	conn_pair(ctx, cfg, &lis);
-	proxy_freeze();
+	/* both ways at once, the path going silent mid-stream */
+	pump(0);
 	pump(1);
-	T_RUN_UNTIL(loop, sd[0].next_in == nmsg && sd[1].sent_ok == (int)nmsg,
-		    20);
+	T_RUN_UNTIL(loop, sd[0].next_in + sd[1].next_in >= 400, 20);
+	proxy_freeze();
+	T_RUN_UNTIL(loop,
+		    sd[0].next_in == nmsg && sd[1].sent_ok == (int)nmsg &&
+			    sd[1].next_in == nmsg && sd[0].sent_ok == (int)nmsg,
+		    30);
 	for (i = 0; i < 2; i++) {
 		T_ASSERT(!sd[i].closed, "side %d closed: %s", i,
 			 rmsg_strerror(sd[i].reason));
@@ -710,9 +716,9 @@ static void part_blackhole(struct rmsg_ctx *ctx[2])
 	}
 	T_ASSERT(st[1].suspends >= 1 && st[1].resumes >= 1,
 		 "client: %llu suspends", (unsigned long long)st[1].suspends);
-	printf("blackholed path: the keepalive suspended the client (%llu "
-	       "times) and the server (%llu), %llu messages sent into the "
-	       "hole arrived after the resume\n",
+	printf("blackholed path mid-stream: the keepalive suspended the "
+	       "client (%llu times) and the server (%llu), %llu messages "
+	       "each way arrived once, in order\n",
 	       (unsigned long long)st[1].suspends,
 	       (unsigned long long)st[0].suspends, (unsigned long long)nmsg);
 	rmsg_conn_close(sd[1].c);
