@@ -89,8 +89,13 @@ size_t rmsgi_hello_encode(const struct rmsgi_hello *h, void *buf)
 		memcpy(p, h->nonce, RMSGI_NONCE_SIZE);
 		p += RMSGI_NONCE_SIZE;
 	}
+	/* a session part after a key holder's flag only behind its nonce:
+	 * the decoder would take it for one (never sent so: a client's
+	 * resume request drops the flag, a server's reply has the nonce) */
 	if ((h->flags & RMSGI_HELLO_F_RESUME) && h->sess_len &&
-	    h->sess_len <= RMSGI_SESS_MAX) {
+	    h->sess_len <= RMSGI_SESS_MAX &&
+	    (!(h->flags & RMSGI_HELLO_F_AUTH) ||
+	     h->nonce_len == RMSGI_NONCE_SIZE)) {
 		memcpy(p, h->sess, h->sess_len);
 		p += h->sess_len;
 	}
@@ -130,7 +135,8 @@ int rmsgi_hello_decode(const void *buf, size_t avail, struct rmsgi_hello *h)
 	}
 	/* the session part: what follows (RDMA pads, so it may be longer
 	 * than what was sent; session.c checks each part's exact size) */
-	if (h->flags & RMSGI_HELLO_F_RESUME) {
+	if ((h->flags & RMSGI_HELLO_F_RESUME) &&
+	    (!(h->flags & RMSGI_HELLO_F_AUTH) || h->nonce_len)) {
 		size_t n = avail - off;
 
 		h->sess_len =

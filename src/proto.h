@@ -56,7 +56,8 @@
  * RMSGI_SESS_MAX (session.c says what it holds: none in a client's
  * first hello, the session's id and secret in the server's reply, a
  * resume request and its answer). A client that resumes sends no
- * private data and no RMSGI_HELLO_F_AUTH (its request proves the key).
+ * private data and no RMSGI_HELLO_F_AUTH (its request proves the key);
+ * with that flag a session part follows only a nonce.
  *
  * AUTH (only while a connection authenticates, conn.c's AUTH state; one
  * each way, in a receive buffer like DATA, credits piggybacked):

@@ -87,8 +87,9 @@ static uint8_t *dup_exact(const uint8_t *p, size_t n)
 static int hdr_eq(const struct rmsgi_hdr *a, const struct rmsgi_hdr *b)
 {
 	return a->type == b->type && a->flags == b->flags &&
-	       a->credits == b->credits && a->aux == b->aux &&
-	       a->bytes == b->bytes && a->len == b->len && a->id == b->id;
+	       a->credits == b->credits && a->acks == b->acks &&
+	       a->aux == b->aux && a->bytes == b->bytes && a->len == b->len &&
+	       a->id == b->id;
 }
 
 static int hello_eq(const struct rmsgi_hello *a, const struct rmsgi_hello *b)
@@ -99,7 +100,9 @@ static int hello_eq(const struct rmsgi_hello *a, const struct rmsgi_hello *b)
 	       a->pdata_len <= sizeof(a->pdata) &&
 	       memcmp(a->pdata, b->pdata, a->pdata_len) == 0 &&
 	       a->nonce_len == b->nonce_len &&
-	       memcmp(a->nonce, b->nonce, a->nonce_len) == 0;
+	       memcmp(a->nonce, b->nonce, a->nonce_len) == 0 &&
+	       a->sess_len == b->sess_len && a->sess_len <= sizeof(a->sess) &&
+	       memcmp(a->sess, b->sess, a->sess_len) == 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -135,9 +138,10 @@ static int hdr_one(const uint8_t *d, size_t n, uint64_t max_len,
 		CHECK(rc == -EPROTO);
 		return rc;
 	}
-	/* documented: bad magic, version, type or reserved field */
+	/* documented: bad magic, version, type or flags (bytes 6-7 are
+	 * the acks, which the connection checks) */
 	if (d[0] != RMSGI_MAGIC || d[1] != RMSGI_PROTO_VERSION || d[2] == 0 ||
-	    d[2] >= RMSGI_T_MAX_ || d[3] != 0 || rd16(d + 6) != 0)
+	    d[2] >= RMSGI_T_MAX_ || d[3] != 0)
 		CHECK(rc == -EPROTO);
 	if (rc == -EMSGSIZE)
 		CHECK(rd64(d + 16) > max_len);
@@ -159,8 +163,9 @@ static int hdr_one(const uint8_t *d, size_t n, uint64_t max_len,
 
 	/* accepted: fields are the bytes, and the bounds hold */
 	CHECK(h.type == d[2] && h.flags == 0 && h.credits == rd16(d + 4) &&
-	      h.aux == rd32(d + 8) && h.bytes == rd32(d + 12) &&
-	      h.len == rd64(d + 16) && h.id == rd64(d + 24));
+	      h.acks == rd16(d + 6) && h.aux == rd32(d + 8) &&
+	      h.bytes == rd32(d + 12) && h.len == rd64(d + 16) &&
+	      h.id == rd64(d + 24));
 	CHECK(h.type > 0 && h.type < RMSGI_T_MAX_);
 	/* PACK: bounded by the largest eager size, not by max_len */
 	CHECK(h.len <= max_len || h.len - max_len <= (uint64_t)OVERHEAD_MAX ||
@@ -179,10 +184,11 @@ static int hdr_one(const uint8_t *d, size_t n, uint64_t max_len,
 	case RMSGI_T_READ_REQ:
 		CHECK(h.len == RMSGI_READ_REQ_SIZE);
 		break;
-	case RMSGI_T_HELLO:
+	case RMSGI_T_HELLO: /* a resume request's session part may follow */
 	case RMSGI_T_REJECT:
 		CHECK(h.len >= RMSGI_HELLO_SIZE &&
-		      h.len <= RMSGI_HELLO_SIZE + RMSG_PRIVATE_DATA_MAX);
+		      h.len <= RMSGI_HELLO_SIZE + RMSG_PRIVATE_DATA_MAX +
+				       RMSGI_SESS_MAX);
 		break;
 	case RMSGI_T_HELLO_ACK: /* a server's nonce may follow */
 		CHECK(h.len >= RMSGI_HELLO_SIZE && h.len <= RMSGI_HELLO_MAX);
@@ -320,8 +326,24 @@ static int fuzz_hello(const uint8_t *d, size_t n)
 			     RMSGI_NONCE_SIZE) == 0);
 	else
 		CHECK(h.nonce_len == 0);
+	/* the session part: with its flag, every byte after the private
+	 * data and the nonce, RMSGI_SESS_MAX at most; with the key
+	 * holder's flag only behind a nonce */
+	if ((h.flags & RMSGI_HELLO_F_RESUME) &&
+	    (!(h.flags & RMSGI_HELLO_F_AUTH) || h.nonce_len)) {
+		size_t off =
+			RMSGI_HELLO_SIZE + (size_t)h.pdata_len + h.nonce_len;
+		size_t want =
+			n - off < RMSGI_SESS_MAX ? n - off : RMSGI_SESS_MAX;
+
+		CHECK(h.sess_len == want &&
+		      memcmp(h.sess, d + off, h.sess_len) == 0);
+	} else {
+		CHECK(h.sess_len == 0);
+	}
 	m = rmsgi_hello_encode(&h, enc);
-	CHECK(m == RMSGI_HELLO_SIZE + (size_t)h.pdata_len + h.nonce_len);
+	CHECK(m == RMSGI_HELLO_SIZE + (size_t)h.pdata_len + h.nonce_len +
+			   h.sess_len);
 	CHECK(memcmp(enc, d, m) == 0);
 	/* exactly the encoded bytes suffice; one fewer never does (a
 	 * nonce cut short: a hello without one) */
@@ -331,7 +353,12 @@ static int fuzz_hello(const uint8_t *d, size_t n)
 		memset(&h2, 0, sizeof(h2));
 		CHECK(rmsgi_hello_decode(c, m, &h2) == 0);
 		CHECK(hello_eq(&h, &h2));
-		if (h.nonce_len) {
+		if (h.sess_len) {
+			/* the session part is what is left */
+			CHECK(rmsgi_hello_decode(c, m - 1, &h2) == 0);
+			CHECK(h2.sess_len == h.sess_len - 1 &&
+			      h2.nonce_len == h.nonce_len);
+		} else if (h.nonce_len) {
 			CHECK(rmsgi_hello_decode(c, m - 1, &h2) == 0);
 			CHECK(h2.nonce_len == 0);
 		} else {
@@ -375,9 +402,15 @@ static void roundtrip_hello(const uint8_t *d, size_t n)
 			x.nonce_len = RMSGI_NONCE_SIZE;
 			memset(x.nonce, d[12], RMSGI_NONCE_SIZE);
 		}
+		/* a resumable session's part (session.c, resume.c) */
+		if ((x.flags & RMSGI_HELLO_F_RESUME) &&
+		    (!(x.flags & RMSGI_HELLO_F_AUTH) || x.nonce_len)) {
+			x.sess_len = (uint8_t)(d[12] % (RMSGI_SESS_MAX + 1));
+			memset(x.sess, d[11], x.sess_len);
+		}
 		m = rmsgi_hello_encode(&x, enc);
-		CHECK(m ==
-		      RMSGI_HELLO_SIZE + (size_t)x.pdata_len + x.nonce_len);
+		CHECK(m == RMSGI_HELLO_SIZE + (size_t)x.pdata_len +
+				   x.nonce_len + x.sess_len);
 	}
 	memset(&y, 0, sizeof(y));
 	CHECK(rmsgi_hello_decode(enc, m, &y) == 0);

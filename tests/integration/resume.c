@@ -194,6 +194,9 @@ struct side {
 	struct rmsg_conn *c;
 	uint64_t next_out, next_in; /* numbers sent / expected */
 	int sent_ok, send_err, closed, reason, last_err;
+	/* what on_close saw (the handle goes after it) */
+	char why[160];
+	struct rmsg_stats st;
 };
 
 static struct side sd[2]; /* 0: server, 1: client */
@@ -295,9 +298,12 @@ static void on_close(struct rmsg_conn *c, int reason, void *arg)
 {
 	int side = (int)(intptr_t)arg;
 
-	(void)c;
 	sd[side].closed++;
 	sd[side].reason = reason;
+	snprintf(sd[side].why, sizeof(sd[side].why), "%s",
+		 rmsg_conn_close_reason(c));
+	T_ASSERT(rmsg_conn_stats(c, &sd[side].st, sizeof(sd[side].st)) > 0,
+		 "stats");
 }
 
 static void established(struct rmsg_conn *c, void *arg)
@@ -465,6 +471,8 @@ static void part_stream(struct rmsg_ctx *ctx[2], bool psk)
 	if (psk)
 		T_OK(rmsg_cfg_set_psk(cfg, key, 32));
 	nmsg = psk ? 3000 : NMSG;
+	if (t_scale() > 1) /* valgrind: fewer, the same cuts */
+		nmsg /= 10;
 	ncuts = 0;
 	cut_at = 0;
 	calls_ok = calls_err = calls_out = 0;
@@ -615,7 +623,7 @@ static void part_stale(struct rmsg_ctx *ctx[2])
 		 rmsg_strerror(sd[1].reason));
 	printf("resume refused: the client ended with ESTALE %.2f s after "
 	       "the dials got through (window 20 s): %s\n",
-	       ev_time() - t0, rmsg_conn_close_reason(sd[1].c));
+	       ev_time() - t0, sd[1].why);
 	rmsg_listener_close(lis);
 	rmsg_cfg_destroy(cfg);
 }
@@ -697,12 +705,12 @@ static void part_blackhole(struct rmsg_ctx *ctx[2])
 	int i;
 
 	T_OK(rmsg_cfg_set_keepalive_ms(cfg, 100));
-	nmsg = 3000;
+	nmsg = t_scale() > 1 ? 300 : 3000;
 	conn_pair(ctx, cfg, &lis);
 	/* both ways at once, the path going silent mid-stream */
 	pump(0);
 	pump(1);
-	T_RUN_UNTIL(loop, sd[0].next_in + sd[1].next_in >= 400, 20);
+	T_RUN_UNTIL(loop, sd[0].next_in + sd[1].next_in >= nmsg / 8, 20);
 	proxy_freeze();
 	T_RUN_UNTIL(loop,
 		    sd[0].next_in == nmsg && sd[1].sent_ok == (int)nmsg &&
@@ -755,7 +763,7 @@ static void part_too_big(struct rmsg_ctx *ctx[2])
 	T_ASSERT(sd[0].reason == -EMSGSIZE, "server: %s",
 		 rmsg_strerror(sd[0].reason));
 	T_ASSERT(sd[1].send_err == 1, "the send: %d failures", sd[1].send_err);
-	T_OK(rmsg_conn_stats(c, &st, sizeof(st)) > 0 ? 0 : -1);
+	st = sd[1].st; /* on_close's: the handle is gone */
 	T_ASSERT(st.resumes == 0, "%llu resumes",
 		 (unsigned long long)st.resumes);
 	printf("a message over the server's max_msg_size: the server ended "
@@ -787,7 +795,7 @@ static void part_full_and_bye(struct rmsg_ctx *ctx[2])
 	nmsg = 20;
 	conn_pair(ctx, cfg, &lis);
 	proxy_cut();
-	T_RUN_UNTIL(loop, resumes_of(sd[1].c) == 1 || sd[1].closed, 10);
+	T_RUN_UNTIL(loop, resumes_of(sd[1].c) >= 1 || sd[1].closed, 10);
 	T_ASSERT(!sd[1].closed, "client: %s", rmsg_strerror(sd[1].reason));
 	pump(1);
 	T_RUN_UNTIL(loop, sd[0].next_in == nmsg && sd[1].sent_ok == (int)nmsg,
