@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <nettle/hmac.h>
 
 #include "common.h"
 
@@ -819,6 +820,191 @@ static void part_full_and_bye(struct rmsg_ctx *ctx[2])
 	rmsg_cfg_destroy(cfg);
 }
 
+/* ------------------------------------------------------------------ */
+/* 12. a raw peer that speaks the resume protocol itself (rmsg.7, the
+ * session part of the hellos): it gets a session, breaks its link,
+ * and sends a forged proof (EACCES), a right one (resumed, and the
+ * server's answer proves the session), the same request again (a
+ * replay: EACCES) and the next attempt (resumed). An implementation
+ * of the format from its documentation, not from the library's code */
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	int i;
+
+	for (i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	int i;
+
+	for (i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* a HELLO frame with @sess (@slen bytes) as its session part */
+static int raw_hello(const uint8_t *sess, size_t slen, uint8_t *reply,
+		     size_t *rlen)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	uint8_t f[32 + 16 + 64];
+	size_t hl = 16 + slen, n = 0;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	sa.sin_port = htons(sport);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	T_ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0,
+		 "connect");
+	memset(f, 0, sizeof(f));
+	f[0] = 0xa7, f[1] = 1, f[2] = 5; /* HELLO */
+	put64(f + 16, hl);
+	f[32] = 0xa7, f[33] = 1, f[35] = 0x0e; /* RESUME|GROW|PACK */
+	f[36] = 16;			       /* credits */
+	put32(f + 40, 8192);		       /* eager size */
+	if (slen)
+		memcpy(f + 48, sess, slen);
+	T_ASSERT(write(fd, f, 32 + hl) == (ssize_t)(32 + hl), "write");
+	/* the answer: a header and a hello (its length in the header) */
+	while (n < 32 || n < 32 + get64(reply + 16)) {
+		ssize_t g;
+
+		t_run_for(loop, 0.005);
+		g = recv(fd, reply + n, 256 - n, MSG_DONTWAIT);
+		T_ASSERT(g != 0, "the server closed without an answer");
+		if (g > 0)
+			n += (size_t)g;
+	}
+	*rlen = n;
+	return fd;
+}
+
+static void raw_reset(int fd)
+{
+	struct linger lg = {1, 0};
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+}
+
+/* HMAC-SHA-256(key, label || sid || attempt || counts), 16 bytes */
+static void raw_mac(const uint8_t key[32], const char *label, uint64_t sid,
+		    uint32_t attempt, const uint64_t *rx, int nrx,
+		    uint8_t out[16])
+{
+	struct hmac_sha256_ctx h;
+	uint8_t buf[8 + 4 + 16], mac[32];
+	int i;
+
+	put64(buf, sid);
+	put32(buf + 8, attempt);
+	for (i = 0; i < nrx; i++)
+		put64(buf + 12 + 8 * i, rx[i]);
+	hmac_sha256_set_key(&h, 32, key);
+	hmac_sha256_update(&h, strlen(label), (const uint8_t *)label);
+	hmac_sha256_update(&h, 12 + 8 * (size_t)nrx, buf);
+	hmac_sha256_digest(&h, 32, mac);
+	memcpy(out, mac, 16);
+}
+
+/* a resume request of @attempt, its proof right or not: the answer's
+ * status (0: accepted, its proof checked) */
+static int raw_resume(uint64_t sid, const uint8_t key[32], uint32_t attempt,
+		      bool forge, int *fd_p)
+{
+	uint8_t req[36], r[256], mac[16];
+	uint64_t zero = 0, both[2] = {0, 0};
+	size_t n;
+
+	put64(req, sid);
+	put32(req + 8, attempt);
+	put64(req + 12, 0); /* we received nothing */
+	raw_mac(key, "rmsg-resume-1 client", sid, attempt, &zero, 1, req + 20);
+	if (forge)
+		req[20] ^= 1;
+	*fd_p = raw_hello(req, sizeof(req), r, &n);
+	if (r[2] == 7) /* REJECT: its status */
+		return (int16_t)(r[38] | r[39] << 8);
+	T_ASSERT(r[2] == 6 && (r[35] & 0x08) && n == 32 + 16 + 24,
+		 "a resume answer of %zu bytes, type %u", n, r[2]);
+	/* the server's count, and its proof over both counts */
+	both[0] = get64(r + 48);
+	raw_mac(key, "rmsg-resume-1 server", sid, attempt, both, 2, mac);
+	T_ASSERT(both[0] == 0 && memcmp(mac, r + 56, 16) == 0,
+		 "the server's answer does not prove the session");
+	return 0;
+}
+
+static void part_forged(struct rmsg_ctx *ctx[2])
+{
+	struct rmsg_cfg *cfg = mkcfg(10000);
+	struct rmsg_conn_ops ops = {.on_established = established,
+				    .on_msg = on_msg,
+				    .on_close = on_close};
+	uint8_t r[256], key[32];
+	struct rmsg_listener *lis;
+	char uri[128];
+	uint64_t sid;
+	size_t n;
+	int fd, st;
+
+	reset_sides();
+	t_listen(ctx[0], cfg, &ops, NULL, (void *)0, &lis, uri, sizeof(uri));
+	sport = (uint16_t)atoi(strrchr(uri, ':') + 1);
+	/* a first hello that asks for a session: id and secret back */
+	fd = raw_hello(NULL, 0, r, &n);
+	T_ASSERT(r[2] == 6 && (r[35] & 0x08) && n == 32 + 16 + 40,
+		 "no session offered (type %u, %zu bytes)", r[2], n);
+	sid = get64(r + 48);
+	memcpy(key, r + 56, 32);
+	T_RUN_UNTIL(loop, sd[0].c, 10);
+	raw_reset(fd);
+	T_RUN_UNTIL(loop,
+		    rmsg_conn_resume_state(sd[0].c) == RMSG_RESUME_SUSPENDED,
+		    10);
+	st = raw_resume(sid, key, 1, true, &fd);
+	T_ASSERT(st == -EACCES, "a forged proof: %d", st);
+	close(fd);
+	T_OK(raw_resume(sid, key, 1, false, &fd));
+	T_RUN_UNTIL(loop, rmsg_conn_resume_state(sd[0].c) == RMSG_RESUME_ON,
+		    10);
+	raw_reset(fd);
+	T_RUN_UNTIL(loop,
+		    rmsg_conn_resume_state(sd[0].c) == RMSG_RESUME_SUSPENDED,
+		    10);
+	st = raw_resume(sid, key, 1, false, &fd);
+	T_ASSERT(st == -EACCES, "a replayed request: %d", st);
+	close(fd);
+	T_OK(raw_resume(sid, key, 2, false, &fd));
+	T_RUN_UNTIL(loop, rmsg_conn_resume_state(sd[0].c) == RMSG_RESUME_ON,
+		    10);
+	T_ASSERT(resumes_of(sd[0].c) == 2, "%llu resumes",
+		 (unsigned long long)resumes_of(sd[0].c));
+	T_ASSERT(!sd[0].closed, "closed: %s", rmsg_strerror(sd[0].reason));
+	raw_reset(fd);
+	printf("a raw peer's session: a forged proof and a replayed request "
+	       "refused (EACCES), two right ones resumed, the server's "
+	       "answers proved\n");
+	T_RUN_UNTIL(loop,
+		    rmsg_conn_resume_state(sd[0].c) == RMSG_RESUME_SUSPENDED,
+		    10);
+	T_OK(rmsg_conn_close(sd[0].c));
+	T_RUN_UNTIL(loop, sd[0].closed, 10);
+	rmsg_listener_close(lis);
+	rmsg_cfg_destroy(cfg);
+}
+
 int main(void)
 {
 	struct rmsg_ctx *ctx[2];
@@ -845,6 +1031,7 @@ int main(void)
 	part_window(ctx);
 	part_stale(ctx);
 	part_raw(ctx);
+	part_forged(ctx);
 	proxy_cut();
 	ev_io_stop(loop, &paccept);
 	close(pfd);
