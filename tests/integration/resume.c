@@ -225,6 +225,8 @@ static void send_done(struct rmsg_conn *c, int st, void *arg)
 	struct out *o = arg;
 	int side = c == sd[0].c ? 0 : 1;
 
+	T_ASSERT(!sd[side].closed, "side %d: a send's callback after on_close",
+		 side);
 	if (st) {
 		sd[side].send_err++;
 		sd[side].last_err = st;
@@ -1032,11 +1034,36 @@ int main(void)
 	part_stale(ctx);
 	part_raw(ctx);
 	part_forged(ctx);
+	/* 13. the contexts go while a connection is suspended, with sends
+	 * queued and a dial pending: every callback runs, on_close last */
+	{
+		struct rmsg_cfg *c2 = mkcfg(10000);
+		struct rmsg_listener *lis;
+
+		nmsg = 3;
+		conn_pair(ctx, c2, &lis);
+		refuse_all = true;
+		proxy_cut();
+		T_RUN_UNTIL(loop,
+			    rmsg_conn_resume_state(sd[1].c) ==
+				    RMSG_RESUME_SUSPENDED,
+			    10);
+		pump(1);
+		rmsg_listener_close(lis);
+		rmsg_cfg_destroy(c2);
+	}
 	proxy_cut();
 	ev_io_stop(loop, &paccept);
 	close(pfd);
 	for (i = 0; i < 2; i++)
 		T_OK(rmsg_ctx_destroy(ctx[i]));
+	T_ASSERT(sd[0].closed == 1 && sd[1].closed == 1,
+		 "on_close: %d and %d times", sd[0].closed, sd[1].closed);
+	T_ASSERT(sd[1].send_err == 3, "%d of 3 queued sends failed",
+		 sd[1].send_err);
+	printf("contexts destroyed with suspended connections: on_close "
+	       "once each (%s, %s), the 3 queued sends failed first\n",
+	       rmsg_err_name(sd[0].reason), rmsg_err_name(sd[1].reason));
 	rmsg_cfg_destroy(cfg);
 	return 0;
 }
