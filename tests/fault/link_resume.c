@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: MIT
+/*
+ * link_resume.c - a resumable TCP connection (rmsg_cfg_set_resume_ms)
+ * across a link that goes silent for 2 s and comes back: both ends
+ * stream numbered messages of random sizes (one in 50 up to 1 MiB) at
+ * each other and make RPC calls while the link is cut with 100% netem
+ * loss. Nothing is reset: each end notices by its keepalive, suspends,
+ * and the client dials again until the link is back. Every message must
+ * arrive exactly once and in order, every send's callback say 0 once,
+ * every call be answered once, and neither end close.
+ *
+ * Runs in the test VM from tests/fault/link_cut.sh (which builds the
+ * veth pair and passes LINK_A, LINK_B, LINK_CUT, LINK_HEAL), over TCP
+ * only: an RDMA connection does not resume.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "../integration/common.h"
+
+#define NMSG 4000
+#define MAXLEN 4096
+#define KA_MS 300
+#define M_ECHO 3
+#define NCALL 100
+
+static struct ev_loop *loop;
+static const char *cut_cmd, *heal_cmd;
+
+struct side {
+	struct rmsg_conn *c;
+	uint64_t next_out, next_in;
+	int sent_ok, send_err, closed, reason;
+};
+static struct side sd[2]; /* 0: server, 1: client */
+static int calls_ok, calls_err, calls_out;
+static uint64_t calls_next;
+static int cut_done, healed;
+static ev_tstamp t_cut, t_heal, t_flow;
+
+static size_t msg_len(uint64_t n, int side)
+{
+	uint64_t h = n * 2654435761u + (unsigned)side * 977u;
+
+	if (n % 50 == 7)
+		return (64 << 10) + (size_t)(h % ((1 << 20) - (64 << 10)));
+	return 8 + (size_t)(h % (MAXLEN - 8));
+}
+
+static void send_done(struct rmsg_conn *c, int st, void *arg)
+{
+	int side = c == sd[0].c ? 0 : 1;
+
+	T_ASSERT(!sd[side].closed, "a send's callback after on_close");
+	free(arg);
+	if (st) {
+		if (!sd[side].send_err)
+			fprintf(stderr, "side %d: a send failed: %s\n", side,
+				rmsg_strerror(st));
+		sd[side].send_err++;
+	} else {
+		sd[side].sent_ok++;
+	}
+}
+
+static void pump(int side)
+{
+	while (sd[side].next_out < NMSG) {
+		uint64_t n = sd[side].next_out;
+		size_t len = msg_len(n, side);
+		uint8_t *p = malloc(len);
+		struct iovec iov = {p, len};
+
+		T_ASSERT(p, "malloc");
+		memcpy(p, &n, 8);
+		t_fill(p + 8, len - 8, n * 2 + (uint64_t)side);
+		if (rmsg_send(sd[side].c, &iov, 1, send_done, p)) {
+			free(p);
+			return; /* on_writable */
+		}
+		sd[side].next_out++;
+	}
+}
+
+static void on_writable(struct rmsg_conn *c, void *arg)
+{
+	(void)c;
+	pump((int)(intptr_t)arg);
+}
+
+static void on_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
+{
+	int side = (int)(intptr_t)arg;
+	const uint8_t *p = rmsg_msg_data(m);
+	uint64_t n;
+
+	(void)c;
+	T_ASSERT(rmsg_msg_len(m) >= 8, "short message");
+	memcpy(&n, p, 8);
+	T_ASSERT(n == sd[side].next_in, "side %d: message %llu, expected %llu",
+		 side, (unsigned long long)n,
+		 (unsigned long long)sd[side].next_in);
+	T_ASSERT(rmsg_msg_len(m) == msg_len(n, 1 - side) &&
+			 t_check(p + 8, rmsg_msg_len(m) - 8,
+				 n * 2 + (uint64_t)(1 - side)) == 0,
+		 "side %d: message %llu corrupt", side, (unsigned long long)n);
+	sd[side].next_in++;
+	if (healed && !t_flow)
+		t_flow = ev_now(loop);
+}
+
+static void on_close(struct rmsg_conn *c, int reason, void *arg)
+{
+	int side = (int)(intptr_t)arg;
+
+	sd[side].closed++;
+	sd[side].reason = reason;
+	fprintf(stderr, "side %d closed: %s\n", side,
+		rmsg_conn_close_reason(c));
+}
+
+static void established(struct rmsg_conn *c, void *arg)
+{
+	sd[(int)(intptr_t)arg].c = c;
+}
+
+static uint8_t served[NCALL];
+
+static void echo(struct rmsg_conn *c, struct rmsg_req *req,
+		 struct rmsg_msg *request, void *arg)
+{
+	struct iovec iov = {(void *)rmsg_msg_data(request),
+			    rmsg_msg_len(request)};
+	uint64_t k;
+
+	(void)c;
+	(void)arg;
+	T_ASSERT(iov.iov_len == 8, "request of %zu bytes", iov.iov_len);
+	memcpy(&k, iov.iov_base, 8);
+	T_ASSERT(k < NCALL && !served[k], "call %llu served twice",
+		 (unsigned long long)k);
+	served[k] = 1;
+	T_OK(rmsg_reply(req, &iov, 1));
+}
+
+static void call_done(struct rmsg_conn *c, int st, struct rmsg_msg *rep,
+		      void *arg)
+{
+	uint64_t *k = arg;
+
+	(void)c;
+	if (st == 0 && rep && rmsg_msg_len(rep) == 8 &&
+	    memcmp(rmsg_msg_data(rep), k, 8) == 0)
+		calls_ok++;
+	else
+		calls_err++;
+	calls_out--;
+	free(k);
+}
+
+/* a call every 20 ms, across the cut too */
+static void calls_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	uint64_t *v;
+	struct iovec iov;
+
+	(void)l;
+	(void)revents;
+	if (calls_next >= NCALL) {
+		ev_timer_stop(loop, w);
+		return;
+	}
+	v = malloc(sizeof(*v));
+	T_ASSERT(v, "malloc");
+	*v = calls_next;
+	iov.iov_base = v;
+	iov.iov_len = 8;
+	if (rmsg_call(sd[1].c, M_ECHO, &iov, 1, 60000, call_done, v, NULL)) {
+		free(v);
+		return;
+	}
+	calls_out++;
+	calls_next++;
+}
+
+static void run_cmd(const char *what, const char *cmd)
+{
+	int rc = system(cmd);
+
+	T_ASSERT(rc == 0, "%s: '%s' exited %d", what, cmd, rc);
+}
+
+/* cuts the link once a quarter of the stream went, heals it 2 s later */
+static void cut_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	(void)l;
+	(void)revents;
+	if (!cut_done) {
+		if (sd[0].next_in + sd[1].next_in < NMSG / 2)
+			return;
+		run_cmd("cut", cut_cmd);
+		cut_done = 1;
+		t_cut = ev_now(loop);
+		return;
+	}
+	if (!healed && ev_now(loop) - t_cut >= 2.0) {
+		run_cmd("heal", heal_cmd);
+		healed = 1;
+		t_heal = ev_now(loop);
+		ev_timer_stop(loop, w);
+	}
+}
+
+static const char *need_env(const char *name)
+{
+	const char *v = getenv(name);
+
+	if (!v || !*v) {
+		printf("SKIP: %s is not set (tests/fault/link_cut.sh sets "
+		       "it)\n",
+		       name);
+		exit(T_SKIP);
+	}
+	return v;
+}
+
+int main(void)
+{
+	struct rmsg_conn_ops ops = {.on_established = established,
+				    .on_msg = on_msg,
+				    .on_writable = on_writable,
+				    .on_close = on_close};
+	struct rmsg_stats st[2];
+	struct rmsg_listener *l;
+	struct rmsg_ctx *ctx[2];
+	struct rmsg_cfg *cfg;
+	struct rmsg_conn *c;
+	ev_timer cut, calls;
+	const char *a, *b;
+	char uri[200];
+	uint16_t port;
+	int i;
+
+	a = need_env("LINK_A");
+	b = need_env("LINK_B");
+	cut_cmd = need_env("LINK_CUT");
+	heal_cmd = need_env("LINK_HEAL");
+	if (strcmp(t_transport(), "tcp")) {
+		printf("SKIP: link_resume is TCP only (RDMA does not "
+		       "resume)\n");
+		return T_SKIP;
+	}
+	loop = ev_default_loop(0);
+	T_OK(rmsg_cfg_create(&cfg));
+	T_OK(rmsg_cfg_set_keepalive_ms(cfg, KA_MS));
+	T_OK(rmsg_cfg_set_resume_ms(cfg, 30000));
+	T_OK(rmsg_cfg_set_send_queue(cfg, 128));
+	for (i = 0; i < 2; i++)
+		T_OK(rmsg_ctx_create(loop, cfg, &ctx[i]));
+	T_OK(rmsg_handle(ctx[0], M_ECHO, echo, NULL));
+	snprintf(uri, sizeof(uri), "tcp://%s:0", a);
+	T_OK(rmsg_listen(ctx[0], uri, cfg, &ops, NULL, (void *)0, &l));
+	T_OK(rmsg_listener_port(l, &port));
+	snprintf(uri, sizeof(uri), "tcp://%s:%u?src=%s", a, port, b);
+	T_OK(rmsg_connect(ctx[1], uri, cfg, &ops, (void *)1, &c));
+	t_deadline(loop, 300 * t_scale());
+	T_RUN_UNTIL(loop, sd[0].c && sd[1].c, 60);
+	T_ASSERT(rmsg_conn_resume_state(sd[1].c) == RMSG_RESUME_ON,
+		 "not resumable");
+	pump(0);
+	pump(1);
+	ev_timer_init(&cut, cut_cb, 0.005, 0.005);
+	ev_timer_start(loop, &cut);
+	ev_timer_init(&calls, calls_cb, 0.02, 0.02);
+	ev_timer_start(loop, &calls);
+	T_RUN_UNTIL(loop,
+		    (sd[0].closed || sd[1].closed) ||
+			    (healed && sd[0].next_in == NMSG &&
+			     sd[1].next_in == NMSG && sd[0].sent_ok == NMSG &&
+			     sd[1].sent_ok == NMSG && calls_next == NCALL &&
+			     !calls_out),
+		    240);
+	ev_timer_stop(loop, &cut);
+	ev_timer_stop(loop, &calls);
+	if (!healed)
+		run_cmd("heal", heal_cmd);
+	for (i = 0; i < 2; i++) {
+		T_ASSERT(!sd[i].closed, "side %d closed: %s", i,
+			 rmsg_strerror(sd[i].reason));
+		T_ASSERT(!sd[i].send_err, "side %d: %d sends failed", i,
+			 sd[i].send_err);
+		T_ASSERT(rmsg_conn_stats(sd[i].c, &st[i], sizeof(st[i])) > 0,
+			 "stats");
+		T_ASSERT(st[i].suspends >= 1 && st[i].resumes == st[i].suspends,
+			 "side %d: %llu suspends, %llu resumes", i,
+			 (unsigned long long)st[i].suspends,
+			 (unsigned long long)st[i].resumes);
+	}
+	T_ASSERT(calls_ok == NCALL && !calls_err, "calls: %d ok, %d failed",
+		 calls_ok, calls_err);
+	printf("link_resume: the link silent for %.1f s mid-stream: %d + %d "
+	       "messages and %d calls exactly once, in order; client %llu "
+	       "suspend(s), %llu replayed, server %llu replayed; traffic %.2f "
+	       "s after the heal\n",
+	       t_heal - t_cut, NMSG, NMSG, NCALL,
+	       (unsigned long long)st[1].suspends,
+	       (unsigned long long)st[1].replayed,
+	       (unsigned long long)st[0].replayed,
+	       t_flow ? t_flow - t_heal : -1.0);
+	rmsg_conn_close(sd[1].c);
+	T_RUN_UNTIL(loop, sd[0].closed && sd[1].closed, 60);
+	rmsg_listener_close(l);
+	for (i = 0; i < 2; i++)
+		T_OK(rmsg_ctx_destroy(ctx[i]));
+	rmsg_cfg_destroy(cfg);
+	return 0;
+}
