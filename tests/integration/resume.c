@@ -186,7 +186,7 @@ static void proxy_cut(void)
 /* ------------------------------------------------------------------ */
 /* the peers                                                            */
 
-#define NMSG 10000
+#define NMSG 50000
 #define MAXLEN 6000
 static uint64_t nmsg = NMSG; /* messages each way in this part */
 #define NCALL 200
