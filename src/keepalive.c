@@ -168,9 +168,13 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (!reading && idle > iv * c->cfg.keepalive_misses) {
 		rmsgi_warn(c->ctx,
 			   "conn %u: nothing heard for %.1f s "
-			   "(keepalive %u ms x %u): peer dead",
+			   "(keepalive %u ms x %u): %s",
 			   c->id, idle, c->cfg.keepalive_ms,
-			   c->cfg.keepalive_misses);
+			   c->cfg.keepalive_misses,
+			   rmsg_conn_resume_state(c) == RMSG_RESUME_ON
+				   ? "path or peer lost, suspending "
+				     "(resumable)"
+				   : "peer dead");
 		c->st.ka_timeouts++;
 		rmsgi_conn_why(c,
 			       "keepalive: nothing heard from the peer for "
