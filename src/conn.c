@@ -357,11 +357,16 @@ void rmsgi_conn_up(struct rmsg_conn *c)
 	rmsgi_conn_put(c);
 }
 
-/* why the peer's end went: a reset after its BYE was a close on purpose */
+/* why the peer's end went: a reset after its BYE was a close on
+ * purpose; so was a send of ours that its torn-down end never took
+ * (RDMA: the retries of a frame posted after its BYE run out, which a
+ * slow machine shows before the disconnect event) */
 static int peer_reason(const struct rmsg_conn *c, int reason)
 {
 	if (!reason || reason == -ECONNRESET)
 		return c->peer_bye ? -ESHUTDOWN : -ECONNRESET;
+	if (reason == -ETIMEDOUT && c->peer_bye)
+		return -ESHUTDOWN;
 	return reason;
 }
 
@@ -452,6 +457,9 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 		rmsgi_conn_why(c, "rejected by the peer's accept callback");
 	}
 	c->close_reason = peer_reason(c, reason);
+	/* the peer's goodbye explains what its end's teardown did */
+	if (c->close_reason == -ESHUTDOWN && reason != -ESHUTDOWN)
+		c->why[0] = 0;
 	rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
 	rmsgi_conn_cancel_queued(c, c->close_reason);
 	rmsgi_conn_drop_rx(c);

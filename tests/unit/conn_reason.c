@@ -76,6 +76,26 @@ static void conn_close_reason__peer_bye(void **state)
 	assert_int_equal(t->close_reason, -ESHUTDOWN);
 }
 
+/* the peer's BYE, then a send of ours its torn-down end never took
+ * (RDMA: transport retry counter exceeded, -ETIMEDOUT, before the
+ * disconnect event): still its close on purpose */
+static void conn_close_reason__peer_bye_then_timeout(void **state)
+{
+	struct t *t = *state;
+
+	establish(t, 32, 8192);
+	assert_int_equal(rx(t->c, RMSGI_T_CREDIT, 0, RMSGI_CREDIT_BYE, 0,
+			    tmsg_new(t->c, NULL)),
+			 0);
+	rmsgi_conn_why(t->c, "work completion error: transport retry counter "
+			     "exceeded");
+	rmsgi_conn_ev_failed(t->c, -ETIMEDOUT, NULL);
+	reason_is(t, "the peer closed the connection");
+	tr_down(t->c);
+	flush(t);
+	assert_int_equal(t->close_reason, -ESHUTDOWN);
+}
+
 /* the frame is named: a type nobody knows, and one out of place */
 static void conn_close_reason__names_the_frame(void **state)
 {
@@ -186,6 +206,7 @@ int main(void)
 		CONN_T(conn_close_reason__local_close),
 		CONN_T(conn_close_reason__peer_reset_and_bye),
 		CONN_T(conn_close_reason__peer_bye),
+		CONN_T(conn_close_reason__peer_bye_then_timeout),
 		CONN_T(conn_close_reason__names_the_frame),
 		CONN_T(conn_close_reason__names_rndv_ack),
 		CONN_T(conn_close_reason__first_wins),
