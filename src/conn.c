@@ -467,7 +467,8 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 
 bool rmsgi_conn_awaits_peer(const struct rmsg_conn *c)
 {
-	return !rmsgi_list_empty(&c->tx.rndvq) || (c->ss && c->ss->n_unacked);
+	return !rmsgi_list_empty(&c->tx.rndvq) ||
+	       (c->ss && !rmsgi_list_empty(&c->ss->unacked));
 }
 
 void rmsgi_conn_ev_down(struct rmsg_conn *c)

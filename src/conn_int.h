@@ -64,7 +64,6 @@ struct rmsgi_session {
 	/* messages the transport is done with, in order, until the peer
 	 * acknowledges them (or, suspended, until they go again) */
 	struct rmsgi_list unacked;
-	unsigned n_unacked;
 	struct rmsgi_timer window; /* the resume window, while suspended */
 	struct rmsgi_timer redial; /* client: the next dial */
 	unsigned backoff_ms;

@@ -56,15 +56,11 @@ struct rmsgi_session *rmsgi_session_new(struct rmsg_conn *c)
 
 void rmsgi_session_free(struct rmsg_conn *c)
 {
-	struct rmsgi_session *ss = c->ss;
-
-	if (!ss)
+	if (!c->ss)
 		return;
-	rmsgi_timer_stop(c->ctx->loop, &ss->window);
-	rmsgi_timer_stop(c->ctx->loop, &ss->redial);
-	rmsgi_list_del(&ss->link);
-	explicit_bzero(ss, sizeof(*ss));
-	free(ss);
+	rmsgi_session_end(c);
+	explicit_bzero(c->ss, sizeof(*c->ss));
+	free(c->ss);
 	c->ss = NULL;
 }
 
@@ -143,7 +139,6 @@ static void unacked_add(struct rmsgi_session *ss, struct rmsgi_op *op)
 	       rmsgi_list_entry(n, struct rmsgi_op, link)->seq > op->seq)
 		n = n->prev;
 	rmsgi_list_add_head(n, &op->link); /* after @n */
-	ss->n_unacked++;
 }
 
 bool rmsgi_session_hold(struct rmsg_conn *c, struct rmsgi_op *op, int status)
@@ -182,7 +177,6 @@ static void acked_through(struct rmsg_conn *c, uint64_t rx)
 		if (op->seq > rx)
 			break;
 		rmsgi_list_del(&op->link);
-		ss->n_unacked--;
 		rmsgi_conn_op_finish(c, op, 0);
 	}
 }
@@ -215,7 +209,6 @@ void rmsgi_session_cancel(struct rmsg_conn *c, int status)
 	struct rmsgi_list *n;
 
 	while ((n = rmsgi_list_pop(&ss->unacked))) {
-		ss->n_unacked--;
 		rmsgi_conn_op_finish(
 			c, rmsgi_list_entry(n, struct rmsgi_op, link), status);
 	}
@@ -430,7 +423,6 @@ void rmsgi_session_resume(struct rmsg_conn *c, const struct rmsgi_hello *h)
 						       struct rmsgi_op, link);
 
 		rmsgi_list_del(&op->link);
-		ss->n_unacked--;
 		op->seq = 0;
 		op->proto = RMSGI_OP_P_NONE;
 		op_state(c, op, RMSGI_OS_QUEUED);
@@ -470,7 +462,7 @@ bool rmsgi_session_stuck(struct rmsg_conn *c, ev_tstamp now, double bound)
 	struct rmsgi_session *ss = c->ss;
 	const struct rmsgi_op *op;
 
-	if (!ss->n_unacked)
+	if (rmsgi_list_empty(&ss->unacked))
 		return false;
 	/* the oldest may still be crossing a slow path: its size at
 	 * RMSGI_KA_MIN_RATE more, as for an unanswered rendezvous */
@@ -478,9 +470,9 @@ bool rmsgi_session_stuck(struct rmsg_conn *c, ev_tstamp now, double bound)
 	if (now - ss->ack_mark <= bound + (double)op->len / RMSGI_KA_MIN_RATE)
 		return false;
 	rmsgi_conn_why(c,
-		       "the peer acknowledged none of our %u messages for "
+		       "the peer acknowledged none of our messages for "
 		       "%.1f s while it was heard",
-		       ss->n_unacked, now - ss->ack_mark);
+		       now - ss->ack_mark);
 	return true;
 }
 

@@ -40,17 +40,15 @@ static int conn_start_addrs(struct rmsg_conn *c, const struct rmsgi_uri *u,
 {
 	const struct rmsgi_tr *v[RMSGI_TR_MAX];
 	int n = rmsgi_tr_for_scheme(u->row, v);
-	int ret, i, k;
+	int ret, i;
 
-	/* a suspended session dials only backends that resume (session.c):
-	 * over auto:// TCP, even where RDMA works */
+	/* a suspended session dials the first backend that resumes
+	 * (session.c): over auto:// TCP, even where RDMA works */
 	if (c->state == RMSGI_CS_SUSPENDED) {
-		for (i = k = 0; i < n; i++)
-			if (v[i]->conn->rebind)
-				v[k++] = v[i];
-		n = k;
-		if (n > 1)
-			n = 1;
+		for (i = 0; i < n && !v[i]->conn->rebind; i++)
+			;
+		v[0] = i < n ? v[i] : NULL;
+		n = i < n;
 	}
 	if (n < 1)
 		return -EINVAL;

@@ -306,18 +306,6 @@ static struct rmsg_ctx *ctx_new(struct rmsg_cfg *cfg)
 	return ctx;
 }
 
-static const char *need_env(const char *name)
-{
-	const char *v = getenv(name);
-
-	if (!v || !*v) {
-		fprintf(stderr, "link_cut: %s is not set: run link_cut.sh\n",
-			name);
-		exit(T_SKIP);
-	}
-	return v;
-}
-
 int main(void)
 {
 	struct rmsg_conn_ops sops = {.on_established = srv_est,
@@ -342,11 +330,11 @@ int main(void)
 	uint16_t port;
 	int rtts_at_close;
 
-	a = need_env("LINK_A");
-	b = need_env("LINK_B");
-	cut_cmd = need_env("LINK_CUT");
-	heal_cmd = need_env("LINK_HEAL");
-	silent = need_env("LINK_SILENT");
+	a = t_need_env("LINK_A", "link_cut.sh");
+	b = t_need_env("LINK_B", "link_cut.sh");
+	cut_cmd = t_need_env("LINK_CUT", "link_cut.sh");
+	heal_cmd = t_need_env("LINK_HEAL", "link_cut.sh");
+	silent = t_need_env("LINK_SILENT", "link_cut.sh");
 	t_require_transport();
 	loop = ev_default_loop(0);
 	big = calloc(1, BIG);

@@ -213,19 +213,6 @@ static void cut_cb(struct ev_loop *l, ev_timer *w, int revents)
 	}
 }
 
-static const char *need_env(const char *name)
-{
-	const char *v = getenv(name);
-
-	if (!v || !*v) {
-		printf("SKIP: %s is not set (tests/fault/link_cut.sh sets "
-		       "it)\n",
-		       name);
-		exit(T_SKIP);
-	}
-	return v;
-}
-
 int main(void)
 {
 	struct rmsg_conn_ops ops = {.on_established = established,
@@ -243,10 +230,10 @@ int main(void)
 	uint16_t port;
 	int i;
 
-	a = need_env("LINK_A");
-	b = need_env("LINK_B");
-	cut_cmd = need_env("LINK_CUT");
-	heal_cmd = need_env("LINK_HEAL");
+	a = t_need_env("LINK_A", "link_resume.sh");
+	b = t_need_env("LINK_B", "link_resume.sh");
+	cut_cmd = t_need_env("LINK_CUT", "link_resume.sh");
+	heal_cmd = t_need_env("LINK_HEAL", "link_resume.sh");
 	if (strcmp(t_transport(), "tcp")) {
 		printf("SKIP: link_resume is TCP only (RDMA does not "
 		       "resume)\n");

@@ -240,3 +240,14 @@ void t_child_watch(struct ev_loop *loop, struct t_child *c, pid_t pid,
 	c->w.data = c;
 	ev_child_start(loop, &c->w);
 }
+
+const char *t_need_env(const char *name, const char *script)
+{
+	const char *v = getenv(name);
+
+	if (!v || !*v) {
+		fprintf(stderr, "SKIP: %s is not set: run %s\n", name, script);
+		exit(T_SKIP);
+	}
+	return v;
+}

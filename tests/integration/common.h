@@ -53,6 +53,9 @@ void t_listen(struct rmsg_ctx *ctx, const struct rmsg_cfg *cfg,
 void t_deadline(struct ev_loop *loop, double seconds);
 /* exits 77 when the transport is unavailable here */
 void t_require_transport(void);
+/* the value of the environment variable @name, which the script
+ * @script sets; exits 77 when it is not set (run alone) */
+const char *t_need_env(const char *name, const char *script);
 /* deterministic PRNG (xorshift64*) */
 uint64_t t_rand(void);
 void t_seed(uint64_t seed);

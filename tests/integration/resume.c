@@ -1007,6 +1007,51 @@ static void part_forged(struct rmsg_ctx *ctx[2])
 	rmsg_cfg_destroy(cfg);
 }
 
+/* 14. acknowledgements a peer cannot give (header bytes 6-7): on a
+ * connection without a session, and more than we sent on one with a
+ * session: the server ends it with -EPROTO (rx.c, session.c) */
+static void part_acks(struct rmsg_ctx *ctx[2])
+{
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		struct rmsg_cfg *cfg = mkcfg(k ? 10000 : 0);
+		struct rmsg_conn_ops ops = {.on_established = established,
+					    .on_msg = on_msg,
+					    .on_close = on_close};
+		struct rmsg_listener *lis;
+		uint8_t r[256], f[32];
+		char uri[128];
+		size_t n;
+		int fd;
+
+		reset_sides();
+		t_listen(ctx[0], cfg, &ops, NULL, (void *)0, &lis, uri,
+			 sizeof(uri));
+		sport = (uint16_t)atoi(strrchr(uri, ':') + 1);
+		fd = raw_hello(NULL, 0, r, &n);
+		T_ASSERT(r[2] == 6 && !(r[35] & 0x08) == !k, "a session %s",
+			 k ? "not offered" : "offered");
+		T_RUN_UNTIL(loop, sd[0].c, 10);
+		/* a CREDIT frame acknowledging one message of the server's,
+		 * which sent none */
+		memset(f, 0, sizeof(f));
+		f[0] = 0xa7, f[1] = 1, f[2] = 2;
+		f[6] = 1;
+		T_ASSERT(write(fd, f, sizeof(f)) == (ssize_t)sizeof(f),
+			 "write");
+		T_RUN_UNTIL(loop, sd[0].closed, 10);
+		T_ASSERT(sd[0].reason == -EPROTO, "server: %s",
+			 rmsg_strerror(sd[0].reason));
+		printf("acks %s: EPROTO (%s)\n",
+		       k ? "beyond what was sent" : "without a session",
+		       sd[0].why);
+		close(fd);
+		rmsg_listener_close(lis);
+		rmsg_cfg_destroy(cfg);
+	}
+}
+
 int main(void)
 {
 	struct rmsg_ctx *ctx[2];
@@ -1034,6 +1079,7 @@ int main(void)
 	part_stale(ctx);
 	part_raw(ctx);
 	part_forged(ctx);
+	part_acks(ctx);
 	/* 13. the contexts go while a connection is suspended, with sends
 	 * queued and a dial pending: every callback runs, on_close last */
 	{
