@@ -60,6 +60,9 @@ struct rmsgi_session {
 	uint64_t tx_seq;  /* messages handed to the transport (numbered) */
 	uint64_t peer_rx; /* of them, acknowledged by the peer */
 	uint64_t rx_told; /* our count (st.msgs_recv) the peer knows */
+	/* the peer asked for our acks (RMSGI_HDR_F_ACKREQ), or a message
+	 * read by rendezvous came in: they go at once */
+	bool ack_now;
 	uint64_t req_rx;  /* server: the count in the client's request */
 	/* messages the transport is done with, in order, until the peer
 	 * acknowledges them (or, suspended, until they go again) */
@@ -72,13 +75,21 @@ struct rmsgi_session {
 	ev_tstamp ack_mark;
 };
 
-/* should a CREDIT frame go out? (rmsgi_credit_want_update, or our count
- * of received messages the peer does not know yet) */
+/* acks owed that go in a CREDIT frame of their own when no other frame
+ * carries them; fewer wait for one, or for the peer's ack request (it
+ * sets it on its last frame when nothing more is queued: session.c) */
+#define RMSGI_ACK_EVERY 8
+
+/* should a CREDIT frame go out? (rmsgi_credit_want_update, or acks the
+ * peer asked for or that reached RMSGI_ACK_EVERY) */
 static inline bool credit_due(const struct rmsg_conn *c)
 {
 	return rmsgi_credit_want_update(&c->cr) ||
 	       RMSGI_UNLIKELY(c->ss && c->ss->on &&
-			      c->st.msgs_recv != c->ss->rx_told);
+			      c->st.msgs_recv != c->ss->rx_told &&
+			      (c->ss->ack_now ||
+			       c->st.msgs_recv - c->ss->rx_told >=
+				       RMSGI_ACK_EVERY));
 }
 
 /* an op generated for the peer: counted until recycled */
@@ -323,8 +334,13 @@ uint16_t rmsgi_session_ack_take(struct rmsg_conn *c);
 void rmsgi_session_posted(struct rmsg_conn *c, struct rmsgi_op *op);
 /* @op (numbered) finishes with @status: true if the session keeps it */
 bool rmsgi_session_hold(struct rmsg_conn *c, struct rmsgi_op *op, int status);
-/* the peer acknowledged @n more messages: 0 or -EPROTO (why given) */
-int rmsgi_session_acked(struct rmsg_conn *c, uint16_t n);
+/* the header's flags for @op, at the head of the send queue and posted
+ * now (c->ss set) */
+uint8_t rmsgi_session_ackreq(const struct rmsg_conn *c,
+			     const struct rmsgi_op *op);
+/* the peer acknowledged @n more messages, and may ask for ours
+ * (@flags): 0 or -EPROTO (why given) */
+int rmsgi_session_acked(struct rmsg_conn *c, uint16_t n, uint8_t flags);
 /* fails every unacknowledged message with @status (the end) */
 void rmsgi_session_cancel(struct rmsg_conn *c, int status);
 /* the peer said BYE: our acks go at once */

@@ -105,6 +105,8 @@ struct rmsgi_op {
 	uint64_t seq;
 	/* the core's alone: counted once as a credit stall (send.c) */
 	uint8_t stalled;
+	/* the header's flags (RMSGI_HDR_F_ACKREQ), set when posted */
+	uint8_t hflags;
 	size_t tr_off; /* frame bytes send_direct() already wrote */
 	uint32_t aux;
 	uint64_t id; /* rendezvous cookie */
@@ -175,7 +177,7 @@ static inline uint64_t rmsgi_op_frame_len(const struct rmsgi_op *op)
 static inline void rmsgi_op_hdr(const struct rmsgi_op *op, struct rmsgi_hdr *h)
 {
 	h->type = op->type;
-	h->flags = 0;
+	h->flags = op->hflags;
 	h->credits = op->credits;
 	h->acks = op->acks;
 	h->aux = op->aux;

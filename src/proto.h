@@ -8,7 +8,9 @@
  *   0   1    magic     RMSGI_MAGIC
  *   1   1    version   RMSGI_PROTO_VERSION
  *   2   1    type      RMSGI_T_*
- *   3   1    flags     0 (reserved, must be zero)
+ *   3   1    flags     RMSGI_HDR_F_ACKREQ (a resumable session: the
+ *                      sender has nothing more queued, acknowledge
+ *                      now; session.c), the other bits 0
  *   4   2    credits   receive credits returned to the peer
  *   6   2    acks      messages of the peer's delivered since the last
  *                      acks we sent (a resumable session, session.c;
@@ -271,12 +273,14 @@ static inline uint64_t rmsgi_get64(const uint8_t *p)
  * whole words: bytes 0-7 are magic, version, type, flags, credits and
  * acks; bytes 8-15 aux and the returned bytes (the connection refuses
  * bytes from a peer without a byte window and acks from one without a
- * session: rx.c).
+ * session: rx.c; an ack request without a session means nothing).
  */
 #define RMSGI_HDR_W0_FIXED ((uint64_t)RMSGI_MAGIC | RMSGI_PROTO_VERSION << 8)
 /* the bits of word 0 that must equal RMSGI_HDR_W0_FIXED: magic,
  * version and flags */
-#define RMSGI_HDR_W0_MASK 0x00000000ff00ffffull
+#define RMSGI_HDR_W0_MASK 0x00000000fe00ffffull
+/* flags: acknowledge now (proto.h's table) */
+#define RMSGI_HDR_F_ACKREQ 0x01
 
 static inline void rmsgi_hdr_encode(const struct rmsgi_hdr *h, void *buf)
 {
@@ -313,7 +317,7 @@ static inline int rmsgi_hdr_decode(const void *buf, size_t avail,
 	if ((w0 & RMSGI_HDR_W0_MASK) != RMSGI_HDR_W0_FIXED)
 		return -EPROTO;
 	h->type = (uint8_t)(w0 >> 16);
-	h->flags = 0;
+	h->flags = (uint8_t)(w0 >> 24);
 	h->credits = (uint16_t)(w0 >> 32);
 	h->acks = (uint16_t)(w0 >> 48);
 	h->aux = (uint32_t)w1;

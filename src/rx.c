@@ -369,7 +369,8 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 			rmsgi_ctx_mark_dirty(c->ctx, c);
 	}
 	/* messages of ours the peer has (a resumable session) */
-	if (RMSGI_UNLIKELY(h->acks) && rmsgi_session_acked(c, h->acks))
+	if (RMSGI_UNLIKELY(h->acks | h->flags) &&
+	    rmsgi_session_acked(c, h->acks, h->flags))
 		return rx_bad_acks(c, m);
 	if (RMSGI_UNLIKELY(h->type != RMSGI_T_DATA || h->aux || !m->ready ||
 			   !rmsgi_list_empty(&c->rxq) ||
@@ -439,6 +440,8 @@ void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status)
 		c->st.msgs_recv++;
 		c->st.rndv_recv++;
 		c->st.bytes_recv += m->len;
+		if (c->ss)
+			c->ss->ack_now = true; /* one CREDIT per large one */
 	}
 	rmsgi_conn_get(c);
 	deliver_rx(c);

@@ -366,7 +366,10 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		if (!native) {
 			op->credits = credit_take(c);
 			op->wret = rmsgi_credit_take_bytes(&c->cr, op_wlen(op));
-			op->acks = c->ss ? rmsgi_session_ack_take(c) : 0;
+			if (c->ss) {
+				op->acks = rmsgi_session_ack_take(c);
+				op->hflags = rmsgi_session_ackreq(c, op);
+			}
 		} else {
 			/* no header to piggyback returned credits on */
 			op->credits = 0;
@@ -386,6 +389,7 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 				rmsgi_session_posted(c, op);
 		} else if (op->acks) {
 			c->ss->rx_told -= op->acks; /* not sent after all */
+			c->ss->ack_now = true;
 			op->acks = 0;
 		}
 		if (ret == 0 && op->rndv) {

@@ -99,6 +99,7 @@ uint16_t rmsgi_session_ack_take(struct rmsg_conn *c)
 
 	if (!ss->on)
 		return 0;
+	ss->ack_now = false;
 	d = c->st.msgs_recv - ss->rx_told;
 	if (d > UINT16_MAX)
 		d = UINT16_MAX;
@@ -181,11 +182,35 @@ static void acked_through(struct rmsg_conn *c, uint64_t rx)
 	}
 }
 
-int rmsgi_session_acked(struct rmsg_conn *c, uint16_t n)
+/*
+ * The last frame posted while nothing more is queued asks the peer for
+ * its acks when some of ours are outstanding: a sender that waits for
+ * its callbacks (or for room in its send queue) is not left waiting for
+ * RMSGI_ACK_EVERY messages or a keepalive. A CREDIT frame asks only for
+ * messages already sent, so two idle peers never ask each other in
+ * turn. A stream that keeps the queue full gets acks every
+ * RMSGI_ACK_EVERY messages and with returned credits.
+ */
+uint8_t rmsgi_session_ackreq(const struct rmsg_conn *c,
+			     const struct rmsgi_op *op)
+{
+	const struct rmsgi_session *ss = c->ss;
+	bool msg = (op->kind == RMSGI_OP_SEND &&
+		    (op->type == RMSGI_T_DATA || op->type == RMSGI_T_RNDV_REQ)) ||
+		   op->kind == RMSGI_OP_PACK;
+
+	if (!ss->on || op->link.next != &c->tx.sendq)
+		return 0;
+	return msg || ss->tx_seq > ss->peer_rx ? RMSGI_HDR_F_ACKREQ : 0;
+}
+
+int rmsgi_session_acked(struct rmsg_conn *c, uint16_t n, uint8_t flags)
 {
 	struct rmsgi_session *ss = c->ss;
 
 	if (!ss || !ss->on) {
+		if (!n)
+			return 0; /* a request for acks we do not give */
 		rmsgi_conn_why(c, "the peer acknowledged messages on a "
 				  "connection that is not resumable");
 		return -EPROTO;
@@ -199,7 +224,12 @@ int rmsgi_session_acked(struct rmsg_conn *c, uint16_t n)
 			(unsigned long long)(ss->peer_rx + n - ss->tx_seq));
 		return -EPROTO;
 	}
-	acked_through(c, ss->peer_rx + n);
+	if (flags & RMSGI_HDR_F_ACKREQ) {
+		ss->ack_now = true;
+		rmsgi_ctx_mark_dirty(c->ctx, c);
+	}
+	if (n)
+		acked_through(c, ss->peer_rx + n);
 	return 0;
 }
 

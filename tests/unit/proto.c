@@ -251,7 +251,7 @@ static void hdr_decode__flags_nonzero(void **state)
 	unsigned int bit;
 
 	(void)state;
-	for (bit = 0; bit < 8; bit++) {
+	for (bit = 1; bit < 8; bit++) {
 		mkhdr(buf, RMSGI_T_CREDIT, 0);
 		buf[3] = (uint8_t)(1u << bit);
 		assert_int_equal(decode(buf), -EPROTO);
@@ -302,8 +302,8 @@ static void hello_window_bits(void **state)
 }
 
 /* bytes 6-7, reserved before resumable sessions, carry the acks (the
- * connection refuses them without a session: rx.c); byte 3 (flags)
- * stays reserved */
+ * connection refuses them without a session: rx.c); of byte 3 (flags)
+ * only bit 0, the ack request, is taken */
 static void hdr_decode__acks(void **state)
 {
 	struct rmsgi_hdr h = {.type = RMSGI_T_DATA, .acks = 0x8001, .len = 1};
@@ -321,6 +321,12 @@ static void hdr_decode__acks(void **state)
 	assert_int_equal(out.acks, 0);
 	buf[3] = 0x80;
 	assert_int_equal(decode(buf), -EPROTO);
+	buf[3] = RMSGI_HDR_F_ACKREQ;
+	assert_int_equal(rmsgi_hdr_decode(buf, sizeof(buf), 1, &out), 0);
+	assert_int_equal(out.flags, RMSGI_HDR_F_ACKREQ);
+	h.flags = RMSGI_HDR_F_ACKREQ;
+	rmsgi_hdr_encode(&h, buf);
+	assert_int_equal(buf[3], RMSGI_HDR_F_ACKREQ);
 }
 
 static void hdr_decode__short_buffer(void **state)
