@@ -412,7 +412,10 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 	if (c->state >= RMSGI_CS_CLOSING)
 		return;
 	if (c->state == RMSGI_CS_SUSPENDED) {
-		/* a dial of a resumable connection: again, or the end */
+		/* a dial of a resumable connection: auto://'s next backend,
+		 * again, or the end */
+		if (rmsgi_fallback_failed(c, reason, h))
+			return;
 		reason = rmsgi_session_failed(c, reason, h);
 		if (!reason)
 			return;

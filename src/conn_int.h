@@ -277,6 +277,17 @@ struct rmsgi_op *rmsgi_conn_rndv_find(struct rmsg_conn *c, uint64_t id);
 /* queues a message-like object for in-order delivery */
 void rmsgi_conn_rx_enqueue(struct rmsg_conn *c, struct rmsg_msg *m);
 
+/* rekey.c: one-sided access across a resume. Resumed (ESTABLISHED
+ * again): our exports bound again and told to the peer, the peer's
+ * awaited */
+void rmsgi_rekey_resume(struct rmsg_conn *c);
+/* a REKEY frame: 0, or -EPROTO/-ENOMEM (the connection aborted) */
+int rmsgi_rekey_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h);
+/* a native one-sided op about to be posted (c->rma.rk set): true while
+ * it must wait for the peer's list, else its rkey is the new one */
+bool rmsgi_rekey_post(struct rmsg_conn *c, struct rmsgi_op *op);
+void rmsgi_rekey_free(struct rmsg_conn *c);
+
 /* rx.c: received messages the core or the app still holds came over a
  * transport that is gone: their credits are not returned to the next */
 void rmsgi_conn_rx_stale(struct rmsg_conn *c);

@@ -38,8 +38,15 @@ void rmsgi_mr_set_reg(struct rmsg_ctx *ctx, const struct rmsgi_reg_ops *ops,
 /* the transport goes: deregisters every region and cache entry */
 void rmsgi_mr_clear_reg(struct rmsg_ctx *ctx);
 /* @c ends: every export to it is revoked (a backend calls it before its
- * endpoint goes, so that windows are unbound first) */
+ * endpoint goes, so that windows are unbound first); suspended, only
+ * the endpoint goes: the exports stay, without their windows */
 void rmsgi_mr_conn_gone(struct rmsg_conn *c);
+/* @c resumed over a new endpoint: each export to it is bound there
+ * again (an export that cannot be is revoked, logged) and, if that gave
+ * it a window, told to @fn. Returns how many were told */
+unsigned rmsgi_mr_conn_rebind(struct rmsg_conn *c,
+			      void (*fn)(struct rmsg_conn *c, uint64_t token,
+					 uint32_t rkey));
 
 /* what a local piece of memory is registered through */
 struct rmsgi_pin {

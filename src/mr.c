@@ -366,9 +366,56 @@ void rmsgi_mr_conn_gone(struct rmsg_conn *c)
 
 	if (!c->rma.exports.next)
 		return; /* never initialized */
+	if (c->state == RMSGI_CS_SUSPENDED) {
+		/* only the endpoint goes: the exports stay, without their
+		 * windows until the resume (rmsgi_mr_conn_rebind) */
+		rmsgi_list_for_each(n, &c->rma.exports)
+			export_untransport(&c->ctx->mrt,
+					   rmsgi_list_entry(n,
+							    struct rmsgi_export,
+							    clink));
+		return;
+	}
 	while ((n = c->rma.exports.next) != &c->rma.exports)
 		export_drop(&c->ctx->mrt,
 			    rmsgi_list_entry(n, struct rmsgi_export, clink));
+}
+
+static int export_transport(struct rmsg_mr *mr, struct rmsg_conn *c,
+			    struct rmsgi_export *e);
+
+unsigned rmsgi_mr_conn_rebind(struct rmsg_conn *c,
+			      void (*fn)(struct rmsg_conn *c, uint64_t token,
+					 uint32_t rkey))
+{
+	struct rmsgi_list *n, *next;
+	unsigned done = 0;
+	int ret;
+
+	if (!c->rma.exports.next)
+		return 0;
+	for (n = c->rma.exports.next; n != &c->rma.exports; n = next) {
+		struct rmsgi_export *e =
+			rmsgi_list_entry(n, struct rmsgi_export, clink);
+
+		next = n->next;
+		export_untransport(&c->ctx->mrt, e);
+		ret = export_transport(e->mr, c, e);
+		if (ret == 0 && e->w) {
+			fn(c, e->token, e->rkey);
+			done++;
+			continue;
+		}
+		if (ret == 0)
+			continue; /* no window here (TCP): the token does */
+		rmsgi_warn(c->ctx,
+			   "conn %u: an export of %llu bytes could not be "
+			   "bound again after the resume (%s): revoked",
+			   c->id, (unsigned long long)e->len,
+			   rmsg_err_name(ret));
+		export_drop(&c->ctx->mrt, e);
+	}
+	return done;
 }
 
 /* ------------------------------------------------------------------ */
@@ -481,6 +528,8 @@ static int export_transport(struct rmsg_mr *mr, struct rmsg_conn *c,
 
 	if (c && !(c->tr && (c->tr->caps & RMSGI_TR_CAP_RMA)))
 		return 0;
+	if (c && c->state == RMSGI_CS_SUSPENDED)
+		return 0; /* bound at the resume (rmsgi_mr_conn_rebind) */
 	if (!t->ops || !mr->h) {
 		if (c) {
 			rmsgi_err(mr->ctx,
@@ -564,7 +613,11 @@ int rmsg_mr_export(struct rmsg_mr *mr, struct rmsg_conn *c, uint64_t off,
 	d.access = (uint8_t)rights;
 	d.token = e->token;
 	d.len = len;
-	if (e->w || e->h) {
+	if (e->w || e->h ||
+	    (c && c->state == RMSGI_CS_SUSPENDED &&
+	     (c->tr->caps & RMSGI_TR_CAP_RMA))) {
+		/* (suspended: the peer learns the rkey at the resume, from
+		 * the REKEY frames of rekey.c, before it may use it) */
 		d.flags = RMSGI_DESC_F_RKEY;
 		d.rkey = e->rkey;
 		d.addr = (uintptr_t)(mr->addr + off);

@@ -134,6 +134,9 @@ struct rmsg_msg {
 	 * rmsgi_conn_rx() runs for it, RMSGI_MSG_DONE once the core is done
 	 * with it inside that call (rmsgi_msg_free: no free_fn then) */
 	uint8_t in_rx;
+	/* given up at a suspend before its rendezvous read ended
+	 * (rmsgi_conn_rx_stale): freed when it ends, never delivered */
+	uint8_t cut;
 	uint32_t aux;
 	/* the byte window's bytes this frame cost (rmsgi_conn_rx sets it;
 	 * they go back with its credit) */
@@ -201,6 +204,7 @@ static inline bool rmsgi_tr_frame_ok(unsigned caps, uint8_t type)
 	case RMSGI_T_RNDV_REQ:
 		return caps & RMSGI_TR_CAP_RNDV;
 	case RMSGI_T_IMM: /* the immediate of a native split write */
+	case RMSGI_T_REKEY: /* windows bound again after a resume */
 		return caps & RMSGI_TR_CAP_RMA;
 	case RMSGI_T_WRITE:
 	case RMSGI_T_WRITE_IMM:

@@ -229,6 +229,7 @@ const char *rmsgi_frame_name(unsigned type)
 		[RMSGI_T_IMM] = "IMM",
 		[RMSGI_T_AUTH] = "AUTH",
 		[RMSGI_T_PACK] = "PACK",
+		[RMSGI_T_REKEY] = "REKEY",
 	};
 
 	return type < RMSGI_T_MAX_ && names[type] ? names[type] : "unknown";

@@ -38,6 +38,9 @@
  *   descriptors, so the frames themselves are unchanged.)
  *   IMM (RDMA only): a write-with-immediate split into several writes
  *     ends with this SEND: aux = immediate, id = total length
+ *   REKEY (RDMA only, after a resume: rekey.c): no payload; id = the
+ *     token of an export to the peer, aux = its new rkey; id 0 ends the
+ *     list, aux = the number of REKEY frames before it
  *
  * The handshake (rdma_cm private data or the TCP HELLO frame payload) is
  * 16 bytes plus up to RMSG_PRIVATE_DATA_MAX of user data:
@@ -169,7 +172,8 @@ enum rmsgi_type {
 	RMSGI_T_IMM = 12,	/* RDMA: immediate of a split write */
 	RMSGI_T_AUTH = 13,	/* PSK authentication, after the handshake */
 	RMSGI_T_PACK = 14,	/* several small messages in one frame */
-	RMSGI_T_MAX_ = 15,
+	RMSGI_T_REKEY = 15,	/* RDMA, resumed: an export's new rkey */
+	RMSGI_T_MAX_ = 16,
 };
 
 #define RMSGI_RMA_SIZE 16      /* RMA header of WRITE and READ_REQ */

@@ -391,6 +391,9 @@ struct rmsgi_conn_rma {
 	unsigned refused_next;
 	unsigned refusals_unlogged;
 	ev_tstamp refusal_logged;
+	/* the peer's exports bound again after a resume (rekey.c); NULL
+	 * until one over RDMA */
+	struct rmsgi_rekey *rk;
 };
 
 struct rmsg_conn {

@@ -50,10 +50,44 @@ void rmsgi_conn_credit_freed(struct rmsg_conn *c, uint32_t wcost)
 	conn_credit_freed(c, wcost);
 }
 
+/*
+ * The peer counts on us having its messages in order up to our count
+ * (session.c). A message still being read by rendezvous will not be
+ * read now: it and every message behind it are given up and uncounted,
+ * so the count says where the peer's replay starts. (A write's immediate
+ * behind them stays: it is no message and is not sent again.)
+ */
+static void rx_cut(struct rmsg_conn *c)
+{
+	struct rmsgi_list *n, *next;
+	bool cut = false;
+
+	for (n = c->rxq.next; n != &c->rxq; n = next) {
+		struct rmsg_msg *m = rmsgi_list_entry(n, struct rmsg_msg, link);
+
+		next = n->next;
+		if (m->type == RMSGI_T_IMM || (!cut && m->ready))
+			continue;
+		cut = true;
+		rmsgi_list_del(&m->link);
+		rmsgi_list_init(&m->link);
+		if (!m->ready) {
+			m->cut = 1; /* rmsgi_conn_rx_ready frees it */
+			continue;
+		}
+		c->st.msgs_recv--;
+		c->st.bytes_recv -= m->len;
+		if (m->type == RMSGI_T_RNDV_REQ)
+			c->st.rndv_recv--;
+		rmsgi_msg_free(m);
+	}
+}
+
 void rmsgi_conn_rx_stale(struct rmsg_conn *c)
 {
 	struct rmsgi_list *n;
 
+	rx_cut(c);
 	rmsgi_list_for_each(n, &c->rxq)
 		rmsgi_list_entry(n, struct rmsg_msg, link)
 			->wcost = RMSGI_WCOST_STALE;
@@ -84,6 +118,14 @@ static inline void call_on_msg(struct rmsg_conn *c, struct rmsg_msg *m)
 	msg_after_cb(m);
 }
 
+/* messages go to the app: also while suspended (it has them; the
+ * peer's count of them is in our next hello) */
+static inline bool rx_open(const struct rmsg_conn *c)
+{
+	return c->state == RMSGI_CS_ESTABLISHED ||
+	       c->state == RMSGI_CS_SUSPENDED;
+}
+
 /* delivers received messages in order, stopping at an unfinished one */
 static void deliver_rx(struct rmsg_conn *c)
 {
@@ -99,7 +141,7 @@ static void deliver_rx(struct rmsg_conn *c)
 			/* a write-with-immediate landed: in order with the
 			 * messages around it */
 			c->st.imm_recv++;
-			if (c->state == RMSGI_CS_ESTABLISHED && c->ops.on_imm) {
+			if (rx_open(c) && c->ops.on_imm) {
 				RMSGI_USER_CB(c->ctx,
 					      c->ops.on_imm(c, m->aux, m->len,
 							    c->arg));
@@ -107,7 +149,7 @@ static void deliver_rx(struct rmsg_conn *c)
 			rmsgi_msg_free(m);
 			continue;
 		}
-		if (m->aux && c->state == RMSGI_CS_ESTABLISHED) {
+		if (m->aux && rx_open(c)) {
 			/* RPC requests and replies go to rpc.c */
 			int ret = rmsgi_rpc_rx(c, m);
 
@@ -118,7 +160,7 @@ static void deliver_rx(struct rmsg_conn *c)
 			}
 			continue;
 		}
-		if (c->state != RMSGI_CS_ESTABLISHED || !c->ops.on_msg) {
+		if (!rx_open(c) || !c->ops.on_msg) {
 			rmsgi_msg_free(m);
 			continue;
 		}
@@ -201,6 +243,9 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		return rmsgi_conn_rma_rx_read(c, h, m);
 	case RMSGI_T_READ_RESP:
 		return rmsgi_conn_rma_rx_read_resp(c, h, m);
+	case RMSGI_T_REKEY:
+		rmsgi_msg_free(m);
+		return rmsgi_rekey_rx(c, h);
 	case RMSGI_T_RNDV_ACK:
 		rmsgi_msg_free(m);
 		op = rmsgi_conn_rndv_find(c, h->id);
@@ -406,7 +451,7 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status)
 {
 	m->ready = 1;
-	if (c->state >= RMSGI_CS_CLOSING) {
+	if (c->state >= RMSGI_CS_CLOSING || m->cut) {
 		rmsgi_list_del(&m->link);
 		rmsgi_msg_free(m);
 		return;

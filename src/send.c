@@ -344,6 +344,10 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		if (RMSGI_UNLIKELY(c->state == RMSGI_CS_AUTH) &&
 		    op->type != RMSGI_T_AUTH)
 			break;
+		/* resumed over RDMA: the peer's windows are new (rekey.c) */
+		if (native && RMSGI_UNLIKELY(c->rma.rk) &&
+		    rmsgi_rekey_post(c, op))
+			break;
 
 		/* only the CREDIT frame may take the last credit; and a
 		 * frame waits for the bytes it costs of the window */

@@ -56,6 +56,7 @@ struct rmsgi_session *rmsgi_session_new(struct rmsg_conn *c)
 
 void rmsgi_session_free(struct rmsg_conn *c)
 {
+	rmsgi_rekey_free(c);
 	if (!c->ss)
 		return;
 	rmsgi_session_end(c);
@@ -476,6 +477,9 @@ void rmsgi_session_resume(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	c->st.replayed += replayed;
 	rmsgi_conn_set_state(c, RMSGI_CS_ESTABLISHED);
 	rmsgi_conn_proto_queued(c);
+	rmsgi_rekey_resume(c);
+	if (c->state != RMSGI_CS_ESTABLISHED)
+		return;
 	rmsgi_keepalive_start(c);
 	rmsgi_conn_event(c, "resumed", "transport=%s replayed=%u attempt=%u",
 			 c->tr->name, replayed, ss->attempt);

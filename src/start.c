@@ -42,13 +42,15 @@ static int conn_start_addrs(struct rmsg_conn *c, const struct rmsgi_uri *u,
 	int n = rmsgi_tr_for_scheme(u->row, v);
 	int ret, i;
 
-	/* a suspended session dials the first backend that resumes
-	 * (session.c): over auto:// TCP, even where RDMA works */
+	/* a suspended session dials the backends that resume (session.c),
+	 * in the scheme's order: over auto:// RDMA, else TCP */
 	if (c->state == RMSGI_CS_SUSPENDED) {
-		for (i = 0; i < n && !v[i]->conn->rebind; i++)
-			;
-		v[0] = i < n ? v[i] : NULL;
-		n = i < n;
+		int k = 0;
+
+		for (i = 0; i < n; i++)
+			if (v[i]->conn->rebind)
+				v[k++] = v[i];
+		n = k;
 	}
 	if (n < 1)
 		return -EINVAL;
@@ -121,8 +123,11 @@ void rmsgi_conn_resolved(struct rmsg_conn *c, int err,
 bool rmsgi_fallback_failed(struct rmsg_conn *c, int reason,
 			   const struct rmsgi_hello *h)
 {
-	/* an app's reject, which carries a hello, is final */
-	if (!c->fb || !c->fb->armed || c->state != RMSGI_CS_CONNECTING || h)
+	/* an app's reject, which carries a hello, is final (and a refused
+	 * resume is the session's to judge) */
+	if (!c->fb || !c->fb->armed || h ||
+	    (c->state != RMSGI_CS_CONNECTING &&
+	     c->state != RMSGI_CS_SUSPENDED))
 		return false;
 	c->fb->pending = true;
 	c->fb->reason = reason ? reason : -ECONNRESET;

@@ -60,4 +60,13 @@ for tr in tcp rdma; do
 	tc qdisc del dev vA root 2> /dev/null
 	[ $rc = 0 ] || break
 done
+# a resumable connection across the same cut (tests/fault/link_resume.c),
+# over RDMA: suspended, resumed on a new QP, exports bound again (TCP runs
+# on the host, tests/fault/link_resume.sh)
+if [ $rc = 0 ]; then
+	echo "== rdma, resumable"
+	RMSG_TEST_TRANSPORT=rdma "$builddir/tests/fault/link_resume" || rc=$?
+	tc qdisc del dev vB root 2> /dev/null
+	tc qdisc del dev vA root 2> /dev/null
+fi
 exit $rc

@@ -1,17 +1,22 @@
 // SPDX-License-Identifier: MIT
 /*
- * link_resume.c - a resumable TCP connection (rmsg_cfg_set_resume_ms)
+ * link_resume.c - a resumable connection (rmsg_cfg_set_resume_ms)
  * across a link that goes silent for 2 s and comes back: both ends
  * stream numbered messages of random sizes (one in 50 up to 1 MiB) at
- * each other and make RPC calls while the link is cut with 100% netem
- * loss. Nothing is reset: each end notices by its keepalive, suspends,
- * and the client dials again until the link is back. Every message must
- * arrive exactly once and in order, every send's callback say 0 once,
- * every call be answered once, and neither end close.
+ * each other and make RPC calls while the link is cut. Nothing is reset:
+ * each end notices by its keepalive, suspends, and the client dials
+ * again until the link is back. Every message must arrive exactly once
+ * and in order, every send's callback say 0 once, every call be answered
+ * once, and neither end close. One-sided: a region the server exported
+ * to the connection before the cut, and one it exported while suspended,
+ * are written and read back by the client after the resume with the
+ * descriptors it had (over RDMA the windows were bound again on the new
+ * QP: rekey.c).
  *
- * Runs in the test VM from tests/fault/link_cut.sh (which builds the
- * veth pair and passes LINK_A, LINK_B, LINK_CUT, LINK_HEAL), over TCP
- * only: an RDMA connection does not resume.
+ * RMSG_TEST_TRANSPORT=tcp from tests/fault/link_resume.sh (a network
+ * namespace on the host), tcp and rdma from tests/fault/link_cut.sh in
+ * the test VM; both build the veth pair and pass LINK_A, LINK_B,
+ * LINK_CUT, LINK_HEAL.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +44,14 @@ static int calls_ok, calls_err, calls_out;
 static uint64_t calls_next;
 static int cut_done, healed;
 static ev_tstamp t_cut, t_heal, t_flow;
+
+/* one-sided: the server's region, exported before the cut (desc[0]) and
+ * while suspended (desc[1]), each half of it */
+#define REG_LEN (64 << 10)
+static uint8_t *region;
+static struct rmsg_mr *mr;
+static uint8_t desc[2][RMSG_MR_DESC_SIZE];
+static int exported_suspended, rma_done, rma_err;
 
 static size_t msg_len(uint64_t n, int side)
 {
@@ -185,6 +198,39 @@ static void calls_cb(struct ev_loop *l, ev_timer *w, int revents)
 	calls_next++;
 }
 
+static void rma_cb(struct rmsg_conn *c, int st, void *arg)
+{
+	(void)c;
+	if (st) {
+		fprintf(stderr, "one-sided op %d: %s\n", (int)(intptr_t)arg,
+			rmsg_strerror(st));
+		rma_err++;
+	}
+	rma_done++;
+}
+
+/* the client writes @k's half of the region through desc[k], reads it
+ * back, and the server's memory must hold it */
+static void rma_check(int k, uint64_t seed)
+{
+	static uint8_t out[REG_LEN / 2], in[REG_LEN / 2];
+	struct iovec wv = {out, sizeof(out)}, rv = {in, sizeof(in)};
+	int want = rma_done + 2;
+
+	t_fill(out, sizeof(out), seed);
+	memset(in, 0, sizeof(in));
+	T_OK(rmsg_write(sd[1].c, &wv, 1, desc[k], 0, rma_cb,
+			(void *)(intptr_t)(2 * k)));
+	T_OK(rmsg_read(sd[1].c, &rv, 1, desc[k], 0, rma_cb,
+		       (void *)(intptr_t)(2 * k + 1)));
+	T_RUN_UNTIL(loop, rma_done >= want || rma_err, 60);
+	T_ASSERT(!rma_err, "one-sided ops through descriptor %d failed", k);
+	T_ASSERT(memcmp(region + (size_t)k * sizeof(out), out, sizeof(out)) ==
+				 0 &&
+			 memcmp(in, out, sizeof(out)) == 0,
+		 "descriptor %d: the region does not hold what was written", k);
+}
+
 static void run_cmd(const char *what, const char *cmd)
 {
 	int rc = system(cmd);
@@ -204,6 +250,14 @@ static void cut_cb(struct ev_loop *l, ev_timer *w, int revents)
 		cut_done = 1;
 		t_cut = ev_now(loop);
 		return;
+	}
+	if (!exported_suspended && sd[0].c &&
+	    rmsg_conn_resume_state(sd[0].c) == RMSG_RESUME_SUSPENDED) {
+		T_OK(rmsg_mr_export(mr, sd[0].c, REG_LEN / 2, REG_LEN / 2,
+				    RMSG_ACCESS_REMOTE_WRITE |
+					    RMSG_ACCESS_REMOTE_READ,
+				    desc[1]));
+		exported_suspended = 1;
 	}
 	if (!healed && ev_now(loop) - t_cut >= 2.0 * t_scale()) {
 		run_cmd("heal", heal_cmd);
@@ -234,30 +288,38 @@ int main(void)
 	b = t_need_env("LINK_B", "link_resume.sh");
 	cut_cmd = t_need_env("LINK_CUT", "link_resume.sh");
 	heal_cmd = t_need_env("LINK_HEAL", "link_resume.sh");
-	if (strcmp(t_transport(), "tcp")) {
-		printf("SKIP: link_resume is TCP only (RDMA does not "
-		       "resume)\n");
-		return T_SKIP;
-	}
 	loop = ev_default_loop(0);
 	T_OK(rmsg_cfg_create(&cfg));
 	/* a slow build (sanitizers: RMSG_TEST_SCALE) on a loaded machine
 	 * needs a longer keepalive, and the cut then lasts longer than it */
 	T_OK(rmsg_cfg_set_keepalive_ms(cfg, (unsigned)(KA_MS * t_scale())));
 	T_OK(rmsg_cfg_set_resume_ms(cfg, 30000));
+	/* a dial into the cut link gives up soon and the next one follows
+	 * (an RDMA connect request's own retries last far longer) */
+	T_OK(rmsg_cfg_set_timeout_ms(cfg, (unsigned)(2000 * t_scale())));
 	T_OK(rmsg_cfg_set_send_queue(cfg, 128));
 	for (i = 0; i < 2; i++)
 		T_OK(rmsg_ctx_create(loop, cfg, &ctx[i]));
 	T_OK(rmsg_handle(ctx[0], M_ECHO, echo, NULL));
-	snprintf(uri, sizeof(uri), "tcp://%s:0", a);
+	snprintf(uri, sizeof(uri), "%s://%s:0", t_transport(), a);
 	T_OK(rmsg_listen(ctx[0], uri, cfg, &ops, NULL, (void *)0, &l));
 	T_OK(rmsg_listener_port(l, &port));
-	snprintf(uri, sizeof(uri), "tcp://%s:%u?src=%s", a, port, b);
+	snprintf(uri, sizeof(uri), "%s://%s:%u?src=%s", t_transport(), a,
+		 port, b);
 	T_OK(rmsg_connect(ctx[1], uri, cfg, &ops, (void *)1, &c));
 	t_deadline(loop, 300 * t_scale());
 	T_RUN_UNTIL(loop, sd[0].c && sd[1].c, 60);
 	T_ASSERT(rmsg_conn_resume_state(sd[1].c) == RMSG_RESUME_ON,
 		 "not resumable");
+	region = calloc(1, REG_LEN);
+	T_ASSERT(region, "calloc");
+	T_OK(rmsg_mr_reg(ctx[0], region, REG_LEN,
+			 RMSG_ACCESS_REMOTE_WRITE | RMSG_ACCESS_REMOTE_READ,
+			 &mr));
+	T_OK(rmsg_mr_export(mr, sd[0].c, 0, REG_LEN / 2,
+			    RMSG_ACCESS_REMOTE_WRITE | RMSG_ACCESS_REMOTE_READ,
+			    desc[0]));
+	rma_check(0, 1); /* before the cut */
 	pump(0);
 	pump(1);
 	ev_timer_init(&cut, cut_cb, 0.005, 0.005);
@@ -289,11 +351,16 @@ int main(void)
 	}
 	T_ASSERT(calls_ok == NCALL && !calls_err, "calls: %d ok, %d failed",
 		 calls_ok, calls_err);
-	printf("link_resume: the link silent for %.1f s mid-stream: %d + %d "
-	       "messages and %d calls exactly once, in order; client %llu "
-	       "suspend(s), %llu replayed, server %llu replayed; traffic %.2f "
-	       "s after the heal\n",
-	       t_heal - t_cut, NMSG, NMSG, NCALL,
+	/* the descriptors of before the cut and of the suspension, after */
+	T_ASSERT(exported_suspended, "the server was never seen suspended");
+	rma_check(0, 2);
+	rma_check(1, 3);
+	printf("link_resume (%s): the link silent for %.1f s mid-stream: %d "
+	       "+ %d messages and %d calls exactly once, in order; two "
+	       "exports (one made while suspended) written and read back "
+	       "after it; client %llu suspend(s), %llu replayed, server %llu "
+	       "replayed; traffic %.2f s after the heal\n",
+	       t_transport(), t_heal - t_cut, NMSG, NMSG, NCALL,
 	       (unsigned long long)st[1].suspends,
 	       (unsigned long long)st[1].replayed,
 	       (unsigned long long)st[0].replayed,
@@ -301,6 +368,8 @@ int main(void)
 	rmsg_conn_close(sd[1].c);
 	T_RUN_UNTIL(loop, sd[0].closed && sd[1].closed, 60);
 	rmsg_listener_close(l);
+	T_OK(rmsg_mr_dereg(mr));
+	free(region);
 	for (i = 0; i < 2; i++)
 		T_OK(rmsg_ctx_destroy(ctx[i]));
 	rmsg_cfg_destroy(cfg);

@@ -67,6 +67,7 @@ static void hdr_encode__roundtrip_every_type(void **state)
 		{RMSGI_T_IMM, 0, UINT32_MAX},
 		{RMSGI_T_AUTH, RMSGI_AUTH_MAX, 4095},
 		{RMSGI_T_PACK, RMSGI_PACK_MAX, 1},
+		{RMSGI_T_REKEY, 0, UINT32_MAX},
 	};
 	size_t i;
 

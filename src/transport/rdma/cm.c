@@ -122,6 +122,17 @@ int rdma_addrs_op(void *p, struct sockaddr_storage *local,
 	return 0;
 }
 
+/* conn op: a resume (inside rmsgi_conn_ev_request of cm_request): the
+ * suspended connection @c is this endpoint's from now on */
+void rdma_rebind_op(void *p, struct rmsg_conn *c,
+		    const struct rmsgi_tr_conn_info *ci)
+{
+	struct rdma_conn *rc = p;
+
+	rc->c = c;
+	rc->ci = ci;
+}
+
 /* a listener's address (a client's come resolved from the core) */
 static int rdma_resolve(const struct rmsgi_uri *u, struct rdma_addrinfo **res_p)
 {
@@ -400,10 +411,13 @@ static void cm_request(struct rdma_ctx *r, struct rmsg_listener *l,
 	rc->id->context = rc;
 	rc->state = RC_CONNECTING;
 	ret = rdma_qp_setup(rc);
-	if (ret == 0)
+	if (ret == 0) {
 		ret = rmsgi_conn_ev_request(c, l, &h, &reply);
-	else
+		/* a resume: the suspended connection's (rdma_rebind_op) */
+		c = rc->c;
+	} else {
 		rmsgi_conn_refusal(c, ret, &reply);
+	}
 	if (ret == 0) {
 		rc->peer_eager = h.eager_size;
 		rc_conn_param(rc, &param, buf);

@@ -30,6 +30,7 @@ static const struct rmsgi_tr_conn_ops rdma_conn_ops = {
 	.addrs = rdma_addrs_op,
 	.grant = rdma_grant_op,
 	.rma_open = rdma_rma_open_op,
+	.rebind = rdma_rebind_op,
 };
 
 const struct rmsgi_tr rmsgi_tr_rdma = {

@@ -457,6 +457,8 @@ int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 		    const struct rmsgi_uri *u, const struct rmsgi_addrs *to);
 int rdma_addrs_op(void *p, struct sockaddr_storage *local,
 		  struct sockaddr_storage *peer);
+void rdma_rebind_op(void *p, struct rmsg_conn *c,
+		    const struct rmsgi_tr_conn_info *ci);
 int rdma_listen_op(struct rmsg_ctx *ctx, struct rmsg_listener *l,
 		   const struct rmsgi_uri *u, uint16_t *port_p, void **tl_p);
 void rdma_listen_close(void *p);

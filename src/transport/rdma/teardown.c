@@ -110,8 +110,10 @@ void rdma_rc_teardown(struct rdma_conn *rc, int reason)
 	/*
 	 * Every memory window bound on the QP goes before it: destroying a
 	 * QP with type-2 windows still bound blocked for ~51 s on rxe (6.1).
-	 * The exports end with the connection anyway; rendezvous windows
-	 * keep only their pins until their ops are released.
+	 * The exports end with the connection (a suspended one's stay,
+	 * without windows, until the resume binds them again: rekey.c);
+	 * rendezvous windows keep only their pins until their ops are
+	 * released.
 	 */
 	rmsgi_mr_conn_gone(c);
 	while (!rmsgi_list_empty(&rc->mws)) {
