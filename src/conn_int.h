@@ -63,7 +63,7 @@ struct rmsgi_session {
 	/* the peer asked for our acks (RMSGI_HDR_F_ACKREQ), or a message
 	 * read by rendezvous came in: they go at once */
 	bool ack_now;
-	uint64_t req_rx;  /* server: the count in the client's request */
+	uint64_t req_rx; /* server: the count in the client's request */
 	/* messages the transport is done with, in order, until the peer
 	 * acknowledges them (or, suspended, until they go again) */
 	struct rmsgi_list unacked;
@@ -85,11 +85,11 @@ struct rmsgi_session {
 static inline bool credit_due(const struct rmsg_conn *c)
 {
 	return rmsgi_credit_want_update(&c->cr) ||
-	       RMSGI_UNLIKELY(c->ss && c->ss->on &&
-			      c->st.msgs_recv != c->ss->rx_told &&
-			      (c->ss->ack_now ||
-			       c->st.msgs_recv - c->ss->rx_told >=
-				       RMSGI_ACK_EVERY));
+	       RMSGI_UNLIKELY(
+		       c->ss && c->ss->on &&
+		       c->st.msgs_recv != c->ss->rx_told &&
+		       (c->ss->ack_now ||
+			c->st.msgs_recv - c->ss->rx_told >= RMSGI_ACK_EVERY));
 }
 
 /* an op generated for the peer: counted until recycled */

@@ -369,11 +369,9 @@ void rmsgi_mr_conn_gone(struct rmsg_conn *c)
 	if (c->state == RMSGI_CS_SUSPENDED) {
 		/* only the endpoint goes: the exports stay, without their
 		 * windows until the resume (rmsgi_mr_conn_rebind) */
-		rmsgi_list_for_each(n, &c->rma.exports)
-			export_untransport(&c->ctx->mrt,
-					   rmsgi_list_entry(n,
-							    struct rmsgi_export,
-							    clink));
+		rmsgi_list_for_each(n, &c->rma.exports) export_untransport(
+			&c->ctx->mrt,
+			rmsgi_list_entry(n, struct rmsgi_export, clink));
 		return;
 	}
 	while ((n = c->rma.exports.next) != &c->rma.exports)

@@ -203,7 +203,7 @@ static inline bool rmsgi_tr_frame_ok(unsigned caps, uint8_t type)
 		return true;
 	case RMSGI_T_RNDV_REQ:
 		return caps & RMSGI_TR_CAP_RNDV;
-	case RMSGI_T_IMM: /* the immediate of a native split write */
+	case RMSGI_T_IMM:   /* the immediate of a native split write */
 	case RMSGI_T_REKEY: /* windows bound again after a resume */
 		return caps & RMSGI_TR_CAP_RMA;
 	case RMSGI_T_WRITE:

@@ -41,11 +41,11 @@ struct rk_ent {
 };
 
 struct rmsgi_rekey {
-	bool hold;	/* resumed, the peer's end frame not yet here */
-	uint32_t got;	/* REKEY frames since the resume */
-	uint32_t n;	/* entries */
-	uint32_t cap;	/* slots: 0 or a power of two */
-	int err;	/* exporter: a REKEY frame could not be queued */
+	bool hold;    /* resumed, the peer's end frame not yet here */
+	uint32_t got; /* REKEY frames since the resume */
+	uint32_t n;   /* entries */
+	uint32_t cap; /* slots: 0 or a power of two */
+	int err;      /* exporter: a REKEY frame could not be queued */
 	struct rk_ent *e;
 };
 

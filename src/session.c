@@ -196,9 +196,10 @@ uint8_t rmsgi_session_ackreq(const struct rmsg_conn *c,
 			     const struct rmsgi_op *op)
 {
 	const struct rmsgi_session *ss = c->ss;
-	bool msg = (op->kind == RMSGI_OP_SEND &&
-		    (op->type == RMSGI_T_DATA || op->type == RMSGI_T_RNDV_REQ)) ||
-		   op->kind == RMSGI_OP_PACK;
+	bool msg =
+		(op->kind == RMSGI_OP_SEND &&
+		 (op->type == RMSGI_T_DATA || op->type == RMSGI_T_RNDV_REQ)) ||
+		op->kind == RMSGI_OP_PACK;
 
 	if (!ss->on || op->link.next != &c->tx.sendq)
 		return 0;

@@ -126,8 +126,7 @@ bool rmsgi_fallback_failed(struct rmsg_conn *c, int reason,
 	/* an app's reject, which carries a hello, is final (and a refused
 	 * resume is the session's to judge) */
 	if (!c->fb || !c->fb->armed || h ||
-	    (c->state != RMSGI_CS_CONNECTING &&
-	     c->state != RMSGI_CS_SUSPENDED))
+	    (c->state != RMSGI_CS_CONNECTING && c->state != RMSGI_CS_SUSPENDED))
 		return false;
 	c->fb->pending = true;
 	c->fb->reason = reason ? reason : -ECONNRESET;

@@ -304,8 +304,8 @@ int main(void)
 	snprintf(uri, sizeof(uri), "%s://%s:0", t_transport(), a);
 	T_OK(rmsg_listen(ctx[0], uri, cfg, &ops, NULL, (void *)0, &l));
 	T_OK(rmsg_listener_port(l, &port));
-	snprintf(uri, sizeof(uri), "%s://%s:%u?src=%s", t_transport(), a,
-		 port, b);
+	snprintf(uri, sizeof(uri), "%s://%s:%u?src=%s", t_transport(), a, port,
+		 b);
 	T_OK(rmsg_connect(ctx[1], uri, cfg, &ops, (void *)1, &c));
 	t_deadline(loop, 300 * t_scale());
 	T_RUN_UNTIL(loop, sd[0].c && sd[1].c, 60);
