@@ -82,6 +82,15 @@ void rmsgi_keepalive_answer(struct rmsg_conn *c)
 	rmsgi_conn_send_credit(c, 0);
 }
 
+/* what a rule below does to the connection (rmsgi_conn_lost): a path
+ * that broke and a peer that stopped answering look alike */
+static const char *ka_verb(const struct rmsg_conn *c)
+{
+	return rmsg_conn_resume_state(c) == RMSG_RESUME_ON
+		       ? "suspending (resumable)"
+		       : "closing";
+}
+
 static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct rmsg_conn *c = w->data;
@@ -117,12 +126,12 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		if (now - since > lim) {
 			rmsgi_warn(c->ctx,
 				   "conn %u: the peer left a %s of %zu bytes "
-				   "unanswered for %.1f s: closing",
+				   "unanswered for %.1f s: %s",
 				   c->id,
 				   op->kind == RMSGI_OP_READ	? "read"
 				   : op->kind == RMSGI_OP_WRITE ? "write"
 								: "large send",
-				   op->len, now - since);
+				   op->len, now - since, ka_verb(c));
 			c->st.ka_timeouts++;
 			rmsgi_conn_why(c,
 				       "keepalive: the peer left a %s of %zu "
@@ -132,7 +141,7 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 					       ? "write"
 					       : "large send",
 				       op->len, now - since);
-			rmsgi_conn_abort(c, -ETIMEDOUT);
+			rmsgi_conn_lost(c, -ETIMEDOUT);
 			rmsgi_ctx_flush(c->ctx);
 			return;
 		}
@@ -148,15 +157,15 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (idle > iv * c->cfg.keepalive_misses) {
 		rmsgi_warn(c->ctx,
 			   "conn %u: %u answers for the peer waited %.1f s "
-			   "with nothing of ours let out: closing",
-			   c->id, c->tx.ans_n, idle);
+			   "with nothing of ours let out: %s",
+			   c->id, c->tx.ans_n, idle, ka_verb(c));
 		c->st.ka_timeouts++;
 		rmsgi_conn_why(c,
 			       "keepalive: the peer let none of our frames out "
 			       "for %.1f s (no credits or window bytes back) "
 			       "while %u answers for it waited",
 			       idle, c->tx.ans_n);
-		rmsgi_conn_abort(c, -ETIMEDOUT);
+		rmsgi_conn_lost(c, -ETIMEDOUT);
 		rmsgi_ctx_flush(c->ctx);
 		return;
 	}

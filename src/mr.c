@@ -410,7 +410,7 @@ unsigned rmsgi_mr_conn_rebind(struct rmsg_conn *c,
 			   "conn %u: an export of %llu bytes could not be "
 			   "bound again after the resume (%s): revoked",
 			   c->id, (unsigned long long)e->len,
-			   rmsg_err_name(ret));
+			   strerror(-ret));
 		export_drop(&c->ctx->mrt, e);
 	}
 	return done;

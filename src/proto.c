@@ -43,7 +43,7 @@ int rmsgi_hdr_check_type(const struct rmsgi_hdr *h, uint64_t max_len)
 	case RMSGI_T_HELLO:
 	case RMSGI_T_REJECT:
 		if (h->len < RMSGI_HELLO_SIZE ||
-		    h->len > RMSGI_HELLO_SIZE + 32 + RMSGI_SESS_MAX)
+		    h->len > RMSGI_HELLO_SIZE + 32 + RMSGI_SESS_WIRE)
 			return -EPROTO;
 		break;
 	case RMSGI_T_HELLO_ACK: /* may carry the server's nonce */
@@ -96,6 +96,7 @@ size_t rmsgi_hello_encode(const struct rmsgi_hello *h, void *buf)
 	    h->sess_len <= RMSGI_SESS_MAX &&
 	    (!(h->flags & RMSGI_HELLO_F_AUTH) ||
 	     h->nonce_len == RMSGI_NONCE_SIZE)) {
+		*p++ = h->sess_len;
 		memcpy(p, h->sess, h->sess_len);
 		p += h->sess_len;
 	}
@@ -133,15 +134,18 @@ int rmsgi_hello_decode(const void *buf, size_t avail, struct rmsgi_hello *h)
 		h->nonce_len = RMSGI_NONCE_SIZE;
 		off += RMSGI_NONCE_SIZE;
 	}
-	/* the session part: what follows (RDMA pads, so it may be longer
-	 * than what was sent; session.c checks each part's exact size) */
+	/* the session part: its length, then its bytes (RDMA pads private
+	 * data with zeros: none sent reads as a length of 0; session.c
+	 * checks each part's exact size) */
 	if ((h->flags & RMSGI_HELLO_F_RESUME) &&
-	    (!(h->flags & RMSGI_HELLO_F_AUTH) || h->nonce_len)) {
-		size_t n = avail - off;
+	    (!(h->flags & RMSGI_HELLO_F_AUTH) || h->nonce_len) &&
+	    avail > off) {
+		size_t n = p[off++];
 
-		h->sess_len =
-			(uint8_t)(n < RMSGI_SESS_MAX ? n : RMSGI_SESS_MAX);
-		memcpy(h->sess, p + off, h->sess_len);
+		if (n > RMSGI_SESS_MAX || n > avail - off)
+			return -EPROTO;
+		h->sess_len = (uint8_t)n;
+		memcpy(h->sess, p + off, n);
 	}
 	return 0;
 }

@@ -56,13 +56,16 @@
  * accepting reply with it carries, after the private data, the server's
  * 32-byte nonce N_s (so up to 80 bytes; the connect direction never
  * carries one and stays within RDMA's 56 bytes).
- * With RMSGI_HELLO_F_RESUME the hello ends with a session part: every
- * byte after the private data (and the nonce, if any), at most
- * RMSGI_SESS_MAX (session.c says what it holds: none in a client's
- * first hello, the session's id and secret in the server's reply, a
- * resume request and its answer). A client that resumes sends no
- * private data and no RMSGI_HELLO_F_AUTH (its request proves the key);
- * with that flag a session part follows only a nonce.
+ * With RMSGI_HELLO_F_RESUME the hello ends with a session part after
+ * the private data (and the nonce, if any): a length byte, at most
+ * RMSGI_SESS_MAX, then that many bytes (session.c says what they hold:
+ * none in a client's first hello, which sends no part: RDMA pads
+ * private data with zeros, which read as a length of 0; the session's
+ * id and secret in the server's reply, a resume request and its
+ * answer). A client that resumes sends no private data and no
+ * RMSGI_HELLO_F_AUTH (its request proves the key: 16 + 1 + 36 bytes,
+ * within RDMA's 56); with that flag a session part follows only a
+ * nonce.
  *
  * AUTH (only while a connection authenticates, conn.c's AUTH state; one
  * each way, in a receive buffer like DATA, credits piggybacked):
@@ -108,8 +111,10 @@
 #define RMSGI_HELLO_F_AUTH 0x01
 /* the sender takes a resumable session (rmsg_cfg_set_resume_ms) */
 #define RMSGI_HELLO_F_RESUME 0x08
-/* the largest session part of a hello */
+/* the largest session part of a hello, and its bytes on the wire (its
+ * length first) */
 #define RMSGI_SESS_MAX 40
+#define RMSGI_SESS_WIRE (1 + RMSGI_SESS_MAX)
 /* the sender takes PACK frames (it sets it always; one without it never
  * receives them) */
 #define RMSGI_HELLO_F_PACK 0x02
@@ -153,7 +158,7 @@ static inline uint8_t rmsgi_hello_win_flags(uint32_t bytes)
 /* a hello's largest encoding: header, private data, a server's nonce,
  * a session part */
 #define RMSGI_HELLO_MAX \
-	(RMSGI_HELLO_SIZE + 32 + RMSGI_NONCE_SIZE + RMSGI_SESS_MAX)
+	(RMSGI_HELLO_SIZE + 32 + RMSGI_NONCE_SIZE + RMSGI_SESS_WIRE)
 /* an AUTH frame's largest payload: a MAC and a nonce or private data */
 #define RMSGI_AUTH_MAX (RMSGI_MAC_SIZE + 32)
 

@@ -12,7 +12,7 @@
  * (ASan and UBSan do that), it checks properties; a failed one aborts,
  * which libFuzzer reports as a crash:
  *   - return codes are only the documented ones; a header with a bad
- *     magic, version, type, flags or reserved field is -EPROTO; fewer than
+ *     magic, version, type, or flag bit other than the ack request is -EPROTO; fewer than
  *     the fixed size of bytes is always refused;
  *   - what decodes re-encodes to the very same bytes, and decoding the
  *     re-encoded bytes gives the same struct (decode(encode(x)) == x);
@@ -141,7 +141,7 @@ static int hdr_one(const uint8_t *d, size_t n, uint64_t max_len,
 	/* documented: bad magic, version, type or flags (bytes 6-7 are
 	 * the acks, which the connection checks) */
 	if (d[0] != RMSGI_MAGIC || d[1] != RMSGI_PROTO_VERSION || d[2] == 0 ||
-	    d[2] >= RMSGI_T_MAX_ || d[3] != 0)
+	    d[2] >= RMSGI_T_MAX_ || (d[3] & ~RMSGI_HDR_F_ACKREQ))
 		CHECK(rc == -EPROTO);
 	if (rc == -EMSGSIZE)
 		CHECK(rd64(d + 16) > max_len);
@@ -162,7 +162,7 @@ static int hdr_one(const uint8_t *d, size_t n, uint64_t max_len,
 		return rc;
 
 	/* accepted: fields are the bytes, and the bounds hold */
-	CHECK(h.type == d[2] && h.flags == 0 && h.credits == rd16(d + 4) &&
+	CHECK(h.type == d[2] && h.flags == d[3] && h.credits == rd16(d + 4) &&
 	      h.acks == rd16(d + 6) && h.aux == rd32(d + 8) &&
 	      h.bytes == rd32(d + 12) && h.len == rd64(d + 16) &&
 	      h.id == rd64(d + 24));
@@ -188,7 +188,7 @@ static int hdr_one(const uint8_t *d, size_t n, uint64_t max_len,
 	case RMSGI_T_REJECT:
 		CHECK(h.len >= RMSGI_HELLO_SIZE &&
 		      h.len <= RMSGI_HELLO_SIZE + RMSG_PRIVATE_DATA_MAX +
-				       RMSGI_SESS_MAX);
+				       RMSGI_SESS_WIRE);
 		break;
 	case RMSGI_T_HELLO_ACK: /* a server's nonce may follow */
 		CHECK(h.len >= RMSGI_HELLO_SIZE && h.len <= RMSGI_HELLO_MAX);
@@ -271,7 +271,7 @@ static void roundtrip_hdr(const uint8_t *d, size_t n)
 		return;
 	memset(&x, 0, sizeof(x));
 	x.type = d[0];
-	x.flags = 0;
+	x.flags = d[0] & RMSGI_HDR_F_ACKREQ; /* the only flag */
 	x.credits = rd16(d + 1);
 	x.aux = rd32(d + 3);
 	x.len = rd64(d + 7);
@@ -326,24 +326,25 @@ static int fuzz_hello(const uint8_t *d, size_t n)
 			     RMSGI_NONCE_SIZE) == 0);
 	else
 		CHECK(h.nonce_len == 0);
-	/* the session part: with its flag, every byte after the private
-	 * data and the nonce, RMSGI_SESS_MAX at most; with the key
+	/* the session part: with its flag, after the private data and the
+	 * nonce, its length byte (RMSGI_SESS_MAX at most, within what
+	 * came) then its bytes; none when nothing follows; with the key
 	 * holder's flag only behind a nonce */
 	if ((h.flags & RMSGI_HELLO_F_RESUME) &&
 	    (!(h.flags & RMSGI_HELLO_F_AUTH) || h.nonce_len)) {
 		size_t off =
 			RMSGI_HELLO_SIZE + (size_t)h.pdata_len + h.nonce_len;
-		size_t want =
-			n - off < RMSGI_SESS_MAX ? n - off : RMSGI_SESS_MAX;
+		size_t want = off < n ? d[off] : 0;
 
+		CHECK(want <= RMSGI_SESS_MAX && (!want || off + 1 + want <= n));
 		CHECK(h.sess_len == want &&
-		      memcmp(h.sess, d + off, h.sess_len) == 0);
+		      memcmp(h.sess, d + off + 1, h.sess_len) == 0);
 	} else {
 		CHECK(h.sess_len == 0);
 	}
 	m = rmsgi_hello_encode(&h, enc);
 	CHECK(m == RMSGI_HELLO_SIZE + (size_t)h.pdata_len + h.nonce_len +
-			   h.sess_len);
+			   (h.sess_len ? 1 + (size_t)h.sess_len : 0));
 	CHECK(memcmp(enc, d, m) == 0);
 	/* exactly the encoded bytes suffice; one fewer never does (a
 	 * nonce cut short: a hello without one) */
@@ -354,10 +355,8 @@ static int fuzz_hello(const uint8_t *d, size_t n)
 		CHECK(rmsgi_hello_decode(c, m, &h2) == 0);
 		CHECK(hello_eq(&h, &h2));
 		if (h.sess_len) {
-			/* the session part is what is left */
-			CHECK(rmsgi_hello_decode(c, m - 1, &h2) == 0);
-			CHECK(h2.sess_len == h.sess_len - 1 &&
-			      h2.nonce_len == h.nonce_len);
+			/* a session part shorter than its length says */
+			CHECK(rmsgi_hello_decode(c, m - 1, &h2) == -EPROTO);
 		} else if (h.nonce_len) {
 			CHECK(rmsgi_hello_decode(c, m - 1, &h2) == 0);
 			CHECK(h2.nonce_len == 0);
@@ -410,7 +409,8 @@ static void roundtrip_hello(const uint8_t *d, size_t n)
 		}
 		m = rmsgi_hello_encode(&x, enc);
 		CHECK(m == RMSGI_HELLO_SIZE + (size_t)x.pdata_len +
-				   x.nonce_len + x.sess_len);
+				   x.nonce_len +
+				   (x.sess_len ? 1 + (size_t)x.sess_len : 0));
 	}
 	memset(&y, 0, sizeof(y));
 	CHECK(rmsgi_hello_decode(enc, m, &y) == 0);

@@ -642,8 +642,8 @@ static void part_raw(struct rmsg_ctx *ctx[2])
 	conn_pair(ctx, cfg, &lis);
 	for (k = 0; k < 2; k++) {
 		struct sockaddr_in sa = {.sin_family = AF_INET};
-		uint8_t f[32 + 16 + 36], r[256];
-		size_t hl = k ? 16 + 20 : 16 + 36;
+		uint8_t f[32 + 16 + 1 + 36], r[256];
+		size_t hl = k ? 16 + 1 + 20 : 16 + 1 + 36;
 		int fd = socket(AF_INET, SOCK_STREAM, 0);
 		ssize_t n;
 
@@ -660,7 +660,8 @@ static void part_raw(struct rmsg_ctx *ctx[2])
 		 * request's size with an id nobody has (or one too short) */
 		f[32] = 0xa7, f[33] = 1, f[35] = 0x0e, f[36] = 16;
 		f[32 + 9] = 0x20;
-		memset(f + 48, 0x5a, hl - 16);
+		f[48] = (uint8_t)(hl - 17); /* the part's length */
+		memset(f + 49, 0x5a, hl - 17);
 		T_ASSERT(write(fd, f, 32 + hl) == (ssize_t)(32 + hl), "write");
 		n = 0;
 		while (n < 32 + 16) {
@@ -862,7 +863,7 @@ static int raw_hello(const uint8_t *sess, size_t slen, uint8_t *reply,
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	uint8_t f[32 + 16 + 64];
-	size_t hl = 16 + slen, n = 0;
+	size_t hl = 16 + (slen ? 1 + slen : 0), n = 0;
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	sa.sin_port = htons(sport);
@@ -875,8 +876,10 @@ static int raw_hello(const uint8_t *sess, size_t slen, uint8_t *reply,
 	f[32] = 0xa7, f[33] = 1, f[35] = 0x0e; /* RESUME|GROW|PACK */
 	f[36] = 16;			       /* credits */
 	put32(f + 40, 8192);		       /* eager size */
-	if (slen)
-		memcpy(f + 48, sess, slen);
+	if (slen) {
+		f[48] = (uint8_t)slen; /* the part's length */
+		memcpy(f + 49, sess, slen);
+	}
 	T_ASSERT(write(fd, f, 32 + hl) == (ssize_t)(32 + hl), "write");
 	/* the answer: a header and a hello (its length in the header) */
 	while (n < 32 || n < 32 + get64(reply + 16)) {
@@ -938,12 +941,13 @@ static int raw_resume(uint64_t sid, const uint8_t key[32], uint32_t attempt,
 	*fd_p = raw_hello(req, sizeof(req), r, &n);
 	if (r[2] == 7) /* REJECT: its status */
 		return (int16_t)(r[38] | r[39] << 8);
-	T_ASSERT(r[2] == 6 && (r[35] & 0x08) && n == 32 + 16 + 24,
+	T_ASSERT(r[2] == 6 && (r[35] & 0x08) && n == 32 + 16 + 1 + 24 &&
+			 r[48] == 24,
 		 "a resume answer of %zu bytes, type %u", n, r[2]);
 	/* the server's count, and its proof over both counts */
-	both[0] = get64(r + 48);
+	both[0] = get64(r + 49);
 	raw_mac(key, "rmsg-resume-1 server", sid, attempt, both, 2, mac);
-	T_ASSERT(both[0] == 0 && memcmp(mac, r + 56, 16) == 0,
+	T_ASSERT(both[0] == 0 && memcmp(mac, r + 57, 16) == 0,
 		 "the server's answer does not prove the session");
 	return 0;
 }
@@ -966,10 +970,11 @@ static void part_forged(struct rmsg_ctx *ctx[2])
 	sport = (uint16_t)atoi(strrchr(uri, ':') + 1);
 	/* a first hello that asks for a session: id and secret back */
 	fd = raw_hello(NULL, 0, r, &n);
-	T_ASSERT(r[2] == 6 && (r[35] & 0x08) && n == 32 + 16 + 40,
+	T_ASSERT(r[2] == 6 && (r[35] & 0x08) && n == 32 + 16 + 1 + 40 &&
+			 r[48] == 40,
 		 "no session offered (type %u, %zu bytes)", r[2], n);
-	sid = get64(r + 48);
-	memcpy(key, r + 56, 32);
+	sid = get64(r + 49);
+	memcpy(key, r + 57, 32);
 	T_RUN_UNTIL(loop, sd[0].c, 10);
 	raw_reset(fd);
 	T_RUN_UNTIL(loop,

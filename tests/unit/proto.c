@@ -404,7 +404,7 @@ static void hdr_decode__hello_len_bounds(void **state)
 	for (i = 0; i < sizeof(types); i++) {
 		/* private data and a session part (resume); a server's
 		 * reply also a nonce */
-		max = RMSGI_HELLO_SIZE + 32 + RMSGI_SESS_MAX;
+		max = RMSGI_HELLO_SIZE + 32 + RMSGI_SESS_WIRE;
 		if (types[i] == RMSGI_T_HELLO_ACK)
 			max += RMSGI_NONCE_SIZE;
 		mkhdr(buf, types[i], 0);
