@@ -244,6 +244,9 @@ void rmsgi_conn_op_proto(struct rmsg_conn *c, struct rmsgi_op *op, bool direct);
 void rmsgi_conn_op_queue(struct rmsg_conn *c, struct rmsgi_op *op);
 /* the connection became established: chooses for what was queued */
 void rmsgi_conn_proto_queued(struct rmsg_conn *c);
+/* undoes @op's choice of a path (a rendezvous, an emulated one-sided
+ * op): it waits for a new transport, which may differ (session.c) */
+void rmsgi_conn_op_unproto(struct rmsgi_op *op);
 /* @op leaves rndvq (the keepalive bound restarts only if it was the
  * oldest); then rmsgi_conn_rndv_settle() */
 void rmsgi_conn_rndv_unlink(struct rmsg_conn *c, struct rmsgi_op *op);

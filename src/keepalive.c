@@ -199,10 +199,15 @@ static void ka_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	/* a resumable connection's peer that is heard (the silence
 	 * above did not end it) but acknowledges
 	 * none of our messages holds them (and our buffers) for ever */
-	if (c->ss &&
-	    rmsgi_session_stuck(c, now, iv * c->cfg.keepalive_misses)) {
+	if (c->ss && rmsgi_session_stuck(c, now, iv * c->cfg.keepalive_misses,
+					 idle < iv)) {
 		c->st.ka_timeouts++;
-		rmsgi_conn_abort(c, -ETIMEDOUT);
+		/* not heard either (a rendezvous of ours being read keeps
+		 * the silence rule off): the path, maybe */
+		if (idle < iv)
+			rmsgi_conn_abort(c, -ETIMEDOUT);
+		else
+			rmsgi_conn_lost(c, -ETIMEDOUT);
 		rmsgi_ctx_flush(c->ctx);
 		return;
 	}

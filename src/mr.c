@@ -409,8 +409,7 @@ unsigned rmsgi_mr_conn_rebind(struct rmsg_conn *c,
 		rmsgi_warn(c->ctx,
 			   "conn %u: an export of %llu bytes could not be "
 			   "bound again after the resume (%s): revoked",
-			   c->id, (unsigned long long)e->len,
-			   strerror(-ret));
+			   c->id, (unsigned long long)e->len, strerror(-ret));
 		export_drop(&c->ctx->mrt, e);
 	}
 	return done;

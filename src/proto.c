@@ -138,8 +138,7 @@ int rmsgi_hello_decode(const void *buf, size_t avail, struct rmsgi_hello *h)
 	 * data with zeros: none sent reads as a length of 0; session.c
 	 * checks each part's exact size) */
 	if ((h->flags & RMSGI_HELLO_F_RESUME) &&
-	    (!(h->flags & RMSGI_HELLO_F_AUTH) || h->nonce_len) &&
-	    avail > off) {
+	    (!(h->flags & RMSGI_HELLO_F_AUTH) || h->nonce_len) && avail > off) {
 		size_t n = p[off++];
 
 		if (n > RMSGI_SESS_MAX || n > avail - off)

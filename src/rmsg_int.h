@@ -528,9 +528,10 @@ void rmsgi_keepalive_stop(struct rmsg_conn *c);
 #define RMSGI_CREDIT_BYE 2
 void rmsgi_keepalive_answer(struct rmsg_conn *c);
 /* session.c, for keepalive.c: the peer of a resumable connection (c->ss
- * set), heard from, acknowledged none of our messages for @bound
- * seconds: true, the reason given */
-bool rmsgi_session_stuck(struct rmsg_conn *c, ev_tstamp now, double bound);
+ * set) acknowledged none of our messages for @bound seconds (@heard: it
+ * was heard from within the interval): true, the reason given */
+bool rmsgi_session_stuck(struct rmsg_conn *c, ev_tstamp now, double bound,
+			 bool heard);
 /* ... and its acknowledgements are awaited afresh from @now (our loop
  * stalled: they may be waiting unread) */
 void rmsgi_session_mark(struct rmsg_conn *c, ev_tstamp now);

@@ -94,6 +94,18 @@ void rmsgi_conn_op_queue(struct rmsg_conn *c, struct rmsgi_op *op)
 	op_queue(c, op);
 }
 
+void rmsgi_conn_op_unproto(struct rmsgi_op *op)
+{
+	if (op->kind == RMSGI_OP_PACK)
+		return; /* a PACK frame goes as one over any backend */
+	if (op->kind == RMSGI_OP_SEND && op->type == RMSGI_T_RNDV_REQ)
+		op->type = RMSGI_T_DATA;
+	op->rndv = 0;
+	op->pre_len = 0;
+	op->iov_local = 0;
+	op->proto = RMSGI_OP_P_NONE;
+}
+
 void rmsgi_conn_proto_queued(struct rmsg_conn *c)
 {
 	struct rmsgi_list *n;

@@ -304,8 +304,10 @@ bool rmsgi_session_suspend(struct rmsg_conn *c, int reason)
 		struct rmsgi_op *op =
 			rmsgi_list_entry(n, struct rmsgi_op, link);
 
-		if (op->kind != RMSGI_OP_CTRL && op->kind != RMSGI_OP_RESP)
+		if (op->kind != RMSGI_OP_CTRL && op->kind != RMSGI_OP_RESP) {
+			rmsgi_conn_op_unproto(op);
 			continue;
+		}
 		rmsgi_list_del(&op->link);
 		if (op == &c->tx.credit_op)
 			op_state(c, op, RMSGI_OS_DONE);
@@ -456,7 +458,7 @@ void rmsgi_session_resume(struct rmsg_conn *c, const struct rmsgi_hello *h)
 
 		rmsgi_list_del(&op->link);
 		op->seq = 0;
-		op->proto = RMSGI_OP_P_NONE;
+		rmsgi_conn_op_unproto(op);
 		op_state(c, op, RMSGI_OS_QUEUED);
 		rmsgi_list_add_head(&c->tx.sendq, &op->link);
 		replayed++;
@@ -492,7 +494,8 @@ void rmsgi_session_mark(struct rmsg_conn *c, ev_tstamp now)
 	c->ss->ack_mark = now;
 }
 
-bool rmsgi_session_stuck(struct rmsg_conn *c, ev_tstamp now, double bound)
+bool rmsgi_session_stuck(struct rmsg_conn *c, ev_tstamp now, double bound,
+			 bool heard)
 {
 	struct rmsgi_session *ss = c->ss;
 	const struct rmsgi_op *op;
@@ -506,8 +509,9 @@ bool rmsgi_session_stuck(struct rmsg_conn *c, ev_tstamp now, double bound)
 		return false;
 	rmsgi_conn_why(c,
 		       "the peer acknowledged none of our messages for "
-		       "%.1f s while it was heard",
-		       now - ss->ack_mark);
+		       "%.1f s%s",
+		       now - ss->ack_mark,
+		       heard ? " while it was heard" : ", nor was heard");
 	return true;
 }
 

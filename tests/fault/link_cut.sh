@@ -69,4 +69,21 @@ if [ $rc = 0 ]; then
 	tc qdisc del dev vB root 2> /dev/null
 	tc qdisc del dev vA root 2> /dev/null
 fi
+# auto://, resumable, and then RoCE's packets (UDP port 4791) dropped
+# for good while TCP still passes: the connection resumes over TCP
+drop_roce="tc qdisc add dev vB root handle 1: prio &&
+	tc qdisc add dev vA root handle 1: prio"
+for d in vB vA; do
+	drop_roce="$drop_roce && tc filter add dev $d parent 1: protocol ip
+		prio 1 u32 match ip protocol 17 0xff match ip dport 4791 0xffff
+		action drop"
+done
+if [ $rc = 0 ]; then
+	echo "== auto://, resumable, RDMA cut for good"
+	LINK_FAILOVER=1 LINK_CUT=$(echo "$drop_roce" | tr -s '\n\t' '  ') \
+		RMSG_TEST_TRANSPORT=rdma "$builddir/tests/fault/link_resume" ||
+		rc=$?
+	tc qdisc del dev vB root 2> /dev/null
+	tc qdisc del dev vA root 2> /dev/null
+fi
 exit $rc

@@ -33,6 +33,9 @@
 
 static struct ev_loop *loop;
 static const char *cut_cmd, *heal_cmd;
+/* LINK_FAILOVER=1: auto://, and the cut (of RDMA's packets only) lasts
+ * to the end: the connection resumes over TCP */
+static int failover;
 
 struct side {
 	struct rmsg_conn *c;
@@ -259,7 +262,13 @@ static void cut_cb(struct ev_loop *l, ev_timer *w, int revents)
 				    desc[1]));
 		exported_suspended = 1;
 	}
-	if (!healed && ev_now(loop) - t_cut >= 2.0 * t_scale()) {
+	if (!healed && failover) {
+		if (!exported_suspended)
+			return;
+		healed = 1; /* never: TCP must carry the rest */
+		t_heal = ev_now(loop);
+		ev_timer_stop(loop, w);
+	} else if (!healed && ev_now(loop) - t_cut >= 2.0 * t_scale()) {
 		run_cmd("heal", heal_cmd);
 		healed = 1;
 		t_heal = ev_now(loop);
@@ -279,7 +288,7 @@ int main(void)
 	struct rmsg_cfg *cfg;
 	struct rmsg_conn *c;
 	ev_timer cut, calls;
-	const char *a, *b;
+	const char *a, *b, *scheme;
 	char uri[200];
 	uint16_t port;
 	int i;
@@ -288,6 +297,8 @@ int main(void)
 	b = t_need_env("LINK_B", "link_resume.sh");
 	cut_cmd = t_need_env("LINK_CUT", "link_resume.sh");
 	heal_cmd = t_need_env("LINK_HEAL", "link_resume.sh");
+	failover = getenv("LINK_FAILOVER") &&
+		   !strcmp(getenv("LINK_FAILOVER"), "1");
 	loop = ev_default_loop(0);
 	T_OK(rmsg_cfg_create(&cfg));
 	/* a slow build (sanitizers: RMSG_TEST_SCALE) on a loaded machine
@@ -301,16 +312,19 @@ int main(void)
 	for (i = 0; i < 2; i++)
 		T_OK(rmsg_ctx_create(loop, cfg, &ctx[i]));
 	T_OK(rmsg_handle(ctx[0], M_ECHO, echo, NULL));
-	snprintf(uri, sizeof(uri), "%s://%s:0", t_transport(), a);
+	scheme = failover ? "auto" : t_transport();
+	snprintf(uri, sizeof(uri), "%s://%s:0", scheme, a);
 	T_OK(rmsg_listen(ctx[0], uri, cfg, &ops, NULL, (void *)0, &l));
 	T_OK(rmsg_listener_port(l, &port));
-	snprintf(uri, sizeof(uri), "%s://%s:%u?src=%s", t_transport(), a, port,
-		 b);
+	snprintf(uri, sizeof(uri), "%s://%s:%u?src=%s", scheme, a, port, b);
 	T_OK(rmsg_connect(ctx[1], uri, cfg, &ops, (void *)1, &c));
 	t_deadline(loop, 300 * t_scale());
 	T_RUN_UNTIL(loop, sd[0].c && sd[1].c, 60);
 	T_ASSERT(rmsg_conn_resume_state(sd[1].c) == RMSG_RESUME_ON,
 		 "not resumable");
+	T_ASSERT(!failover || (!strcmp(rmsg_conn_transport(sd[0].c), "rdma") &&
+			       !strcmp(rmsg_conn_transport(sd[1].c), "rdma")),
+		 "auto:// did not start over RDMA");
 	region = calloc(1, REG_LEN);
 	T_ASSERT(region, "calloc");
 	T_OK(rmsg_mr_reg(ctx[0], region, REG_LEN,
@@ -351,6 +365,21 @@ int main(void)
 	}
 	T_ASSERT(calls_ok == NCALL && !calls_err, "calls: %d ok, %d failed",
 		 calls_ok, calls_err);
+	if (failover) {
+		T_ASSERT(!strcmp(rmsg_conn_transport(sd[0].c), "tcp") &&
+				 !strcmp(rmsg_conn_transport(sd[1].c), "tcp"),
+			 "resumed over %s and %s, not TCP",
+			 rmsg_conn_transport(sd[0].c),
+			 rmsg_conn_transport(sd[1].c));
+		T_ASSERT(st[1].fallbacks >= 1 &&
+				 rmsg_conn_fallback_reason(sd[1].c),
+			 "the client's fallback is not visible (%llu, %s)",
+			 (unsigned long long)st[1].fallbacks,
+			 rmsg_conn_fallback_reason(sd[1].c));
+		printf("link_resume: RDMA cut for good: resumed over TCP "
+		       "(%s)\n",
+		       rmsg_conn_fallback_reason(sd[1].c));
+	}
 	/* the descriptors of before the cut and of the suspension, after */
 	T_ASSERT(exported_suspended, "the server was never seen suspended");
 	rma_check(0, 2);
@@ -360,7 +389,9 @@ int main(void)
 	       "exports (one made while suspended) written and read back "
 	       "after it; client %llu suspend(s), %llu replayed, server %llu "
 	       "replayed; traffic %.2f s after the heal\n",
-	       t_transport(), t_heal - t_cut, NMSG, NMSG, NCALL,
+	       failover ? "auto://, RDMA's packets dropped from then on"
+			: t_transport(),
+	       t_heal - t_cut, NMSG, NMSG, NCALL,
 	       (unsigned long long)st[1].suspends,
 	       (unsigned long long)st[1].replayed,
 	       (unsigned long long)st[0].replayed,

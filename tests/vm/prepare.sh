@@ -38,7 +38,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # crc32_generic is not a dependency modprobe knows of: rdma_rxe asks the
 # crypto layer for "crc32" at run time and "rdma link add" fails without it.
 top_modules="virtio_pci 9pnet_virtio 9p overlay dummy veth sch_netem
-	failover net_failover virtio_net crc32_generic
+	sch_prio cls_u32 act_gact failover net_failover virtio_net crc32_generic
 	ib_core ib_uverbs rdma_rxe rdma_ucm ib_umad"
 
 note() { echo "$me: $*" >&2; }
