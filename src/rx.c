@@ -451,7 +451,16 @@ int rmsgi_conn_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status)
 {
 	m->ready = 1;
-	if (c->state >= RMSGI_CS_CLOSING || m->cut) {
+	if (RMSGI_UNLIKELY(m->cut)) {
+		/* given up at a suspend (rx_cut): what waited behind it
+		 * and was kept (a write's immediate) goes on */
+		rmsgi_msg_free(m);
+		rmsgi_conn_get(c);
+		deliver_rx(c);
+		rmsgi_conn_put(c);
+		return;
+	}
+	if (c->state >= RMSGI_CS_CLOSING) {
 		rmsgi_list_del(&m->link);
 		rmsgi_msg_free(m);
 		return;

@@ -115,6 +115,38 @@ static void on_msg(struct rmsg_conn *c, struct rmsg_msg *m, void *arg)
 	(void)c;
 	T_ASSERT(rmsg_msg_len(m) >= 8, "short message");
 	memcpy(&n, p, 8);
+	if (n != sd[side].next_in) {
+		struct rmsg_stats s;
+		size_t k, bad = 0, want = msg_len(sd[side].next_in, 1 - side);
+
+		rmsg_conn_stats(c, &s, sizeof(s));
+		for (k = 8; k + 8 <= rmsg_msg_len(m) && !bad; k += 8)
+			if (t_check(p + k, 8, 0) && k > 8)
+				bad = k;
+		fprintf(stderr,
+			"side %d: message %llu (%zu bytes; %zu expected), "
+			"expected %llu; cut %d healed %d (%.2f s after the "
+			"cut); suspends %llu resumes %llu rndv_recv %llu "
+			"msgs_recv %llu\n",
+			side, (unsigned long long)n, rmsg_msg_len(m), want,
+			(unsigned long long)sd[side].next_in, cut_done, healed,
+			cut_done ? ev_now(loop) - t_cut : -1.0,
+			(unsigned long long)s.suspends,
+			(unsigned long long)s.resumes,
+			(unsigned long long)s.rndv_recv,
+			(unsigned long long)s.msgs_recv);
+		if (rmsg_msg_len(m) == want) {
+			for (k = 0; k + 8 <= want; k += 4096) {
+				uint64_t v;
+
+				memcpy(&v, p + k, 8);
+				fprintf(stderr, "  at %zu: %016llx\n", k,
+					(unsigned long long)v);
+				if (k > 8 * 4096)
+					break;
+			}
+		}
+	}
 	T_ASSERT(n == sd[side].next_in, "side %d: message %llu, expected %llu",
 		 side, (unsigned long long)n,
 		 (unsigned long long)sd[side].next_in);

@@ -8,6 +8,7 @@
  * returning just the credit our CREDIT frames cost.
  */
 #include "conn_t.h"
+#include "conn_int.h"
 
 #include "proto.h"
 
@@ -435,6 +436,107 @@ static void conn_hostile__rndv_ack_for_read(void **state)
 	assert_int_equal(t->c->close_reason, -EPROTO);
 }
 
+/* ------------------------------------------------------------------ */
+/* REKEY (rekey.c): one-sided access across a resume over RDMA         */
+
+/* a connection over a fake with native one-sided ops, as if just
+ * resumed: our (empty) list of rebound exports sent, the peer's
+ * awaited */
+static struct t *rekey_t(void **state)
+{
+	struct t *t = replace_t(state, NULL, RMSGI_TR_CAP_RMA);
+
+	establish(t, 32, 8192);
+	rmsgi_rekey_resume(t->c);
+	flush(t);
+	assert_int_equal(ft.nposted, 1);
+	assert_int_equal(ft.posted[0].type, RMSGI_T_REKEY);
+	assert_int_equal(ft.posted[0].id, 0); /* the end, after 0 */
+	assert_int_equal(ft.posted[0].aux, 0);
+	return t;
+}
+
+static int rx_rekey(struct t *t, uint64_t token, uint32_t rkey)
+{
+	return rx(t->c, RMSGI_T_REKEY, 0, rkey, token, tmsg_new(t->c, NULL));
+}
+
+/* a native write waits for the peer's list, then goes with the rkey
+ * it gave for the descriptor's token; one the list does not name keeps
+ * its own */
+static void conn_rekey__held_then_rekeyed(void **state)
+{
+	struct t *t = rekey_t(state);
+	struct rmsgi_desc d = {.access = RMSG_ACCESS_REMOTE_WRITE,
+			       .flags = RMSGI_DESC_F_RKEY,
+			       .rkey = 111,
+			       .token = 5,
+			       .addr = 4096,
+			       .len = 4096};
+	uint8_t desc[2][RMSG_MR_DESC_SIZE];
+	char buf[8] = "12345678";
+	struct iovec iov = {buf, sizeof(buf)};
+
+	rmsgi_desc_encode(&d, desc[0]);
+	d.token = 6;
+	d.rkey = 333;
+	rmsgi_desc_encode(&d, desc[1]);
+	assert_int_equal(rmsg_write(t->c, &iov, 1, desc[0], 0, done_cb,
+				    (void *)1),
+			 0);
+	assert_int_equal(rmsg_write(t->c, &iov, 1, desc[1], 0, done_cb,
+				    (void *)2),
+			 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 1); /* held */
+	assert_int_equal(rx_rekey(t, 5, 222), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 1);
+	assert_int_equal(rx_rekey(t, 0, 1), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 3);
+	assert_int_equal(ft.posted[1].op->rma.rkey, 222);
+	assert_int_equal(ft.posted[2].op->rma.rkey, 333);
+	assert_int_equal(t->closed, 0);
+}
+
+/* a list outside a resume, an end that miscounts, and one entry beyond
+ * the bound each break the protocol */
+static void conn_rekey__hostile(void **state)
+{
+	struct t *t = *state;
+	int i;
+
+	establish(t, 32, 8192);
+	assert_int_equal(rx_rekey(t, 5, 1), -EPROTO);
+	assert_int_equal(t->c->close_reason, -EPROTO);
+	assert_non_null(strstr(rmsg_conn_close_reason(t->c), "outside"));
+
+	t = rekey_t(state);
+	assert_int_equal(rx_rekey(t, 5, 1), 0);
+	assert_int_equal(rx_rekey(t, 0, 2), -EPROTO);
+	assert_non_null(strstr(rmsg_conn_close_reason(t->c), "after 1"));
+
+	t = rekey_t(state);
+	for (i = 0; i < 65536; i++) {
+		assert_int_equal(rx_rekey(t, (uint64_t)i + 1, 7), 0);
+		if (i % 16 == 15) {
+			/* its credits back, in our CREDIT frames, and
+			 * theirs for those */
+			int n = ft.npost;
+
+			flush(t);
+			n = ft.npost - n;
+			tr_complete_all(t->c, 0);
+			if (n)
+				assert_int_equal(rx_credit(t->c, (uint16_t)n),
+						 0);
+		}
+	}
+	assert_int_equal(rx_rekey(t, 1u << 20, 7), -EPROTO);
+	assert_non_null(strstr(rmsg_conn_close_reason(t->c), "more than"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -448,6 +550,8 @@ int main(void)
 		CONN_T(conn_hostile__read_resp_short),
 		CONN_T(conn_hostile__read_resp_twice),
 		CONN_T(conn_hostile__rndv_ack_for_read),
+		CONN_T(conn_rekey__held_then_rekeyed),
+		CONN_T(conn_rekey__hostile),
 	};
 
 	unit_filter();

@@ -6,6 +6,7 @@
  * delivery behind a payload still being read, illegal and late frames.
  */
 #include "conn_t.h"
+#include "conn_int.h"
 
 /* ------------------------------------------------------------------ */
 /* rendezvous                                                           */
@@ -274,6 +275,45 @@ static void conn_rx__after_close(void **state)
 	assert_int_equal(t->closed, 1);
 }
 
+/* a suspend (rmsgi_conn_rx_stale) gives up a message still being read
+ * and the one behind it, uncounted: the peer's replay starts there
+ * (session.c counts on in-order messages); the read's end frees it,
+ * neither is delivered, no RNDV_ACK goes; a write's immediate behind
+ * them stays */
+static void conn_rx__cut_at_suspend(void **state)
+{
+	struct t *t = *state;
+	struct rmsg_msg *big, *imm;
+	uint64_t before;
+
+	establish(t, 32, 8192);
+	assert_int_equal(rx_data(t->c, "delivered", 0), 0);
+	assert_int_equal(t->msgs, 1);
+	before = t->c->st.msgs_recv;
+	big = tmsg_new(t->c, "big");
+	big->ready = 0;
+	assert_int_equal(rx(t->c, RMSGI_T_RNDV_REQ, 0, 0, 77, big), 0);
+	assert_int_equal(rx_data(t->c, "behind", 0), 0);
+	imm = tmsg_new(t->c, NULL);
+	assert_int_equal(rx(t->c, RMSGI_T_IMM, 0, 5, 0, imm), 0);
+	assert_int_equal(t->c->st.msgs_recv, before + 1);
+	rmsgi_conn_rx_stale(t->c);
+	assert_int_equal(t->c->st.msgs_recv, before);
+	assert_int_equal(msgs_freed, 2); /* "delivered", "behind" */
+	/* the immediate waits for the read given up */
+	assert_ptr_equal(t->c->rxq.next, &imm->link);
+	assert_int_equal(t->c->st.imm_recv, 0);
+	rmsgi_conn_rx_ready(t->c, big, 0);
+	/* the immediate behind it went on */
+	assert_true(rmsgi_list_empty(&t->c->rxq));
+	assert_int_equal(msgs_freed, 4);
+	assert_int_equal(t->msgs, 1);
+	assert_int_equal(t->c->st.msgs_recv, before);
+	assert_int_equal(t->c->st.imm_recv, 1);
+	flush(t);
+	assert_int_equal(ft.nposted, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -289,6 +329,7 @@ int main(void)
 		CONN_T(conn_rx__rndv_read_failed),
 		CONN_T(conn_rx__bad_type),
 		CONN_T(conn_rx__after_close),
+		CONN_T(conn_rx__cut_at_suspend),
 	};
 
 	unit_filter();
