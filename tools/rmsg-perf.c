@@ -846,7 +846,7 @@ static void usage(int status)
 	      "  -c CREDITS  receive buffers granted to the peer\n"
 	      "  -R MS       resumable connections, with this resume window "
 	      "(give it\n"
-	      "              to both sides; TCP)\n"
+	      "              to both sides)\n"
 	      "  -P          print only the result lines, no table\n"
 	      "  --json      print each result (and -v's counters) as one "
 	      "JSON object a line\n"

@@ -662,8 +662,8 @@ class Context:
     ValueError naming the option): eager_size, credits,
     credits_initial, send_queue, busy_poll_us, max_msg_size, private_data,
     timeout_ms, reg_limit, tcp_rx_limit, tcp_window, keepalive_ms,
-    keepalive_misses, resume_ms (both ends: a TCP connection survives a
-    broken transport; rmsg_cfg_set_resume_ms(3)),
+    keepalive_misses, resume_ms (both ends: a connection survives a
+    broken transport, over TCP or RDMA; rmsg_cfg_set_resume_ms(3)),
     psk (a pre-shared key of 16 to 64 bytes: the peer must hold the same
     one, else the connection fails with EACCES; rmsg_cfg_set_psk(3))
     (max_conns and max_pending apply to listeners). recv_queue (default
@@ -1696,9 +1696,9 @@ class Connection:
     @property
     def resume_state(self) -> int:
         """RESUME_ON while the connection is resumable (resume_ms on
-        both ends, over TCP) and its transport up, RESUME_SUSPENDED while
-        it waits for a new transport, RESUME_NONE otherwise, and once
-        closed (rmsg_conn_resume_state(3))."""
+        both ends, any transport) and its transport up, RESUME_SUSPENDED
+        while it waits for a new transport, RESUME_NONE otherwise, and
+        once closed (rmsg_conn_resume_state(3))."""
         if self._cptr is None:
             return RESUME_NONE
         return int(lib.rmsg_conn_resume_state(self._cptr))
