@@ -15,7 +15,8 @@
  *     before its window;
  *  4. a raw peer's resume requests (an unknown session; a short one)
  *     are refused and counted, and the listener serves on.
- * TCP only (the RDMA backend does not resume): with the fault tests.
+ * TCP only (a TCP proxy cuts the link; RDMA resumes are
+ * tests/fault/link_resume's, in the VM): with the fault tests.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -1065,7 +1066,8 @@ int main(void)
 
 	t_require_transport();
 	if (strcmp(t_transport(), "tcp")) {
-		printf("resume: TCP only (RDMA does not resume)\n");
+		printf("resume: TCP only (its proxy is TCP; RDMA: "
+		       "tests/fault/link_resume)\n");
 		return T_SKIP;
 	}
 	loop = ev_default_loop(0);

@@ -31,9 +31,9 @@ async def test_echo():
 
 @async_test
 async def test_resume_state():
-    # resume_ms on both ends: resumable over TCP (rmsg_cfg_set_resume_ms(3));
-    # RDMA does not resume
-    want = rmsg.RESUME_ON if TRANSPORT == "tcp" else rmsg.RESUME_NONE
+    # resume_ms on both ends: resumable over any transport
+    # (rmsg_cfg_set_resume_ms(3))
+    want = rmsg.RESUME_ON
     async with Pair(server_opts={"resume_ms": 5000}) as p:
         srv = []
 
