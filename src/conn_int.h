@@ -63,6 +63,13 @@ struct rmsgi_session {
 	/* the peer asked for our acks (RMSGI_HDR_F_ACKREQ), or a message
 	 * read by rendezvous came in: they go at once */
 	bool ack_now;
+	/* rx.c: rendezvous messages in rxq still being read, the messages
+	 * counted in st.msgs_recv behind the first of them (not had in
+	 * order yet), and those refused for want of memory (numbered by
+	 * the peer, never counted): rmsgi_session_rx() */
+	uint32_t rx_unready;
+	uint64_t rx_behind;
+	uint64_t rx_refused;
 	uint64_t req_rx; /* server: the count in the client's request */
 	/* messages the transport is done with, in order, until the peer
 	 * acknowledges them (or, suspended, until they go again) */
@@ -75,6 +82,14 @@ struct rmsgi_session {
 	ev_tstamp ack_mark;
 };
 
+/* the messages of the peer's we have in order, which our acks and
+ * resume hellos tell it: st.msgs_recv counts a message when it arrived
+ * whole, also behind a rendezvous still being read */
+static inline uint64_t rmsgi_session_rx(const struct rmsg_conn *c)
+{
+	return c->st.msgs_recv - c->ss->rx_behind + c->ss->rx_refused;
+}
+
 /* acks owed that go in a CREDIT frame of their own when no other frame
  * carries them; fewer wait for one, or for the peer's ack request (it
  * sets it on its last frame when nothing more is queued: session.c) */
@@ -85,11 +100,11 @@ struct rmsgi_session {
 static inline bool credit_due(const struct rmsg_conn *c)
 {
 	return rmsgi_credit_want_update(&c->cr) ||
-	       RMSGI_UNLIKELY(
-		       c->ss && c->ss->on &&
-		       c->st.msgs_recv != c->ss->rx_told &&
-		       (c->ss->ack_now ||
-			c->st.msgs_recv - c->ss->rx_told >= RMSGI_ACK_EVERY));
+	       RMSGI_UNLIKELY(c->ss && c->ss->on &&
+			      rmsgi_session_rx(c) != c->ss->rx_told &&
+			      (c->ss->ack_now ||
+			       rmsgi_session_rx(c) - c->ss->rx_told >=
+				       RMSGI_ACK_EVERY));
 }
 
 /* an op generated for the peer: counted until recycled */
@@ -269,6 +284,13 @@ struct rmsgi_op *rmsgi_conn_op_with_iov(struct rmsg_conn *c,
  * -ENOMEM */
 int rmsgi_conn_send_ctrl(struct rmsg_conn *c, uint8_t type, uint32_t aux,
 			 uint64_t id);
+/* queues the connection's CREDIT frame (not busy: credit_op_busy) at
+ * the head of the send queue */
+void rmsgi_conn_credit_first(struct rmsg_conn *c, uint32_t aux);
+/* the same ahead of what is queued: after *@after (&c->tx.sendq for the
+ * head), which becomes the new frame, so that several keep their order */
+int rmsgi_conn_send_ctrl_first(struct rmsg_conn *c, uint8_t type, uint32_t aux,
+			       uint64_t id, struct rmsgi_list **after);
 /* hands queued frames to the transport as far as credits and room go */
 void rmsgi_conn_post_queued(struct rmsg_conn *c);
 
@@ -340,6 +362,8 @@ int rmsgi_session_failed(struct rmsg_conn *c, int reason,
 			 const struct rmsgi_hello *h);
 /* the backend of a suspended connection is down */
 void rmsgi_session_down(struct rmsg_conn *c);
+/* client: a new resume request goes (each is proved with its number) */
+void rmsgi_session_attempt(struct rmsg_conn *c);
 /* a suspended connection's new transport is up (client: the reply @h) */
 void rmsgi_session_resume(struct rmsg_conn *c, const struct rmsgi_hello *h);
 /* the acks a frame posted now carries (c->ss set) */

@@ -163,6 +163,7 @@ static inline void rmsgi_msg_init(struct rmsg_msg *m, struct rmsg_conn *c,
 	m->held = 0;
 	m->in_deliver = 0;
 	m->in_rx = 0;
+	m->cut = 0;
 	m->wcost = 0;
 }
 #define RMSGI_MSG_IN_RX 1

@@ -201,6 +201,8 @@ int rmsgi_pack_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	c->st.packs_recv++;
 	c->st.packed_recv += n;
 	c->st.msgs_recv += n;
+	if (RMSGI_UNLIKELY(c->ss) && c->ss->rx_unready)
+		c->ss->rx_behind += n; /* not had in order yet (rx.c) */
 	rmsgi_conn_get(c);
 	for (i = 0; i < n; i++) {
 		struct rmsg_msg *m = &pk->msgs[i];

@@ -41,11 +41,12 @@ struct rk_ent {
 };
 
 struct rmsgi_rekey {
-	bool hold;    /* resumed, the peer's end frame not yet here */
-	uint32_t got; /* REKEY frames since the resume */
-	uint32_t n;   /* entries */
-	uint32_t cap; /* slots: 0 or a power of two */
-	int err;      /* exporter: a REKEY frame could not be queued */
+	bool hold;	       /* resumed, the peer's end frame not yet here */
+	uint32_t got;	       /* REKEY frames since the resume */
+	uint32_t n;	       /* entries */
+	uint32_t cap;	       /* slots: 0 or a power of two */
+	int err;	       /* exporter: a REKEY frame could not be queued */
+	struct rmsgi_list *at; /* exporter: the last queued, ahead of all */
 	struct rk_ent *e;
 };
 
@@ -119,8 +120,11 @@ static const struct rk_ent *rk_find(const struct rmsgi_rekey *rk,
 
 static void rekey_tell(struct rmsg_conn *c, uint64_t token, uint32_t rkey)
 {
-	if (rmsgi_conn_send_ctrl(c, RMSGI_T_REKEY, rkey, token))
-		c->rma.rk->err = -ENOMEM;
+	struct rmsgi_rekey *rk = c->rma.rk;
+
+	if (!rk->err &&
+	    rmsgi_conn_send_ctrl_first(c, RMSGI_T_REKEY, rkey, token, &rk->at))
+		rk->err = -ENOMEM;
 }
 
 void rmsgi_rekey_resume(struct rmsg_conn *c)
@@ -147,12 +151,16 @@ void rmsgi_rekey_resume(struct rmsg_conn *c)
 		c->rma.rk = rk;
 	}
 	rk->hold = true;
+	/* the list goes ahead of everything queued: both sides may hold a
+	 * one-sided op at the head of their queues until it arrives */
+	rk->at = &c->tx.sendq;
 	/* the resume proved the session (under the pre-shared key, if
 	 * any): the new QP takes the peer's one-sided ops, as after AUTH */
 	rk->err = rmsgi_tr_rma_open(c->tops, c->tr_priv);
 	told = rk->err ? 0 : rmsgi_mr_conn_rebind(c, rekey_tell);
 	if (!rk->err)
-		rk->err = rmsgi_conn_send_ctrl(c, RMSGI_T_REKEY, told, 0);
+		rk->err = rmsgi_conn_send_ctrl_first(c, RMSGI_T_REKEY, told, 0,
+						     &rk->at);
 	if (rk->err)
 		rmsgi_conn_abort(c, rk->err);
 }

@@ -110,8 +110,8 @@ void rmsgi_session_hello(const struct rmsg_conn *c, struct rmsgi_hello *h)
 		h->flags &= (uint8_t)~RMSGI_HELLO_F_AUTH;
 		h->pdata_len = 0;
 		h->nonce_len = 0;
-		rmsgi_put64(p, c->st.msgs_recv);
-		sess_mac(ss, true, ss->attempt, c->st.msgs_recv, ss->req_rx,
+		rmsgi_put64(p, rmsgi_session_rx(c));
+		sess_mac(ss, true, ss->attempt, rmsgi_session_rx(c), ss->req_rx,
 			 p + 8);
 		h->sess_len = S_ACK_LEN;
 	} else if (c->is_server) {
@@ -125,8 +125,9 @@ void rmsgi_session_hello(const struct rmsg_conn *c, struct rmsgi_hello *h)
 		h->pdata_len = 0;
 		rmsgi_put64(p, ss->sid);
 		rmsgi_put32(p + 8, ss->attempt);
-		rmsgi_put64(p + 12, c->st.msgs_recv);
-		sess_mac(ss, false, ss->attempt, 0, c->st.msgs_recv, p + 20);
+		rmsgi_put64(p + 12, rmsgi_session_rx(c));
+		sess_mac(ss, false, ss->attempt, 0, rmsgi_session_rx(c),
+			 p + 20);
 		h->sess_len = S_REQ_LEN;
 	}
 }
@@ -268,7 +269,7 @@ int rmsgi_session_answer(struct rmsg_conn *c, const struct rmsgi_hello *h,
 		return -EPROTO;
 	}
 	*rx_p = rmsgi_get64(h->sess);
-	sess_mac(ss, true, ss->attempt, *rx_p, c->st.msgs_recv, mac);
+	sess_mac(ss, true, ss->attempt, *rx_p, rmsgi_session_rx(c), mac);
 	if (!memeql_sec(mac, h->sess + 8, S_MAC)) {
 		rmsgi_conn_why(c, "the peer's resume answer does not prove "
 				  "the session");

@@ -474,6 +474,8 @@ bool rmsgi_fallback_failed(struct rmsg_conn *c, int reason,
 			   const struct rmsgi_hello *h);
 /* the backend is down: true if TCP took over the connection */
 bool rmsgi_fallback_down(struct rmsg_conn *c);
+/* the connection is up: a later failure is no auto:// fallback's */
+void rmsgi_fallback_done(struct rmsg_conn *c);
 /* why the connection runs on its transport (the scheme, auto:// found
  * RDMA, or why it did not), for the log */
 const char *rmsgi_fallback_why(const struct rmsg_conn *c);

@@ -81,16 +81,50 @@ static void rx_cut(struct rmsg_conn *c)
 			c->st.rndv_recv--;
 		rmsgi_msg_free(m);
 	}
+	if (c->ss) {
+		c->ss->rx_unready = 0;
+		c->ss->rx_behind = 0;
+	}
+}
+
+/* a rendezvous message left the unread (rmsgi_conn_rx_ready): the
+ * messages counted behind it up to the next unread one are had in order
+ * now (rmsgi_session_rx) */
+static void rx_unread_done(struct rmsg_conn *c)
+{
+	struct rmsgi_session *ss = c->ss;
+	struct rmsgi_list *n;
+	uint64_t behind = 0;
+	bool gap = false;
+
+	ss->rx_unready--;
+	if (!ss->rx_unready) {
+		ss->rx_behind = 0;
+		return;
+	}
+	rmsgi_list_for_each(n, &c->rxq)
+	{
+		const struct rmsg_msg *m =
+			rmsgi_list_entry(n, struct rmsg_msg, link);
+
+		if (!m->ready)
+			gap = true;
+		else if (gap && (m->type == RMSGI_T_DATA ||
+				 m->type == RMSGI_T_RNDV_REQ))
+			behind++;
+	}
+	ss->rx_behind = behind;
 }
 
 void rmsgi_conn_rx_stale(struct rmsg_conn *c)
 {
 	struct rmsgi_list *n;
 
-	rx_cut(c);
+	/* first: what the cut frees returns no credit to the next one */
 	rmsgi_list_for_each(n, &c->rxq)
 		rmsgi_list_entry(n, struct rmsg_msg, link)
 			->wcost = RMSGI_WCOST_STALE;
+	rx_cut(c);
 	rmsgi_list_for_each(n, &c->ctx->held)
 	{
 		struct rmsg_msg *m = rmsgi_list_entry(n, struct rmsg_msg, link);
@@ -206,8 +240,12 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	case RMSGI_T_DATA:
 		c->st.msgs_recv++;
 		c->st.bytes_recv += m->len;
-		/* fall through */
-	case RMSGI_T_RNDV_REQ: /* counted once its data is read */
+		if (RMSGI_UNLIKELY(c->ss) && c->ss->rx_unready)
+			c->ss->rx_behind++; /* not had in order yet */
+					    /* fall through */
+	case RMSGI_T_RNDV_REQ:		    /* counted once its data is read */
+		if (h->type == RMSGI_T_RNDV_REQ && c->ss)
+			c->ss->rx_unready++;
 		m->type = h->type;
 		m->aux = h->aux;
 		m->id = h->id;
@@ -465,6 +503,24 @@ void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status)
 		rmsgi_msg_free(m);
 		return;
 	}
+	if (RMSGI_UNLIKELY(status) && status != -ENOMEM && c->ss &&
+	    c->state == RMSGI_CS_ESTABLISHED) {
+		/* a read that failed on the path (its retries ran out before
+		 * the keepalive saw it): a resumable connection suspends, and
+		 * the cut gives this message up (the peer sends it again) */
+		m->ready = 0;
+		rmsgi_conn_lost(c, status);
+		if (m->cut) {
+			rmsgi_msg_free(m);
+			return;
+		}
+		m->ready = 1;
+		rmsgi_list_del(&m->link); /* not resumable after all */
+		rmsgi_msg_free(m);
+		return;
+	}
+	if (c->ss)
+		rx_unread_done(c);
 	if (rmsgi_conn_send_ctrl(c, RMSGI_T_RNDV_ACK,
 				 status ? (uint32_t)-status : 0, m->id) == 0) {
 		/* the ACK goes out before on_msg can close the connection */
@@ -485,6 +541,9 @@ void rmsgi_conn_rx_ready(struct rmsg_conn *c, struct rmsg_msg *m, int status)
 			   c->id, m->len);
 		rmsgi_list_del(&m->link);
 		rmsgi_msg_free(m);
+		/* the peer numbered it: it is had (refused), in order */
+		if (c->ss)
+			c->ss->rx_refused++;
 	} else if (status) {
 		rmsgi_list_del(&m->link);
 		rmsgi_msg_free(m);

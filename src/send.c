@@ -269,34 +269,6 @@ void rmsgi_conn_tr_room(struct rmsg_conn *c)
 		rmsgi_ctx_mark_dirty(c->ctx, c);
 }
 
-bool rmsgi_conn_send_credit(struct rmsg_conn *c, uint32_t aux)
-{
-	if (credit_op_busy(c) || c->state != RMSGI_CS_ESTABLISHED)
-		return false; /* a frame is on its way: that tells the peer */
-	c->tx.credit_op.aux = aux;
-	op_state(c, &c->tx.credit_op, RMSGI_OS_QUEUED);
-	rmsgi_list_add_head(&c->tx.sendq, &c->tx.credit_op.link);
-	rmsgi_ctx_mark_dirty(c->ctx, c);
-	return true;
-}
-
-/* queues a header-only control frame */
-int rmsgi_conn_send_ctrl(struct rmsg_conn *c, uint8_t type, uint32_t aux,
-			 uint64_t id)
-{
-	struct rmsgi_op *op = rmsgi_op_get(c->ctx);
-
-	if (!op)
-		return -ENOMEM;
-	op->kind = RMSGI_OP_CTRL;
-	op->type = type;
-	op->aux = aux;
-	op->id = id;
-	op_answer(c, op);
-	op_queue(c, op);
-	return 0;
-}
-
 /* the bytes of the byte window a frame takes: its payload's; AUTH
  * frames take none (the receiver does not count them: rx.c) */
 static inline uint64_t op_wlen(const struct rmsgi_op *op)
@@ -339,9 +311,7 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 	    credit_due(c) &&
 	    (rmsgi_list_empty(&c->tx.sendq) ||
 	     !rmsgi_credit_can_send(&c->cr, true) || head_waits_bytes(c))) {
-		c->tx.credit_op.aux = 0;
-		op_state(c, &c->tx.credit_op, RMSGI_OS_QUEUED);
-		rmsgi_list_add_head(&c->tx.sendq, &c->tx.credit_op.link);
+		rmsgi_conn_credit_first(c, 0);
 	}
 	while ((c->state == RMSGI_CS_ESTABLISHED ||
 		c->state == RMSGI_CS_AUTH) &&
@@ -356,10 +326,15 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		if (RMSGI_UNLIKELY(c->state == RMSGI_CS_AUTH) &&
 		    op->type != RMSGI_T_AUTH)
 			break;
-		/* resumed over RDMA: the peer's windows are new (rekey.c) */
+		/* resumed over RDMA: the peer's windows are new (rekey.c);
+		 * while this waits for them, credits and acks still go */
 		if (native && RMSGI_UNLIKELY(c->rma.rk) &&
-		    rmsgi_rekey_post(c, op))
-			break;
+		    rmsgi_rekey_post(c, op)) {
+			if (credit_op_busy(c) || !credit_due(c))
+				break;
+			rmsgi_conn_credit_first(c, 0);
+			continue;
+		}
 
 		/* only the CREDIT frame may take the last credit; and a
 		 * frame waits for the bytes it costs of the window */

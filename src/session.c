@@ -9,8 +9,9 @@
  *
  * Numbers. Each side numbers the messages it hands to the transport
  * (op->seq: 1, 2, ..., given when the backend took the frame) and counts
- * those it received (st.msgs_recv counts exactly the frames that carry
- * messages: DATA, and each entry of a PACK). A stream transport delivers
+ * those it has in order (rmsgi_session_rx: st.msgs_recv, the frames
+ * that carry messages, DATA and each entry of a PACK, less those behind
+ * a rendezvous still being read). A stream transport delivers
  * in order and loses only a suffix at a break, so a count is all a
  * sender needs to know what arrived. The receiver says how far its count
  * grew since it last said so in the acks field of every header it sends
@@ -73,6 +74,8 @@ void rmsgi_session_on(struct rmsg_conn *c)
 	if (ss->on)
 		return;
 	ss->on = true;
+	/* up: a later failure suspends, it is no auto:// fallback */
+	rmsgi_fallback_done(c);
 	ss->ack_mark = ev_now(c->ctx->loop);
 	explicit_bzero(ss->secret, sizeof(ss->secret));
 	if (c->is_server)
@@ -101,7 +104,7 @@ uint16_t rmsgi_session_ack_take(struct rmsg_conn *c)
 	if (!ss->on)
 		return 0;
 	ss->ack_now = false;
-	d = c->st.msgs_recv - ss->rx_told;
+	d = rmsgi_session_rx(c) - ss->rx_told;
 	if (d > UINT16_MAX)
 		d = UINT16_MAX;
 	ss->rx_told += d;
@@ -250,7 +253,7 @@ void rmsgi_session_bye(struct rmsg_conn *c)
 {
 	/* the peer closes: what it sent last is acknowledged at once (it
 	 * lingers for it), while our transport still takes frames */
-	if (c->ss->on && c->st.msgs_recv != c->ss->rx_told &&
+	if (c->ss->on && rmsgi_session_rx(c) != c->ss->rx_told &&
 	    rmsgi_conn_send_credit(c, 0))
 		rmsgi_conn_post_queued(c);
 }
@@ -351,6 +354,11 @@ int rmsgi_session_failed(struct rmsg_conn *c, int reason,
 	return h->status < 0 ? h->status : -ECONNREFUSED;
 }
 
+void rmsgi_session_attempt(struct rmsg_conn *c)
+{
+	c->ss->attempt++;
+}
+
 void rmsgi_session_down(struct rmsg_conn *c)
 {
 	struct rmsgi_session *ss = c->ss;
@@ -373,7 +381,7 @@ static void redial_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	if (c->state != RMSGI_CS_SUSPENDED || c->tr_priv)
 		return;
-	c->ss->attempt++;
+	rmsgi_session_attempt(c);
 	c->tr_down = false;
 	rmsgi_conn_get(c);
 	err = rmsgi_conn_start(c, &c->uri);
@@ -465,7 +473,7 @@ void rmsgi_session_resume(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	}
 	ss->tx_seq = rx;
 	/* the hellos told each side the other's count */
-	ss->rx_told = c->st.msgs_recv;
+	ss->rx_told = rmsgi_session_rx(c);
 	rmsgi_timer_stop(c->ctx->loop, &ss->redial);
 	/* the window waits for progress: the peer got more of ours since
 	 * the last ack (the handshake proves it), or nothing of ours is
@@ -476,6 +484,7 @@ void rmsgi_session_resume(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	}
 	ss->ack_mark = ev_now(c->ctx->loop);
 	c->why[0] = 0;
+	rmsgi_fallback_done(c);
 	c->st.resumes++;
 	c->st.replayed += replayed;
 	rmsgi_conn_set_state(c, RMSGI_CS_ESTABLISHED);

@@ -123,14 +123,26 @@ void rmsgi_conn_resolved(struct rmsg_conn *c, int err,
 bool rmsgi_fallback_failed(struct rmsg_conn *c, int reason,
 			   const struct rmsgi_hello *h)
 {
-	/* an app's reject, which carries a hello, is final (and a refused
-	 * resume is the session's to judge) */
-	if (!c->fb || !c->fb->armed || h ||
-	    (c->state != RMSGI_CS_CONNECTING && c->state != RMSGI_CS_SUSPENDED))
+	if (!c->fb || !c->fb->armed)
+		return false;
+	/* a peer that answered: an app's reject is final, a refused resume
+	 * the session's to judge (the backend's own end of this dial,
+	 * reported next, falls back no more) */
+	if (h) {
+		c->fb->armed = false;
+		return false;
+	}
+	if (c->state != RMSGI_CS_CONNECTING && c->state != RMSGI_CS_SUSPENDED)
 		return false;
 	c->fb->pending = true;
 	c->fb->reason = reason ? reason : -ECONNRESET;
 	return true;
+}
+
+void rmsgi_fallback_done(struct rmsg_conn *c)
+{
+	if (c->fb)
+		c->fb->armed = false;
 }
 
 bool rmsgi_fallback_down(struct rmsg_conn *c)
@@ -148,6 +160,9 @@ bool rmsgi_fallback_down(struct rmsg_conn *c)
 	rmsgi_info(c->ctx, "conn %u: %s failed (%s); using %s", c->id,
 		   v[0]->name, rmsgi_fallback_text(c->fb->reason), v[1]->name);
 	c->tr_priv = NULL;
+	/* a resume request is a new attempt (the server takes each once) */
+	if (c->state == RMSGI_CS_SUSPENDED)
+		rmsgi_session_attempt(c);
 	ret = conn_start_tr(c, v[1], &c->uri, &c->fb->to);
 	if (ret == 0) {
 		c->st.fallbacks++;

@@ -266,6 +266,12 @@ static void rma_check(int k, uint64_t seed)
 		 "descriptor %d: the region does not hold what was written", k);
 }
 
+static int both_suspended(void)
+{
+	return rmsg_conn_resume_state(sd[0].c) == RMSG_RESUME_SUSPENDED &&
+	       rmsg_conn_resume_state(sd[1].c) == RMSG_RESUME_SUSPENDED;
+}
+
 static void run_cmd(const char *what, const char *cmd)
 {
 	int rc = system(cmd);
@@ -300,7 +306,13 @@ static void cut_cb(struct ev_loop *l, ev_timer *w, int revents)
 		healed = 1; /* never: TCP must carry the rest */
 		t_heal = ev_now(loop);
 		ev_timer_stop(loop, w);
-	} else if (!healed && ev_now(loop) - t_cut >= 2.0 * t_scale()) {
+	} else if (!healed && ev_now(loop) - t_cut >= 2.0 * t_scale() &&
+		   (both_suspended() ||
+		    ev_now(loop) - t_cut >= 20.0 * t_scale())) {
+		/* (both must have seen the cut: over RDMA a rendezvous
+		 * being read takes up to the keepalive bound plus its size
+		 * at 1 MiB/s to be given up, and the QP's retries may
+		 * outlast a short cut) */
 		run_cmd("heal", heal_cmd);
 		healed = 1;
 		t_heal = ev_now(loop);

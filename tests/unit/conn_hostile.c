@@ -537,6 +537,50 @@ static void conn_rekey__hostile(void **state)
 	assert_non_null(strstr(rmsg_conn_close_reason(t->c), "more than"));
 }
 
+/* while a native op waits for the peer's REKEY list, our credits and
+ * acks still go back to it (it may need them to send the list) */
+static void conn_rekey__credits_pass_a_held_op(void **state)
+{
+	struct t *t = rekey_t(state);
+	struct rmsgi_desc d = {.access = RMSG_ACCESS_REMOTE_WRITE,
+			       .flags = RMSGI_DESC_F_RKEY,
+			       .rkey = 111,
+			       .token = 5,
+			       .addr = 4096,
+			       .len = 4096};
+	uint8_t desc[RMSG_MR_DESC_SIZE];
+	char buf[8] = "12345678";
+	struct iovec iov = {buf, sizeof(buf)};
+	int i, before, k;
+
+	rmsgi_desc_encode(&d, desc);
+	assert_int_equal(rmsg_write(t->c, &iov, 1, desc, 0, done_cb,
+				    (void *)1),
+			 0);
+	flush(t);
+	before = ft.npost;
+	for (i = 0; i < 30; i++)
+		assert_int_equal(rx_data(t->c, "peer", 0), 0);
+	flush(t);
+	assert_true(ft.npost > before);
+	for (k = 0; k < ft.nposted; k++)
+		assert_int_not_equal(ft.posted[k].kind, RMSGI_OP_WRITE);
+}
+
+/* our own list goes ahead of what was queued while suspended */
+static void conn_rekey__list_first(void **state)
+{
+	struct t *t = replace_t(state, NULL, RMSGI_TR_CAP_RMA);
+
+	establish(t, 32, 8192);
+	assert_int_equal(send_str(t, "queued", 1), 0);
+	rmsgi_rekey_resume(t->c);
+	flush(t);
+	assert_true(ft.nposted >= 2);
+	assert_int_equal(ft.posted[0].type, RMSGI_T_REKEY);
+	assert_int_equal(ft.posted[1].type, RMSGI_T_DATA);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -552,6 +596,8 @@ int main(void)
 		CONN_T(conn_hostile__rndv_ack_for_read),
 		CONN_T(conn_rekey__held_then_rekeyed),
 		CONN_T(conn_rekey__hostile),
+		CONN_T(conn_rekey__credits_pass_a_held_op),
+		CONN_T(conn_rekey__list_first),
 	};
 
 	unit_filter();

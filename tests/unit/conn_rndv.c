@@ -314,6 +314,43 @@ static void conn_rx__cut_at_suspend(void **state)
 	assert_int_equal(ft.nposted, 0);
 }
 
+/* a resumable session acknowledges only what it has in order: not a
+ * message counted behind a rendezvous still being read (the peer would
+ * take it as had, and a cut at a break would lose it); once the read is
+ * done both are acknowledged, and one refused for want of memory counts
+ * as had (the peer numbered it) */
+static void conn_rx__acks_stop_at_unread(void **state)
+{
+	struct t *t = *state;
+	struct rmsg_msg *big;
+
+	establish(t, 32, 8192);
+	assert_non_null(rmsgi_session_new(t->c));
+	rmsgi_session_on(t->c);
+	big = tmsg_new(t->c, "big");
+	big->ready = 0;
+	assert_int_equal(rx(t->c, RMSGI_T_RNDV_REQ, 0, 0, 77, big), 0);
+	assert_int_equal(rx_data(t->c, "behind", 0), 0);
+	assert_int_equal(t->c->st.msgs_recv, 1);
+	assert_int_equal(rmsgi_session_rx(t->c), 0);
+	assert_int_equal(send_str(t, "x", 1), 0);
+	flush(t);
+	assert_int_equal(ft.posted[ft.nposted - 1].op->acks, 0);
+	/* the cut at a suspend leaves nothing counted that the peer was
+	 * told of */
+	rmsgi_conn_rx_ready(t->c, big, 0);
+	assert_int_equal(rmsgi_session_rx(t->c), 2);
+	assert_int_equal(t->msgs, 2);
+	big = tmsg_new(t->c, "big2");
+	big->ready = 0;
+	assert_int_equal(rx(t->c, RMSGI_T_RNDV_REQ, 0, 0, 78, big), 0);
+	assert_int_equal(rx_data(t->c, "behind2", 0), 0);
+	assert_int_equal(rmsgi_session_rx(t->c), 2);
+	rmsgi_conn_rx_ready(t->c, big, -ENOMEM);
+	assert_int_equal(rmsgi_session_rx(t->c), 4);
+	assert_int_equal(t->msgs, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -330,6 +367,7 @@ int main(void)
 		CONN_T(conn_rx__bad_type),
 		CONN_T(conn_rx__after_close),
 		CONN_T(conn_rx__cut_at_suspend),
+		CONN_T(conn_rx__acks_stop_at_unread),
 	};
 
 	unit_filter();

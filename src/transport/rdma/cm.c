@@ -413,8 +413,10 @@ static void cm_request(struct rdma_ctx *r, struct rmsg_listener *l,
 	ret = rdma_qp_setup(rc);
 	if (ret == 0) {
 		ret = rmsgi_conn_ev_request(c, l, &h, &reply);
-		/* a resume: the suspended connection's (rdma_rebind_op) */
+		/* a resume: the suspended connection's (rdma_rebind_op);
+		 * the temporary one is gone */
 		c = rc->c;
+		ci = rc->ci;
 	} else {
 		rmsgi_conn_refusal(c, ret, &reply);
 	}

@@ -66,6 +66,7 @@ void rdma_rc_teardown(struct rdma_conn *rc, int reason)
 				struct rndv_rx *rx = s->rx;
 
 				rc->reads_out--;
+				rx->status = -ECANCELED; /* never read */
 				/* all its reads issued, none posted: no
 				 * completion will finish it; back on
 				 * pending_reads, which ends it below */
@@ -101,10 +102,14 @@ void rdma_rc_teardown(struct rdma_conn *rc, int reason)
 		struct rndv_rx *rx = rc->pending_reads;
 
 		rc->pending_reads = rx->next_pending;
-		if (rx->reads_out == 0)
+		if (rx->reads_out == 0) {
 			rndv_rx_done(rc, rx, -ECANCELED);
-		else
+		} else {
+			/* the rest is never read: the last completion ends
+			 * it with an error, whatever its own status */
 			rx->seg_idx = rx->nseg;
+			rx->status = -ECANCELED;
+		}
 	}
 	rc->pending_tail = NULL;
 	/*
