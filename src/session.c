@@ -276,6 +276,7 @@ static bool path_failure(int reason)
 	case -ENETUNREACH:
 	case -EHOSTUNREACH:
 	case -EHOSTDOWN:
+	case -EIO: /* the device misbehaved: a new endpoint may not */
 		return true;
 	default:
 		return false;

@@ -68,6 +68,9 @@ struct mock_qp {
 };
 
 struct mock_state {
+	/* so many RDMA READs complete with success without writing a byte
+	 * (as rxe did under load: recv.c's read canary) */
+	int reads_unwritten;
 	/* --- failure injection: a nonzero value makes the call fail --- */
 	int query_device_ret; /* positive errno */
 	bool alloc_pd_fail;

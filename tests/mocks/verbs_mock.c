@@ -338,7 +338,10 @@ int mock_complete_sends(uint32_t qpn, int n, enum ibv_wc_status status)
 
 		q->out_head = (q->out_head + 1) % MOCK_OUT_MAX;
 		q->out_n--;
-		if (st == IBV_WC_SUCCESS && w->opcode == IBV_WR_RDMA_READ)
+		if (st == IBV_WC_SUCCESS && w->opcode == IBV_WR_RDMA_READ &&
+		    mock.reads_unwritten > 0)
+			mock.reads_unwritten--;
+		else if (st == IBV_WC_SUCCESS && w->opcode == IBV_WR_RDMA_READ)
 			memcpy((void *)(uintptr_t)w->sge[0].addr,
 			       (const void *)(uintptr_t)w->remote_addr,
 			       w->sge[0].length);

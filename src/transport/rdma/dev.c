@@ -8,6 +8,7 @@
  * end.
  */
 #include <fcntl.h>
+#include <sys/random.h>
 
 #include "rdma.h"
 
@@ -268,6 +269,10 @@ int rdma_dev_open(struct rdma_ctx *r, struct ibv_context *verbs)
 	if (r->max_msg_sz > SEG_MAX)
 		r->max_msg_sz = SEG_MAX;
 	r->rd_atom = (uint32_t)RMSGI_MIN(attr.max_qp_rd_atom, RD_ATOM_MAX);
+	/* not guessable, so a peer does not send it by chance */
+	if (getrandom(&r->canary, sizeof(r->canary), 0) !=
+	    (ssize_t)sizeof(r->canary))
+		r->canary = 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)r;
 	r->mw_ok = attr.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
 					    IBV_DEVICE_MEM_WINDOW_TYPE_2B);
 	if (r->rd_atom == 0)

@@ -251,6 +251,7 @@ static void rc_post_reads(struct rdma_conn *rc)
 		s->wr.num_sge = 1;
 		s->sge[0].addr = (uintptr_t)(rx->buf + rx->dst_off);
 		s->sge[0].length = (uint32_t)chunk;
+		rndv_canary_set(r, rx->buf + rx->dst_off, (uint32_t)chunk);
 		s->sge[0].lkey = rx->lkey;
 		s->wr.wr.rdma.remote_addr = seg->addr + rx->seg_off;
 		s->wr.wr.rdma.rkey = seg->rkey;

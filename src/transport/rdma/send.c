@@ -406,6 +406,20 @@ void rdma_rc_retire(struct rdma_conn *rc, uint32_t upto, int status)
 			struct rndv_rx *rx = s->rx;
 
 			rc->reads_out--;
+			if (!st && RMSGI_UNLIKELY(rndv_unwritten(
+					   rc->r, (uint8_t *)s->sge[0].addr,
+					   s->sge[0].length))) {
+				rmsgi_warn(
+					rc->r->ctx,
+					"conn %u: the device completed a read "
+					"of %u bytes without writing them: "
+					"the queue pair is not trusted",
+					rc->ci->id, s->sge[0].length);
+				rmsgi_conn_why(rc->c,
+					       "the RDMA device completed a "
+					       "read without its data");
+				st = -EIO;
+			}
 			if (st && !rx->status)
 				rx->status = st;
 			if (--rx->reads_out == 0 && rx->seg_idx == rx->nseg)

@@ -216,6 +216,33 @@ static void rndv_rx__reads_and_acks(void **state)
 	free(src);
 }
 
+/* a read the device completed without writing (rxe did, under load):
+ * the canary over the destination's ends is still there, so the read
+ * fails with -EIO and the connection ends with it; no message of stale
+ * bytes is delivered */
+static void rndv_rx__unwritten_read_fails(void **state)
+{
+	struct rt *t = *state;
+	uint8_t *src = pattern(20000, 3);
+	struct rmsgi_seg seg = {(uintptr_t)src, 20000, 0x4242};
+
+	connect_peer(t, 32, 8192);
+	peer_rndv(t, 99, 20000, &seg, 1);
+	pump(t);
+	assert_int_equal(mock.n_sent, 1);
+	mock.reads_unwritten = 1;
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(t->msgs, 0);
+	/* what the close posted (the ACK saying so) completes */
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(t->msgs, 0);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -EIO);
+	free(src);
+}
+
 /* a held rendezvous message released twice: the second call finds it not
  * held, and does not release the next message (which may reuse nothing
  * of it while it waits in the quarantine) */
@@ -680,6 +707,7 @@ int main(void)
 		T(recv__bad_frames),
 		T(recv__wc_error),
 		T(rndv_rx__reads_and_acks),
+		T(rndv_rx__unwritten_read_fails),
 		T(rndv_rx__second_release),
 		T(rndv_rx__split_reads),
 		T(rndv_rx__reads_within_rd_atom),
