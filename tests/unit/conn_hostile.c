@@ -461,32 +461,36 @@ static int rx_rekey(struct t *t, uint64_t token, uint32_t rkey)
 	return rx(t->c, RMSGI_T_REKEY, 0, rkey, token, tmsg_new(t->c, NULL));
 }
 
+/* a descriptor the peer gave before the resume: token @token, rkey @rkey */
+static void old_desc(uint8_t desc[RMSG_MR_DESC_SIZE], uint64_t token,
+		     uint32_t rkey)
+{
+	struct rmsgi_desc d = {.access = RMSG_ACCESS_REMOTE_WRITE,
+			       .flags = RMSGI_DESC_F_RKEY,
+			       .rkey = rkey,
+			       .token = token,
+			       .addr = 4096,
+			       .len = 4096};
+
+	rmsgi_desc_encode(&d, desc);
+}
+
 /* a native write waits for the peer's list, then goes with the rkey
  * it gave for the descriptor's token; one the list does not name keeps
  * its own */
 static void conn_rekey__held_then_rekeyed(void **state)
 {
 	struct t *t = rekey_t(state);
-	struct rmsgi_desc d = {.access = RMSG_ACCESS_REMOTE_WRITE,
-			       .flags = RMSGI_DESC_F_RKEY,
-			       .rkey = 111,
-			       .token = 5,
-			       .addr = 4096,
-			       .len = 4096};
 	uint8_t desc[2][RMSG_MR_DESC_SIZE];
 	char buf[8] = "12345678";
 	struct iovec iov = {buf, sizeof(buf)};
 
-	rmsgi_desc_encode(&d, desc[0]);
-	d.token = 6;
-	d.rkey = 333;
-	rmsgi_desc_encode(&d, desc[1]);
-	assert_int_equal(rmsg_write(t->c, &iov, 1, desc[0], 0, done_cb,
-				    (void *)1),
-			 0);
-	assert_int_equal(rmsg_write(t->c, &iov, 1, desc[1], 0, done_cb,
-				    (void *)2),
-			 0);
+	old_desc(desc[0], 5, 111);
+	old_desc(desc[1], 6, 333);
+	assert_int_equal(
+		rmsg_write(t->c, &iov, 1, desc[0], 0, done_cb, (void *)1), 0);
+	assert_int_equal(
+		rmsg_write(t->c, &iov, 1, desc[1], 0, done_cb, (void *)2), 0);
 	flush(t);
 	assert_int_equal(ft.nposted, 1); /* held */
 	assert_int_equal(rx_rekey(t, 5, 222), 0);
@@ -542,20 +546,13 @@ static void conn_rekey__hostile(void **state)
 static void conn_rekey__credits_pass_a_held_op(void **state)
 {
 	struct t *t = rekey_t(state);
-	struct rmsgi_desc d = {.access = RMSG_ACCESS_REMOTE_WRITE,
-			       .flags = RMSGI_DESC_F_RKEY,
-			       .rkey = 111,
-			       .token = 5,
-			       .addr = 4096,
-			       .len = 4096};
 	uint8_t desc[RMSG_MR_DESC_SIZE];
 	char buf[8] = "12345678";
 	struct iovec iov = {buf, sizeof(buf)};
 	int i, before, k;
 
-	rmsgi_desc_encode(&d, desc);
-	assert_int_equal(rmsg_write(t->c, &iov, 1, desc, 0, done_cb,
-				    (void *)1),
+	old_desc(desc, 5, 111);
+	assert_int_equal(rmsg_write(t->c, &iov, 1, desc, 0, done_cb, (void *)1),
 			 0);
 	flush(t);
 	before = ft.npost;
