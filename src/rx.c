@@ -242,8 +242,8 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 		c->st.bytes_recv += m->len;
 		if (RMSGI_UNLIKELY(c->ss) && c->ss->rx_unready)
 			c->ss->rx_behind++; /* not had in order yet */
-					    /* fall through */
-	case RMSGI_T_RNDV_REQ:		    /* counted once its data is read */
+		/* fall through */
+	case RMSGI_T_RNDV_REQ: /* counted once its data is read */
 		if (h->type == RMSGI_T_RNDV_REQ && c->ss)
 			c->ss->rx_unready++;
 		m->type = h->type;
