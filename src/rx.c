@@ -240,8 +240,9 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 	case RMSGI_T_DATA:
 		c->st.msgs_recv++;
 		c->st.bytes_recv += m->len;
+		/* behind a rendezvous being read: not had in order yet */
 		if (RMSGI_UNLIKELY(c->ss) && c->ss->rx_unready)
-			c->ss->rx_behind++; /* not had in order yet */
+			c->ss->rx_behind++;
 		/* fall through */
 	case RMSGI_T_RNDV_REQ: /* counted once its data is read */
 		if (h->type == RMSGI_T_RNDV_REQ && c->ss)
