@@ -146,6 +146,8 @@ static void unacked_add(struct rmsgi_session *ss, struct rmsgi_op *op)
 	rmsgi_list_add_head(n, &op->link); /* after @n */
 }
 
+static bool path_failure(int reason);
+
 bool rmsgi_session_hold(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 {
 	struct rmsgi_session *ss = c->ss;
@@ -154,7 +156,12 @@ bool rmsgi_session_hold(struct rmsg_conn *c, struct rmsgi_op *op, int status)
 		return false;
 	if (status == 0 && op->seq <= ss->peer_rx)
 		return false; /* the peer's ack came first */
-	if (status && c->state != RMSGI_CS_SUSPENDED)
+	/* failed by the transport: kept to go again if the connection is
+	 * suspended, or about to be (a backend may fail its frames before
+	 * it reports the failure of the path: RDMA's retries ran out) */
+	if (status && c->state != RMSGI_CS_SUSPENDED &&
+	    !(ss->on && c->state == RMSGI_CS_ESTABLISHED &&
+	      path_failure(status)))
 		return false;
 	op_state(c, op, RMSGI_OS_UNACKED);
 	unacked_add(ss, op);

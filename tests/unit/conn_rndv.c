@@ -351,6 +351,31 @@ static void conn_rx__acks_stop_at_unread(void **state)
 	assert_int_equal(t->msgs, 3);
 }
 
+/* a resumable session's message that its transport fails (RDMA fails
+ * its frames before it reports the path's failure) is kept to go again,
+ * its callback not run; a failure that is no path's still fails it */
+static void conn_rx__failed_frame_kept(void **state)
+{
+	struct t *t = *state;
+	int st;
+
+	establish(t, 32, 8192);
+	assert_non_null(rmsgi_session_new(t->c));
+	rmsgi_session_on(t->c);
+	assert_int_equal(send_str(t, "kept", 1), 0);
+	assert_int_equal(send_str(t, "failed", 2), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 2);
+	tr_complete(t->c, 0, -ETIMEDOUT);
+	flush(t);
+	assert_int_equal(done_count(t, 1, &st), 0);
+	assert_int_equal(rmsgi_list_empty(&t->c->ss->unacked), 0);
+	tr_complete(t->c, 0, -EINVAL);
+	flush(t);
+	assert_int_equal(done_count(t, 2, &st), 1);
+	assert_int_equal(st, -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -368,6 +393,7 @@ int main(void)
 		CONN_T(conn_rx__after_close),
 		CONN_T(conn_rx__cut_at_suspend),
 		CONN_T(conn_rx__acks_stop_at_unread),
+		CONN_T(conn_rx__failed_frame_kept),
 	};
 
 	unit_filter();
