@@ -29,6 +29,7 @@
  * resume does not change.
  */
 #include <stdlib.h>
+#include <sys/random.h>
 
 #include "conn_int.h"
 #include "mem.h"
@@ -45,15 +46,21 @@ struct rmsgi_rekey {
 	uint32_t got;	       /* REKEY frames since the resume */
 	uint32_t n;	       /* entries */
 	uint32_t cap;	       /* slots: 0 or a power of two */
+	uint64_t seed;	       /* the slots' hash key: random */
 	int err;	       /* exporter: a REKEY frame could not be queued */
 	struct rmsgi_list *at; /* exporter: the last queued, ahead of all */
 	struct rk_ent *e;
 };
 
-static uint32_t rk_slot(uint64_t token, uint32_t cap)
+static uint32_t rk_slot(const struct rmsgi_rekey *rk, uint64_t token,
+			uint32_t cap)
 {
-	/* tokens are random (mr.c): their low bits spread well */
-	return (uint32_t)(token ^ token >> 32) & (cap - 1);
+	/* the peer chooses the tokens it names: keyed with a seed it does
+	 * not know, or it could make every entry collide and each insert
+	 * walk the whole table (65536^2 probes) */
+	uint64_t h = (token ^ rk->seed) * 0x9e3779b97f4a7c15ull;
+
+	return (uint32_t)(h >> 32) & (cap - 1);
 }
 
 static int rk_grow(struct rmsgi_rekey *rk)
@@ -66,7 +73,7 @@ static int rk_grow(struct rmsgi_rekey *rk)
 	for (i = 0; i < rk->cap; i++) {
 		if (!rk->e[i].token)
 			continue;
-		for (j = rk_slot(rk->e[i].token, cap); e[j].token;
+		for (j = rk_slot(rk, rk->e[i].token, cap); e[j].token;
 		     j = (j + 1) & (cap - 1))
 			;
 		e[j] = rk->e[i];
@@ -87,7 +94,7 @@ static int rk_put(struct rmsgi_rekey *rk, uint64_t token, uint32_t rkey)
 		if (ret)
 			return ret;
 	}
-	for (j = rk_slot(token, rk->cap); rk->e[j].token;
+	for (j = rk_slot(rk, token, rk->cap); rk->e[j].token;
 	     j = (j + 1) & (rk->cap - 1)) {
 		if (rk->e[j].token == token) {
 			rk->e[j].rkey = rkey; /* named again: the last wins */
@@ -107,7 +114,7 @@ static const struct rk_ent *rk_find(const struct rmsgi_rekey *rk,
 
 	if (!rk->n)
 		return NULL;
-	for (j = rk_slot(token, rk->cap); rk->e[j].token;
+	for (j = rk_slot(rk, token, rk->cap); rk->e[j].token;
 	     j = (j + 1) & (rk->cap - 1)) {
 		if (rk->e[j].token == token)
 			return &rk->e[j];
@@ -151,6 +158,9 @@ void rmsgi_rekey_resume(struct rmsg_conn *c)
 		c->rma.rk = rk;
 	}
 	rk->hold = true;
+	if (getrandom(&rk->seed, sizeof(rk->seed), 0) != sizeof(rk->seed))
+		rk->seed = (uint64_t)(uintptr_t)rk ^
+			   (uint64_t)(ev_now(c->ctx->loop) * 1e9);
 	/* the list goes ahead of everything queued: both sides may hold a
 	 * one-sided op at the head of their queues until it arrives */
 	rk->at = &c->tx.sendq;
