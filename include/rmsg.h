@@ -915,6 +915,9 @@ int rmsg_conn_local_addr(const struct rmsg_conn *c,
  *            received them; each is still delivered once)
  * @resume_refused: context only: resume requests a listener refused (no
  *                  such session, a wrong proof, a replayed attempt)
+ * @failbacks: times a resumable auto:// connection that ran over TCP
+ *             after RDMA failed moved back to RDMA (probed in the
+ *             background: rmsg_cfg_set_resume_ms(3))
  *
  * Every member is a count since the connection (the context) was created;
  * none ever goes back. A context's counters are the sums of those of all
@@ -960,6 +963,7 @@ struct rmsg_stats {
 	uint64_t resumes;
 	uint64_t replayed;
 	uint64_t resume_refused;
+	uint64_t failbacks;
 };
 
 /**

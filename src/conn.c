@@ -188,7 +188,7 @@ static void __attribute__((noinline)) conn_free(struct rmsg_conn *c)
 		c); /* rmsgi_conn_finalize() did, unless it never ran */
 	rmsgi_rpc_conn_free(c);
 	rmsgi_session_free(c);
-	free(c->fb);
+	rmsgi_fallback_free(c);
 	rmsgi_auth_free(c);
 	explicit_bzero(c->cfg.psk, sizeof(c->cfg.psk));
 	free(c);
@@ -296,6 +296,13 @@ void rmsgi_conn_set_tc(struct rmsg_conn *c, void *tc)
 
 void rmsgi_conn_ev_established(struct rmsg_conn *c, const struct rmsgi_hello *h)
 {
+	if (rmsgi_conn_is_probe(c)) {
+		/* a probe is refused by a peer that takes it (start.c) */
+		rmsgi_conn_why(c, "the peer accepted a probe of its path");
+		rmsgi_failback_probed(c, -EPROTO, NULL);
+		rmsgi_conn_abort(c, -EPROTO);
+		return;
+	}
 	if (c->state == RMSGI_CS_SUSPENDED) {
 		rmsgi_conn_addrs(c);
 		rmsgi_session_resume(c, h);
@@ -411,6 +418,8 @@ void rmsgi_conn_ev_failed(struct rmsg_conn *c, int reason,
 {
 	if (c->state >= RMSGI_CS_CLOSING)
 		return;
+	/* a probe of auto://'s way back tells its connection, and goes */
+	rmsgi_failback_probed(c, reason, h);
 	if (c->state == RMSGI_CS_SUSPENDED) {
 		/* a dial of a resumable connection: auto://'s next backend,
 		 * again, or the end */
@@ -599,13 +608,18 @@ bool rmsgi_conn_is_established(const struct rmsg_conn *c)
 
 void rmsgi_conn_finalize(struct rmsg_conn *c)
 {
-	bool seen = c->was_established || !c->is_server || c->app_accepted;
+	/* (a probe of auto://'s way back nobody sees: start.c) */
+	bool seen = (c->was_established || !c->is_server || c->app_accepted) &&
+		    !rmsgi_conn_is_probe(c);
 
 	rmsgi_conn_set_state(c, RMSGI_CS_CLOSED);
 	rmsgi_list_del(&c->link);
 	rmsgi_stats_fold(c);
 	/* a connection the app never saw was refused (the server's side) */
-	rmsgi_conn_event(c, seen ? "closed" : "refused",
+	rmsgi_conn_event(c,
+			 rmsgi_conn_is_probe(c) ? "probed"
+			 : seen			? "closed"
+						: "refused",
 			 "err=%s reason=\"%s\" msgs_sent=%llu bytes_sent=%llu "
 			 "msgs_recv=%llu bytes_recv=%llu",
 			 rmsg_err_name(c->close_reason), c->why,
@@ -649,52 +663,5 @@ int rmsg_conn_set_arg(struct rmsg_conn *c, void *arg)
 	if (!c)
 		return -EINVAL;
 	c->arg = arg;
-	return 0;
-}
-
-int rmsg_conn_set_private_data(struct rmsg_conn *c, const void *data,
-			       size_t len)
-{
-	if (!c || len > RMSG_PRIVATE_DATA_MAX || (len && !data))
-		return -EINVAL;
-	if (!c->in_accept)
-		return -EALREADY;
-	if (len)
-		memcpy(c->ep.my_pdata, data, len);
-	c->ep.my_pdata_len = (uint8_t)len;
-	return 0;
-}
-
-/* both sides' addresses are known from the accept callback (server) or
- * on_established on; a client that never got there has none */
-static int conn_addr(const struct rmsg_conn *c,
-		     const struct sockaddr_storage *a,
-		     struct sockaddr_storage *ss)
-{
-	if (!c || !ss)
-		return -EINVAL;
-	if (!c->ep.addrs_known)
-		return -ENOTCONN;
-	*ss = *a;
-	return 0;
-}
-
-int rmsg_conn_peer_addr(const struct rmsg_conn *c, struct sockaddr_storage *ss)
-{
-	return conn_addr(c, c ? &c->ep.peer_addr : NULL, ss);
-}
-
-int rmsg_conn_local_addr(const struct rmsg_conn *c, struct sockaddr_storage *ss)
-{
-	return conn_addr(c, c ? &c->ep.local_addr : NULL, ss);
-}
-
-int rmsg_conn_peer_data(const struct rmsg_conn *c, const void **data_p,
-			size_t *len_p)
-{
-	if (!c || !data_p || !len_p)
-		return -EINVAL;
-	*data_p = c->ep.peer_pdata;
-	*len_p = c->ep.peer_pdata_len;
 	return 0;
 }

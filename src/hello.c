@@ -95,3 +95,52 @@ int rmsgi_conn_refuse(struct rmsg_conn *c, int err, struct rmsgi_hello *reply)
 	c->close_reason = reply->status;
 	return reply->status;
 }
+
+/* the public side of the above */
+
+int rmsg_conn_set_private_data(struct rmsg_conn *c, const void *data,
+			       size_t len)
+{
+	if (!c || len > RMSG_PRIVATE_DATA_MAX || (len && !data))
+		return -EINVAL;
+	if (!c->in_accept)
+		return -EALREADY;
+	if (len)
+		memcpy(c->ep.my_pdata, data, len);
+	c->ep.my_pdata_len = (uint8_t)len;
+	return 0;
+}
+
+/* both sides' addresses are known from the accept callback (server) or
+ * on_established on; a client that never got there has none */
+static int conn_addr(const struct rmsg_conn *c,
+		     const struct sockaddr_storage *a,
+		     struct sockaddr_storage *ss)
+{
+	if (!c || !ss)
+		return -EINVAL;
+	if (!c->ep.addrs_known)
+		return -ENOTCONN;
+	*ss = *a;
+	return 0;
+}
+
+int rmsg_conn_peer_addr(const struct rmsg_conn *c, struct sockaddr_storage *ss)
+{
+	return conn_addr(c, c ? &c->ep.peer_addr : NULL, ss);
+}
+
+int rmsg_conn_local_addr(const struct rmsg_conn *c, struct sockaddr_storage *ss)
+{
+	return conn_addr(c, c ? &c->ep.local_addr : NULL, ss);
+}
+
+int rmsg_conn_peer_data(const struct rmsg_conn *c, const void **data_p,
+			size_t *len_p)
+{
+	if (!c || !data_p || !len_p)
+		return -EINVAL;
+	*data_p = c->ep.peer_pdata;
+	*len_p = c->ep.peer_pdata_len;
+	return 0;
+}

@@ -610,11 +610,10 @@ int rmsg_mr_export(struct rmsg_mr *mr, struct rmsg_conn *c, uint64_t off,
 	d.access = (uint8_t)rights;
 	d.token = e->token;
 	d.len = len;
-	if (e->w || e->h ||
-	    (c && c->state == RMSGI_CS_SUSPENDED &&
-	     (c->tr->caps & RMSGI_TR_CAP_RMA))) {
-		/* (suspended: the peer learns the rkey at the resume, from
-		 * the REKEY frames of rekey.c, before it may use it) */
+	if (e->w || e->h || (c && rmsgi_rekey_later(c))) {
+		/* (no window yet: the peer learns the rkey at a resume over
+		 * RDMA, from the REKEY frames of rekey.c, before it may use
+		 * it; over TCP it names the token) */
 		d.flags = RMSGI_DESC_F_RKEY;
 		d.rkey = e->rkey;
 		d.addr = (uintptr_t)(mr->addr + off);

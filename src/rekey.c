@@ -125,6 +125,24 @@ static const struct rk_ent *rk_find(const struct rmsgi_rekey *rk,
 /* ------------------------------------------------------------------ */
 /* exporter                                                             */
 
+bool rmsgi_rekey_later(const struct rmsg_conn *c)
+{
+	unsigned i;
+
+	/* suspended from a backend with native one-sided ops, or resumable
+	 * on one without them in a context that has one: auto:// moves
+	 * back to RDMA (start.c) */
+	if (!c->ss || !c->ss->on || !c->tr)
+		return false;
+	if (c->tr->caps & RMSGI_TR_CAP_RMA)
+		return c->state == RMSGI_CS_SUSPENDED;
+	for (i = 0; i < rmsgi_tr_nslots; i++)
+		if (c->ctx->tr_priv[i] &&
+		    (rmsgi_tr_get(i)->caps & RMSGI_TR_CAP_RMA))
+			return true;
+	return false;
+}
+
 static void rekey_tell(struct rmsg_conn *c, uint64_t token, uint32_t rkey)
 {
 	struct rmsgi_rekey *rk = c->rma.rk;

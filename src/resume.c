@@ -21,6 +21,13 @@
  * restarted, or the session ended), -EACCES a wrong proof or a replayed
  * attempt, -EAGAIN the old transport is still going down (try again).
  *
+ * A probe (auto://'s way back to RDMA, start.c) is a resume request with
+ * one more byte, S_PROBE, and M_c made with the label "rmsg-resume-1
+ * probe": the server checks it as a request (the attempt counts), then
+ * refuses it with -EALREADY, which says the path works and the session
+ * is there, and leaves the session alone. A server before probes finds
+ * the proof wrong (-EACCES).
+ *
  */
 #include <nettle/hmac.h>
 #include <nettle/memops.h>
@@ -31,13 +38,25 @@
 #define S_REQ_LEN (8 + 4 + 8 + S_MAC)
 #define S_ACK_LEN (8 + S_MAC)
 #define S_MAC 16
+#define S_PROBE 1 /* the request's last byte: a probe */
+#define S_PROBE_LEN (S_REQ_LEN + 1)
 
-static void sess_mac(const struct rmsgi_session *ss, bool server,
-		     uint32_t attempt, uint64_t rx_s, uint64_t rx_c,
-		     uint8_t out[S_MAC])
+/* whose proof: the client's request, the server's answer, a probe */
+enum {
+	S_CLIENT,
+	S_SERVER,
+	S_PROBE_MAC
+};
+
+static void sess_mac(const struct rmsgi_session *ss, int who, uint32_t attempt,
+		     uint64_t rx_s, uint64_t rx_c, uint8_t out[S_MAC])
 {
-	static const char lc[] = "rmsg-resume-1 client";
-	static const char ls[] = "rmsg-resume-1 server";
+	static const char *const label[] = {
+		[S_CLIENT] = "rmsg-resume-1 client",
+		[S_SERVER] = "rmsg-resume-1 server",
+		[S_PROBE_MAC] = "rmsg-resume-1 probe",
+	};
+	bool server = who == S_SERVER;
 	struct hmac_sha256_ctx h;
 	uint8_t buf[8 + 4 + 8 + 8], mac[RMSGI_MAC_SIZE];
 	size_t n = 0;
@@ -52,10 +71,7 @@ static void sess_mac(const struct rmsgi_session *ss, bool server,
 	rmsgi_put64(buf + n, rx_c);
 	n += 8;
 	hmac_sha256_set_key(&h, sizeof(ss->key), ss->key);
-	if (server)
-		hmac_sha256_update(&h, sizeof(ls) - 1, (const uint8_t *)ls);
-	else
-		hmac_sha256_update(&h, sizeof(lc) - 1, (const uint8_t *)lc);
+	hmac_sha256_update(&h, strlen(label[who]), (const uint8_t *)label[who]);
 	hmac_sha256_update(&h, n, buf);
 	hmac_sha256_digest(&h, sizeof(mac), mac);
 	memcpy(out, mac, S_MAC);
@@ -97,13 +113,36 @@ static void flow_reset(struct rmsg_conn *c, const struct rmsgi_hello *h)
 	rmsgi_conn_flow(c, h);
 }
 
+/* a probe's request: as a resume request of @of's session, marked */
+static void probe_hello(const struct rmsg_conn *of, uint32_t attempt,
+			struct rmsgi_hello *h)
+{
+	uint8_t *p = h->sess;
+
+	h->flags |= RMSGI_HELLO_F_RESUME;
+	h->flags &= (uint8_t)~RMSGI_HELLO_F_AUTH;
+	h->pdata_len = 0;
+	rmsgi_put64(p, of->ss->sid);
+	rmsgi_put32(p + 8, attempt);
+	rmsgi_put64(p + 12, rmsgi_session_rx(of));
+	sess_mac(of->ss, S_PROBE_MAC, attempt, 0, rmsgi_session_rx(of), p + 20);
+	p[S_REQ_LEN] = S_PROBE;
+	h->sess_len = S_PROBE_LEN;
+}
+
 void rmsgi_session_hello(const struct rmsg_conn *c, struct rmsgi_hello *h)
 {
 	const struct rmsgi_session *ss = c->ss;
+	const struct rmsg_conn *of;
 	uint8_t *p = h->sess;
+	uint32_t attempt;
 
 	if (!can_resume(c) || (c->is_server && !ss))
 		return;
+	if ((of = rmsgi_probe_of(c, &attempt))) {
+		probe_hello(of, attempt, h);
+		return;
+	}
 	h->flags |= RMSGI_HELLO_F_RESUME;
 	if (c->is_server && c->state == RMSGI_CS_SUSPENDED) {
 		/* the answer to a resume request: our count, our proof */
@@ -111,8 +150,8 @@ void rmsgi_session_hello(const struct rmsg_conn *c, struct rmsgi_hello *h)
 		h->pdata_len = 0;
 		h->nonce_len = 0;
 		rmsgi_put64(p, rmsgi_session_rx(c));
-		sess_mac(ss, true, ss->attempt, rmsgi_session_rx(c), ss->req_rx,
-			 p + 8);
+		sess_mac(ss, S_SERVER, ss->attempt, rmsgi_session_rx(c),
+			 ss->req_rx, p + 8);
 		h->sess_len = S_ACK_LEN;
 	} else if (c->is_server) {
 		rmsgi_put64(p, ss->sid);
@@ -126,7 +165,7 @@ void rmsgi_session_hello(const struct rmsg_conn *c, struct rmsgi_hello *h)
 		rmsgi_put64(p, ss->sid);
 		rmsgi_put32(p + 8, ss->attempt);
 		rmsgi_put64(p + 12, rmsgi_session_rx(c));
-		sess_mac(ss, false, ss->attempt, 0, rmsgi_session_rx(c),
+		sess_mac(ss, S_CLIENT, ss->attempt, 0, rmsgi_session_rx(c),
 			 p + 20);
 		h->sess_len = S_REQ_LEN;
 	}
@@ -198,12 +237,14 @@ int rmsgi_session_request(struct rmsg_conn *c, const struct rmsgi_hello *h,
 	uint8_t mac[S_MAC];
 	uint64_t sid, rx;
 	uint32_t attempt;
+	bool probe;
 
 	if (h->sess_len < S_REQ_LEN || !c->tops->rebind)
 		return refuse(c, -EPROTO, reply, "malformed");
 	sid = rmsgi_get64(p);
 	attempt = rmsgi_get32(p + 8);
 	rx = rmsgi_get64(p + 12);
+	probe = h->sess_len >= S_PROBE_LEN && p[S_REQ_LEN] == S_PROBE;
 	rmsgi_list_for_each(n, &c->ctx->sessions)
 	{
 		struct rmsgi_session *s =
@@ -216,7 +257,7 @@ int rmsgi_session_request(struct rmsg_conn *c, const struct rmsgi_hello *h,
 	}
 	if (!ss)
 		return refuse(c, -ESTALE, reply, "no such session");
-	sess_mac(ss, false, attempt, 0, rx, mac);
+	sess_mac(ss, probe ? S_PROBE_MAC : S_CLIENT, attempt, 0, rx, mac);
 	if (!memeql_sec(mac, p + 20, S_MAC))
 		return refuse(c, -EACCES, reply, "a wrong proof");
 	/* attempts only grow (a client counts every dial, also those that
@@ -224,6 +265,15 @@ int rmsgi_session_request(struct rmsg_conn *c, const struct rmsgi_hello *h,
 	if (attempt <= ss->attempt)
 		return refuse(c, -EACCES, reply, "a replayed attempt");
 	old = ss->c;
+	if (probe) {
+		/* the path works and the session is here: nothing else */
+		ss->attempt = attempt;
+		rmsgi_dbg(c->ctx, "conn %u: a probe of conn %u's path over %s",
+			  c->id, old->id, c->tr->name);
+		rmsgi_conn_why(c, "a probe of conn %u's path: answered",
+			       old->id);
+		return rmsgi_conn_refuse(c, -EALREADY, reply);
+	}
 	if (rx < ss->peer_rx || rx > ss->tx_seq)
 		return refuse(c, -EPROTO, reply,
 			      "a count of messages it cannot have");
@@ -269,7 +319,7 @@ int rmsgi_session_answer(struct rmsg_conn *c, const struct rmsgi_hello *h,
 		return -EPROTO;
 	}
 	*rx_p = rmsgi_get64(h->sess);
-	sess_mac(ss, true, ss->attempt, *rx_p, rmsgi_session_rx(c), mac);
+	sess_mac(ss, S_SERVER, ss->attempt, *rx_p, rmsgi_session_rx(c), mac);
 	if (!memeql_sec(mac, h->sess + 8, S_MAC)) {
 		rmsgi_conn_why(c, "the peer's resume answer does not prove "
 				  "the session");

@@ -474,8 +474,25 @@ bool rmsgi_fallback_failed(struct rmsg_conn *c, int reason,
 			   const struct rmsgi_hello *h);
 /* the backend is down: true if TCP took over the connection */
 bool rmsgi_fallback_down(struct rmsg_conn *c);
-/* the connection is up: a later failure is no auto:// fallback's */
+/* the connection is up: a later failure is no auto:// fallback's; a
+ * resumable client that is up over TCP after a fallback probes RDMA */
 void rmsgi_fallback_done(struct rmsg_conn *c);
+/* no probe of RDMA now (the connection suspends or ends) */
+void rmsgi_failback_stop(struct rmsg_conn *c);
+/* an export to @c made now may be bound to a window at a later resume
+ * (rekey.c): its descriptor carries the address, the key comes then */
+bool rmsgi_rekey_later(const struct rmsg_conn *c);
+/* the connection's auto:// state goes (conn_free) */
+void rmsgi_fallback_free(struct rmsg_conn *c);
+/* @c is a probe (hidden: no callbacks, no counts); *_probed: its result
+ * (@h: the peer's answer) goes to the connection it probed for, once;
+ * true if @c is a probe */
+bool rmsgi_conn_is_probe(const struct rmsg_conn *c);
+bool rmsgi_failback_probed(struct rmsg_conn *c, int reason,
+			   const struct rmsgi_hello *h);
+/* a probe's connection and the attempt it proves (resume.c), or NULL */
+const struct rmsg_conn *rmsgi_probe_of(const struct rmsg_conn *c,
+				       uint32_t *attempt);
 /* why the connection runs on its transport (the scheme, auto:// found
  * RDMA, or why it did not), for the log */
 const char *rmsgi_fallback_why(const struct rmsg_conn *c);

@@ -90,6 +90,7 @@ void rmsgi_session_end(struct rmsg_conn *c)
 		return;
 	rmsgi_timer_stop(c->ctx->loop, &ss->window);
 	rmsgi_timer_stop(c->ctx->loop, &ss->redial);
+	rmsgi_failback_stop(c);
 	rmsgi_list_del(&ss->link); /* no resume finds it now */
 }
 
@@ -300,6 +301,7 @@ bool rmsgi_session_suspend(struct rmsg_conn *c, int reason)
 		return false;
 	rmsgi_conn_set_state(c, RMSGI_CS_SUSPENDED);
 	rmsgi_keepalive_stop(c);
+	rmsgi_failback_stop(c);
 	c->st.suspends++;
 	rmsgi_conn_event(c, "suspended", "err=%s why=\"%s\" resume_ms=%u",
 			 rmsg_err_name(reason), c->why, c->cfg.resume_ms);

@@ -4,6 +4,16 @@
  * its URI's scheme (the registry's order), its host name resolved first
  * when it is one (resolve.c), and auto://'s fallback from RDMA to TCP,
  * whose state (struct rmsgi_fallback) only an auto:// connection has.
+ *
+ * And the way back: a resumable auto:// connection that runs over TCP
+ * because RDMA failed probes RDMA in the background (1 s after it came
+ * up over TCP, then at intervals that double up to FB_PROBE_MAX_MS). A
+ * probe is a hidden connection of its own over RDMA to the same
+ * addresses whose hello is a resume request marked as a probe (resume.c):
+ * the server proves it knows the session and refuses it with -EALREADY,
+ * touching nothing. Only then does the connection suspend itself on
+ * purpose and resume, RDMA first (session.c: nothing lost, nothing
+ * twice); traffic never waits for an RDMA path that does not work.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,12 +23,44 @@
 /* auto:// only (rmsg_conn.fb): RDMA first, TCP if it cannot connect */
 static const char *rmsgi_fallback_text(int reason);
 
+/* probes of RDMA after a fallback: the first this long after the
+ * connection came up over TCP, then twice as long after each that failed,
+ * up to the second (a probe costs the peer one refused connect) */
+#define FB_PROBE_MIN_MS 1000u
+#define FB_PROBE_MAX_MS 30000u
+/* a switch back waits for one-sided ops in flight to be answered (a
+ * suspend would fail them): so many tries, FB_SWITCH_WAIT_MS apart */
+#define FB_SWITCH_WAIT_MS 10u
+#define FB_SWITCH_TRIES 100u
+
 struct rmsgi_fallback {
 	bool armed;   /* RDMA is being tried: a failure falls back */
 	bool pending; /* it failed: TCP starts once its backend is down */
 	int reason;   /* why RDMA was not used, or 0 */
 	struct rmsgi_addrs to; /* the addresses TCP falls back to */
+	/* the way back (resumable clients over TCP after a fallback) */
+	struct rmsgi_timer probe_t; /* the next probe, or the switch */
+	unsigned probe_ms;	    /* the wait after the next failed probe */
+	unsigned switch_tries;	    /* a probe worked: tries left to switch */
+	struct rmsg_conn *probe;    /* the probe in flight (a reference) */
+	/* a probe's own: the connection it probes for, and its attempt */
+	struct rmsg_conn *of;
+	uint32_t attempt;
 };
+
+static void probe_cb(struct ev_loop *loop, ev_timer *w, int revents);
+
+static struct rmsgi_fallback *fb_new(struct rmsg_conn *c)
+{
+	struct rmsgi_fallback *fb = calloc(1, sizeof(*fb));
+
+	if (!fb)
+		return NULL;
+	rmsgi_timer_init(&fb->probe_t, c->ctx->env.timers, probe_cb);
+	fb->probe_t.w.data = c;
+	c->fb = fb;
+	return fb;
+}
 
 static int conn_start_tr(struct rmsg_conn *c, const struct rmsgi_tr *tr,
 			 const struct rmsgi_uri *u,
@@ -58,11 +100,8 @@ static int conn_start_addrs(struct rmsg_conn *c, const struct rmsgi_uri *u,
 		/* auto://: the first that connects; a failure after the
 		 * start falls back in rmsgi_conn_ev_failed/ev_down, to the
 		 * same addresses (the name is resolved once) */
-		if (!c->fb) {
-			c->fb = calloc(1, sizeof(*c->fb));
-			if (!c->fb)
-				return -ENOMEM;
-		}
+		if (!c->fb && !fb_new(c))
+			return -ENOMEM;
 		c->fb->to = *to;
 		c->fb->armed = true;
 	}
@@ -141,8 +180,214 @@ bool rmsgi_fallback_failed(struct rmsg_conn *c, int reason,
 
 void rmsgi_fallback_done(struct rmsg_conn *c)
 {
-	if (c->fb)
-		c->fb->armed = false;
+	const struct rmsgi_tr *v[RMSGI_TR_MAX];
+	struct rmsgi_fallback *fb = c->fb;
+
+	if (!fb)
+		return;
+	fb->armed = false;
+	/* the way back is the dialing side's, for a session that resumes */
+	if (c->is_server || !c->ss || !c->ss->on || fb->of)
+		return;
+	rmsgi_tr_for_scheme(c->uri.row, v);
+	if (c->tr == v[0]) {
+		/* on RDMA (again) */
+		if (fb->reason) {
+			c->st.failbacks++;
+			rmsgi_info(c->ctx,
+				   "conn %u: back on %s (it was not "
+				   "used: %s)",
+				   c->id, v[0]->name,
+				   rmsgi_fallback_text(fb->reason));
+		}
+		fb->reason = 0;
+		fb->probe_ms = 0;
+		rmsgi_failback_stop(c);
+		return;
+	}
+	if (!fb->probe_ms)
+		fb->probe_ms = FB_PROBE_MIN_MS;
+	if (!fb->probe && !rmsgi_timer_active(&fb->probe_t))
+		rmsgi_timer_start(c->ctx->loop, &fb->probe_t,
+				  fb->probe_ms / 1000.0, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* the way back to RDMA                                                 */
+
+void rmsgi_failback_stop(struct rmsg_conn *c)
+{
+	struct rmsgi_fallback *fb = c->fb;
+	struct rmsg_conn *p;
+
+	if (!fb || fb->of)
+		return;
+	rmsgi_timer_stop(c->ctx->loop, &fb->probe_t);
+	fb->switch_tries = 0;
+	p = fb->probe;
+	if (!p)
+		return;
+	fb->probe = NULL;
+	p->fb->of = NULL;
+	rmsgi_conn_abort(p, -ECANCELED);
+	rmsgi_conn_put(p);
+}
+
+void rmsgi_fallback_free(struct rmsg_conn *c)
+{
+	if (!c->fb)
+		return;
+	rmsgi_failback_stop(c);
+	free(c->fb);
+	c->fb = NULL;
+}
+
+/* the next probe, a failed one's wait later (doubled for the one after) */
+static void probe_later(struct rmsg_conn *c)
+{
+	struct rmsgi_fallback *fb = c->fb;
+
+	rmsgi_timer_start(c->ctx->loop, &fb->probe_t, fb->probe_ms / 1000.0, 0);
+	fb->probe_ms = RMSGI_MIN(fb->probe_ms * 2, FB_PROBE_MAX_MS);
+}
+
+/* a hidden connection over the scheme's first backend, to the addresses
+ * the connection fell back from, whose hello is a probe (resume.c) */
+static int probe_start(struct rmsg_conn *c)
+{
+	const struct rmsgi_tr *v[RMSGI_TR_MAX];
+	struct rmsg_conn *p;
+	int ret;
+
+	ret = rmsgi_conn_new(c->ctx, &c->cfg, NULL, NULL, &p);
+	if (ret)
+		return ret;
+	if (!fb_new(p)) {
+		rmsgi_conn_discard(p);
+		return -ENOMEM;
+	}
+	p->fb->of = c;
+	p->uri = c->uri;
+	/* its own attempt: the server takes each once, in order */
+	rmsgi_session_attempt(c);
+	p->fb->attempt = c->ss->attempt;
+	rmsgi_tr_for_scheme(c->uri.row, v);
+	rmsgi_dbg(c->ctx, "conn %u: probing %s (conn %u)", c->id, v[0]->name,
+		  p->id);
+	ret = conn_start_tr(p, v[0], &c->uri, &c->fb->to);
+	if (ret) {
+		rmsgi_conn_discard(p);
+		return ret;
+	}
+	rmsgi_conn_get(p);
+	c->fb->probe = p;
+	return 0;
+}
+
+/* a probe worked: suspend on purpose (the resume tries RDMA first), once
+ * no one-sided op waits for an answer over TCP */
+static void fb_switch(struct rmsg_conn *c)
+{
+	const struct rmsgi_tr *v[RMSGI_TR_MAX];
+	struct rmsgi_fallback *fb = c->fb;
+
+	if (!rmsgi_list_empty(&c->tx.rndvq)) {
+		if (--fb->switch_tries) {
+			rmsgi_timer_start(c->ctx->loop, &fb->probe_t,
+					  FB_SWITCH_WAIT_MS / 1000.0, 0);
+			return;
+		}
+		rmsgi_dbg(c->ctx, "conn %u: one-sided ops kept it on %s", c->id,
+			  c->tr->name);
+		probe_later(c);
+		return;
+	}
+	fb->switch_tries = 0;
+	/* if RDMA then fails all the same, the next probe waits longer:
+	 * a path that passes probes but not connections costs a stall of
+	 * at most the setup timeout per FB_PROBE_MAX_MS */
+	fb->probe_ms = RMSGI_MIN(fb->probe_ms * 2, FB_PROBE_MAX_MS);
+	rmsgi_tr_for_scheme(c->uri.row, v);
+	rmsgi_info(c->ctx,
+		   "conn %u: %s works again (probed); moving back "
+		   "from %s",
+		   c->id, v[0]->name, c->tr->name);
+	rmsgi_conn_why(c, "moving back to %s, which works again", v[0]->name);
+	rmsgi_conn_lost(c, -ECONNRESET);
+}
+
+static void probe_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct rmsg_conn *c = w->data;
+	struct rmsgi_fallback *fb = c->fb;
+	int ret;
+
+	(void)loop;
+	(void)revents;
+	if (c->state != RMSGI_CS_ESTABLISHED || fb->probe)
+		return;
+	rmsgi_conn_get(c);
+	if (fb->switch_tries)
+		fb_switch(c);
+	else if ((ret = probe_start(c))) {
+		/* no device, no route: nothing started */
+		rmsgi_dbg(c->ctx, "conn %u: probe: %s", c->id,
+			  rmsg_strerror(ret));
+		probe_later(c);
+	}
+	rmsgi_ctx_flush(c->ctx);
+	rmsgi_conn_put(c);
+}
+
+bool rmsgi_failback_probed(struct rmsg_conn *p, int reason,
+			   const struct rmsgi_hello *h)
+{
+	struct rmsg_conn *c;
+	struct rmsgi_fallback *fb;
+
+	if (!p->fb || !p->fb->of)
+		return p->fb && p->fb->attempt;
+	c = p->fb->of;
+	fb = c->fb;
+	if (h && h->status == -EALREADY)
+		rmsgi_conn_why(p, "a probe of conn %u's path: it works", c->id);
+	else
+		rmsgi_conn_why(
+			p, "a probe of conn %u's path: %s", c->id,
+			rmsg_strerror(h && h->status < 0 ? h->status : reason));
+	p->fb->of = NULL;
+	fb->probe = NULL;
+	rmsgi_conn_put(p); /* the loop holds it until it is down */
+	if (h && h->status == -EALREADY) {
+		/* the peer proved the session over RDMA: switch from the
+		 * loop, not from inside the probe's event */
+		fb->switch_tries = FB_SWITCH_TRIES;
+		rmsgi_timer_start(c->ctx->loop, &fb->probe_t, 0, 0);
+	} else {
+		rmsgi_dbg(
+			c->ctx, "conn %u: probe failed: %s%s%s", c->id,
+			rmsg_strerror(h && h->status < 0 ? h->status : reason),
+			h ? " (the peer's answer)" : "",
+			h && h->status == -EACCES ? ": a peer that does "
+						    "not take probes"
+						  : "");
+		probe_later(c);
+	}
+	return true;
+}
+
+bool rmsgi_conn_is_probe(const struct rmsg_conn *c)
+{
+	return c->fb && c->fb->attempt;
+}
+
+const struct rmsg_conn *rmsgi_probe_of(const struct rmsg_conn *c,
+				       uint32_t *attempt)
+{
+	if (!c->fb || !c->fb->of)
+		return NULL;
+	*attempt = c->fb->attempt;
+	return c->fb->of;
 }
 
 bool rmsgi_fallback_down(struct rmsg_conn *c)

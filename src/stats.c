@@ -71,6 +71,7 @@ static const struct {
 	{"resumes", "suspended connections resumed on a new transport", C_},
 	{"replayed", "messages sent again after a resume", C_},
 	{"resume_refused", "resume requests refused (session, proof)", X_},
+	{"failbacks", "auto:// connections moved back to RDMA from TCP", C_},
 };
 #undef C_
 #undef X_

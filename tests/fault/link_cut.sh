@@ -86,4 +86,14 @@ if [ $rc = 0 ]; then
 	tc qdisc del dev vB root 2> /dev/null
 	tc qdisc del dev vA root 2> /dev/null
 fi
+# and then RoCE's packets pass again: the client's background probes
+# must move the connection back to RDMA by themselves (start.c)
+if [ $rc = 0 ]; then
+	echo "== auto://, resumable, RDMA cut, then back"
+	LINK_FAILOVER=2 LINK_CUT=$(echo "$drop_roce" | tr -s '\n\t' '  ') \
+		RMSG_TEST_TRANSPORT=rdma "$builddir/tests/fault/link_resume" ||
+		rc=$?
+	tc qdisc del dev vB root 2> /dev/null
+	tc qdisc del dev vA root 2> /dev/null
+fi
 exit $rc

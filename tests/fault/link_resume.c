@@ -13,6 +13,12 @@
  * descriptors it had (over RDMA the windows were bound again on the new
  * QP: rekey.c).
  *
+ * LINK_FAILOVER=1: auto://, and RoCE's packets are dropped from the cut
+ * on: the connection resumes over TCP. LINK_FAILOVER=2: the same, then
+ * the drop is lifted once both ends run on TCP, and the client's probes
+ * must bring the connection back to RDMA by themselves while the last
+ * quarter of the stream trickles across the switch (start.c).
+ *
  * RMSG_TEST_TRANSPORT=tcp from tests/fault/link_resume.sh (a network
  * namespace on the host), tcp and rdma from tests/fault/link_cut.sh in
  * the test VM; both build the veth pair and pass LINK_A, LINK_B,
@@ -34,8 +40,13 @@
 static struct ev_loop *loop;
 static const char *cut_cmd, *heal_cmd;
 /* LINK_FAILOVER=1: auto://, and the cut (of RDMA's packets only) lasts
- * to the end: the connection resumes over TCP */
+ * to the end: the connection resumes over TCP; 2: and then moves back */
 static int failover;
+/* failover 2: the connection is back on RDMA; until then the last
+ * quarter of each stream goes a message per trickle tick */
+static int back;
+static uint64_t trickled[2];
+static ev_tstamp t_back;
 
 struct side {
 	struct rmsg_conn *c;
@@ -48,12 +59,14 @@ static uint64_t calls_next;
 static int cut_done, healed;
 static ev_tstamp t_cut, t_heal, t_flow;
 
-/* one-sided: the server's region, exported before the cut (desc[0]) and
- * while suspended (desc[1]), each half of it */
+/* one-sided: the server's region, exported before the cut (desc[0]),
+ * while suspended (desc[1]) and, failover 2, while on TCP (desc[2]),
+ * each a third of it */
 #define REG_LEN (64 << 10)
+#define REG_ALL (REG_LEN / 2 * 3)
 static uint8_t *region;
 static struct rmsg_mr *mr;
-static uint8_t desc[2][RMSG_MR_DESC_SIZE];
+static uint8_t desc[3][RMSG_MR_DESC_SIZE];
 static int exported_suspended, rma_done, rma_err;
 
 static size_t msg_len(uint64_t n, int side)
@@ -83,7 +96,13 @@ static void send_done(struct rmsg_conn *c, int st, void *arg)
 
 static void pump(int side)
 {
-	while (sd[side].next_out < NMSG) {
+	uint64_t lim = NMSG;
+
+	if (failover == 2 && !back)
+		lim = NMSG * 3 / 4 + trickled[side];
+	if (lim > NMSG)
+		lim = NMSG;
+	while (sd[side].next_out < lim) {
 		uint64_t n = sd[side].next_out;
 		size_t len = msg_len(n, side);
 		uint8_t *p = malloc(len);
@@ -266,6 +285,18 @@ static void rma_check(int k, uint64_t seed)
 		 "descriptor %d: the region does not hold what was written", k);
 }
 
+/* both ends established (not suspended) over @tr */
+static int both_on(const char *tr)
+{
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (!sd[i].c || strcmp(rmsg_conn_transport(sd[i].c), tr) ||
+		    rmsg_conn_resume_state(sd[i].c) != RMSG_RESUME_ON)
+			return 0;
+	return 1;
+}
+
 static int both_suspended(void)
 {
 	return rmsg_conn_resume_state(sd[0].c) == RMSG_RESUME_SUSPENDED &&
@@ -300,6 +331,30 @@ static void cut_cb(struct ev_loop *l, ev_timer *w, int revents)
 				    desc[1]));
 		exported_suspended = 1;
 	}
+	if (failover == 2 && !healed) {
+		/* heal once both run on TCP again */
+		if (!exported_suspended || !both_on("tcp"))
+			return;
+		/* its descriptor must work over RDMA once back */
+		T_OK(rmsg_mr_export(mr, sd[0].c, REG_LEN, REG_LEN / 2,
+				    RMSG_ACCESS_REMOTE_WRITE |
+					    RMSG_ACCESS_REMOTE_READ,
+				    desc[2]));
+		run_cmd("heal", heal_cmd);
+		healed = 1;
+		t_heal = ev_now(loop);
+		return;
+	}
+	if (failover == 2) {
+		if (!both_on("rdma"))
+			return;
+		back = 1;
+		t_back = ev_now(loop);
+		pump(0);
+		pump(1);
+		ev_timer_stop(loop, w);
+		return;
+	}
 	if (!healed && failover) {
 		if (!exported_suspended)
 			return;
@@ -320,6 +375,26 @@ static void cut_cb(struct ev_loop *l, ev_timer *w, int revents)
 	}
 }
 
+/* failover 2: a message of each stream's last quarter per tick, until
+ * the connection is back on RDMA */
+static void trickle_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	int i;
+
+	(void)l;
+	(void)revents;
+	if (back) {
+		ev_timer_stop(loop, w);
+		return;
+	}
+	for (i = 0; i < 2; i++) {
+		if (sd[i].next_out < NMSG * 3 / 4)
+			continue;
+		trickled[i]++;
+		pump(i);
+	}
+}
+
 int main(void)
 {
 	struct rmsg_conn_ops ops = {.on_established = established,
@@ -331,7 +406,7 @@ int main(void)
 	struct rmsg_ctx *ctx[2];
 	struct rmsg_cfg *cfg;
 	struct rmsg_conn *c;
-	ev_timer cut, calls;
+	ev_timer cut, calls, trickle;
 	const char *a, *b, *scheme;
 	char uri[200];
 	uint16_t port;
@@ -341,8 +416,7 @@ int main(void)
 	b = t_need_env("LINK_B", "link_resume.sh");
 	cut_cmd = t_need_env("LINK_CUT", "link_resume.sh");
 	heal_cmd = t_need_env("LINK_HEAL", "link_resume.sh");
-	failover = getenv("LINK_FAILOVER") &&
-		   !strcmp(getenv("LINK_FAILOVER"), "1");
+	failover = getenv("LINK_FAILOVER") ? atoi(getenv("LINK_FAILOVER")) : 0;
 	loop = ev_default_loop(0);
 	T_OK(rmsg_cfg_create(&cfg));
 	/* a slow build (sanitizers: RMSG_TEST_SCALE) on a loaded machine
@@ -369,9 +443,9 @@ int main(void)
 	T_ASSERT(!failover || (!strcmp(rmsg_conn_transport(sd[0].c), "rdma") &&
 			       !strcmp(rmsg_conn_transport(sd[1].c), "rdma")),
 		 "auto:// did not start over RDMA");
-	region = calloc(1, REG_LEN);
+	region = calloc(1, REG_ALL);
 	T_ASSERT(region, "calloc");
-	T_OK(rmsg_mr_reg(ctx[0], region, REG_LEN,
+	T_OK(rmsg_mr_reg(ctx[0], region, REG_ALL,
 			 RMSG_ACCESS_REMOTE_WRITE | RMSG_ACCESS_REMOTE_READ,
 			 &mr));
 	T_OK(rmsg_mr_export(mr, sd[0].c, 0, REG_LEN / 2,
@@ -384,15 +458,19 @@ int main(void)
 	ev_timer_start(loop, &cut);
 	ev_timer_init(&calls, calls_cb, 0.02, 0.02);
 	ev_timer_start(loop, &calls);
+	ev_timer_init(&trickle, trickle_cb, 0.005, 0.005);
+	if (failover == 2)
+		ev_timer_start(loop, &trickle);
 	T_RUN_UNTIL(loop,
 		    (sd[0].closed || sd[1].closed) ||
 			    (healed && sd[0].next_in == NMSG &&
 			     sd[1].next_in == NMSG && sd[0].sent_ok == NMSG &&
 			     sd[1].sent_ok == NMSG && calls_next == NCALL &&
-			     !calls_out),
+			     !calls_out && (failover != 2 || back)),
 		    240);
 	ev_timer_stop(loop, &cut);
 	ev_timer_stop(loop, &calls);
+	ev_timer_stop(loop, &trickle);
 	if (cut_done && !healed)
 		run_cmd("heal", heal_cmd);
 	for (i = 0; i < 2; i++) {
@@ -409,7 +487,26 @@ int main(void)
 	}
 	T_ASSERT(calls_ok == NCALL && !calls_err, "calls: %d ok, %d failed",
 		 calls_ok, calls_err);
-	if (failover) {
+	if (failover == 2) {
+		T_ASSERT(both_on("rdma"), "not back on RDMA: %s and %s",
+			 rmsg_conn_transport(sd[0].c),
+			 rmsg_conn_transport(sd[1].c));
+		T_ASSERT(st[1].fallbacks >= 1 && st[1].failbacks >= 1 &&
+				 !rmsg_conn_fallback_reason(sd[1].c),
+			 "the client's way back is not visible (%llu "
+			 "fallbacks, %llu failbacks, reason %s)",
+			 (unsigned long long)st[1].fallbacks,
+			 (unsigned long long)st[1].failbacks,
+			 rmsg_conn_fallback_reason(sd[1].c));
+		printf("link_resume: auto:// back on RDMA %.2f s after RoCE's "
+		       "packets passed again (%llu fallback(s), %llu "
+		       "failback(s)); %llu + %llu messages trickled across "
+		       "the switch\n",
+		       t_back - t_heal, (unsigned long long)st[1].fallbacks,
+		       (unsigned long long)st[1].failbacks,
+		       (unsigned long long)trickled[0],
+		       (unsigned long long)trickled[1]);
+	} else if (failover) {
 		T_ASSERT(!strcmp(rmsg_conn_transport(sd[0].c), "tcp") &&
 				 !strcmp(rmsg_conn_transport(sd[1].c), "tcp"),
 			 "resumed over %s and %s, not TCP",
@@ -428,13 +525,17 @@ int main(void)
 	T_ASSERT(exported_suspended, "the server was never seen suspended");
 	rma_check(0, 2);
 	rma_check(1, 3);
+	if (failover == 2)
+		rma_check(2, 4); /* exported while on TCP, used over RDMA */
 	printf("link_resume (%s): the link silent for %.1f s mid-stream: %d "
 	       "+ %d messages and %d calls exactly once, in order; two "
 	       "exports (one made while suspended) written and read back "
 	       "after it; client %llu suspend(s), %llu replayed, server %llu "
 	       "replayed; traffic %.2f s after the heal\n",
-	       failover ? "auto://, RDMA's packets dropped from then on"
-			: t_transport(),
+	       failover == 2 ? "auto://, RDMA's packets dropped, then passed "
+			       "again"
+	       : failover    ? "auto://, RDMA's packets dropped from then on"
+			     : t_transport(),
 	       t_heal - t_cut, NMSG, NMSG, NCALL,
 	       (unsigned long long)st[1].suspends,
 	       (unsigned long long)st[1].replayed,

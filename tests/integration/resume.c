@@ -953,6 +953,30 @@ static int raw_resume(uint64_t sid, const uint8_t key[32], uint32_t attempt,
 	return 0;
 }
 
+/* a probe (auto://'s way back, rmsg.7): a resume request with one more
+ * byte, 1, proved with the label "rmsg-resume-1 probe" (@label NULL), or
+ * with another; the answer's status (a probe is always refused) */
+static int raw_probe(uint64_t sid, const uint8_t key[32], uint32_t attempt,
+		     const char *label)
+{
+	uint8_t req[37], r[256];
+	uint64_t zero = 0;
+	size_t n;
+	int fd, st;
+
+	put64(req, sid);
+	put32(req + 8, attempt);
+	put64(req + 12, 0);
+	raw_mac(key, label ? label : "rmsg-resume-1 probe", sid, attempt, &zero,
+		1, req + 20);
+	req[36] = 1;
+	fd = raw_hello(req, sizeof(req), r, &n);
+	T_ASSERT(r[2] == 7, "a probe answered with frame type %u", r[2]);
+	st = (int16_t)(r[38] | r[39] << 8);
+	close(fd);
+	return st;
+}
+
 static void part_forged(struct rmsg_ctx *ctx[2])
 {
 	struct rmsg_cfg *cfg = mkcfg(10000);
@@ -1000,10 +1024,26 @@ static void part_forged(struct rmsg_ctx *ctx[2])
 	T_ASSERT(resumes_of(sd[0].c) == 2, "%llu resumes",
 		 (unsigned long long)resumes_of(sd[0].c));
 	T_ASSERT(!sd[0].closed, "closed: %s", rmsg_strerror(sd[0].reason));
+	/* probes of the path while the session is up: a right one is
+	 * answered EALREADY and touches nothing; the same attempt again, a
+	 * forged one and one proved as a request are refused (EACCES) */
+	st = raw_probe(sid, key, 3, NULL);
+	T_ASSERT(st == -EALREADY, "a probe: %d", st);
+	st = raw_probe(sid, key, 3, NULL);
+	T_ASSERT(st == -EACCES, "a replayed probe: %d", st);
+	st = raw_probe(sid, key, 4, "rmsg-resume-1 client");
+	T_ASSERT(st == -EACCES, "a probe proved as a request: %d", st);
+	st = raw_probe(sid, key, 5, "rmsg-resume-1 probe!");
+	T_ASSERT(st == -EACCES, "a forged probe: %d", st);
+	t_run_for(loop, 0.05);
+	T_ASSERT(rmsg_conn_resume_state(sd[0].c) == RMSG_RESUME_ON &&
+			 resumes_of(sd[0].c) == 2 && !sd[0].closed,
+		 "a probe touched the session");
 	raw_reset(fd);
 	printf("a raw peer's session: a forged proof and a replayed request "
 	       "refused (EACCES), two right ones resumed, the server's "
-	       "answers proved\n");
+	       "answers proved; a probe answered EALREADY, a replayed, a "
+	       "forged and a misproved one refused (EACCES)\n");
 	T_RUN_UNTIL(loop,
 		    rmsg_conn_resume_state(sd[0].c) == RMSG_RESUME_SUSPENDED,
 		    10);
