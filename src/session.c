@@ -284,7 +284,8 @@ static bool path_failure(int reason)
 	case -ENETUNREACH:
 	case -EHOSTUNREACH:
 	case -EHOSTDOWN:
-	case -EIO: /* the device misbehaved: a new endpoint may not */
+	case -EIO:    /* the device misbehaved: a new endpoint may not */
+	case -ENODEV: /* the device was removed: auto:// has TCP */
 		return true;
 	default:
 		return false;

@@ -91,9 +91,33 @@ fi
 if [ $rc = 0 ]; then
 	echo "== auto://, resumable, RDMA cut, then back"
 	LINK_FAILOVER=2 LINK_CUT=$(echo "$drop_roce" | tr -s '\n\t' '  ') \
+		LINK_WHAT="auto://, RoCE's packets dropped, then passed again" \
 		RMSG_TEST_TRANSPORT=rdma "$builddir/tests/fault/link_resume" ||
 		rc=$?
 	tc qdisc del dev vB root 2> /dev/null
 	tc qdisc del dev vA root 2> /dev/null
+fi
+# the client's rxe device removed mid-stream (resumes over TCP), then
+# added back (returns to RDMA). rxe cannot take a device from a process
+# that holds it: the delete waits until the library let go of it
+# (transport/rdma/dev.c), so both commands run in the background, the
+# add retrying until the old device is gone
+if [ $rc = 0 ]; then
+	echo "== auto://, resumable, rxe device removed, then added back"
+	LINK_FAILOVER=2 LINK_CUT="rdma link delete rxeB &" \
+		LINK_HEAL="(i=0; while [ \$i -lt 300 ] &&
+			! rdma link add rxeB type rxe netdev vB 2>/dev/null;
+			do i=\$((i + 1)); sleep 0.1; done) &" \
+		LINK_WHAT="auto://, the client's rxe device removed, then added back" \
+		RMSG_TEST_TRANSPORT=rdma "$builddir/tests/fault/link_resume" ||
+		rc=$?
+	# the device back for whatever runs next (the delete is done
+	# once this process is gone)
+	i=0
+	while [ $i -lt 100 ] && ! rdma link show rxeB/1 > /dev/null 2>&1; do
+		rdma link add rxeB type rxe netdev vB 2> /dev/null
+		i=$((i + 1))
+		sleep 0.1
+	done
 fi
 exit $rc

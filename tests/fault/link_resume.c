@@ -17,7 +17,9 @@
  * on: the connection resumes over TCP. LINK_FAILOVER=2: the same, then
  * the drop is lifted once both ends run on TCP, and the client's probes
  * must bring the connection back to RDMA by themselves while the last
- * quarter of the stream trickles across the switch (start.c).
+ * quarter of the stream trickles across the switch (start.c); LINK_CUT
+ * and LINK_HEAL may also remove the client's rxe device and add it
+ * back (link_cut.sh). LINK_WHAT names the case in the summary line.
  *
  * RMSG_TEST_TRANSPORT=tcp from tests/fault/link_resume.sh (a network
  * namespace on the host), tcp and rdma from tests/fault/link_cut.sh in
@@ -498,8 +500,8 @@ int main(void)
 			 (unsigned long long)st[1].fallbacks,
 			 (unsigned long long)st[1].failbacks,
 			 rmsg_conn_fallback_reason(sd[1].c));
-		printf("link_resume: auto:// back on RDMA %.2f s after RoCE's "
-		       "packets passed again (%llu fallback(s), %llu "
+		printf("link_resume: auto:// back on RDMA %.2f s after the "
+		       "heal (%llu fallback(s), %llu "
 		       "failback(s)); %llu + %llu messages trickled across "
 		       "the switch\n",
 		       t_back - t_heal, (unsigned long long)st[1].fallbacks,
@@ -532,10 +534,9 @@ int main(void)
 	       "exports (one made while suspended) written and read back "
 	       "after it; client %llu suspend(s), %llu replayed, server %llu "
 	       "replayed; traffic %.2f s after the heal\n",
-	       failover == 2 ? "auto://, RDMA's packets dropped, then passed "
-			       "again"
-	       : failover    ? "auto://, RDMA's packets dropped from then on"
-			     : t_transport(),
+	       getenv("LINK_WHAT") ? getenv("LINK_WHAT")
+	       : failover ? "auto://, RDMA's packets dropped from then on"
+			  : t_transport(),
 	       t_heal - t_cut, NMSG, NMSG, NCALL,
 	       (unsigned long long)st[1].suspends,
 	       (unsigned long long)st[1].replayed,

@@ -173,6 +173,8 @@ int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 	ret = rdma_ctx_get(ci->ctx, &r);
 	if (ret)
 		return ret;
+	if (r->lost)
+		return -ENODEV; /* its device is being let go */
 	ret = rc_new(r, c, ci, &rc);
 	if (ret)
 		return ret;
@@ -274,7 +276,8 @@ void rdma_listen_close(void *p)
 	struct rdma_listener *rl = p;
 
 	rmsgi_list_del(&rl->link);
-	rdma_destroy_id(rl->id);
+	if (rl->id) /* (gone with its device: rdma_dev_lost) */
+		rdma_destroy_id(rl->id);
 	free(rl);
 }
 
@@ -461,8 +464,12 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 	uint8_t buf[RMSGI_HELLO_MAX];
 	int ret;
 
-	if (!rc)
-		return; /* a listening id's own events */
+	if (!rc) {
+		/* a listening id's own events: its device's removal */
+		if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
+			rdma_dev_lost(r);
+		return;
+	}
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		ret = rmsgi_err_cm(rdma_resolve_route(
@@ -569,6 +576,7 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 			rdma_rc_teardown(rc, -ECONNRESET);
 		break;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		rdma_dev_lost(r);
 		rdma_rc_teardown(rc, -ENODEV);
 		break;
 	default:

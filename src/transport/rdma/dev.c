@@ -4,13 +4,16 @@
  * rdma_cm event channel, made on first use; on the first device seen one
  * PD and one completion channel; receive groups (a CQ and an SRQ each,
  * made as connections need them), whose receive buffers are carved from
- * the registered pool as peers are granted credits; and the context's
- * end.
+ * the registered pool as peers are granted credits; a device that is
+ * removed, let go of; and the context's end.
  */
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/random.h>
 
 #include "rdma.h"
+
+static void lost_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
 /* ------------------------------------------------------------------ */
 /* device, SRQ                                                          */
@@ -249,6 +252,8 @@ int rdma_dev_open(struct rdma_ctx *r, struct ibv_context *verbs)
 	struct rdma_rxq *q;
 	int ret;
 
+	if (r->lost)
+		return -ENODEV; /* the removed device is still being let go */
 	if (r->verbs) {
 		if (r->verbs == verbs)
 			return 0;
@@ -358,6 +363,8 @@ int rdma_ctx_get(struct rmsg_ctx *ctx, struct rdma_ctx **r_p)
 	r->env = rmsgi_ctx_env(ctx);
 	rmsgi_quar_init(&r->rq, RNDV_QUARANTINE);
 	rmsgi_list_init(&r->listeners);
+	rmsgi_timer_init(&r->lost_t, r->env->timers, lost_cb);
+	r->lost_t.w.data = r;
 	r->ech = rdma_create_event_channel();
 	if (!r->ech) {
 		int err = errno ? -errno : -ENODEV;
@@ -377,6 +384,124 @@ int rdma_ctx_get(struct rmsg_ctx *ctx, struct rdma_ctx **r_p)
 	*slot = r;
 	*r_p = r;
 	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* a device removed                                                     */
+
+static void dev_release(struct rdma_ctx *r);
+static void rdma_repost_drop(struct rdma_ctx *r);
+
+static void lost_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct rdma_ctx *r = w->data;
+
+	(void)revents;
+	/* each connection's end is bounded (TEARDOWN_MS) */
+	if (r->nconns) {
+		rmsgi_timer_start(loop, &r->lost_t, 0.01, 0);
+		return;
+	}
+	dev_release(r);
+}
+
+void rdma_dev_lost(struct rdma_ctx *r)
+{
+	struct rmsgi_list *n;
+
+	if (r->lost || !r->verbs)
+		return;
+	r->lost = true;
+	rmsgi_warn(r->ctx,
+		   "RDMA device %s removed: its connections end (resumable "
+		   "ones suspend), its listeners stop taking RDMA "
+		   "connections, and the context lets go of it once they "
+		   "are down",
+		   ibv_get_device_name(r->verbs->device));
+	for (n = r->listeners.next; n != &r->listeners; n = n->next) {
+		struct rdma_listener *rl =
+			rmsgi_list_entry(n, struct rdma_listener, link);
+
+		if (rl->id && rl->id->verbs == r->verbs) {
+			rdma_destroy_id(rl->id);
+			rl->id = NULL;
+		}
+	}
+	rmsgi_timer_start(r->env->loop, &r->lost_t, 0, 0);
+}
+
+/* grows *@v (@n entries) by @k */
+static int grow(void ***v, uint32_t n, uint32_t k)
+{
+	void **p = realloc(*v, (n + k) * sizeof(void *));
+
+	if (!p)
+		return -ENOMEM;
+	*v = p;
+	return 0;
+}
+
+/* everything on the removed device goes; its receive groups and buffers
+ * stay (without CQ and SRQ) for the messages the app still holds */
+static void dev_release(struct rdma_ctx *r)
+{
+	char name[IBV_SYSFS_NAME_MAX];
+	struct ibv_context **l;
+	uint32_t i;
+	int n;
+
+	snprintf(name, sizeof(name), "%s",
+		 ibv_get_device_name(r->verbs->device));
+	rdma_repost_drop(r);
+	ev_ref(r->env->loop);
+	ev_io_stop(r->env->loop, &r->cq_io);
+	if (grow((void ***)&r->q_dead, r->nq_dead, r->nq) ||
+	    grow(&r->dead_chunks, 2 * r->ndead, 2 * r->nchunks)) {
+		/* (without room to keep them, they leak: memory, not the
+		 * device) */
+		rmsgi_err(r->ctx, "no memory to keep %s's buffers", name);
+		r->nq = r->nchunks = 0;
+	}
+	for (i = 0; i < r->nq; i++) {
+		struct rdma_rxq *q = r->q[i];
+
+		if (q->cq_events)
+			ibv_ack_cq_events(q->cq, q->cq_events);
+		q->cq_events = 0;
+		ibv_destroy_srq(q->srq);
+		ibv_destroy_cq(q->cq);
+		q->srq = NULL;
+		q->cq = NULL;
+		r->q_dead[r->nq_dead++] = q;
+	}
+	free(r->q);
+	r->q = NULL;
+	r->nq = 0;
+	for (i = 0; i < 2 * r->nchunks; i++)
+		r->dead_chunks[2 * r->ndead + i] = r->rx_chunks[i];
+	r->ndead += r->nchunks;
+	free(r->rx_chunks);
+	r->rx_chunks = NULL;
+	r->nchunks = 0;
+	r->rx_free = NULL;
+	/* registrations (the pool's, the app's regions, windows) go, and
+	 * come back on the next device (rdma_dev_open) */
+	rmsgi_pool_clear_reg(r->env->pool);
+	rmsgi_mr_clear_reg(r->ctx);
+	ibv_destroy_comp_channel(r->cch);
+	r->cch = NULL;
+	ibv_dealloc_pd(r->pd);
+	r->pd = NULL;
+	r->verbs = NULL;
+	r->lost = false;
+	/* librdmacm keeps a device open until it reads its list again */
+	l = rdma_get_devices(&n);
+	if (l)
+		rdma_free_devices(l);
+	rmsgi_warn(r->ctx,
+		   "RDMA device %s let go: the next RDMA connection opens "
+		   "the device that serves it",
+		   name);
 }
 
 /* ------------------------------------------------------------------ */
@@ -441,6 +566,15 @@ void rdma_ctx_fini(void *p)
 	uint32_t i;
 
 	rdma_ctx_stop(r); /* it drops the repost batches too */
+	rmsgi_timer_stop(loop, &r->lost_t);
+	for (i = 0; i < r->nq_dead; i++)
+		rxq_free(r->q_dead[i]);
+	free(r->q_dead);
+	for (i = 0; i < r->ndead; i++) {
+		rmsgi_pool_free(r->env->pool, r->dead_chunks[2 * i]);
+		free(r->dead_chunks[2 * i + 1]);
+	}
+	free(r->dead_chunks);
 	if (r->verbs) {
 		ev_ref(loop);
 		ev_io_stop(loop, &r->cq_io);

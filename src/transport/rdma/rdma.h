@@ -343,6 +343,17 @@ struct rdma_ctx {
 	uint32_t nchunks;
 	struct rdma_conn *qpn_hash[QPN_BUCKETS];
 	uint32_t nconns;
+	/* the device was removed (DEVICE_REMOVAL): no connection starts
+	 * on it, and what the context holds on it goes once its
+	 * connections are down (dev.c: rdma_dev_lost) */
+	bool lost;
+	struct rmsgi_timer lost_t;
+	/* a removed device's receive groups (no CQ, no SRQ) and buffer
+	 * chunks: held messages may still name them; freed at the end */
+	struct rdma_rxq **q_dead;
+	uint32_t nq_dead;
+	void **dead_chunks;
+	uint32_t ndead;
 };
 
 /* the backend (rdma.c) */
@@ -397,6 +408,12 @@ int rdma_rxq_get(struct rdma_ctx *r, uint32_t credits, struct rdma_rxq **q_p);
 void rdma_rxq_put(struct rdma_rxq *q);
 /* conn op: the connection's share of the SRQ follows the core's grant */
 uint32_t rdma_grant_op(void *p, uint32_t credits);
+/* a DEVICE_REMOVAL event for the context's device: its listeners stop
+ * taking RDMA connections, no connection starts on it, and once its
+ * connections are down everything held on it is released, so that the
+ * kernel can finish the removal (rxe cannot take a device from a process
+ * that holds it) and a device added later can be opened */
+void rdma_dev_lost(struct rdma_ctx *r);
 /* ctx op */
 void rdma_ctx_stop(void *p);
 void rdma_ctx_fini(void *p);

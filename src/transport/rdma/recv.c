@@ -110,6 +110,11 @@ static void rxbuf_release(struct rmsg_msg *m)
 	struct rxbuf *rb = RMSGI_CONTAINER_OF(m, struct rxbuf, m);
 	struct rdma_rxq *q = rb->q;
 
+	if (!q->srq) {
+		/* its device was removed (dev.c): never used again */
+		rx_credit_back(rb);
+		return;
+	}
 	rb->next = q->repost;
 	q->repost = rb;
 	if (++q->repost_n >= REPOST_BATCH)
