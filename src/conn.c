@@ -160,8 +160,10 @@ void rmsgi_conn_discard(struct rmsg_conn *c)
 			rmsgi_conn_why(c, "refused before the application "
 					  "saw it");
 		rmsgi_conn_set_state(c, RMSGI_CS_CLOSING);
-		rmsgi_conn_event(c, "refused", "err=%s reason=\"%s\"",
-				 rmsg_err_name(c->close_reason), c->why);
+		if (!rmsgi_conn_quiet(c))
+			rmsgi_conn_event(c, "refused", "err=%s reason=\"%s\"",
+					 rmsg_err_name(c->close_reason),
+					 c->why);
 	}
 	c->tr = NULL;
 	c->tops = NULL;
@@ -616,17 +618,16 @@ void rmsgi_conn_finalize(struct rmsg_conn *c)
 	rmsgi_list_del(&c->link);
 	rmsgi_stats_fold(c);
 	/* a connection the app never saw was refused (the server's side) */
-	rmsgi_conn_event(c,
-			 rmsgi_conn_is_probe(c) ? "probed"
-			 : seen			? "closed"
-						: "refused",
-			 "err=%s reason=\"%s\" msgs_sent=%llu bytes_sent=%llu "
-			 "msgs_recv=%llu bytes_recv=%llu",
-			 rmsg_err_name(c->close_reason), c->why,
-			 (unsigned long long)c->st.msgs_sent,
-			 (unsigned long long)c->st.bytes_sent,
-			 (unsigned long long)c->st.msgs_recv,
-			 (unsigned long long)c->st.bytes_recv);
+	if (!rmsgi_conn_quiet(c))
+		rmsgi_conn_event(
+			c, seen ? "closed" : "refused",
+			"err=%s reason=\"%s\" msgs_sent=%llu bytes_sent=%llu "
+			"msgs_recv=%llu bytes_recv=%llu",
+			rmsg_err_name(c->close_reason), c->why,
+			(unsigned long long)c->st.msgs_sent,
+			(unsigned long long)c->st.bytes_sent,
+			(unsigned long long)c->st.msgs_recv,
+			(unsigned long long)c->st.bytes_recv);
 	rmsgi_keepalive_stop(c);
 	rmsgi_session_end(c);
 	/* what was exported to this connection ends with it */

@@ -134,6 +134,10 @@ bool rmsgi_rekey_later(const struct rmsg_conn *c)
 	 * back to RDMA (start.c) */
 	if (!c->ss || !c->ss->on || !c->tr)
 		return false;
+	/* a client moves only over auto:// (a server's session may resume
+	 * through any of the context's listeners) */
+	if (!c->is_server && !c->fb)
+		return false;
 	if (c->tr->caps & RMSGI_TR_CAP_RMA)
 		return c->state == RMSGI_CS_SUSPENDED;
 	for (i = 0; i < rmsgi_tr_nslots; i++)

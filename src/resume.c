@@ -25,8 +25,13 @@
  * one more byte, S_PROBE, and M_c made with the label "rmsg-resume-1
  * probe": the server checks it as a request (the attempt counts), then
  * refuses it with -EALREADY, which says the path works and the session
- * is there, and leaves the session alone. A server before probes finds
- * the proof wrong (-EACCES).
+ * is there, and leaves the session alone; that refusal's session part is
+ * M_a = HMAC-SHA-256(K, "rmsg-resume-1 probe answer" || sid || attempt
+ * || 0), cut to 16 bytes, which the client checks before it moves. A
+ * session that is not up (ending, the peer closing) is refused -ESTALE,
+ * one with one-sided ops of ours in flight -EBUSY (a move would fail
+ * them). A server before probes finds the proof wrong (-EACCES). The
+ * probe's hello is 16 + 1 + 37 bytes: within RDMA's 56.
  *
  */
 #include <nettle/hmac.h>
@@ -41,11 +46,13 @@
 #define S_PROBE 1 /* the request's last byte: a probe */
 #define S_PROBE_LEN (S_REQ_LEN + 1)
 
-/* whose proof: the client's request, the server's answer, a probe */
+/* whose proof: the client's request, the server's answer, a probe, the
+ * server's answer to a probe */
 enum {
 	S_CLIENT,
 	S_SERVER,
-	S_PROBE_MAC
+	S_PROBE_MAC,
+	S_PROBE_ANS
 };
 
 static void sess_mac(const struct rmsgi_session *ss, int who, uint32_t attempt,
@@ -55,6 +62,7 @@ static void sess_mac(const struct rmsgi_session *ss, int who, uint32_t attempt,
 		[S_CLIENT] = "rmsg-resume-1 client",
 		[S_SERVER] = "rmsg-resume-1 server",
 		[S_PROBE_MAC] = "rmsg-resume-1 probe",
+		[S_PROBE_ANS] = "rmsg-resume-1 probe answer",
 	};
 	bool server = who == S_SERVER;
 	struct hmac_sha256_ctx h;
@@ -227,6 +235,42 @@ static int refuse(struct rmsg_conn *c, int err, struct rmsgi_hello *reply,
 	return rmsgi_conn_refuse(c, err, reply);
 }
 
+/* a proved probe: the path works and the session is here (nothing else
+ * changes), unless it is not up or a move would fail ops in flight */
+static int probe_answer(struct rmsg_conn *c, const struct rmsg_conn *old,
+			struct rmsgi_hello *reply)
+{
+	const struct rmsgi_session *ss = old->ss;
+	int st = -EALREADY;
+
+	if (old->state != RMSGI_CS_ESTABLISHED || old->peer_bye)
+		st = -ESTALE;
+	else if (!rmsgi_list_empty(&old->tx.rndvq))
+		st = -EBUSY;
+	rmsgi_dbg(c->ctx, "conn %u: a probe of conn %u's path over %s: %s",
+		  c->id, old->id, c->tr->name, rmsg_err_name(st));
+	rmsgi_conn_why(c, "a probe of conn %u's path: answered %s", old->id,
+		       rmsg_err_name(st));
+	rmsgi_conn_refuse(c, st, reply);
+	if (st == -EALREADY) {
+		reply->flags |= RMSGI_HELLO_F_RESUME;
+		sess_mac(ss, S_PROBE_ANS, ss->attempt, 0, 0, reply->sess);
+		reply->sess_len = S_MAC;
+	}
+	return st;
+}
+
+bool rmsgi_session_probe_answer(const struct rmsg_conn *c, uint32_t attempt,
+				const struct rmsgi_hello *h)
+{
+	uint8_t mac[S_MAC];
+
+	if (!h || !(h->flags & RMSGI_HELLO_F_RESUME) || h->sess_len < S_MAC)
+		return false;
+	sess_mac(c->ss, S_PROBE_ANS, attempt, 0, 0, mac);
+	return memeql_sec(mac, h->sess, S_MAC);
+}
+
 int rmsgi_session_request(struct rmsg_conn *c, const struct rmsgi_hello *h,
 			  struct rmsgi_hello *reply)
 {
@@ -266,13 +310,8 @@ int rmsgi_session_request(struct rmsg_conn *c, const struct rmsgi_hello *h,
 		return refuse(c, -EACCES, reply, "a replayed attempt");
 	old = ss->c;
 	if (probe) {
-		/* the path works and the session is here: nothing else */
 		ss->attempt = attempt;
-		rmsgi_dbg(c->ctx, "conn %u: a probe of conn %u's path over %s",
-			  c->id, old->id, c->tr->name);
-		rmsgi_conn_why(c, "a probe of conn %u's path: answered",
-			       old->id);
-		return rmsgi_conn_refuse(c, -EALREADY, reply);
+		return probe_answer(c, old, reply);
 	}
 	if (rx < ss->peer_rx || rx > ss->tx_seq)
 		return refuse(c, -EPROTO, reply,

@@ -488,8 +488,18 @@ void rmsgi_fallback_free(struct rmsg_conn *c);
  * (@h: the peer's answer) goes to the connection it probed for, once;
  * true if @c is a probe */
 bool rmsgi_conn_is_probe(const struct rmsg_conn *c);
+/* no event lines for it: a probe, or a probe's answer (their own debug
+ * lines say what happened) */
+bool rmsgi_conn_quiet(const struct rmsg_conn *c);
 bool rmsgi_failback_probed(struct rmsg_conn *c, int reason,
 			   const struct rmsgi_hello *h);
+/* resume.c: does @h, the answer to @c's probe of @attempt, prove the
+ * session? */
+bool rmsgi_session_probe_answer(const struct rmsg_conn *c, uint32_t attempt,
+				const struct rmsgi_hello *h);
+/* session.c: the resume window starts again, @extra_ms longer (a
+ * suspend on purpose) */
+void rmsgi_session_window_from(struct rmsg_conn *c, unsigned extra_ms);
 /* a probe's connection and the attempt it proves (resume.c), or NULL */
 const struct rmsg_conn *rmsgi_probe_of(const struct rmsg_conn *c,
 				       uint32_t *attempt);

@@ -340,6 +340,12 @@ bool rmsgi_session_suspend(struct rmsg_conn *c, int reason)
 	return true;
 }
 
+void rmsgi_session_window_from(struct rmsg_conn *c, unsigned extra_ms)
+{
+	rmsgi_timer_start(c->ctx->loop, &c->ss->window,
+			  (c->cfg.resume_ms + extra_ms) / 1000.0, 0);
+}
+
 int rmsgi_session_failed(struct rmsg_conn *c, int reason,
 			 const struct rmsgi_hello *h)
 {

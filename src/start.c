@@ -17,6 +17,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "conn_int.h"
 
@@ -32,6 +33,8 @@ static const char *rmsgi_fallback_text(int reason);
  * suspend would fail them): so many tries, FB_SWITCH_WAIT_MS apart */
 #define FB_SWITCH_WAIT_MS 10u
 #define FB_SWITCH_TRIES 100u
+/* RDMA that held this long after a move back counts as stable again */
+#define FB_STABLE_S 60.0
 
 struct rmsgi_fallback {
 	bool armed;   /* RDMA is being tried: a failure falls back */
@@ -43,12 +46,14 @@ struct rmsgi_fallback {
 	unsigned probe_ms;	    /* the wait after the next failed probe */
 	unsigned switch_tries;	    /* a probe worked: tries left to switch */
 	struct rmsg_conn *probe;    /* the probe in flight (a reference) */
+	ev_tstamp rdma_since;	    /* the last move back to RDMA */
 	/* a probe's own: the connection it probes for, and its attempt */
 	struct rmsg_conn *of;
 	uint32_t attempt;
 };
 
 static void probe_cb(struct ev_loop *loop, ev_timer *w, int revents);
+static void probe_later(struct rmsg_conn *c);
 
 static struct rmsgi_fallback *fb_new(struct rmsg_conn *c)
 {
@@ -201,15 +206,17 @@ void rmsgi_fallback_done(struct rmsg_conn *c)
 				   rmsgi_fallback_text(fb->reason));
 		}
 		fb->reason = 0;
-		fb->probe_ms = 0;
+		fb->rdma_since = ev_now(c->ctx->loop);
 		rmsgi_failback_stop(c);
 		return;
 	}
-	if (!fb->probe_ms)
+	/* probes start over from the shortest wait unless RDMA failed
+	 * again soon after the last move back (a flapping path) */
+	if (!fb->probe_ms ||
+	    ev_now(c->ctx->loop) - fb->rdma_since > FB_STABLE_S)
 		fb->probe_ms = FB_PROBE_MIN_MS;
 	if (!fb->probe && !rmsgi_timer_active(&fb->probe_t))
-		rmsgi_timer_start(c->ctx->loop, &fb->probe_t,
-				  fb->probe_ms / 1000.0, 0);
+		probe_later(c);
 }
 
 /* ------------------------------------------------------------------ */
@@ -242,12 +249,24 @@ void rmsgi_fallback_free(struct rmsg_conn *c)
 	c->fb = NULL;
 }
 
+/* @ms less up to a quarter at random: connections that fell back
+ * together do not probe the peer together */
+static unsigned fb_jitter(unsigned ms)
+{
+	unsigned r;
+
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+		r = (unsigned)(uintptr_t)&r;
+	return ms - r % (ms / 4 + 1);
+}
+
 /* the next probe, a failed one's wait later (doubled for the one after) */
 static void probe_later(struct rmsg_conn *c)
 {
 	struct rmsgi_fallback *fb = c->fb;
 
-	rmsgi_timer_start(c->ctx->loop, &fb->probe_t, fb->probe_ms / 1000.0, 0);
+	rmsgi_timer_start(c->ctx->loop, &fb->probe_t,
+			  fb_jitter(fb->probe_ms) / 1000.0, 0);
 	fb->probe_ms = RMSGI_MIN(fb->probe_ms * 2, FB_PROBE_MAX_MS);
 }
 
@@ -274,14 +293,19 @@ static int probe_start(struct rmsg_conn *c)
 	rmsgi_tr_for_scheme(c->uri.row, v);
 	rmsgi_dbg(c->ctx, "conn %u: probing %s (conn %u)", c->id, v[0]->name,
 		  p->id);
-	ret = conn_start_tr(p, v[0], &c->uri, &c->fb->to);
-	if (ret) {
-		rmsgi_conn_discard(p);
-		return ret;
-	}
+	/* ours before it starts: a backend may report its failure from
+	 * inside connect (rmsgi_failback_probed) */
 	rmsgi_conn_get(p);
 	c->fb->probe = p;
-	return 0;
+	ret = conn_start_tr(p, v[0], &c->uri, &c->fb->to);
+	if (ret) {
+		/* nothing started, nothing reported */
+		c->fb->probe = NULL;
+		p->fb->of = NULL;
+		rmsgi_conn_discard(p);
+		rmsgi_conn_put(p);
+	}
+	return ret;
 }
 
 /* a probe worked: suspend on purpose (the resume tries RDMA first), once
@@ -307,13 +331,23 @@ static void fb_switch(struct rmsg_conn *c)
 	 * a path that passes probes but not connections costs a stall of
 	 * at most the setup timeout per FB_PROBE_MAX_MS */
 	fb->probe_ms = RMSGI_MIN(fb->probe_ms * 2, FB_PROBE_MAX_MS);
+	if (c->peer_bye)
+		return; /* the peer is closing: nothing to move */
 	rmsgi_tr_for_scheme(c->uri.row, v);
+	rmsgi_conn_why(c, "moving back to %s, which works again", v[0]->name);
+	if (!rmsgi_session_suspend(c, -ECONNRESET)) {
+		c->why[0] = 0;
+		return;
+	}
 	rmsgi_info(c->ctx,
 		   "conn %u: %s works again (probed); moving back "
 		   "from %s",
 		   c->id, v[0]->name, c->tr->name);
-	rmsgi_conn_why(c, "moving back to %s, which works again", v[0]->name);
-	rmsgi_conn_lost(c, -ECONNRESET);
+	/* a break on purpose: the RDMA dial may take its whole setup
+	 * timeout before TCP is tried again, which the window must not
+	 * count against a path that was working */
+	rmsgi_session_window_from(c, c->cfg.timeout_ms);
+	c->tops->disconnect(c->tr_priv, 0);
 }
 
 static void probe_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -344,33 +378,47 @@ bool rmsgi_failback_probed(struct rmsg_conn *p, int reason,
 {
 	struct rmsg_conn *c;
 	struct rmsgi_fallback *fb;
+	int st;
 
 	if (!p->fb || !p->fb->of)
 		return p->fb && p->fb->attempt;
 	c = p->fb->of;
 	fb = c->fb;
-	if (h && h->status == -EALREADY)
+	if (fb->probe != p)
+		return true; /* (not the one in flight: nothing to tell) */
+	st = h && h->status < 0 ? h->status : reason;
+	/* the answer must prove the session too (resume.c): anything that
+	 * can answer an RDMA connect must not make us drop a working path */
+	if (st == -EALREADY &&
+	    !rmsgi_session_probe_answer(c, p->fb->attempt, h))
+		st = -EACCES;
+	if (st == -EALREADY)
 		rmsgi_conn_why(p, "a probe of conn %u's path: it works", c->id);
 	else
-		rmsgi_conn_why(
-			p, "a probe of conn %u's path: %s", c->id,
-			rmsg_strerror(h && h->status < 0 ? h->status : reason));
+		rmsgi_conn_why(p, "a probe of conn %u's path: %s", c->id,
+			       rmsg_strerror(st));
 	p->fb->of = NULL;
 	fb->probe = NULL;
 	rmsgi_conn_put(p); /* the loop holds it until it is down */
-	if (h && h->status == -EALREADY) {
+	if (st == -EALREADY) {
 		/* the peer proved the session over RDMA: switch from the
 		 * loop, not from inside the probe's event */
 		fb->switch_tries = FB_SWITCH_TRIES;
 		rmsgi_timer_start(c->ctx->loop, &fb->probe_t, 0, 0);
+	} else if (h && (st == -EACCES || st == -ESTALE)) {
+		/* a peer that does not take probes (a version before them),
+		 * or whose RDMA side is another context: no more */
+		rmsgi_info(c->ctx,
+			   "conn %u: the peer refused a probe of RDMA (%s): "
+			   "the connection stays on %s",
+			   c->id, rmsg_strerror(st), c->tr->name);
+	} else if (h && st == -EBUSY) {
+		/* its one-sided ops were in flight: soon again */
+		rmsgi_timer_start(c->ctx->loop, &fb->probe_t,
+				  fb_jitter(FB_PROBE_MIN_MS) / 1000.0, 0);
 	} else {
-		rmsgi_dbg(
-			c->ctx, "conn %u: probe failed: %s%s%s", c->id,
-			rmsg_strerror(h && h->status < 0 ? h->status : reason),
-			h ? " (the peer's answer)" : "",
-			h && h->status == -EACCES ? ": a peer that does "
-						    "not take probes"
-						  : "");
+		rmsgi_dbg(c->ctx, "conn %u: probe failed: %s", c->id,
+			  rmsg_strerror(st));
 		probe_later(c);
 	}
 	return true;
@@ -379,6 +427,14 @@ bool rmsgi_failback_probed(struct rmsg_conn *p, int reason,
 bool rmsgi_conn_is_probe(const struct rmsg_conn *c)
 {
 	return c->fb && c->fb->attempt;
+}
+
+bool rmsgi_conn_quiet(const struct rmsg_conn *c)
+{
+	/* both ends of a probe log at debug level (probed, probe_answer):
+	 * they come every 30 s for each connection on TCP */
+	return rmsgi_conn_is_probe(c) ||
+	       (c->is_server && c->close_reason == -EALREADY);
 }
 
 const struct rmsg_conn *rmsgi_probe_of(const struct rmsg_conn *c,

@@ -198,7 +198,8 @@ static void prom(struct out *o, const struct rmsg_ctx *ctx, const uint64_t *sum)
 	size_t i;
 
 	for (n = ctx->conns.next; n != &ctx->conns; n = n->next)
-		live++;
+		live += !rmsgi_conn_is_probe(
+			rmsgi_list_entry(n, struct rmsg_conn, link));
 	put(o,
 	    "# HELP rmsg_ctx_connections connections open now\n"
 	    "# TYPE rmsg_ctx_connections gauge\n"
@@ -225,6 +226,8 @@ static void prom(struct out *o, const struct rmsg_ctx *ctx, const uint64_t *sum)
 				rmsgi_list_entry(n, struct rmsg_conn, link);
 			struct rmsg_stats st, v = c->st;
 
+			if (rmsgi_conn_is_probe(c))
+				continue; /* (hidden: start.c) */
 			fill(&st, sizeof(st), &v);
 			conn_labels(c, lab, sizeof(lab));
 			put(o, "rmsg_conn_%s_total{%s} %llu\n",
@@ -264,6 +267,8 @@ static void json(struct out *o, const struct rmsg_ctx *ctx, const uint64_t *sum)
 		struct rmsg_stats st, v = c->st;
 		char local[64], peer[64];
 
+		if (rmsgi_conn_is_probe(c))
+			continue; /* (hidden: start.c) */
 		fill(&st, sizeof(st), &v);
 		rmsgi_addr_fmt(c->ep.addrs_known ? &c->ep.local_addr : NULL,
 			       local, sizeof(local));

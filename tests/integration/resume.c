@@ -973,6 +973,17 @@ static int raw_probe(uint64_t sid, const uint8_t key[32], uint32_t attempt,
 	fd = raw_hello(req, sizeof(req), r, &n);
 	T_ASSERT(r[2] == 7, "a probe answered with frame type %u", r[2]);
 	st = (int16_t)(r[38] | r[39] << 8);
+	if (st == -EALREADY) {
+		uint8_t mac[16];
+
+		/* the answer proves the session: HMAC(K, "rmsg-resume-1
+		 * probe answer" || sid || attempt || 0), 16 bytes */
+		raw_mac(key, "rmsg-resume-1 probe answer", sid, attempt, &zero,
+			1, mac);
+		T_ASSERT((r[35] & 0x08) && r[34] == 0 && r[48] == 16 &&
+				 memcmp(mac, r + 49, 16) == 0,
+			 "a probe's answer does not prove the session");
+	}
 	close(fd);
 	return st;
 }

@@ -165,6 +165,7 @@ struct mock_state {
 	/* --- live objects, for leak checks --- */
 	int live_pd, live_cq, live_srq, live_cch, live_mr, live_qp, live_mw;
 	int live_ech, live_id, live_ai, live_ev;
+	int get_devices; /* rdma_get_devices() calls (dev.c: a device let go) */
 };
 
 extern struct mock_state mock;

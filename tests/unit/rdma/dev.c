@@ -140,12 +140,55 @@ static void rxq__grant_grows_within_srq(void **state)
 	assert_int_equal(t->closed, 0);
 }
 
+/* the device removed (DEVICE_REMOVAL): the connection ends with
+ * -ENODEV, no connection starts on the device, and once the connection
+ * is down the context lets go of everything it held there (rxe cannot
+ * finish a removal before) and has librdmacm read its list; a later
+ * connection opens a device again, the pool registered on it */
+static void dev__removed_let_go(void **state)
+{
+	struct rt *t = *state;
+	struct rmsg_conn *c2;
+	int i;
+
+	connect_peer(t, 16, 4096);
+	assert_int_equal(mock.live_pd, 1);
+	assert_int_equal(mock.live_cch, 1);
+	assert_true(mock.live_cq >= 1 && mock.live_srq >= 1 &&
+		    mock.live_mr >= 1);
+	cm_event(t, t->id, RDMA_CM_EVENT_DEVICE_REMOVAL, 0, NULL, 0);
+	assert_int_equal(rmsg_connect(t->ctx, URI, t->cfg, &ops, t, &c2),
+			 -ENODEV);
+	for (i = 0; i < 100 && mock.live_pd; i++) {
+		pump(t);
+		ev_run(t->loop, EVRUN_NOWAIT);
+	}
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(t->close_reason, -ENODEV);
+	assert_int_equal(mock.live_qp, 0);
+	assert_int_equal(mock.live_pd, 0);
+	assert_int_equal(mock.live_cq, 0);
+	assert_int_equal(mock.live_srq, 0);
+	assert_int_equal(mock.live_cch, 0);
+	assert_int_equal(mock.live_mr, 0);
+	assert_int_equal(mock.get_devices, 1);
+	assert_true(t->warnings >= 2); /* removed, let go */
+	/* the next connection opens the device (mock: the same) again */
+	c2 = open_qp(t);
+	assert_non_null(c2);
+	assert_int_equal(mock.live_pd, 1);
+	assert_true(mock.live_mr >= 1 && mock.live_srq >= 1);
+	assert_int_equal(rmsg_conn_close(c2), 0);
+	pump(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(rxq__groups_until_device_limit),
 		T(rxq__cq_sized_for_qps),
 		T(rxq__grant_grows_within_srq),
+		T(dev__removed_let_go),
 	};
 
 	unit_filter();
