@@ -23,7 +23,9 @@
  * the list. The list is the connection's, replaced at every resume, and
  * bounded: RMSGI_REKEY_MAX entries (16 bytes each). A REKEY frame outside
  * a resume, beyond the bound, or an end frame whose count is not what
- * came breaks the protocol (-EPROTO).
+ * came breaks the protocol (-EPROTO), and so does a list that has not
+ * ended within the setup timeout (rmsg_cfg_set_timeout_ms) of the
+ * resume: the ops held for it would wait for ever.
  *
  * Over TCP nothing of this runs: one-sided ops name the token, which a
  * resume does not change.
@@ -42,6 +44,9 @@ struct rk_ent {
 };
 
 struct rmsgi_rekey {
+	/* importer: the peer's list must end within the setup timeout of
+	 * the resume, or the held ops would wait for ever */
+	struct rmsgi_timer hold_t;
 	bool hold;	       /* resumed, the peer's end frame not yet here */
 	uint32_t got;	       /* REKEY frames since the resume */
 	uint32_t n;	       /* entries */
@@ -156,6 +161,24 @@ static void rekey_tell(struct rmsg_conn *c, uint64_t token, uint32_t rkey)
 		rk->err = -ENOMEM;
 }
 
+static void hold_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct rmsg_conn *c = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (!c->rma.rk || !c->rma.rk->hold || c->state != RMSGI_CS_ESTABLISHED)
+		return;
+	rmsgi_conn_why(c,
+		       "the peer did not end its list of new rkeys within "
+		       "%u ms of the resume (%u received)",
+		       c->cfg.timeout_ms, c->rma.rk->got);
+	rmsgi_conn_get(c);
+	rmsgi_conn_abort(c, -EPROTO);
+	rmsgi_ctx_flush(c->ctx);
+	rmsgi_conn_put(c);
+}
+
 void rmsgi_rekey_resume(struct rmsg_conn *c)
 {
 	struct rmsgi_rekey *rk = c->rma.rk;
@@ -163,6 +186,7 @@ void rmsgi_rekey_resume(struct rmsg_conn *c)
 
 	if (rk) {
 		/* the last resume's list means nothing now */
+		rmsgi_timer_stop(c->ctx->loop, &rk->hold_t);
 		free(rk->e);
 		memset(rk, 0, sizeof(*rk));
 	}
@@ -180,6 +204,10 @@ void rmsgi_rekey_resume(struct rmsg_conn *c)
 		c->rma.rk = rk;
 	}
 	rk->hold = true;
+	rmsgi_timer_init(&rk->hold_t, c->ctx->env.timers, hold_cb);
+	rk->hold_t.w.data = c;
+	rmsgi_timer_start(c->ctx->loop, &rk->hold_t, c->cfg.timeout_ms / 1000.0,
+			  0);
 	if (getrandom(&rk->seed, sizeof(rk->seed), 0) != sizeof(rk->seed))
 		rk->seed = (uint64_t)(uintptr_t)rk ^
 			   (uint64_t)(ev_now(c->ctx->loop) * 1e9);
@@ -217,6 +245,7 @@ int rmsgi_rekey_rx(struct rmsg_conn *c, const struct rmsgi_hdr *h)
 		ret = -EPROTO;
 	} else if (h->id == 0) {
 		rk->hold = false; /* the held ops go */
+		rmsgi_timer_stop(c->ctx->loop, &rk->hold_t);
 		rmsgi_ctx_mark_dirty(c->ctx, c);
 		return 0;
 	} else if (rk->got >= RMSGI_REKEY_MAX) {
@@ -252,6 +281,8 @@ void rmsgi_rekey_free(struct rmsg_conn *c)
 {
 	if (!c->rma.rk)
 		return;
+	if (c->rma.rk->hold)
+		rmsgi_timer_stop(c->ctx->loop, &c->rma.rk->hold_t);
 	free(c->rma.rk->e);
 	free(c->rma.rk);
 	c->rma.rk = NULL;

@@ -541,6 +541,35 @@ static void conn_rekey__hostile(void **state)
 	assert_non_null(strstr(rmsg_conn_close_reason(t->c), "more than"));
 }
 
+/* a peer that never ends its list: the ops held for it would wait for
+ * ever; the connection ends with -EPROTO within the setup timeout of the
+ * resume (it kept them on the old code) */
+static void conn_rekey__list_never_ended(void **state)
+{
+	struct t *t = replace_t(state, NULL, RMSGI_TR_CAP_RMA);
+	uint8_t desc[RMSG_MR_DESC_SIZE];
+	char buf[8] = "12345678";
+	struct iovec iov = {buf, sizeof(buf)};
+	int i;
+
+	establish(t, 32, 8192);
+	t->c->cfg.timeout_ms = 50;
+	rmsgi_rekey_resume(t->c);
+	flush(t);
+	old_desc(desc, 5, 111);
+	assert_int_equal(rmsg_write(t->c, &iov, 1, desc, 0, done_cb, NULL), 0);
+	assert_int_equal(rx_rekey(t, 5, 222), 0); /* and never the end */
+	flush(t);
+	assert_int_equal(ft.nposted, 1); /* our end frame only: held */
+	for (i = 0; i < 400 && t->c->state < RMSGI_CS_CLOSING; i++) {
+		ev_sleep(0.001);
+		ev_run(t->loop, EVRUN_NOWAIT);
+	}
+	assert_true(t->c->state >= RMSGI_CS_CLOSING);
+	assert_int_equal(t->c->close_reason, -EPROTO);
+	assert_non_null(strstr(rmsg_conn_close_reason(t->c), "did not end"));
+}
+
 /* while a native op waits for the peer's REKEY list, our credits and
  * acks still go back to it (it may need them to send the list) */
 static void conn_rekey__credits_pass_a_held_op(void **state)
@@ -593,6 +622,7 @@ int main(void)
 		CONN_T(conn_hostile__rndv_ack_for_read),
 		CONN_T(conn_rekey__held_then_rekeyed),
 		CONN_T(conn_rekey__hostile),
+		CONN_T(conn_rekey__list_never_ended),
 		CONN_T(conn_rekey__credits_pass_a_held_op),
 		CONN_T(conn_rekey__list_first),
 	};
