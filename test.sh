@@ -58,7 +58,7 @@ vm_stages() {
 	# one boot: check-rxe, then the binding's tests over RDMA, then the
 	# benchmark comparisons once, quick (they must work and parse)
 	stage vm-check-rxe+binding+bench make -s check-rxe \
-		RXE_VM_FLAGS="-t 2700 -A 'RMSG_TEST_TRANSPORT=rdma bindings/python/run-tests.sh && bench/check-quick.sh rdma && bench/check-quick.sh python-rdma'"
+		RXE_VM_FLAGS="-t 2700 -A 'RMSG_TEST_TRANSPORT=rdma bindings/python/run-tests.sh && bench/check-quick.sh rdma && bench/check-quick.sh python-rdma && bench/check-quick.sh resume-rdma'"
 	# sanitize-rxe runs sanitize.sh's build: wait for it (bounded; the
 	# host stops this process group when sanitize.sh fails)
 	w=$(date +%s)
@@ -100,7 +100,8 @@ host_stages() {
 	# the README's figures parse (issue 35)
 	stage bench-quick-tcp env BUILDDIR="$PWD" $n sh -c \
 		'bench/check-quick.sh tcp && bench/check-quick.sh python-tcp &&
-		bench/check-quick.sh conn-tcp && bench/readme-perf.sh --check'
+		bench/check-quick.sh conn-tcp && bench/check-quick.sh resume-tcp &&
+		bench/readme-perf.sh --check'
 	# every multi-thread test under ThreadSanitizer (issue 30)
 	stage tsan $n scripts/tsan.sh
 	# two tests at a time: niced, they take only what the VM leaves

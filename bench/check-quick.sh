@@ -8,7 +8,7 @@
 # and `python-tcp` on the host, `rdma` and `python-rdma` inside the
 # Soft-RoCE VM, where perftest is on the host's PATH).
 here=$(cd "$(dirname "$0")" && pwd)
-kind=${1:?usage: check-quick.sh tcp|rdma|python-tcp|python-rdma|conn-tcp}
+kind=${1:?usage: check-quick.sh tcp|rdma|python-tcp|python-rdma|conn-tcp|resume-tcp|resume-rdma}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/check-quick.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' 0
 
@@ -33,6 +33,12 @@ rdma)
 	# UCX and libfabric beside perftest (issue 16), unless left out
 	[ "${UCX_COMPARE:-1}" = 0 ] || metrics+=("ucx_tag_lat | 64 " "ucx_tag_bw | 64 ")
 	[ "${FI_COMPARE:-1}" = 0 ] || metrics+=("fi_pingpong | 64 ")
+	;;
+resume-tcp | resume-rdma)
+	# what resume mode costs with no failures (issue 33)
+	script=resume-cost.sh
+	args=${kind#resume-}
+	metrics=("ping-pong 64 B, half RTT us" "stream 64 KiB, MB/s")
 	;;
 python-tcp | python-rdma)
 	# the Python binding against rmsg-perf (issue 19)
@@ -66,7 +72,8 @@ conn-tcp)
 	exit $bad
 	;;
 *)
-	echo "check-quick.sh: tcp, rdma, python-tcp, python-rdma or conn-tcp, not '$kind'" >&2
+	echo "check-quick.sh: tcp, rdma, python-tcp, python-rdma, conn-tcp," \
+		"resume-tcp or resume-rdma, not '$kind'" >&2
 	exit 2
 	;;
 esac
