@@ -60,15 +60,22 @@ for tr in tcp rdma; do
 	tc qdisc del dev vA root 2> /dev/null
 	[ $rc = 0 ] || break
 done
+# resumable NAME [VAR=VALUE...]: tests/fault/link_resume over RDMA (or
+# auto://, LINK_FAILOVER) with the environment given; the link healed
+# after it
+resumable() {
+	[ $rc = 0 ] || return 0
+	echo "== $1"
+	shift
+	env "$@" RMSG_TEST_TRANSPORT=rdma "$builddir/tests/fault/link_resume" ||
+		rc=$?
+	tc qdisc del dev vB root 2> /dev/null
+	tc qdisc del dev vA root 2> /dev/null
+}
 # a resumable connection across the same cut (tests/fault/link_resume.c),
 # over RDMA: suspended, resumed on a new QP, exports bound again (TCP runs
 # on the host, tests/fault/link_resume.sh)
-if [ $rc = 0 ]; then
-	echo "== rdma, resumable"
-	RMSG_TEST_TRANSPORT=rdma "$builddir/tests/fault/link_resume" || rc=$?
-	tc qdisc del dev vB root 2> /dev/null
-	tc qdisc del dev vA root 2> /dev/null
-fi
+resumable "rdma, resumable"
 # auto://, resumable, and then RoCE's packets (UDP port 4791) dropped
 # for good while TCP still passes: the connection resumes over TCP
 drop_roce="tc qdisc add dev vB root handle 1: prio &&
@@ -78,46 +85,31 @@ for d in vB vA; do
 		prio 1 u32 match ip protocol 17 0xff match ip dport 4791 0xffff
 		action drop"
 done
-if [ $rc = 0 ]; then
-	echo "== auto://, resumable, RDMA cut for good"
-	LINK_FAILOVER=1 LINK_CUT=$(echo "$drop_roce" | tr -s '\n\t' '  ') \
-		RMSG_TEST_TRANSPORT=rdma "$builddir/tests/fault/link_resume" ||
-		rc=$?
-	tc qdisc del dev vB root 2> /dev/null
-	tc qdisc del dev vA root 2> /dev/null
-fi
+drop_roce=$(echo "$drop_roce" | tr -s '\n\t' '  ')
+resumable "auto://, resumable, RDMA cut for good" \
+	LINK_FAILOVER=1 LINK_CUT="$drop_roce"
 # and then RoCE's packets pass again: the client's background probes
 # must move the connection back to RDMA by themselves (start.c)
-if [ $rc = 0 ]; then
-	echo "== auto://, resumable, RDMA cut, then back"
-	LINK_FAILOVER=2 LINK_CUT=$(echo "$drop_roce" | tr -s '\n\t' '  ') \
-		LINK_WHAT="auto://, RoCE's packets dropped, then passed again" \
-		RMSG_TEST_TRANSPORT=rdma "$builddir/tests/fault/link_resume" ||
-		rc=$?
-	tc qdisc del dev vB root 2> /dev/null
-	tc qdisc del dev vA root 2> /dev/null
-fi
+resumable "auto://, resumable, RDMA cut, then back" \
+	LINK_FAILOVER=2 LINK_CUT="$drop_roce" \
+	LINK_WHAT="auto://, RoCE's packets dropped, then passed again"
 # the client's rxe device removed mid-stream (resumes over TCP), then
 # added back (returns to RDMA). rxe cannot take a device from a process
 # that holds it: the delete waits until the library let go of it
 # (transport/rdma/dev.c), so both commands run in the background, the
 # add retrying until the old device is gone
-if [ $rc = 0 ]; then
-	echo "== auto://, resumable, rxe device removed, then added back"
+add_rxeb="rdma link add rxeB type rxe netdev vB 2> /dev/null"
+resumable "auto://, resumable, rxe device removed, then added back" \
 	LINK_FAILOVER=2 LINK_CUT="rdma link delete rxeB &" \
-		LINK_HEAL="(i=0; while [ \$i -lt 300 ] &&
-			! rdma link add rxeB type rxe netdev vB 2>/dev/null;
-			do i=\$((i + 1)); sleep 0.1; done) &" \
-		LINK_WHAT="auto://, the client's rxe device removed, then added back" \
-		RMSG_TEST_TRANSPORT=rdma "$builddir/tests/fault/link_resume" ||
-		rc=$?
-	# the device back for whatever runs next (the delete is done
-	# once this process is gone)
-	i=0
-	while [ $i -lt 100 ] && ! rdma link show rxeB/1 > /dev/null 2>&1; do
-		rdma link add rxeB type rxe netdev vB 2> /dev/null
-		i=$((i + 1))
-		sleep 0.1
-	done
-fi
+	LINK_HEAL="(i=0; while [ \$i -lt 300 ] && ! $add_rxeb;
+		do i=\$((i + 1)); sleep 0.1; done) &" \
+	LINK_WHAT="auto://, the client's rxe device removed, then added back"
+# the device back for whatever runs next (the delete is done once that
+# process is gone)
+i=0
+while [ $i -lt 100 ] && ! rdma link show rxeB/1 > /dev/null 2>&1; do
+	sh -c "$add_rxeb"
+	i=$((i + 1))
+	sleep 0.1
+done
 exit $rc
