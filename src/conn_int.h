@@ -49,9 +49,10 @@ static inline uint16_t credit_take(struct rmsg_conn *c)
  */
 #define RMSGI_SESS_KEY 32
 struct rmsgi_session {
-	struct rmsgi_list link; /* server: ctx->sessions, once on */
+	struct rmsgi_list link; /* server: ctx->sess_b, once on */
 	struct rmsg_conn *c;
-	bool on; /* both ends took it: the connection is resumable */
+	bool on;     /* both ends took it: the connection is resumable */
+	bool listed; /* on link (the server's, while it may be resumed) */
 	uint64_t sid;
 	uint8_t secret[RMSGI_SESS_KEY]; /* server: until established */
 	uint8_t key[RMSGI_SESS_KEY];	/* K (session.c) */
@@ -364,6 +365,9 @@ int rmsgi_session_failed(struct rmsg_conn *c, int reason,
 void rmsgi_session_down(struct rmsg_conn *c);
 /* client: a new resume request goes (each is proved with its number) */
 void rmsgi_session_attempt(struct rmsg_conn *c);
+/* the server's session of id @sid, or NULL (session.c) */
+struct rmsgi_session *rmsgi_session_find(const struct rmsg_ctx *ctx,
+					 uint64_t sid);
 /* a suspended connection's new transport is up (client: the reply @h) */
 void rmsgi_session_resume(struct rmsg_conn *c, const struct rmsgi_hello *h);
 /* the acks a frame posted now carries (c->ss set) */

@@ -321,7 +321,6 @@ int rmsgi_ctx_new(struct ev_loop *loop, const struct rmsg_cfg *cfg,
 	rmsgi_list_init(&ctx->held);
 	rmsgi_list_init(&ctx->op_free);
 	rmsgi_list_init(&ctx->pack_live);
-	rmsgi_list_init(&ctx->sessions);
 	rmsgi_quar_init(&ctx->pack_done, RMSGI_PACK_DONE_KEEP);
 	rmsgi_list_init(&ctx->resolves);
 	rmsgi_list_init(&ctx->rsv_wait);
@@ -436,6 +435,7 @@ int rmsg_ctx_destroy(struct rmsg_ctx *ctx)
 		free(rmsgi_list_entry(n, struct rmsgi_op, link));
 	rmsgi_pool_destroy(ctx->pool);
 	rmsgi_async_free(ctx);
+	free(ctx->sess_b); /* (every session ended with its connection) */
 	if (ctx->own)
 		rmsgi_own_destroy(ctx->own);
 	free(ctx);

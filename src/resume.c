@@ -275,8 +275,7 @@ int rmsgi_session_request(struct rmsg_conn *c, const struct rmsgi_hello *h,
 			  struct rmsgi_hello *reply)
 {
 	const uint8_t *p = h->sess;
-	struct rmsgi_session *ss = NULL;
-	struct rmsgi_list *n;
+	struct rmsgi_session *ss;
 	struct rmsg_conn *old;
 	uint8_t mac[S_MAC];
 	uint64_t sid, rx;
@@ -289,16 +288,7 @@ int rmsgi_session_request(struct rmsg_conn *c, const struct rmsgi_hello *h,
 	attempt = rmsgi_get32(p + 8);
 	rx = rmsgi_get64(p + 12);
 	probe = h->sess_len >= S_PROBE_LEN && p[S_REQ_LEN] == S_PROBE;
-	rmsgi_list_for_each(n, &c->ctx->sessions)
-	{
-		struct rmsgi_session *s =
-			rmsgi_list_entry(n, struct rmsgi_session, link);
-
-		if (s->sid == sid) {
-			ss = s;
-			break;
-		}
-	}
+	ss = rmsgi_session_find(c->ctx, sid);
 	if (!ss)
 		return refuse(c, -ESTALE, reply, "no such session");
 	sess_mac(ss, probe ? S_PROBE_MAC : S_CLIENT, attempt, 0, rx, mac);

@@ -194,9 +194,11 @@ struct rmsg_ctx {
 	/* closed connections' counters, summed, and the context-only ones
 	 * (stats.c) */
 	struct rmsg_stats st;
-	/* server sessions that may be resumed (session.c), and when a
-	 * refused resume request was last logged */
-	struct rmsgi_list sessions;
+	/* server sessions that may be resumed, by id (session.c: sess_nb
+	 * buckets, a power of two, NULL until the first; sess_n of them),
+	 * and when a refused resume request was last logged */
+	struct rmsgi_list *sess_b;
+	uint32_t sess_nb, sess_n;
 	ev_tstamp resume_warned;
 	/* the private loop of rmsg_ctx_create_fd(3) (ownloop.c); NULL on
 	 * the application's loop */

@@ -66,6 +66,65 @@ void rmsgi_session_free(struct rmsg_conn *c)
 	c->ss = NULL;
 }
 
+/* ------------------------------------------------------------------ */
+/* the server's sessions by id                                          */
+
+/* a resume request's lookup costs the same whatever the number of
+ * sessions: a peer that sends them unproved cannot make each walk all
+ * of them (max_conns can be 16 M) */
+#define S_BUCKETS_MIN 64u
+
+static struct rmsgi_list *sess_bucket(const struct rmsg_ctx *ctx, uint64_t sid)
+{
+	/* ids are random: any bits do */
+	return &ctx->sess_b[(sid ^ sid >> 32) & (ctx->sess_nb - 1)];
+}
+
+/* twice the buckets (or the first ones); false without memory */
+static bool sess_grow(struct rmsg_ctx *ctx)
+{
+	uint32_t nb = ctx->sess_nb ? ctx->sess_nb * 2 : S_BUCKETS_MIN;
+	uint32_t old_nb = ctx->sess_nb, i;
+	struct rmsgi_list *old = ctx->sess_b, *n;
+
+	if (nb < old_nb || !(ctx->sess_b = malloc(nb * sizeof(*ctx->sess_b)))) {
+		ctx->sess_b = old;
+		return false;
+	}
+	ctx->sess_nb = nb;
+	for (i = 0; i < nb; i++)
+		rmsgi_list_init(&ctx->sess_b[i]);
+	for (i = 0; i < old_nb; i++)
+		while ((n = rmsgi_list_pop(&old[i])))
+			rmsgi_list_add_tail(
+				sess_bucket(
+					ctx,
+					rmsgi_list_entry(
+						n, struct rmsgi_session, link)
+						->sid),
+				n);
+	free(old);
+	return true;
+}
+
+struct rmsgi_session *rmsgi_session_find(const struct rmsg_ctx *ctx,
+					 uint64_t sid)
+{
+	struct rmsgi_list *h, *n;
+
+	if (!ctx->sess_nb)
+		return NULL;
+	h = sess_bucket(ctx, sid);
+	for (n = h->next; n != h; n = n->next) {
+		struct rmsgi_session *s =
+			rmsgi_list_entry(n, struct rmsgi_session, link);
+
+		if (s->sid == sid)
+			return s;
+	}
+	return NULL;
+}
+
 void rmsgi_session_on(struct rmsg_conn *c)
 {
 	struct rmsgi_session *ss = c->ss;
@@ -78,8 +137,17 @@ void rmsgi_session_on(struct rmsg_conn *c)
 	rmsgi_fallback_done(c);
 	ss->ack_mark = ev_now(c->ctx->loop);
 	explicit_bzero(ss->secret, sizeof(ss->secret));
-	if (c->is_server)
-		rmsgi_list_add_tail(&c->ctx->sessions, &ss->link);
+	if (!c->is_server)
+		return;
+	/* (without memory for more buckets, chains grow longer) */
+	if ((!c->ctx->sess_nb || c->ctx->sess_n >= 2 * c->ctx->sess_nb) &&
+	    !sess_grow(c->ctx) && !c->ctx->sess_nb) {
+		ss->on = false; /* not resumable: nowhere to find it */
+		return;
+	}
+	rmsgi_list_add_tail(sess_bucket(c->ctx, ss->sid), &ss->link);
+	ss->listed = true;
+	c->ctx->sess_n++;
 }
 
 void rmsgi_session_end(struct rmsg_conn *c)
@@ -91,7 +159,12 @@ void rmsgi_session_end(struct rmsg_conn *c)
 	rmsgi_timer_stop(c->ctx->loop, &ss->window);
 	rmsgi_timer_stop(c->ctx->loop, &ss->redial);
 	rmsgi_failback_stop(c);
-	rmsgi_list_del(&ss->link); /* no resume finds it now */
+	if (ss->listed) {
+		/* no resume finds it now */
+		rmsgi_list_del(&ss->link);
+		ss->listed = false;
+		c->ctx->sess_n--;
+	}
 }
 
 /* ------------------------------------------------------------------ */

@@ -541,6 +541,42 @@ static void conn_rekey__hostile(void **state)
 	assert_non_null(strstr(rmsg_conn_close_reason(t->c), "more than"));
 }
 
+/* the server's sessions by id: 3000 found each in a table that grew
+ * (a resume request no longer walks every session), none after its end */
+static void sessions__table(void **state)
+{
+	struct t *t = *state;
+	enum {
+		N = 3000
+	};
+	static struct rmsg_conn c[N];
+	struct rmsg_ctx *ctx = t->c->ctx;
+	int i;
+
+	for (i = 0; i < N; i++) {
+		c[i].ctx = ctx;
+		c[i].is_server = true;
+		assert_non_null(rmsgi_session_new(&c[i]));
+		c[i].ss->sid = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+		rmsgi_session_on(&c[i]);
+	}
+	assert_int_equal(ctx->sess_n, N);
+	assert_true(ctx->sess_nb >= N / 2);
+	for (i = 0; i < N; i++)
+		assert_ptr_equal(rmsgi_session_find(ctx, c[i].ss->sid),
+				 c[i].ss);
+	assert_null(rmsgi_session_find(ctx, 12345));
+	for (i = 0; i < N; i += 2)
+		rmsgi_session_end(&c[i]);
+	assert_int_equal(ctx->sess_n, N / 2);
+	for (i = 0; i < N; i++)
+		assert_true((rmsgi_session_find(ctx, c[i].ss->sid) != NULL) ==
+			    (i % 2 == 1));
+	for (i = 0; i < N; i++)
+		rmsgi_session_free(&c[i]);
+	assert_int_equal(ctx->sess_n, 0);
+}
+
 /* a peer that never ends its list: the ops held for it would wait for
  * ever; the connection ends with -EPROTO within the setup timeout of the
  * resume (it kept them on the old code) */
@@ -623,6 +659,7 @@ int main(void)
 		CONN_T(conn_rekey__held_then_rekeyed),
 		CONN_T(conn_rekey__hostile),
 		CONN_T(conn_rekey__list_never_ended),
+		CONN_T(sessions__table),
 		CONN_T(conn_rekey__credits_pass_a_held_op),
 		CONN_T(conn_rekey__list_first),
 	};
