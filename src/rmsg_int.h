@@ -508,6 +508,8 @@ const struct rmsg_conn *rmsgi_probe_of(const struct rmsg_conn *c,
 /* why the connection runs on its transport (the scheme, auto:// found
  * RDMA, or why it did not), for the log */
 const char *rmsgi_fallback_why(const struct rmsg_conn *c);
+/* the longest a resume's dial waits for its transport (start.c) */
+#define RMSGI_RESUME_DIAL_MS 1000u
 /* how long a local close lingers for posted work and the peer's answers
  * (both backends) */
 #define RMSGI_LINGER_MS 2000u

@@ -75,6 +75,13 @@ static int conn_start_tr(struct rmsg_conn *c, const struct rmsgi_tr *tr,
 
 	rmsgi_conn_set_tr(c, tr);
 	c->tr_priv = NULL;
+	/* a resume dials again soon after a dial that gives up (session.c's
+	 * backoff): one made while the path was still broken must not keep
+	 * the connection waiting the whole setup timeout once it is back
+	 * (auto:// falls back to TCP that much sooner too) */
+	c->ti.dial_ms = c->cfg.timeout_ms;
+	if (c->state == RMSGI_CS_SUSPENDED)
+		c->ti.dial_ms = RMSGI_MIN(c->ti.dial_ms, RMSGI_RESUME_DIAL_MS);
 	ret = tr->conn->connect(c, &c->ti, u, to);
 	if (ret)
 		c->tr_priv = NULL; /* nothing started */

@@ -115,6 +115,10 @@ struct rmsgi_tr_conn_info {
 	const struct rmsgi_cfgv *cfg;
 	uint32_t id; /* for log lines: "conn %u" */
 	bool is_server;
+	/* connect: how long the dial may take until the connection is up
+	 * (the setup timeout, cfg->timeout_ms; shorter for a resume's dial,
+	 * start.c), set before each connect */
+	unsigned dial_ms;
 };
 
 /*

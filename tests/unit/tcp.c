@@ -452,6 +452,7 @@ static int setup(void **state)
 	conn.ci.ctx = &ctx;
 	conn.ci.cfg = &ctx.cfg;
 	conn.ci.id = 1;
+	conn.ci.dial_ms = ctx.cfg.timeout_ms;
 	return 0;
 }
 

@@ -194,7 +194,7 @@ int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 	ret = rmsgi_err_cm(rdma_resolve_addr(
 		rc->id, u->src_len ? (struct sockaddr *)&u->src : NULL,
 		(struct sockaddr *)dst,
-		(int)RMSGI_MIN(ci->cfg->timeout_ms, RESOLVE_SLICE_MS)));
+		(int)RMSGI_MIN(ci->dial_ms, RESOLVE_SLICE_MS)));
 	if (ret && ret != -ENODEV && ret != -ENOENT && ret != -ENOMEM) {
 		/* e.g. a ?src= that is no address of this host, or no
 		 * route: on_close, as for TCP */
@@ -204,7 +204,7 @@ int rdma_connect_op(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 	if (ret)
 		goto undo_id;
 	rc->state = RC_RESOLVING;
-	rdma_rc_timer(rc, ci->cfg->timeout_ms);
+	rdma_rc_timer(rc, ci->dial_ms);
 	return 0;
 
 undo_id:
@@ -472,8 +472,8 @@ static void on_cm_event(struct rdma_ctx *r, struct rdma_cm_event *ev)
 	}
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		ret = rmsgi_err_cm(rdma_resolve_route(
-			rc->id, (int)rc->ci->cfg->timeout_ms));
+		ret = rmsgi_err_cm(
+			rdma_resolve_route(rc->id, (int)rc->ci->dial_ms));
 		if (ret)
 			rdma_rc_teardown(rc, ret);
 		break;

@@ -388,8 +388,7 @@ int tcp_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 	tc->src_len = u->src_len;
 	rp = tc->rp;
 	tcp_enter(tc);
-	tcp_timer_start(tc->t->env->loop, &tc->tmo,
-			ci->cfg->timeout_ms / 1000.0);
+	tcp_timer_start(tc->t->env->loop, &tc->tmo, ci->dial_ms / 1000.0);
 	ret = tcp_connect_next(tc);
 	if (ret) {
 		/* no socket at all: nothing was reported, rmsg_connect()
