@@ -94,22 +94,26 @@ resumable "auto://, resumable, RDMA cut, then back" \
 	LINK_FAILOVER=2 LINK_CUT="$drop_roce" \
 	LINK_WHAT="auto://, RoCE's packets dropped, then passed again"
 # the client's rxe device removed mid-stream (resumes over TCP), then
-# added back (returns to RDMA). rxe cannot take a device from a process
-# that holds it: the delete waits until the library let go of it
-# (transport/rdma/dev.c), so both commands run in the background, the
-# add retrying until the old device is gone
-add_rxeb="rdma link add rxeB type rxe netdev vB 2> /dev/null"
-resumable "auto://, resumable, rxe device removed, then added back" \
-	LINK_FAILOVER=2 LINK_CUT="rdma link delete rxeB &" \
-	LINK_HEAL="(i=0; while [ \$i -lt 300 ] && ! $add_rxeb;
-		do i=\$((i + 1)); sleep 0.1; done) &" \
-	LINK_WHAT="auto://, the client's rxe device removed, then added back"
-# the device back for whatever runs next (the delete is done once that
-# process is gone)
-i=0
-while [ $i -lt 100 ] && ! rdma link show rxeB/1 > /dev/null 2>&1; do
-	sh -c "$add_rxeb"
-	i=$((i + 1))
-	sleep 0.1
+# added back (returns to RDMA); then the same with the server's (its
+# listener listens again once the device is back). rxe cannot take a
+# device from a process that holds it: the delete waits until the
+# library let go of it (transport/rdma/dev.c), so both commands run in
+# the background, the add retrying until the old device is gone
+for side in "client rxeB vB" "server rxeA vA"; do
+	set -- $side
+	add="rdma link add $2 type rxe netdev $3 2> /dev/null"
+	resumable "auto://, resumable, the $1's rxe device removed, then back" \
+		LINK_FAILOVER=2 LINK_CUT="rdma link delete $2 &" \
+		LINK_HEAL="(i=0; while [ \$i -lt 300 ] && ! $add;
+			do i=\$((i + 1)); sleep 0.1; done) &" \
+		LINK_WHAT="auto://, the $1's rxe device removed, then added back"
+	# the device back for whatever runs next (the delete is done once
+	# that process is gone)
+	i=0
+	while [ $i -lt 100 ] && ! rdma link show "$2/1" > /dev/null 2>&1; do
+		sh -c "$add"
+		i=$((i + 1))
+		sleep 0.1
+	done
 done
 exit $rc

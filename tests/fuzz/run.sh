@@ -50,7 +50,8 @@ printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)\n{ (void)d; (
 
 # the sources linked into the target: proto.c and mr.c are what is
 # fuzzed, log.c and pool.c (the registration budget) are mr.c's
-# dependencies. If mr.c gains one, add its source here.
+# dependencies (fuzz_proto.c stubs its call into rekey.c). If mr.c gains
+# one, add its source here.
 SRCS="src/proto.c src/mr.c src/regcache.c src/log.c src/pool.c"
 
 if [ "${1:-}" = --regen ]; then

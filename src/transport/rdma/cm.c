@@ -215,6 +215,42 @@ undo_rc:
 	return ret == -ENOENT ? -ENODEV : ret;
 }
 
+int rdma_rl_listen(struct rdma_listener *rl, const struct sockaddr *sa)
+{
+	struct rdma_ctx *r = rl->r;
+	int ret;
+
+	ret = rmsgi_err_cm(rdma_create_id(r->ech, &rl->id, NULL, RDMA_PS_TCP));
+	if (ret)
+		return ret;
+	rl->id->context = NULL; /* marks a listening id */
+	ret = rmsgi_err_cm(rdma_bind_addr(rl->id, (struct sockaddr *)sa));
+	if (ret)
+		goto undo_id;
+	/* bound to one device's address: open it now, so that regions get
+	 * their keys before the first connection (rmsg_mr_export) */
+	if (rl->id->verbs) {
+		ret = rdma_dev_open(r, rl->id->verbs);
+		if (ret)
+			goto undo_id;
+	}
+	ret = rmsgi_err_cm(rdma_listen(rl->id, 128));
+	if (ret)
+		goto undo_id;
+	/* with its port: what a listen again binds after a device's
+	 * removal (dev.c) */
+	memcpy(&rl->addr, rdma_get_local_addr(rl->id),
+	       rdma_get_local_addr(rl->id)->sa_family == AF_INET6
+		       ? sizeof(struct sockaddr_in6)
+		       : sizeof(struct sockaddr_in));
+	return 0;
+
+undo_id:
+	rdma_destroy_id(rl->id);
+	rl->id = NULL;
+	return ret;
+}
+
 int rdma_listen_op(struct rmsg_ctx *ctx, struct rmsg_listener *l,
 		   const struct rmsgi_uri *u, uint16_t *port_p, void **tl_p)
 {
@@ -236,31 +272,15 @@ int rdma_listen_op(struct rmsg_ctx *ctx, struct rmsg_listener *l,
 	}
 	rl->l = l;
 	rl->r = r;
-	ret = rmsgi_err_cm(rdma_create_id(r->ech, &rl->id, NULL, RDMA_PS_TCP));
+	ret = rdma_rl_listen(rl, res->ai_src_addr);
 	if (ret)
 		goto undo_rl;
-	rl->id->context = NULL; /* marks a listening id */
-	ret = rmsgi_err_cm(rdma_bind_addr(rl->id, res->ai_src_addr));
-	if (ret)
-		goto undo_id;
-	/* bound to one device's address: open it now, so that regions get
-	 * their keys before the first connection (rmsg_mr_export) */
-	if (rl->id->verbs) {
-		ret = rdma_dev_open(r, rl->id->verbs);
-		if (ret)
-			goto undo_id;
-	}
-	ret = rmsgi_err_cm(rdma_listen(rl->id, 128));
-	if (ret)
-		goto undo_id;
 	*port_p = ntohs(rdma_get_src_port(rl->id));
 	*tl_p = rl;
 	rmsgi_list_add_tail(&r->listeners, &rl->link);
 	rdma_freeaddrinfo(res);
 	return 0;
 
-undo_id:
-	rdma_destroy_id(rl->id);
 undo_rl:
 	free(rl);
 undo_res:

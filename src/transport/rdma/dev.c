@@ -14,6 +14,7 @@
 #include "rdma.h"
 
 static void lost_cb(struct ev_loop *loop, ev_timer *w, int revents);
+static void relisten_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
 /* ------------------------------------------------------------------ */
 /* device, SRQ                                                          */
@@ -365,6 +366,8 @@ int rdma_ctx_get(struct rmsg_ctx *ctx, struct rdma_ctx **r_p)
 	rmsgi_list_init(&r->listeners);
 	rmsgi_timer_init(&r->lost_t, r->env->timers, lost_cb);
 	r->lost_t.w.data = r;
+	rmsgi_timer_init(&r->relisten_t, r->env->timers, relisten_cb);
+	r->relisten_t.w.data = r;
 	r->ech = rdma_create_event_channel();
 	if (!r->ech) {
 		int err = errno ? -errno : -ENODEV;
@@ -422,6 +425,7 @@ void rdma_dev_lost(struct rdma_ctx *r)
 		struct rdma_listener *rl =
 			rmsgi_list_entry(n, struct rdma_listener, link);
 
+		/* (it listens again once a device serves its address) */
 		if (rl->id && rl->id->verbs == r->verbs) {
 			rdma_destroy_id(rl->id);
 			rl->id = NULL;
@@ -502,6 +506,35 @@ static void dev_release(struct rdma_ctx *r)
 		   "RDMA device %s let go: the next RDMA connection opens "
 		   "the device that serves it",
 		   name);
+	relisten_cb(r->env->loop, &r->relisten_t.w, 0);
+}
+
+/* listeners whose device went listen again on their address once a
+ * device serves it (a second after each try that found none) */
+static void relisten_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct rdma_ctx *r = w->data;
+	struct rmsgi_list *n;
+	bool left = false;
+
+	(void)revents;
+	for (n = r->listeners.next; n != &r->listeners; n = n->next) {
+		struct rdma_listener *rl =
+			rmsgi_list_entry(n, struct rdma_listener, link);
+
+		if (rl->id)
+			continue;
+		if (rdma_rl_listen(rl, (struct sockaddr *)&rl->addr)) {
+			left = true;
+			continue;
+		}
+		rmsgi_warn(r->ctx,
+			   "an rdma listener (port %u) takes connections "
+			   "again",
+			   ntohs(rdma_get_src_port(rl->id)));
+	}
+	if (left)
+		rmsgi_timer_start(loop, &r->relisten_t, 1.0, 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -567,6 +600,7 @@ void rdma_ctx_fini(void *p)
 
 	rdma_ctx_stop(r); /* it drops the repost batches too */
 	rmsgi_timer_stop(loop, &r->lost_t);
+	rmsgi_timer_stop(loop, &r->relisten_t);
 	for (i = 0; i < r->nq_dead; i++)
 		rxq_free(r->q_dead[i]);
 	free(r->q_dead);

@@ -308,8 +308,9 @@ struct rdma_conn {
 struct rdma_listener {
 	struct rmsgi_list link; /* rdma_ctx.listeners */
 	struct rdma_ctx *r;
-	struct rdma_cm_id *id;
-	struct rmsg_listener *l; /* the core's, for rmsgi_tr_incoming */
+	struct rdma_cm_id *id;	      /* NULL: its device was removed */
+	struct rmsg_listener *l;      /* the core's, for rmsgi_tr_incoming */
+	struct sockaddr_storage addr; /* bound (with the port) */
 };
 
 struct rdma_ctx {
@@ -348,6 +349,9 @@ struct rdma_ctx {
 	 * connections are down (dev.c: rdma_dev_lost) */
 	bool lost;
 	struct rmsgi_timer lost_t;
+	/* listeners whose device was removed listen again once an RDMA
+	 * device serves their address (dev.c) */
+	struct rmsgi_timer relisten_t;
 	/* a removed device's receive groups (no CQ, no SRQ) and buffer
 	 * chunks: held messages may still name them; freed at the end */
 	struct rdma_rxq **q_dead;
@@ -408,6 +412,9 @@ int rdma_rxq_get(struct rdma_ctx *r, uint32_t credits, struct rdma_rxq **q_p);
 void rdma_rxq_put(struct rdma_rxq *q);
 /* conn op: the connection's share of the SRQ follows the core's grant */
 uint32_t rdma_grant_op(void *p, uint32_t credits);
+/* cm.c: a listening id for @rl bound to @sa (with its port), the device
+ * that serves it opened; 0, or rl->id NULL and the error */
+int rdma_rl_listen(struct rdma_listener *rl, const struct sockaddr *sa);
 /* a DEVICE_REMOVAL event for the context's device: its listeners stop
  * taking RDMA connections, no connection starts on it, and once its
  * connections are down everything held on it is released, so that the
