@@ -283,7 +283,9 @@ void rmsgi_mr_clear_reg(struct rmsg_ctx *ctx)
 		if (mr->h)
 			t->ops->dereg(t->priv, mr->h);
 		mr->h = NULL;
-		mr->busy = 0;
+		/* (busy stays: answers over TCP may still read the region
+		 * when a removed device goes, transport/rdma/dev.c; the
+		 * device's own operations have all completed) */
 	}
 	/* every operation has completed: entries left are leaks of a
 	 * failed teardown; drop them with the device */
