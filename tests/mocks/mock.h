@@ -122,8 +122,11 @@ struct mock_state {
 	int n_qp_remote;
 	int qp_remote_sent;
 	int n_cq_acked;
-	int cq_events;	  /* pending for ibv_get_cq_event */
-	int n_bad_sge;	  /* SGEs outside a registered MR, ... */
+	int cq_events; /* pending for ibv_get_cq_event */
+	int n_bad_sge; /* SGEs outside a registered MR, ... */
+	/* sends not inline whose bytes changed between their post and
+	 * their completion (the device reads them in between) */
+	int n_changed_before_read;
 	int n_bad_inline; /* inline sends above max_inline_data */
 	int n_cq_overflow;
 	int n_id_with_qp; /* rdma_destroy_id before destroy_qp */

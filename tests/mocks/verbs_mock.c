@@ -323,6 +323,25 @@ const struct mock_send_wr *mock_out_peek(uint32_t qpn, unsigned int i)
 	return &q->out[(q->out_head + i) % MOCK_OUT_MAX];
 }
 
+/* the bytes @w's SGEs describe now differ from those at its post */
+static bool gathered_changed(const struct mock_send_wr *w)
+{
+	size_t off = 0;
+	int k;
+
+	for (k = 0; k < w->num_sge && off < MOCK_CAPTURE; k++) {
+		size_t n = w->sge[k].length < MOCK_CAPTURE - off
+				   ? w->sge[k].length
+				   : MOCK_CAPTURE - off;
+
+		if (memcmp(w->data + off,
+			   (const void *)(uintptr_t)w->sge[k].addr, n))
+			return true;
+		off += n;
+	}
+	return false;
+}
+
 int mock_complete_sends(uint32_t qpn, int n, enum ibv_wc_status status)
 {
 	struct mock_qp *q = mock_qp_by_num(qpn);
@@ -338,6 +357,10 @@ int mock_complete_sends(uint32_t qpn, int n, enum ibv_wc_status status)
 
 		q->out_head = (q->out_head + 1) % MOCK_OUT_MAX;
 		q->out_n--;
+		if (w->opcode != IBV_WR_RDMA_READ &&
+		    w->opcode != IBV_WR_BIND_MW &&
+		    !(w->send_flags & IBV_SEND_INLINE) && gathered_changed(w))
+			mock.n_changed_before_read++;
 		if (st == IBV_WC_SUCCESS && w->opcode == IBV_WR_RDMA_READ &&
 		    mock.reads_unwritten > 0)
 			mock.reads_unwritten--;

@@ -176,7 +176,7 @@ static int export_bind(void *priv, void *tc, void *h, void *addr, size_t len,
 	}
 	if (!rc || rc->state != RC_UP)
 		return -ENOTCONN;
-	if (ring_used(rc) >= SQ_DEPTH - 2) {
+	if (ring_used(rc) >= SQ_DEPTH - 2 || !ring_fits(rc, 1)) {
 		rc->room_wanted = true; /* on_writable follows */
 		return -EAGAIN;
 	}

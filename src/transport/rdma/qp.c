@@ -101,11 +101,9 @@ int rdma_qp_setup(struct rdma_conn *rc)
 	ret = rc_qp_move(rc, IBV_QPS_INIT, NULL);
 	if (ret)
 		return ret;
-	ret = rmsgi_pool_alloc(r->env->pool, SQ_DEPTH * 64, (void **)&rc->hdrs);
+	ret = rdma_ring_init(rc);
 	if (ret)
 		return ret;
-	rmsgi_pool_lookup(r->env->pool, rc->hdrs, SQ_DEPTH * 64,
-			  &rc->hdrs_lkey);
 	rc->granted = start;
 	rc->q->srq_target += rc->granted;
 	return rdma_srq_fill(r, rc->q);

@@ -105,6 +105,12 @@
  * into the process, all of it resident) makes 128 slots, not 256 (64 KiB
  * less per connection on rxe, measured); the ring never holds more */
 #define SQ_MAX_WR (SQ_DEPTH - 1)
+/* the ring's storage (slots and registered header slots) starts at
+ * RING_MIN slots and doubles with use up to SQ_DEPTH; a ring that
+ * needed no more than half of it for RING_IDLE_MS shrinks back
+ * (send.c, rdma_ring_grow and rdma_ring_idle) */
+#define RING_MIN 16
+#define RING_IDLE_MS 1000
 #define SIG_EVERY 16
 #define MAX_SGE 16
 #define REPOST_BATCH 16
@@ -281,10 +287,18 @@ struct rdma_conn {
 	struct rdma_conn *hnext; /* qpn hash chain */
 	enum rc_state state;
 	uint32_t qpn;
-	uint32_t granted; /* receive buffers this conn added to its SRQ */
-	struct sq_slot ring[SQ_DEPTH];
-	uint8_t *hdrs; /* registered header slots, 64 B each */
+	uint32_t granted;     /* receive buffers this conn added to its SRQ */
+	struct sq_slot *ring; /* cap slots; slot i at i & (cap - 1) */
+	uint32_t cap;	      /* RING_MIN..SQ_DEPTH, a power of two */
+	bool ring_busy;	      /* used more than half of it since the check */
+	uint8_t *hdrs; /* registered header slots, 64 B each, cap of them */
 	uint32_t hdrs_lkey;
+	/* a grown ring's old header slots: posted work may still read
+	 * them until the slot before hdrs_old_until retires */
+	uint8_t *hdrs_old;
+	uint32_t hdrs_old_until;
+	struct rmsgi_timer ring_timer; /* the shrink check, while grown */
+	bool ring_timer_on;
 	uint32_t head;	   /* next slot to fill */
 	uint32_t unposted; /* first filled slot not yet posted */
 	uint32_t tail;	   /* oldest slot not yet retired */
@@ -521,9 +535,39 @@ static inline uint32_t ring_used(const struct rdma_conn *rc)
 	return rc->head - rc->tail;
 }
 
+static inline struct sq_slot *ring_slot(const struct rdma_conn *rc, uint32_t i)
+{
+	return &rc->ring[i & (rc->cap - 1)];
+}
+
+/* slot i's registered header slot */
+static inline uint8_t *ring_hdr(const struct rdma_conn *rc, uint32_t i)
+{
+	return rc->hdrs + (size_t)(i & (rc->cap - 1)) * 64;
+}
+
+/* grows the ring to hold @want slots (at most SQ_DEPTH): 0, or -EAGAIN
+ * while an older growth's header slots are still read, -ENOMEM */
+int rdma_ring_grow(struct rdma_conn *rc, uint32_t want);
+/* the ring's storage at RING_MIN (rdma_qp_setup) */
+int rdma_ring_init(struct rdma_conn *rc);
+/* frees the ring's storage (the QP is gone) */
+void rdma_ring_free(struct rdma_conn *rc);
+
+/* storage for @n more slots, growing the ring if it has not */
+static inline bool ring_fits(struct rdma_conn *rc, uint32_t n)
+{
+	uint32_t want = ring_used(rc) + n;
+
+	if (RMSGI_LIKELY(want <= rc->cap / 2))
+		return true;
+	rc->ring_busy = true;
+	return want <= rc->cap || !rdma_ring_grow(rc, want);
+}
+
 static inline struct sq_slot *slot_fill(struct rdma_conn *rc, uint8_t kind)
 {
-	struct sq_slot *s = &rc->ring[rc->head % SQ_DEPTH];
+	struct sq_slot *s = ring_slot(rc, rc->head);
 
 	memset(s, 0, offsetof(struct sq_slot, sge));
 	s->kind = kind;

@@ -230,7 +230,8 @@ static void rc_post_reads(struct rdma_conn *rc)
 		struct sq_slot *s;
 		int ret;
 
-		if (ring_used(rc) >= SQ_MAX_WR || rc->reads_out >= r->rd_atom)
+		if (ring_used(rc) >= SQ_MAX_WR || rc->reads_out >= r->rd_atom ||
+		    !ring_fits(rc, 1))
 			break;
 		if (!rx->buf) {
 			ret = rndv_rx_alloc(rc, rx);

@@ -64,7 +64,7 @@ void rdma_rc_post_rma(struct rdma_conn *rc)
 	struct rmsgi_op *op;
 
 	while ((op = rc->rma_op) && rc->state == RC_UP &&
-	       ring_used(rc) < SQ_DEPTH - 8) {
+	       ring_used(rc) < SQ_DEPTH - 8 && ring_fits(rc, 1)) {
 		struct rma_tx *tx = op->tr_priv;
 		bool rd = op->kind == RMSGI_OP_READ;
 		struct sq_slot *s;
@@ -81,7 +81,7 @@ void rdma_rc_post_rma(struct rdma_conn *rc)
 			uint8_t *hdr;
 
 			s = slot_fill(rc, SLOT_RMA);
-			hdr = rc->hdrs + (size_t)(rc->head - 1) % SQ_DEPTH * 64;
+			hdr = ring_hdr(rc, rc->head - 1);
 			rmsgi_hdr_encode(&h, hdr);
 			s->wr.opcode = IBV_WR_SEND;
 			s->sge[0].addr = (uintptr_t)hdr;

@@ -47,7 +47,8 @@ static int rndv_prepare(struct rdma_conn *rc, struct rmsgi_op *op,
 	if (gather)
 		pieces = 1;
 	mw = rc->r->mw_ok && pieces <= RNDV_MW_MAX;
-	if (mw && ring_used(rc) + (uint32_t)pieces + 1 > SQ_DEPTH - 8)
+	if (mw && (ring_used(rc) + (uint32_t)pieces + 1 > SQ_DEPTH - 8 ||
+		   !ring_fits(rc, (uint32_t)pieces + 1)))
 		return -EAGAIN;
 	if (gather) {
 		copy = malloc(op->len);
@@ -172,7 +173,7 @@ undo:
 		rc->room_wanted = true;
 	/* bind slots filled so far were never posted: drop them */
 	for (i = head0; i != rc->head; i++)
-		rc->ring[i % SQ_DEPTH].mw->pending = false;
+		ring_slot(rc, i)->mw->pending = false;
 	rc->head = head0;
 	rdma_rndv_release(rc, op);
 	rmsgi_pool_free(rc->r->env->pool, buf);
@@ -198,7 +199,7 @@ int rdma_post(void *p, struct rmsgi_op *op)
 		return -ENOTCONN;
 	/* keep room for rendezvous reads of the other direction; and
 	 * nothing overtakes a one-sided op still being posted */
-	if (ring_used(rc) >= SQ_DEPTH - 8 || rc->rma_op) {
+	if (ring_used(rc) >= SQ_DEPTH - 8 || rc->rma_op || !ring_fits(rc, 1)) {
 		rc->room_wanted = true;
 		return -EAGAIN;
 	}
@@ -209,7 +210,7 @@ int rdma_post(void *p, struct rmsgi_op *op)
 		return rdma_post_rndv(rc, op, &h);
 	s = slot_fill(rc, SLOT_SEND);
 	s->op = op;
-	hdr = rc->hdrs + (size_t)(rc->head - 1) % SQ_DEPTH * 64;
+	hdr = ring_hdr(rc, rc->head - 1);
 	s->wr.opcode = IBV_WR_SEND;
 
 	rmsgi_hdr_encode(&h, hdr);
@@ -291,14 +292,14 @@ ssize_t rdma_send_direct(void *p, const struct rmsgi_hdr *h,
 	uint8_t *hdr;
 	int i, nsge = 1;
 
-	if (RMSGI_UNLIKELY(!rc || rc->state != RC_UP ||
-			   total > rc->max_inline ||
-			   iovcnt + 1 > (int)rc->max_sge ||
-			   ring_used(rc) >= SQ_DEPTH - 8 || rc->rma_op ||
-			   rc->unposted != rc->head))
+	if (RMSGI_UNLIKELY(
+		    !rc || rc->state != RC_UP || total > rc->max_inline ||
+		    iovcnt + 1 > (int)rc->max_sge ||
+		    ring_used(rc) >= SQ_DEPTH - 8 || ring_used(rc) >= rc->cap ||
+		    rc->rma_op || rc->unposted != rc->head))
 		return 0;
 	s = slot_fill(rc, SLOT_SEND);
-	hdr = rc->hdrs + (size_t)(rc->head - 1) % SQ_DEPTH * 64;
+	hdr = ring_hdr(rc, rc->head - 1);
 	rmsgi_hdr_encode(h, hdr);
 	s->sge[0].addr = (uintptr_t)hdr;
 	s->sge[0].length = RMSGI_HDR_SIZE;
@@ -350,13 +351,12 @@ void rdma_kick(void *p)
 	    rc->unposted == rc->head)
 		return;
 	for (end = rc->unposted; end != rc->head; end++)
-		if (rc->ring[end % SQ_DEPTH].kind == SLOT_BIND &&
-		    end != rc->tail)
+		if (ring_slot(rc, end)->kind == SLOT_BIND && end != rc->tail)
 			break;
 	if (end == rc->unposted)
 		return; /* a bind waits for the queue to empty */
 	for (i = rc->unposted; i != end; i++) {
-		struct sq_slot *s = &rc->ring[i % SQ_DEPTH];
+		struct sq_slot *s = ring_slot(rc, i);
 
 		if (++rc->since_sig >= SIG_EVERY || i + 1 == end ||
 		    s->kind == SLOT_READ || s->is_read) {
@@ -394,7 +394,7 @@ void rdma_rc_retire(struct rdma_conn *rc, uint32_t upto, int status)
 	struct rmsg_conn *c = rc->c;
 
 	while ((int32_t)(upto - rc->tail) >= 0 && rc->tail != rc->head) {
-		struct sq_slot *s = &rc->ring[rc->tail % SQ_DEPTH];
+		struct sq_slot *s = ring_slot(rc, rc->tail);
 		int st = rc->tail == upto ? status : 0;
 
 		rc->tail++;
@@ -439,6 +439,10 @@ void rdma_rc_retire(struct rdma_conn *rc, uint32_t upto, int status)
 		if (s->is_read)
 			rc->reads_out--;
 	}
+	if (rc->hdrs_old && (int32_t)(rc->tail - rc->hdrs_old_until) >= 0) {
+		rmsgi_pool_free(rc->r->env->pool, rc->hdrs_old);
+		rc->hdrs_old = NULL;
+	}
 	/* a bind held by rdma_kick() goes once the queue is empty */
 	if (!status && rc->tail == rc->unposted && rc->unposted != rc->head)
 		rdma_kick(rc);
@@ -446,4 +450,141 @@ void rdma_rc_retire(struct rdma_conn *rc, uint32_t upto, int status)
 		rc->room_wanted = false;
 		rmsgi_conn_tr_room(c);
 	}
+}
+
+/* ------------------------------------------------------------------ */
+/* the ring's storage: grows with use, shrinks when idle               */
+
+static int ring_alloc(struct rdma_conn *rc, uint32_t cap,
+		      struct sq_slot **ring_p, uint8_t **hdrs_p,
+		      uint32_t *lkey_p)
+{
+	struct rmsgi_pool *pool = rc->r->env->pool;
+	struct sq_slot *ring = calloc(cap, sizeof(*ring));
+	int ret;
+
+	if (!ring)
+		return -ENOMEM;
+	ret = rmsgi_pool_alloc(pool, (size_t)cap * 64, (void **)hdrs_p);
+	if (ret) {
+		free(ring);
+		return ret;
+	}
+	rmsgi_pool_lookup(pool, *hdrs_p, (size_t)cap * 64, lkey_p);
+	*ring_p = ring;
+	return 0;
+}
+
+static void ring_timer_start(struct rdma_conn *rc)
+{
+	struct ev_loop *loop = rc->r->env->loop;
+
+	rmsgi_timer_start(loop, &rc->ring_timer, RING_IDLE_MS / 1000.0, 0);
+	ev_unref(loop);
+	rc->ring_timer_on = true;
+}
+
+/* @ncap slots: the filled ones move over (indices are kept); the header
+ * slots of posted work stay where the device may read them until that
+ * work retires (hdrs_old), those of unposted slots move too */
+static int ring_move(struct rdma_conn *rc, uint32_t ncap)
+{
+	struct sq_slot *ring;
+	uint8_t *hdrs;
+	uint32_t lkey, i;
+	int ret;
+
+	ret = ring_alloc(rc, ncap, &ring, &hdrs, &lkey);
+	if (ret)
+		return ret;
+	for (i = rc->tail; i != rc->head; i++) {
+		struct sq_slot *s = &ring[i & (ncap - 1)];
+		uint8_t *old = ring_hdr(rc, i), *h;
+
+		*s = *ring_slot(rc, i);
+		s->wr.sg_list = s->sge;
+		if ((int32_t)(i - rc->unposted) < 0 || !s->wr.num_sge ||
+		    s->sge[0].addr != (uintptr_t)old)
+			continue;
+		h = hdrs + (size_t)(i & (ncap - 1)) * 64;
+		memcpy(h, old, 64);
+		s->sge[0].addr = (uintptr_t)h;
+		s->sge[0].lkey = lkey;
+	}
+	if (rc->tail != rc->unposted) {
+		rc->hdrs_old = rc->hdrs;
+		rc->hdrs_old_until = rc->unposted;
+	} else {
+		rmsgi_pool_free(rc->r->env->pool, rc->hdrs);
+	}
+	free(rc->ring);
+	rmsgi_tr_dbg(rc->r->env, "conn %u: send ring %u -> %u slots",
+		     rc->ci->id, rc->cap, ncap);
+	rc->ring = ring;
+	rc->hdrs = hdrs;
+	rc->hdrs_lkey = lkey;
+	rc->cap = ncap;
+	return 0;
+}
+
+int rdma_ring_grow(struct rdma_conn *rc, uint32_t want)
+{
+	uint32_t ncap = rc->cap;
+	int ret;
+
+	/* the callers keep within the QP's depth; an older growth's header
+	 * slots still read: room comes as that work retires */
+	if (want > SQ_DEPTH || rc->hdrs_old)
+		return -EAGAIN;
+	while (ncap < want)
+		ncap *= 2;
+	ret = ring_move(rc, ncap);
+	if (!ret && !rc->ring_timer_on)
+		ring_timer_start(rc);
+	return ret;
+}
+
+/* a grown ring that needed no more than half of its slots since the
+ * last check, and is empty now, halves */
+static void ring_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct rdma_conn *rc = w->data;
+	bool busy = rc->ring_busy;
+
+	(void)revents;
+	rc->ring_timer_on = false;
+	ev_ref(loop);
+	if (rc->state != RC_UP || rc->cap <= RING_MIN)
+		return;
+	rc->ring_busy = false;
+	if (!busy && rc->head == rc->tail && !rc->hdrs_old)
+		ring_move(rc, rc->cap / 2);
+	if (rc->cap > RING_MIN)
+		ring_timer_start(rc);
+}
+
+int rdma_ring_init(struct rdma_conn *rc)
+{
+	rmsgi_timer_init(&rc->ring_timer, rc->r->env->timers, ring_timer_cb);
+	rc->ring_timer.w.data = rc;
+	rc->cap = RING_MIN;
+	return ring_alloc(rc, RING_MIN, &rc->ring, &rc->hdrs, &rc->hdrs_lkey);
+}
+
+void rdma_ring_free(struct rdma_conn *rc)
+{
+	struct rmsgi_pool *pool = rc->r->env->pool;
+
+	if (rc->ring_timer_on) {
+		ev_ref(rc->r->env->loop);
+		rmsgi_timer_stop(rc->r->env->loop, &rc->ring_timer);
+		rc->ring_timer_on = false;
+	}
+	if (rc->hdrs)
+		rmsgi_pool_free(pool, rc->hdrs);
+	if (rc->hdrs_old)
+		rmsgi_pool_free(pool, rc->hdrs_old);
+	free(rc->ring);
+	rc->ring = NULL;
+	rc->hdrs = rc->hdrs_old = NULL;
 }

@@ -52,7 +52,7 @@ void rdma_rc_teardown(struct rdma_conn *rc, int reason)
 			ibv_modify_qp(rc->qp, &qattr, IBV_QP_STATE);
 		/* slots filled but never posted will not complete */
 		while (rc->unposted != rc->head) {
-			struct sq_slot *s = &rc->ring[--rc->head % SQ_DEPTH];
+			struct sq_slot *s = ring_slot(rc, --rc->head);
 
 			if (s->copybuf)
 				rmsgi_pool_free(r->env->pool, s->copybuf);
@@ -137,8 +137,7 @@ void rdma_rc_teardown(struct rdma_conn *rc, int reason)
 	if (rc->id)
 		rdma_destroy_id(rc->id);
 	rc->id = NULL;
-	if (rc->hdrs)
-		rmsgi_pool_free(r->env->pool, rc->hdrs);
+	rdma_ring_free(rc);
 	if (rc->q) {
 		rc->q->srq_target -= rc->granted;
 		rc->granted = 0;

@@ -105,11 +105,38 @@ static void log_hook(int level, const char *line, void *arg)
 
 	if (level <= RMSG_LOG_WARN)
 		t->warnings++;
+	if (strstr(line, "send ring")) {
+		t->ring_moves++;
+		snprintf(t->ring_last, sizeof(t->ring_last), "%s", line);
+	}
 	if (getenv("RMSG_UNIT_VERBOSE"))
 		fprintf(stderr, "  log: %s\n", line);
 }
 
 uint8_t peer_hello_flags;
+
+void rt_debug_log(struct rt *t)
+{
+	assert_int_equal(rmsg_cfg_set_log(t->cfg, RMSG_LOG_DEBUG, log_hook, t),
+			 0);
+}
+
+static void run_for_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	ev_break(loop, EVBREAK_ONE);
+}
+
+void run_for(struct rt *t, double s)
+{
+	ev_timer tm;
+
+	ev_timer_init(&tm, run_for_cb, s, 0);
+	ev_timer_start(t->loop, &tm);
+	ev_run(t->loop, 0);
+	ev_timer_stop(t->loop, &tm);
+}
 
 struct rt *rt_new(void)
 {

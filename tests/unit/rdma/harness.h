@@ -60,6 +60,8 @@ struct rt {
 	uint8_t peer_pdata[32];
 	size_t peer_pdata_len;
 	int warnings;
+	int ring_moves;		  /* "send ring" debug lines (send.c) */
+	char ring_last[128];	  /* the last of them */
 	bool hold;		  /* on_msg holds the message */
 	struct rmsg_msg *held[2]; /* the last two held */
 };
@@ -88,6 +90,12 @@ bool rt_free(struct rt *t);
 int setup(void **state);
 
 int teardown(void **state);
+
+/* the backend's debug lines reach the log hook (ring_moves) */
+void rt_debug_log(struct rt *t);
+
+/* runs the loop for @s seconds (timers fire) */
+void run_for(struct rt *t, double s);
 
 /* delivers the queued CM events, as the event channel's ev_io would */
 void cm_deliver(struct rt *t);

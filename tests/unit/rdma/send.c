@@ -208,6 +208,72 @@ static void send__ring_full_waits_for_room(void **state)
 		assert_int_equal(done_count(t, i, NULL), 1);
 }
 
+/* the ring's storage starts small and doubles with use (rdma.h
+ * RING_MIN): slots filled before a growth keep their order and their
+ * headers, and posted work keeps reading the header slots it was given
+ * until it completes (the mock compares the bytes of every send at its
+ * completion with those at its post); a ring idle for RING_IDLE_MS, with
+ * no more than half of it used, halves back to RING_MIN */
+static void send__ring_grows_and_shrinks(void **state)
+{
+	struct rt *t = *state;
+	uint8_t *buf;
+	int i, n = 90;
+
+	rt_debug_log(t);
+	/* the mock's peer answers no keepalive */
+	assert_int_equal(rmsg_cfg_set_keepalive_ms(t->cfg, 0), 0);
+	connect_peer(t, 1000, 8192);
+	assert_int_equal(rmsg_buf_alloc(t->ctx, 1000, (void **)&buf), 0);
+	memset(buf, 'g', 1000);
+	/* 10 posted and not completed, then 80 more: the ring grows while
+	 * the first ones are on the device */
+	for (i = 0; i < 10; i++)
+		assert_int_equal(send_buf(t, buf, 1000, i), 0);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(mock.n_sent, 10);
+	assert_int_equal(t->ring_moves, 0);
+	for (; i < n; i++)
+		assert_int_equal(send_buf(t, buf, 1000, i), 0);
+	rmsgi_ctx_flush(t->ctx);
+	assert_true(t->ring_moves >= 1);
+	assert_true(mock.n_sent > 10);
+	for (i = 0; i < 100 && count(t, 'S') < n; i++) {
+		mock_complete_sends(t->qpn, 8, IBV_WC_SUCCESS);
+		pump(t);
+	}
+	assert_int_equal(mock.n_sent, n);
+	assert_int_equal(count(t, 'S'), n);
+	for (i = 0; i < n; i++) {
+		struct rmsgi_hdr h;
+
+		assert_int_equal(t->log[1 + i].arg, i);
+		assert_int_equal(t->log[1 + i].status, 0);
+		sent_hdr(&mock.sent[i], &h);
+		assert_int_equal(h.len, 1000);
+	}
+	assert_int_equal(mock.n_changed_before_read, 0);
+	assert_int_equal(mock.n_bad_sge, 0);
+	/* idle: it halves back to 16, a check a second (the first check
+	 * finds it was busy); 64 or 128 slots needs 2 or 3 moves */
+	i = t->ring_moves;
+	assert_true(strstr(t->ring_last, "-> 64 slots") ||
+		    strstr(t->ring_last, "-> 128 slots"));
+	run_for(t, 4.6);
+	assert_true(t->ring_moves == i + 2 || t->ring_moves == i + 3);
+	assert_non_null(strstr(t->ring_last, "32 -> 16 slots"));
+	/* and it grows again */
+	for (i = 0; i < 40; i++)
+		assert_int_equal(send_buf(t, buf, 1000, n + i), 0);
+	rmsgi_ctx_flush(t->ctx);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(count(t, 'S'), n + 40);
+	assert_non_null(strstr(t->ring_last, "-> 64 slots"));
+	assert_int_equal(mock.n_changed_before_read, 0);
+	rmsg_buf_free(t->ctx, buf);
+}
+
 /* rendezvous send                                                      */
 
 static void send__rendezvous(void **state)
@@ -572,6 +638,7 @@ int main(void)
 		T(send__copy_foreign_memory),
 		T(send__many_iov_copies),
 		T(send__ring_full_waits_for_room),
+		T(send__ring_grows_and_shrinks),
 		T(send__rendezvous),
 		T(send__rendezvous_window),
 		T(send__rendezvous_bind_waits_for_empty_queue),
