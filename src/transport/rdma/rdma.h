@@ -110,6 +110,7 @@
  * needed no more than half of it for RING_IDLE_MS shrinks back
  * (send.c, rdma_ring_grow and rdma_ring_idle) */
 #define RING_MIN 16
+#define RING_GROWTHS 3 /* log2(SQ_DEPTH / RING_MIN) */
 #define RING_IDLE_MS 1000
 #define SIG_EVERY 16
 #define MAX_SGE 16
@@ -294,9 +295,12 @@ struct rdma_conn {
 	uint8_t *hdrs; /* registered header slots, 64 B each, cap of them */
 	uint32_t hdrs_lkey;
 	/* a grown ring's old header slots: posted work may still read
-	 * them until the slot before hdrs_old_until retires */
-	uint8_t *hdrs_old;
-	uint32_t hdrs_old_until;
+	 * those of hdrs_old[k] until the slot before hdrs_old_until[k]
+	 * retires; one per growth at most (16 -> 128 is 3 of them), as a
+	 * ring shrinks only when empty */
+	uint8_t *hdrs_old[RING_GROWTHS];
+	uint32_t hdrs_old_until[RING_GROWTHS];
+	uint8_t nold;
 	struct rmsgi_timer ring_timer; /* the shrink check, while grown */
 	bool ring_timer_on;
 	uint32_t head;	   /* next slot to fill */
@@ -546,8 +550,7 @@ static inline uint8_t *ring_hdr(const struct rdma_conn *rc, uint32_t i)
 	return rc->hdrs + (size_t)(i & (rc->cap - 1)) * 64;
 }
 
-/* grows the ring to hold @want slots (at most SQ_DEPTH): 0, or -EAGAIN
- * while an older growth's header slots are still read, -ENOMEM */
+/* grows the ring to hold @want slots (at most SQ_DEPTH): 0 or -ENOMEM */
 int rdma_ring_grow(struct rdma_conn *rc, uint32_t want);
 /* the ring's storage at RING_MIN (rdma_qp_setup) */
 int rdma_ring_init(struct rdma_conn *rc);

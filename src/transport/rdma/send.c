@@ -327,6 +327,23 @@ ssize_t rdma_send_direct(void *p, const struct rmsgi_hdr *h,
 	return (ssize_t)total;
 }
 
+/* frees the old header slots no posted work reads any more (they are
+ * in growth order, so their bounds rise) */
+static void ring_old_retire(struct rdma_conn *rc)
+{
+	uint8_t k = 0, n;
+
+	while (k < rc->nold && (int32_t)(rc->tail - rc->hdrs_old_until[k]) >= 0)
+		rmsgi_pool_free(rc->r->env->pool, rc->hdrs_old[k++]);
+	if (!k)
+		return;
+	for (n = 0; k < rc->nold; n++, k++) {
+		rc->hdrs_old[n] = rc->hdrs_old[k];
+		rc->hdrs_old_until[n] = rc->hdrs_old_until[k];
+	}
+	rc->nold = n;
+}
+
 /*
  * Posts the filled slots as one chain, up to the first window bind that
  * has work before it not yet retired: a bind is posted only onto an
@@ -439,10 +456,8 @@ void rdma_rc_retire(struct rdma_conn *rc, uint32_t upto, int status)
 		if (s->is_read)
 			rc->reads_out--;
 	}
-	if (rc->hdrs_old && (int32_t)(rc->tail - rc->hdrs_old_until) >= 0) {
-		rmsgi_pool_free(rc->r->env->pool, rc->hdrs_old);
-		rc->hdrs_old = NULL;
-	}
+	if (RMSGI_UNLIKELY(rc->nold))
+		ring_old_retire(rc);
 	/* a bind held by rdma_kick() goes once the queue is empty */
 	if (!status && rc->tail == rc->unposted && rc->unposted != rc->head)
 		rdma_kick(rc);
@@ -492,28 +507,36 @@ static int ring_move(struct rdma_conn *rc, uint32_t ncap)
 	struct sq_slot *ring;
 	uint8_t *hdrs;
 	uint32_t lkey, i;
+	bool read = false;
 	int ret;
 
+	if (rc->nold == RING_GROWTHS)
+		return -EAGAIN; /* not reached: see hdrs_old */
 	ret = ring_alloc(rc, ncap, &ring, &hdrs, &lkey);
 	if (ret)
 		return ret;
 	for (i = rc->tail; i != rc->head; i++) {
 		struct sq_slot *s = &ring[i & (ncap - 1)];
 		uint8_t *old = ring_hdr(rc, i), *h;
+		bool hdr;
 
 		*s = *ring_slot(rc, i);
 		s->wr.sg_list = s->sge;
-		if ((int32_t)(i - rc->unposted) < 0 || !s->wr.num_sge ||
-		    s->sge[0].addr != (uintptr_t)old)
+		hdr = s->wr.num_sge && s->sge[0].addr == (uintptr_t)old;
+		if (!hdr)
 			continue;
+		if ((int32_t)(i - rc->unposted) < 0) {
+			read = true; /* posted: the device may read it */
+			continue;
+		}
 		h = hdrs + (size_t)(i & (ncap - 1)) * 64;
 		memcpy(h, old, 64);
 		s->sge[0].addr = (uintptr_t)h;
 		s->sge[0].lkey = lkey;
 	}
-	if (rc->tail != rc->unposted) {
-		rc->hdrs_old = rc->hdrs;
-		rc->hdrs_old_until = rc->unposted;
+	if (read) {
+		rc->hdrs_old[rc->nold] = rc->hdrs;
+		rc->hdrs_old_until[rc->nold++] = rc->unposted;
 	} else {
 		rmsgi_pool_free(rc->r->env->pool, rc->hdrs);
 	}
@@ -532,9 +555,8 @@ int rdma_ring_grow(struct rdma_conn *rc, uint32_t want)
 	uint32_t ncap = rc->cap;
 	int ret;
 
-	/* the callers keep within the QP's depth; an older growth's header
-	 * slots still read: room comes as that work retires */
-	if (want > SQ_DEPTH || rc->hdrs_old)
+	/* the callers keep within the QP's depth */
+	if (want > SQ_DEPTH)
 		return -EAGAIN;
 	while (ncap < want)
 		ncap *= 2;
@@ -557,7 +579,7 @@ static void ring_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (rc->state != RC_UP || rc->cap <= RING_MIN)
 		return;
 	rc->ring_busy = false;
-	if (!busy && rc->head == rc->tail && !rc->hdrs_old)
+	if (!busy && rc->head == rc->tail && !rc->nold)
 		ring_move(rc, rc->cap / 2);
 	if (rc->cap > RING_MIN)
 		ring_timer_start(rc);
@@ -582,9 +604,9 @@ void rdma_ring_free(struct rdma_conn *rc)
 	}
 	if (rc->hdrs)
 		rmsgi_pool_free(pool, rc->hdrs);
-	if (rc->hdrs_old)
-		rmsgi_pool_free(pool, rc->hdrs_old);
+	while (rc->nold)
+		rmsgi_pool_free(pool, rc->hdrs_old[--rc->nold]);
 	free(rc->ring);
 	rc->ring = NULL;
-	rc->hdrs = rc->hdrs_old = NULL;
+	rc->hdrs = NULL;
 }

@@ -83,6 +83,58 @@ static void export__window_on_qp(void **state)
 	free(buf);
 }
 
+/* exports to one connection beyond the ring's first 16 slots: the ring
+ * grows (send.c) while a send is on the device and the binds are held
+ * behind it, so none is refused (at a resume every export is bound again
+ * this way: rmsg_cfg_set_resume_ms.3), and the send's header stays as
+ * posted until it completes */
+static void export__many_grow_the_ring(void **state)
+{
+	struct rt *t = *state;
+	uint8_t *buf = calloc(1, 4096), *pbuf;
+	uint8_t d[RMSG_MR_DESC_SIZE];
+	struct rmsg_mr *mr;
+	int i, n = 100, binds = 0;
+
+	assert_non_null(buf);
+	mock.mw_type2 = true;
+	connect_peer(t, 32, 8192);
+	assert_int_equal(rmsg_buf_alloc(t->ctx, 1000, (void **)&pbuf), 0);
+	memset(pbuf, 'p', 1000);
+	assert_int_equal(send_buf(t, pbuf, 1000, 1), 0);
+	rmsgi_ctx_flush(t->ctx);
+	assert_int_equal(mock.n_sent, 1);
+	assert_int_equal(
+		rmsg_mr_reg(t->ctx, buf, 4096, RMSG_ACCESS_REMOTE_READ, &mr),
+		0);
+	for (i = 0; i < n; i++)
+		assert_int_equal(rmsg_mr_export(mr, t->c, (uint64_t)i * 8, 8,
+						RMSG_ACCESS_REMOTE_READ, d),
+				 0);
+	assert_int_equal(mock.n_sent, 1); /* held behind the send */
+	for (i = 0; i < 2 * n && mock.n_sent < n + 1; i++) {
+		mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+		pump(t);
+	}
+	assert_int_equal(mock.n_sent, n + 1);
+	for (i = 1; i <= n; i++) {
+		binds += mock.sent[i].opcode == IBV_WR_BIND_MW;
+		assert_int_equal(mock.sent[i].mw_addr,
+				 (uintptr_t)buf + (i - 1) * 8);
+	}
+	assert_int_equal(binds, n);
+	assert_int_equal(done_count(t, 1, NULL), 1);
+	assert_int_equal(mock.n_changed_before_read, 0);
+	assert_int_equal(mock.n_bad_sge, 0);
+	cm_event(t, t->id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+	pump(t);
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(mock.n_qp_with_mw, 0);
+	assert_int_equal(rmsg_mr_dereg(mr), 0);
+	rmsg_buf_free(t->ctx, pbuf);
+	free(buf);
+}
+
 /* a device without type-2 windows refuses per-connection export and
  * says so; the any-peer export registers the range with remote rights */
 static void export__no_type2_windows(void **state)
@@ -180,9 +232,8 @@ static void send__copy_reg_failure(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(export__window_on_qp),
-		T(export__no_type2_windows),
-		T(send__rendezvous_reg_failure),
+		T(export__window_on_qp),     T(export__many_grow_the_ring),
+		T(export__no_type2_windows), T(send__rendezvous_reg_failure),
 		T(send__copy_reg_failure),
 	};
 
