@@ -35,7 +35,12 @@
  * post() fills a slot; kick() posts the new slots as one chain with only
  * the last one signalled (and every SIG_EVERY-th), so a burst costs one
  * doorbell and one completion. A signalled completion retires every slot
- * before it, in order.
+ * before it, in order. The ring's storage follows use (send.c): 16 slots
+ * and their registered header slots at first, doubled when a post needs
+ * more, up to the QP's depth, and halved again after RING_IDLE_MS in
+ * which no more than half of it was used. The QP's own send queue cannot
+ * follow: verbs fix its depth at creation (rxe refuses IBV_QP_CAP in
+ * ibv_modify_qp, in INIT as in RTS: docs/performance.md).
  *
  * Rendezvous: the sender registers its pieces (through the registration
  * cache of mr.c, without remote rights), binds a type-2 memory window
@@ -108,7 +113,7 @@
 /* the ring's storage (slots and registered header slots) starts at
  * RING_MIN slots and doubles with use up to SQ_DEPTH; a ring that
  * needed no more than half of it for RING_IDLE_MS shrinks back
- * (send.c, rdma_ring_grow and rdma_ring_idle) */
+ * (send.c: rdma_ring_grow, ring_timer_cb) */
 #define RING_MIN 16
 #define RING_GROWTHS 3 /* log2(SQ_DEPTH / RING_MIN) */
 #define RING_IDLE_MS 1000
