@@ -49,7 +49,9 @@ static int rndv_prepare(struct rdma_conn *rc, struct rmsgi_op *op,
 	mw = rc->r->mw_ok && pieces <= RNDV_MW_MAX;
 	if (mw && (ring_used(rc) + (uint32_t)pieces + 1 > SQ_DEPTH - 8 ||
 		   !ring_fits(rc, (uint32_t)pieces + 1)))
-		return -EAGAIN;
+		/* an empty ring that could not grow (no memory for it):
+		 * no completion will bring room, so this message fails */
+		return ring_used(rc) ? -EAGAIN : -ENOMEM;
 	if (gather) {
 		copy = malloc(op->len);
 		if (!copy)
@@ -419,6 +421,11 @@ void rdma_rc_retire(struct rdma_conn *rc, uint32_t upto, int status)
 			rmsgi_pool_free(rc->r->env->pool, s->copybuf);
 			s->copybuf = NULL;
 		}
+		/* nothing of @s is read after the up-calls below: they may
+		 * post (and so grow the ring, freeing this slot's storage)
+		 * or end the connection */
+		if (s->is_read)
+			rc->reads_out--;
 		if (s->kind == SLOT_READ) {
 			struct rndv_rx *rx = s->rx;
 
@@ -453,8 +460,6 @@ void rdma_rc_retire(struct rdma_conn *rc, uint32_t upto, int status)
 				rma_release(rc->r->ctx, s->op);
 			rmsgi_conn_op_done(c, s->op, st);
 		}
-		if (s->is_read)
-			rc->reads_out--;
 	}
 	if (RMSGI_UNLIKELY(rc->nold))
 		ring_old_retire(rc);
@@ -578,11 +583,13 @@ static void ring_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_ref(loop);
 	if (rc->state != RC_UP || rc->cap <= RING_MIN)
 		return;
+	rdma_enter(rc->r);
 	rc->ring_busy = false;
 	if (!busy && rc->head == rc->tail && !rc->nold)
 		ring_move(rc, rc->cap / 2);
 	if (rc->cap > RING_MIN)
 		ring_timer_start(rc);
+	rdma_leave(rc->r);
 }
 
 int rdma_ring_init(struct rdma_conn *rc)

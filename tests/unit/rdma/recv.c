@@ -310,6 +310,45 @@ static void rndv_rx__split_reads(void **state)
 }
 
 /* no more reads in flight than the device's rd_atom */
+/* the read's completion delivers the message, and the RNDV_ACK's post
+ * sends everything queued behind it at once: 40 sends that grow the send
+ * ring from inside the retirement of the read (the slot being retired
+ * moves; ASan's run of this test caught a read of it after the move) */
+static void rndv_rx__done_posts_and_grows(void **state)
+{
+	struct rt *t = *state;
+	uint8_t *src = pattern(20000, 5);
+	struct rmsgi_seg seg = {(uintptr_t)src, 20000, 9};
+	int i;
+
+	connect_peer(t, 64, 8192);
+	peer_rndv(t, 7, 20000, &seg, 1);
+	pump(t);
+	assert_int_equal(mock.n_sent, 1); /* the read */
+	for (i = 0; i < 40; i++)
+		assert_int_equal(send_str(t, "behind", 100 + i), 0);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	rt_poll(t->ctx);
+	assert_int_equal(t->msgs, 1);
+	assert_memory_equal(t->last_msg, src, 20000);
+	for (i = 0; i < 20 && count(t, 'S') < 40; i++) {
+		mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+		pump(t);
+	}
+	assert_int_equal(count(t, 'S'), 40);
+	for (i = 0; i < 40; i++)
+		assert_int_equal(done_count(t, 100 + i, NULL), 1);
+	/* reads still within the device's limit afterwards */
+	peer_rndv(t, 8, 20000, &seg, 1);
+	pump(t);
+	assert_true(mock_outstanding(t->qpn) >= 1);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+	assert_int_equal(t->msgs, 2);
+	assert_int_equal(mock.n_changed_before_read, 0);
+	free(src);
+}
+
 static void rndv_rx__reads_within_rd_atom(void **state)
 {
 	struct rt *t = *state;
@@ -710,6 +749,7 @@ int main(void)
 		T(rndv_rx__unwritten_read_fails),
 		T(rndv_rx__second_release),
 		T(rndv_rx__split_reads),
+		T(rndv_rx__done_posts_and_grows),
 		T(rndv_rx__reads_within_rd_atom),
 		T(rndv_rx__read_error),
 		T(rndv_rx__no_memory_refused),
