@@ -918,6 +918,12 @@ int rmsg_conn_local_addr(const struct rmsg_conn *c,
  * @failbacks: times a resumable auto:// connection that ran over TCP
  *             after RDMA failed moved back to RDMA (probed in the
  *             background: rmsg_cfg_set_resume_ms(3))
+ * @credits_given: credits we gave back to the peer: its grant to us had
+ *                 grown, we left it unused and the peer asked
+ *                 (rmsg_cfg_set_credits_initial(3))
+ * @credits_reclaimed: credits the peer gave back: our grant to it had
+ *                     grown, it left it unused, and we asked; the
+ *                     grant is back at its start
  *
  * Every member is a count since the connection (the context) was created;
  * none ever goes back. A context's counters are the sums of those of all
@@ -964,6 +970,8 @@ struct rmsg_stats {
 	uint64_t replayed;
 	uint64_t resume_refused;
 	uint64_t failbacks;
+	uint64_t credits_given;
+	uint64_t credits_reclaimed;
 };
 
 /**

@@ -287,6 +287,9 @@ void rmsgi_conn_grant(struct rmsg_conn *c, uint32_t credits)
 		rmsgi_dbg(c->ctx, "conn %u: grant %u -> %u credits", c->id,
 			  c->cr.grant, credits);
 	rmsgi_credit_grown(&c->cr, credits);
+	/* grown: it comes back if the peer stops using it (reclaim.c) */
+	if (c->cr.grant > c->cr.grant_min)
+		rmsgi_reclaim_start(c);
 	if (credit_due(c))
 		rmsgi_ctx_mark_dirty(c->ctx, c);
 }
@@ -629,6 +632,7 @@ void rmsgi_conn_finalize(struct rmsg_conn *c)
 			(unsigned long long)c->st.msgs_recv,
 			(unsigned long long)c->st.bytes_recv);
 	rmsgi_keepalive_stop(c);
+	rmsgi_reclaim_stop(c);
 	rmsgi_session_end(c);
 	/* what was exported to this connection ends with it */
 	rmsgi_mr_conn_gone(c);

@@ -14,6 +14,8 @@ void rmsgi_credit_grant(struct rmsgi_credit *cr, uint32_t my_grant)
 	cr->shrink_to = my_grant;
 	cr->epoch_n = 0;
 	cr->epoch_low = (int32_t)my_grant;
+	cr->tick_n = 0;
+	cr->give_want = 0;
 	/* no byte window until both hellos say so (rmsgi_credit_window) */
 	rmsgi_credit_window(cr, 0, 0);
 }
@@ -69,4 +71,20 @@ void rmsgi_credit_window(struct rmsgi_credit *cr, uint32_t out, uint32_t in)
 	cr->wq_in = in / 4;
 	cr->wpeer_avail = in;
 	cr->wto_return = 0;
+}
+
+int rmsgi_credit_given_back(struct rmsgi_credit *cr, uint64_t n)
+{
+	if (n > (uint64_t)(cr->peer_avail > 0 ? cr->peer_avail : 0) ||
+	    n > cr->grant)
+		return -EPROTO;
+	cr->peer_avail -= (int32_t)n;
+	cr->grant -= (uint32_t)n;
+	if (cr->shrink_to > cr->grant)
+		cr->shrink_to = cr->grant;
+	cr->threshold = rmsgi_credit_threshold(cr->grant);
+	/* a new epoch and a new look, from what the peer holds now */
+	cr->epoch_n = 0;
+	cr->epoch_low = cr->peer_avail;
+	return 0;
 }

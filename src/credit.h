@@ -25,6 +25,18 @@
  * The peer can never hold more than we counted (peer_avail), so the
  * hostile-peer rule is unchanged: the first frame beyond it is -EPROTO.
  *
+ * A grown grant also comes back when the peer stops using it (issue 32;
+ * reclaim.c): the epoch rule above needs the peer's frames to withhold
+ * their returns, and an idle peer holds all its credits. So the receiver
+ * asks (a CREDIT frame marked RMSGI_CREDIT_TAKE, id = how many) and the
+ * peer gives back what it holds beyond the two a message needs (a CREDIT
+ * frame marked RMSGI_CREDIT_GIVE, id = how many, dropped from its avail
+ * as the frame goes); the receiver then lowers the grant and its view of
+ * the peer by that many (rmsgi_credit_given_back). A peer that gives more
+ * than it can hold is refused (-EPROTO). A peer that does not know TAKE
+ * ignores it (an older librmsg reads an unknown aux as a plain CREDIT
+ * frame), and is never sent GIVE, which only answers a TAKE.
+ *
  * The byte window (issue 32): toward a peer whose hello grants one
  * (RMSGI_HELLO_WIN, TCP), a frame also costs bytes: its payload's
  * length, at most half the window (a larger frame costs half, so one
@@ -67,6 +79,8 @@ struct rmsgi_credit {
 	uint32_t shrink_to; /* freed buffers are withheld while above */
 	uint32_t epoch_n;   /* frames that came this epoch */
 	int32_t epoch_low;  /* the least peer_avail they left */
+	uint32_t tick_n;    /* frames that came since reclaim.c's look */
+	uint32_t give_want; /* credits the peer asked back, not yet given */
 	/* the byte window; all 0 while off (a peer without one, RDMA) */
 	uint32_t win_out;    /* the peer's window to us */
 	uint32_t wavail;     /* bytes we may still send */
@@ -306,7 +320,8 @@ static inline bool rmsgi_credit_want_update(const struct rmsgi_credit *cr)
 	uint32_t n = cr->to_return, b = cr->wto_return;
 
 	return n >= cr->threshold || (n && cr->peer_avail <= 1) ||
-	       (b && (b >= cr->wq_in || cr->wpeer_avail < cr->wcap_in));
+	       (b && (b >= cr->wq_in || cr->wpeer_avail < cr->wcap_in)) ||
+	       cr->give_want != 0;
 }
 
 /* a frame from the peer arrived and used one of its credits: 0, or
@@ -316,6 +331,7 @@ static inline int rmsgi_credit_arrived(struct rmsgi_credit *cr)
 {
 	if (--cr->peer_avail < cr->epoch_low)
 		cr->epoch_low = cr->peer_avail;
+	cr->tick_n++;
 	if (++cr->epoch_n >= cr->grant)
 		rmsgi_credit_epoch(cr);
 	return cr->peer_avail < 0 ? -EPROTO : 0;
@@ -336,5 +352,35 @@ static inline bool rmsgi_credit_peer_held(const struct rmsgi_credit *cr)
 {
 	return cr->peer_avail <= 0 && cr->to_return == 0;
 }
+
+/* giving credits back (reclaim.c). The peer asked for @n of ours back
+ * (RMSGI_CREDIT_TAKE): they go on our next CREDIT frame */
+static inline void rmsgi_credit_give_asked(struct rmsgi_credit *cr, uint64_t n)
+{
+	cr->give_want = n > RMSGI_CREDITS_MAX ? RMSGI_CREDITS_MAX : (uint32_t)n;
+}
+
+/* how many our CREDIT frame gives back now, before it takes its own
+ * credit: what was asked, keeping the frame's credit and the two a
+ * message needs */
+static inline uint32_t rmsgi_credit_give_count(const struct rmsgi_credit *cr)
+{
+	uint32_t can = cr->avail > 3 ? cr->avail - 3 : 0;
+
+	return cr->give_want < can ? cr->give_want : can;
+}
+
+/* the frame giving @n back went: they are no longer ours */
+static inline void rmsgi_credit_gave(struct rmsgi_credit *cr, uint32_t n)
+{
+	cr->avail -= n;
+	cr->give_want = 0;
+}
+
+/* the peer gave @n of our grant back (RMSGI_CREDIT_GIVE): the grant and
+ * what the peer holds drop by @n. -EPROTO if it holds fewer. The grant
+ * may end below the start (an epoch shrank it meanwhile): the caller
+ * grows it back to the start */
+int rmsgi_credit_given_back(struct rmsgi_credit *cr, uint64_t n);
 
 #endif /* RMSG_CREDIT_H */

@@ -22,6 +22,7 @@
 #include "registry.h"
 #include "credit.h"
 #include "keepalive.h"
+#include "reclaim.h"
 
 struct rmsg_cfg {
 	struct rmsgi_cfgv v;
@@ -430,6 +431,7 @@ struct rmsg_conn {
 	bool lst_pending;	    /* ... as a handshake too */
 	bool lst_suspended;	    /* ... as suspended (l->nsuspended) */
 	struct rmsgi_live live;	    /* liveness and keepalive (keepalive.h) */
+	struct rmsgi_reclaim rcl;   /* a grown grant's return (reclaim.h) */
 	int close_reason;
 	/* why it closed or was refused, for rmsg_conn_close_reason(): the
 	 * first reason given while open (rmsgi_conn_why), else the text of
@@ -559,6 +561,18 @@ void rmsgi_keepalive_stop(struct rmsg_conn *c);
  * on_close then says -ESHUTDOWN, not -ECONNRESET (older peers see a
  * plain CREDIT frame) */
 #define RMSGI_CREDIT_BYE 2
+/* ... asks the peer to give back id of our grant to it, and with this
+ * one gives back id of the peer's grant to us (reclaim.c) */
+#define RMSGI_CREDIT_TAKE 3
+#define RMSGI_CREDIT_GIVE 4
+/* reclaim.c: a grown grant comes back from an idle peer */
+void rmsgi_reclaim_start(struct rmsg_conn *c);
+void rmsgi_reclaim_stop(struct rmsg_conn *c);
+void rmsgi_reclaim_look(struct rmsg_conn *c);
+/* the peer asked for @n of ours (TAKE), gave back @n of its (GIVE: 0,
+ * or -EPROTO: more than it holds) */
+void rmsgi_reclaim_asked(struct rmsg_conn *c, uint64_t n);
+int rmsgi_reclaim_given(struct rmsg_conn *c, uint64_t n);
 void rmsgi_keepalive_answer(struct rmsg_conn *c);
 /* session.c, for keepalive.c: the peer of a resumable connection (c->ss
  * set) acknowledged none of our messages for @bound seconds (@heard: it
@@ -584,6 +598,13 @@ void rmsgi_conn_lost(struct rmsg_conn *c, int reason);
  * its way already (that tells the peer too) or @c is not established;
  * true if it was queued */
 bool rmsgi_conn_send_credit(struct rmsg_conn *c, uint32_t aux);
+/* ... with @id in its header */
+bool rmsgi_conn_send_credit_id(struct rmsg_conn *c, uint32_t aux, uint64_t id);
+/* our CREDIT frame @op is posted now: it gives back what the peer asked
+ * for (rmsgi_reclaim_asked), as much as we can spare; once it went,
+ * rmsgi_conn_credit_gave() drops them from our credits */
+void rmsgi_conn_credit_give(struct rmsg_conn *c, struct rmsgi_op *op);
+void rmsgi_conn_credit_gave(struct rmsg_conn *c, const struct rmsgi_op *op);
 /* the oldest rendezvous (or emulated one-sided op) waiting for the
  * peer's answer, or NULL (send.c) */
 const struct rmsgi_op *rmsgi_conn_oldest_wait(const struct rmsg_conn *c);

@@ -264,6 +264,12 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 			c->peer_bye = true; /* its end follows */
 			if (c->ss)
 				rmsgi_session_bye(c);
+		} else if (h->aux == RMSGI_CREDIT_TAKE)
+			rmsgi_reclaim_asked(c, h->id);
+		else if (h->aux == RMSGI_CREDIT_GIVE &&
+			 rmsgi_reclaim_given(c, h->id)) {
+			rmsgi_conn_abort(c, -EPROTO);
+			return -EPROTO;
 		}
 		return 0;
 	case RMSGI_T_IMM:

@@ -310,7 +310,8 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 	if (c->state == RMSGI_CS_ESTABLISHED && !credit_op_busy(c) &&
 	    credit_due(c) &&
 	    (rmsgi_list_empty(&c->tx.sendq) ||
-	     !rmsgi_credit_can_send(&c->cr, true) || head_waits_bytes(c))) {
+	     !rmsgi_credit_can_send(&c->cr, true) || head_waits_bytes(c) ||
+	     c->cr.give_want)) {
 		rmsgi_conn_credit_first(c, 0);
 	}
 	while ((c->state == RMSGI_CS_ESTABLISHED ||
@@ -355,6 +356,10 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 				op = pk;
 		}
 		if (!native) {
+			/* the peer asked for some of its grant back */
+			if (RMSGI_UNLIKELY(c->cr.give_want) &&
+			    op == &c->tx.credit_op)
+				rmsgi_conn_credit_give(c, op);
 			op->credits = credit_take(c);
 			op->wret = rmsgi_credit_take_bytes(&c->cr, op_wlen(op));
 			if (c->ss) {
@@ -374,6 +379,9 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		ret = c->tops->post(c->tr_priv, op);
 		if (ret == 0) {
 			posted = true;
+			if (RMSGI_UNLIKELY(op->aux == RMSGI_CREDIT_GIVE) &&
+			    op == &c->tx.credit_op)
+				rmsgi_conn_credit_gave(c, op);
 			c->tx.posts += op != &c->tx.credit_op;
 			rmsgi_stats_posted(c, op);
 			if (c->ss)

@@ -375,6 +375,7 @@ bool rmsgi_session_suspend(struct rmsg_conn *c, int reason)
 		return false;
 	rmsgi_conn_set_state(c, RMSGI_CS_SUSPENDED);
 	rmsgi_keepalive_stop(c);
+	rmsgi_reclaim_stop(c);
 	rmsgi_failback_stop(c);
 	c->st.suspends++;
 	rmsgi_conn_event(c, "suspended", "err=%s why=\"%s\" resume_ms=%u",

@@ -72,6 +72,8 @@ static const struct {
 	{"replayed", "messages sent again after a resume", C_},
 	{"resume_refused", "resume requests refused (session, proof)", X_},
 	{"failbacks", "auto:// connections moved back to RDMA from TCP", C_},
+	{"credits_given", "credits given back to an idle peer that asked", C_},
+	{"credits_reclaimed", "credits an idle peer gave back when asked", C_},
 };
 #undef C_
 #undef X_

@@ -76,7 +76,7 @@ esac
 # transport; starts from its regression inputs, grows its own corpus
 conn_stage() {
 	CSRCS="src/async.c src/cfg.c src/conn.c src/send.c src/rx.c src/pack.c
-	 src/start.c src/why.c src/hello.c src/session.c src/resume.c src/rekey.c src/ctrl.c src/rma.c src/reap.c
+	 src/start.c src/why.c src/hello.c src/session.c src/resume.c src/rekey.c src/ctrl.c src/rma.c src/reap.c src/reclaim.c
 	 src/credit.c src/ctx.c src/err.c
 	 src/keepalive.c src/listener.c src/log.c src/mr.c src/regcache.c src/msg.c src/pool.c
 	 src/proto.c src/rpc.c src/stats.c src/uri.c src/auth.c src/resolve.c

@@ -578,6 +578,245 @@ static void conn_grant__backend_bound(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* a grown grant back from an idle peer (issue 32; reclaim.c)           */
+
+/* flushes and returns the last CREDIT frame posted with @aux (NULL if
+ * none), completing everything posted */
+static const struct fake_posted *credit_posted(struct t *t, struct gpeer *p,
+					       uint32_t aux)
+{
+	static struct fake_posted got;
+	bool found = false;
+	int i;
+
+	flush(t);
+	for (i = 0; i < ft.nposted; i++)
+		if (ft.posted[i].type == RMSGI_T_CREDIT &&
+		    ft.posted[i].aux == aux) {
+			got = ft.posted[i];
+			found = true;
+		}
+	gpeer_take(t, p);
+	return found ? &got : NULL;
+}
+
+/* the grant grown to GMAX by a busy peer, then a look with the peer
+ * still busy (it asks nothing), then idle */
+static struct t *grown_t(void **state, struct gpeer *p)
+{
+	struct t *t = grant_t(state, true, p);
+	int round;
+
+	for (round = 0; round < 4; round++)
+		gpeer_burst(t, p);
+	assert_int_equal(p->have, GMAX);
+	assert_true(t->c->rcl.on);
+	rmsgi_reclaim_look(t->c); /* the bursts were since the start */
+	assert_null(credit_posted(t, p, RMSGI_CREDIT_TAKE));
+	return t;
+}
+
+/* the peer gives @n back as it would: a CREDIT frame with what it owes */
+static int gpeer_give(struct t *t, struct gpeer *p, uint64_t n)
+{
+	uint16_t back = (uint16_t)p->owe;
+
+	p->owe = 0;
+	p->have -= 1 + (int)n;
+	p->sent++;
+	return rx(t->c, RMSGI_T_CREDIT, back, RMSGI_CREDIT_GIVE, n,
+		  tmsg_new(t->c, NULL));
+}
+
+/* idle for a look: asked for what is above the start; given it, the
+ * grant is back at the start, the backend is told, and the peer's
+ * bound is the new grant; busy again, it grows again */
+static void conn_reclaim__idle_peer_gives_back(void **state)
+{
+	struct gpeer p;
+	struct t *t = grown_t(state, &p);
+	const struct fake_posted *take;
+	struct rmsg_stats st;
+	int i;
+
+	rmsgi_reclaim_look(t->c);
+	take = credit_posted(t, &p, RMSGI_CREDIT_TAKE);
+	assert_non_null(take);
+	assert_int_equal(take->id, GMAX - 4);
+	/* it keeps its frame's credit and two: 24 - 1 - 20 = 3 */
+	assert_int_equal(gpeer_give(t, &p, GMAX - 4), 0);
+	assert_int_equal(t->c->cr.grant, 4);
+	assert_int_equal(ft.last_grant, 4);
+	assert_int_equal(p.have, 3);
+	assert_int_equal(rmsg_conn_stats(t->c, &st, sizeof(st)),
+			 (int)sizeof(st));
+	assert_int_equal(st.credits_reclaimed, GMAX - 4);
+	/* at the start now: not asked again, and the timer is off */
+	gpeer_take(t, &p);
+	rmsgi_reclaim_look(t->c);
+	assert_null(credit_posted(t, &p, RMSGI_CREDIT_TAKE));
+	assert_false(t->c->rcl.on);
+	/* the GIVE frame's credit goes back with the next returns: it
+	 * holds 3 and may send those, not one more */
+	assert_int_equal(p.have, 3);
+	assert_int_equal(t->c->cr.to_return, 1);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(gpeer_send(t, &p), 0);
+	assert_int_equal(gpeer_send(t, &p), -EPROTO);
+	assert_int_equal(ft.ndisconnect, 1);
+}
+
+/* and busy again after giving back, the grant grows again */
+static void conn_reclaim__grows_again(void **state)
+{
+	struct gpeer p;
+	struct t *t = grown_t(state, &p);
+	int round;
+
+	rmsgi_reclaim_look(t->c);
+	assert_non_null(credit_posted(t, &p, RMSGI_CREDIT_TAKE));
+	assert_int_equal(gpeer_give(t, &p, GMAX - 4), 0);
+	gpeer_take(t, &p);
+	for (round = 0; round < 4; round++)
+		gpeer_burst(t, &p);
+	assert_int_equal(p.have, GMAX);
+	assert_true(t->c->rcl.on);
+	assert_int_equal(t->closed, 0);
+}
+
+/* a peer that used more than half the start since the last look is not
+ * asked; one that has too few to give, neither */
+static void conn_reclaim__busy_peer_not_asked(void **state)
+{
+	struct gpeer p;
+	struct t *t = grown_t(state, &p);
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		gpeer_burst(t, &p);
+		rmsgi_reclaim_look(t->c);
+		assert_null(credit_posted(t, &p, RMSGI_CREDIT_TAKE));
+	}
+	/* five frames since the last look, one at a time: more than the
+	 * start (4) grants, so it may have needed more */
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(gpeer_send(t, &p), 0);
+		gpeer_take(t, &p);
+	}
+	rmsgi_reclaim_look(t->c);
+	assert_null(credit_posted(t, &p, RMSGI_CREDIT_TAKE));
+	/* three: asked */
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(gpeer_send(t, &p), 0);
+		gpeer_take(t, &p);
+	}
+	rmsgi_reclaim_look(t->c);
+	assert_non_null(credit_posted(t, &p, RMSGI_CREDIT_TAKE));
+	assert_int_equal(t->closed, 0);
+}
+
+/* a peer that gives back more than it holds breaks the protocol */
+static void conn_reclaim__give_beyond_held(void **state)
+{
+	struct gpeer p;
+	struct t *t = grown_t(state, &p);
+
+	/* it holds GMAX; its GIVE frame takes one */
+	assert_int_equal(gpeer_give(t, &p, GMAX), -EPROTO);
+	assert_int_equal(ft.ndisconnect, 1);
+	assert_int_equal(t->c->st.proto_errors, 1);
+}
+
+/* unasked, a give within what it holds is taken (it only lowers what it
+ * may send), down to the start; below it, the start comes back */
+static void conn_reclaim__give_unasked(void **state)
+{
+	struct gpeer p;
+	struct t *t = grown_t(state, &p);
+
+	assert_int_equal(gpeer_give(t, &p, GMAX - 2), 0);
+	assert_int_equal(t->c->cr.grant, 4);
+	gpeer_take(t, &p);
+	/* 24 - 1 - 22 = 1, its GIVE frame's credit and the 2 below the
+	 * start come back */
+	assert_int_equal(p.have, 4);
+	assert_int_equal(t->closed, 0);
+}
+
+/* an older peer never answers: after RMSGI_RECLAIM_WAITS looks it is
+ * not asked again */
+static void conn_reclaim__old_peer_asked_once(void **state)
+{
+	struct gpeer p;
+	struct t *t = grown_t(state, &p);
+	int i;
+
+	rmsgi_reclaim_look(t->c);
+	assert_non_null(credit_posted(t, &p, RMSGI_CREDIT_TAKE));
+	for (i = 0; i < RMSGI_RECLAIM_WAITS + 3; i++) {
+		rmsgi_reclaim_look(t->c);
+		assert_null(credit_posted(t, &p, RMSGI_CREDIT_TAKE));
+	}
+	assert_false(t->c->rcl.on);
+	assert_true(t->c->rcl.never);
+	assert_int_equal(t->c->cr.grant, GMAX);
+	/* nothing lost: it still sends what it holds */
+	gpeer_burst(t, &p);
+	assert_int_equal(t->closed, 0);
+}
+
+/* the other side: asked for credits, we give back what we hold beyond
+ * three on our next CREDIT frame, and no more than asked */
+static void conn_reclaim__we_give_when_asked(void **state)
+{
+	struct t *t = *state;
+	struct rmsg_stats st;
+	int i;
+
+	struct rmsgi_hello h = {
+		.credits = 4, .eager_size = 8192, .flags = RMSGI_HELLO_F_GROW};
+
+	/* the peer grants 4, and returns more as its grant grows */
+	rmsgi_conn_ev_established(t->c, &h);
+	/* it grew its grant to us: 28 more */
+	assert_int_equal(rx_credit(t->c, 28), 0);
+	flush(t);
+	tr_complete_all(t->c, 0);
+	assert_int_equal(t->c->cr.avail, 32);
+	assert_int_equal(rx(t->c, RMSGI_T_CREDIT, 0, RMSGI_CREDIT_TAKE, 40,
+			    tmsg_new(t->c, NULL)),
+			 0);
+	flush(t);
+	for (i = 0; i < ft.nposted; i++)
+		if (ft.posted[i].aux == RMSGI_CREDIT_GIVE)
+			break;
+	assert_true(i < ft.nposted);
+	assert_int_equal(ft.posted[i].type, RMSGI_T_CREDIT);
+	/* 32 less its own and the two a message needs */
+	assert_int_equal(ft.posted[i].id, 29);
+	assert_int_equal(t->c->cr.avail, 2);
+	assert_int_equal(t->c->cr.give_want, 0);
+	assert_int_equal(rmsg_conn_stats(t->c, &st, sizeof(st)),
+			 (int)sizeof(st));
+	assert_int_equal(st.credits_given, 29);
+	tr_complete_all(t->c, 0);
+	/* messages still go */
+	assert_int_equal(send_str(t, "after", 1), 0);
+	flush(t);
+	assert_int_equal(ft.nposted, 1);
+	assert_int_equal(ft.posted[0].type, RMSGI_T_DATA);
+	/* asked again with too few to spare: a GIVE of 0 answers */
+	tr_complete_all(t->c, 0);
+	assert_int_equal(rx(t->c, RMSGI_T_CREDIT, 0, RMSGI_CREDIT_TAKE, 5,
+			    tmsg_new(t->c, NULL)),
+			 0);
+	flush(t);
+	assert_int_equal(ft.posted[ft.nposted - 1].aux, RMSGI_CREDIT_GIVE);
+	assert_int_equal(ft.posted[ft.nposted - 1].id, 0);
+	assert_int_equal(t->closed, 0);
+}
+
+/* ------------------------------------------------------------------ */
 /* the byte window (issue 32; credit.h)                                 */
 
 #define KIB64 65536u
@@ -853,6 +1092,13 @@ int main(void)
 		CONN_T(conn_grant__shrinks_when_idle),
 		CONN_T(conn_grant__old_peer_fixed),
 		CONN_T(conn_grant__backend_bound),
+		CONN_T(conn_reclaim__idle_peer_gives_back),
+		CONN_T(conn_reclaim__grows_again),
+		CONN_T(conn_reclaim__busy_peer_not_asked),
+		CONN_T(conn_reclaim__give_beyond_held),
+		CONN_T(conn_reclaim__give_unasked),
+		CONN_T(conn_reclaim__old_peer_asked_once),
+		CONN_T(conn_reclaim__we_give_when_asked),
 	};
 
 	unit_filter();

@@ -143,7 +143,7 @@ STATS_FIELDS = (
     "conns_opened", "conns_accepted", "conns_refused", "conns_closed",
     "auth_failures", "packs_sent", "packed_sent", "packs_recv", "packed_recv",
     "reg_taken", "reg_given", "suspends", "resumes", "replayed",
-    "resume_refused", "failbacks",
+    "resume_refused", "failbacks", "credits_given", "credits_reclaimed",
 )
 
 

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+/*
+ * reclaim.c - a grown grant comes back from an idle peer (issue 32).
+ *
+ * The grant follows use (credit.h): it doubles while the peer's frames
+ * find it at its last credit, and an epoch of frames that used less than
+ * half of it withholds returns until it is twice that use. Both need the
+ * peer's frames; a peer that goes idle after a burst holds every credit
+ * of the grown grant, and its receive buffers stay with it (RDMA: posted
+ * in the shared receive queue and counted against the registered-memory
+ * budget) for as long as the connection lives.
+ *
+ * So while the grant is above its start, a timer looks every
+ * RMSGI_RECLAIM_MS. If the peer sent no more frames since the last look
+ * than the start grants (so it never needed more; keepalive's CREDIT
+ * frames qualify, a burst does not) and holds enough to give some, it is
+ * asked for what is above the start: a CREDIT frame marked
+ * RMSGI_CREDIT_TAKE, id = how many. The peer answers with one marked
+ * RMSGI_CREDIT_GIVE, id = what it gives (credit.h: all it holds beyond
+ * three), dropped from its own credits as the frame goes; here the grant
+ * drops by as many and the backend is told (RDMA: the shared receive
+ * queue's target drops, and the buffers are withheld as they come back).
+ * A burst afterwards grows the grant again as at the start.
+ *
+ * A peer that has not answered after RMSGI_RECLAIM_WAITS looks (an older
+ * librmsg ignores the mark) is not asked again on this connection. GIVE
+ * is accepted whenever it comes and whatever was asked, as long as the
+ * peer gives no more than it holds (else -EPROTO): giving back only ever
+ * lowers what it may send.
+ */
+#include "conn_int.h"
+
+static void rcl_stop(struct rmsg_conn *c)
+{
+	struct rmsgi_reclaim *r = &c->rcl;
+
+	if (!r->on)
+		return;
+	/* the connection keeps the loop alive, not this timer */
+	ev_ref(c->ctx->loop);
+	rmsgi_timer_stop(c->ctx->loop, &r->t);
+	r->on = false;
+}
+
+/* one look at @now's grant (the timer's, and the unit tests') */
+void rmsgi_reclaim_look(struct rmsg_conn *c)
+{
+	struct rmsgi_reclaim *r = &c->rcl;
+	struct rmsgi_credit *cr = &c->cr;
+	uint32_t frames = cr->tick_n;
+
+	cr->tick_n = 0;
+	if (c->state != RMSGI_CS_ESTABLISHED)
+		return;
+	if (cr->grant <= cr->grant_min || r->never) {
+		rcl_stop(c);
+		return;
+	}
+	if (r->asked) {
+		if (++r->waits < RMSGI_RECLAIM_WAITS)
+			return;
+		rmsgi_dbg(c->ctx,
+			  "conn %u: the peer gave no credits back in %u s "
+			  "(an older librmsg?): its grant stays at %u",
+			  c->id, RMSGI_RECLAIM_WAITS * RMSGI_RECLAIM_MS / 1000,
+			  cr->grant);
+		r->never = true;
+		rcl_stop(c);
+		return;
+	}
+	/* busy since the last look (it may have needed more than the
+	 * start), or holding too few to give any */
+	if (frames > cr->grant_min || cr->peer_avail < 4)
+		return;
+	if (!rmsgi_conn_send_credit_id(c, RMSGI_CREDIT_TAKE,
+				       cr->grant - cr->grant_min))
+		return; /* our CREDIT frame is busy: the next look */
+	r->asked = true;
+	r->waits = 0;
+	rmsgi_ctx_flush(c->ctx);
+}
+
+static void rcl_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	rmsgi_reclaim_look(w->data);
+}
+
+void rmsgi_reclaim_start(struct rmsg_conn *c)
+{
+	struct rmsgi_reclaim *r = &c->rcl;
+	double iv = RMSGI_RECLAIM_MS / 1000.0;
+
+	if (r->on || r->never)
+		return;
+	c->cr.tick_n = 0;
+	r->asked = false;
+	rmsgi_timer_init(&r->t, c->ctx->env.timers, rcl_cb);
+	r->t.w.data = c;
+	rmsgi_timer_start(c->ctx->loop, &r->t, iv, iv);
+	ev_unref(c->ctx->loop);
+	r->on = true;
+}
+
+void rmsgi_reclaim_stop(struct rmsg_conn *c)
+{
+	rcl_stop(c);
+}
+
+void rmsgi_reclaim_asked(struct rmsg_conn *c, uint64_t n)
+{
+	rmsgi_credit_give_asked(&c->cr, n);
+	if (c->state == RMSGI_CS_ESTABLISHED)
+		rmsgi_ctx_mark_dirty(c->ctx, c);
+}
+
+int rmsgi_reclaim_given(struct rmsg_conn *c, uint64_t n)
+{
+	struct rmsgi_credit *cr = &c->cr;
+	uint32_t was = cr->grant;
+
+	if (rmsgi_credit_given_back(cr, n)) {
+		rmsgi_warn(c->ctx,
+			   "conn %u: the peer gave back %llu credits, more "
+			   "than the %d it holds",
+			   c->id, (unsigned long long)n, cr->peer_avail);
+		rmsgi_conn_why(c,
+			       "the peer gave back %llu credits, more than "
+			       "the %d it holds",
+			       (unsigned long long)n, cr->peer_avail);
+		return -EPROTO;
+	}
+	c->rcl.asked = false;
+	if (!n)
+		return 0;
+	c->st.credits_reclaimed += n;
+	rmsgi_dbg(c->ctx,
+		  "conn %u: the idle peer gave %llu credits back: "
+		  "grant %u -> %u",
+		  c->id, (unsigned long long)n, was, cr->grant);
+	/* the backend takes the buffers back (fewer: it cannot fail) */
+	rmsgi_conn_grant(c, cr->grant);
+	/* an epoch shrank it meanwhile: back to the start */
+	if (cr->grant < cr->grant_min)
+		rmsgi_conn_grant(c, cr->grant_min);
+	return 0;
+}
