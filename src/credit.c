@@ -14,7 +14,6 @@ void rmsgi_credit_grant(struct rmsgi_credit *cr, uint32_t my_grant)
 	cr->shrink_to = my_grant;
 	cr->epoch_n = 0;
 	cr->epoch_low = (int32_t)my_grant;
-	cr->tick_n = 0;
 	cr->give_want = 0;
 	/* no byte window until both hellos say so (rmsgi_credit_window) */
 	rmsgi_credit_window(cr, 0, 0);
@@ -78,6 +77,8 @@ int rmsgi_credit_given_back(struct rmsgi_credit *cr, uint64_t n)
 	if (n > (uint64_t)(cr->peer_avail > 0 ? cr->peer_avail : 0) ||
 	    n > cr->grant)
 		return -EPROTO;
+	if (!n)
+		return 0; /* (no new epoch: that would stop its shrinking) */
 	cr->peer_avail -= (int32_t)n;
 	cr->grant -= (uint32_t)n;
 	if (cr->shrink_to > cr->grant)

@@ -37,7 +37,11 @@ void rmsgi_conn_credit_give(struct rmsg_conn *c, struct rmsgi_op *op)
 	if (op->aux != 0 && op->aux != RMSGI_CREDIT_GIVE)
 		return; /* a probe or a request: the next frame gives */
 	op->aux = RMSGI_CREDIT_GIVE;
-	op->id = rmsgi_credit_give_count(&c->cr);
+	/* messages wait behind it: a burst starts, it needs them */
+	if (op->link.next != &c->tx.sendq || c->tx.sendq.next != &op->link)
+		op->id = 0;
+	else
+		op->id = rmsgi_credit_give_count(&c->cr);
 }
 
 void rmsgi_conn_credit_gave(struct rmsg_conn *c, const struct rmsgi_op *op)

@@ -268,6 +268,19 @@ size_t rmsgi_pool_reclaim(struct rmsgi_pool *pool)
 	return freed;
 }
 
+int rmsgi_pool_alloc_own(struct rmsgi_pool *pool, size_t len, void **buf_p)
+{
+	struct slab *s;
+	int ret;
+
+	ret = slab_add(pool, POOL_DEDICATED, RMSGI_ALIGN(len ? len : 1, 4096),
+		       &s);
+	if (ret)
+		return ret;
+	*buf_p = s->base;
+	return 0;
+}
+
 int rmsgi_pool_alloc(struct rmsgi_pool *pool, size_t len, void **buf_p)
 {
 	int cls = size_class(len ? len : 1);
@@ -276,14 +289,8 @@ int rmsgi_pool_alloc(struct rmsgi_pool *pool, size_t len, void **buf_p)
 	void *buf;
 	int ret;
 
-	if (cls == POOL_DEDICATED) {
-		ret = slab_add(pool, POOL_DEDICATED,
-			       RMSGI_ALIGN(len, (size_t)4096), &s);
-		if (ret)
-			return ret;
-		*buf_p = s->base;
-		return 0;
-	}
+	if (cls == POOL_DEDICATED)
+		return rmsgi_pool_alloc_own(pool, len, buf_p);
 	if (!pool->free[cls]) {
 		bsz = (size_t)1 << (cls + POOL_MIN_SHIFT);
 		ret = slab_add(pool, cls, RMSGI_MAX(POOL_SLAB_MIN, 4 * bsz),

@@ -46,6 +46,9 @@ int rmsgi_pool_set_reg(struct rmsgi_pool *pool,
 /* removes the hooks, deregistering every slab */
 void rmsgi_pool_clear_reg(struct rmsgi_pool *pool);
 int rmsgi_pool_alloc(struct rmsgi_pool *pool, size_t len, void **buf_p);
+/* a buffer that is a slab of its own (page-aligned, registered alone):
+ * rmsgi_pool_free() unregisters it and gives it back at once */
+int rmsgi_pool_alloc_own(struct rmsgi_pool *pool, size_t len, void **buf_p);
 void rmsgi_pool_free(struct rmsgi_pool *pool, void *buf);
 /* 0 and the key if [addr, addr+len) lies in one registered slab */
 int rmsgi_pool_lookup(const struct rmsgi_pool *pool, const void *addr,

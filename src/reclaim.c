@@ -10,23 +10,31 @@
  * in the shared receive queue and counted against the registered-memory
  * budget) for as long as the connection lives.
  *
- * So while the grant is above its start, a timer looks every
- * RMSGI_RECLAIM_MS. If the peer sent no more frames since the last look
- * than the start grants (so it never needed more; keepalive's CREDIT
- * frames qualify, a burst does not) and holds enough to give some, it is
- * asked for what is above the start: a CREDIT frame marked
- * RMSGI_CREDIT_TAKE, id = how many. The peer answers with one marked
- * RMSGI_CREDIT_GIVE, id = what it gives (credit.h: all it holds beyond
- * three), dropped from its own credits as the frame goes; here the grant
- * drops by as many and the backend is told (RDMA: the shared receive
- * queue's target drops, and the buffers are withheld as they come back).
- * A burst afterwards grows the grant again as at the start.
+ * So while the grant is above its start (by more than one), a timer
+ * looks every RMSGI_RECLAIM_MS. The peer is quiet over a look if it sent
+ * no more than half the start of messages and one-sided operations
+ * (its CREDIT frames do not count: keepalive sends them). Once
+ * RMSGI_RECLAIM_QUIET looks in a row found it quiet and it holds enough
+ * to give some, it is asked for what is above the start plus one: a
+ * CREDIT frame marked RMSGI_CREDIT_TAKE, id = how many. The peer answers
+ * with one marked RMSGI_CREDIT_GIVE, id = what it gives (credit.h: what
+ * was asked, keeping at least two and its frame's credit; nothing while
+ * it has messages waiting to go), dropped from its own credits as the
+ * frame goes; here the grant drops by as many and the backend is told
+ * (RDMA: the shared receive queue's target drops, the buffers are kept
+ * unposted as they come back, and their memory goes back to the pool
+ * when whole chunks of them are). An idle peer ends with the start in
+ * hand and the GIVE frame's credit on its way back to it: the start
+ * plus one, so that a burst afterwards finds it as a new connection
+ * would, and grows the grant again as at the start.
  *
  * A peer that has not answered after RMSGI_RECLAIM_WAITS looks (an older
- * librmsg ignores the mark) is not asked again on this connection. GIVE
- * is accepted whenever it comes and whatever was asked, as long as the
- * peer gives no more than it holds (else -EPROTO): giving back only ever
- * lowers what it may send.
+ * librmsg ignores the mark) is not asked again on this connection, unless
+ * a GIVE still comes. GIVE is accepted whenever it comes and whatever was
+ * asked, as long as the peer gives no more than it holds (else -EPROTO):
+ * giving back only ever lowers what it may send. This is not a bound
+ * against a hostile peer, which may keep what it was given: the
+ * configured credits (rmsg_cfg_set_credits) are that bound.
  */
 #include "conn_int.h"
 
@@ -43,16 +51,23 @@ static void rcl_stop(struct rmsg_conn *c)
 }
 
 /* one look at @now's grant (the timer's, and the unit tests') */
+/* what the peer did of its own accord: messages and one-sided ops */
+static uint64_t peer_activity(const struct rmsg_conn *c)
+{
+	return c->st.msgs_recv + c->st.imm_recv + c->st.writes_served +
+	       c->st.reads_served;
+}
+
 void rmsgi_reclaim_look(struct rmsg_conn *c)
 {
 	struct rmsgi_reclaim *r = &c->rcl;
 	struct rmsgi_credit *cr = &c->cr;
-	uint32_t frames = cr->tick_n;
+	uint64_t now = peer_activity(c), did = now - r->seen;
 
-	cr->tick_n = 0;
+	r->seen = now;
 	if (c->state != RMSGI_CS_ESTABLISHED)
 		return;
-	if (cr->grant <= cr->grant_min || r->never) {
+	if (cr->grant <= cr->grant_min + 1 || r->never) {
 		rcl_stop(c);
 		return;
 	}
@@ -68,12 +83,16 @@ void rmsgi_reclaim_look(struct rmsg_conn *c)
 		rcl_stop(c);
 		return;
 	}
-	/* busy since the last look (it may have needed more than the
-	 * start), or holding too few to give any */
-	if (frames > cr->grant_min || cr->peer_avail < 4)
+	/* busy since the last look, or not quiet for long enough yet, or
+	 * holding too few to give any */
+	if (did * 2 > cr->grant_min) {
+		r->quiet = 0;
+		return;
+	}
+	if (++r->quiet < RMSGI_RECLAIM_QUIET || cr->peer_avail < 4)
 		return;
 	if (!rmsgi_conn_send_credit_id(c, RMSGI_CREDIT_TAKE,
-				       cr->grant - cr->grant_min))
+				       cr->grant - cr->grant_min - 1))
 		return; /* our CREDIT frame is busy: the next look */
 	r->asked = true;
 	r->waits = 0;
@@ -94,7 +113,8 @@ void rmsgi_reclaim_start(struct rmsg_conn *c)
 
 	if (r->on || r->never)
 		return;
-	c->cr.tick_n = 0;
+	r->seen = peer_activity(c);
+	r->quiet = 0;
 	r->asked = false;
 	rmsgi_timer_init(&r->t, c->ctx->env.timers, rcl_cb);
 	r->t.w.data = c;
@@ -131,7 +151,10 @@ int rmsgi_reclaim_given(struct rmsg_conn *c, uint64_t n)
 			       (unsigned long long)n, cr->peer_avail);
 		return -EPROTO;
 	}
+	/* an answer, even a late one: the peer takes part */
 	c->rcl.asked = false;
+	c->rcl.never = false;
+	c->rcl.quiet = 0;
 	if (!n)
 		return 0;
 	c->st.credits_reclaimed += n;
@@ -144,5 +167,8 @@ int rmsgi_reclaim_given(struct rmsg_conn *c, uint64_t n)
 	/* an epoch shrank it meanwhile: back to the start */
 	if (cr->grant < cr->grant_min)
 		rmsgi_conn_grant(c, cr->grant_min);
+	/* given less than asked (it was busy): the next looks ask again */
+	if (cr->grant > cr->grant_min + 1)
+		rmsgi_reclaim_start(c);
 	return 0;
 }

@@ -11,9 +11,11 @@
 
 #include "timer.h" /* struct rmsgi_timer */
 
-/* how often a grown grant is looked at, and how long the peer has to
- * answer a request before it is taken for one that does not know it */
+/* how often a grown grant is looked at; how many looks in a row must
+ * find the peer quiet before it is asked; how long it has to answer a
+ * request before it is taken for one that does not know it */
 #define RMSGI_RECLAIM_MS 1000
+#define RMSGI_RECLAIM_QUIET 2
 #define RMSGI_RECLAIM_WAITS 5
 
 struct rmsgi_reclaim {
@@ -22,6 +24,8 @@ struct rmsgi_reclaim {
 	bool asked;    /* a TAKE went, its GIVE has not come */
 	bool never;    /* the peer never answered one: not asked again */
 	uint8_t waits; /* looks since the TAKE went */
+	uint8_t quiet; /* looks in a row that found the peer quiet */
+	uint64_t seen; /* the peer's activity at the last look */
 };
 
 #endif

@@ -357,7 +357,8 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		}
 		if (!native) {
 			/* the peer asked for some of its grant back */
-			if (RMSGI_UNLIKELY(c->cr.give_want) &&
+			if (RMSGI_UNLIKELY(c->cr.give_want ||
+					   op->aux == RMSGI_CREDIT_GIVE) &&
 			    op == &c->tx.credit_op)
 				rmsgi_conn_credit_give(c, op);
 			op->credits = credit_take(c);

@@ -616,6 +616,19 @@ static struct t *grown_t(void **state, struct gpeer *p)
 	return t;
 }
 
+/* the looks that find the peer quiet until it is asked: its TAKE */
+static const struct fake_posted *quiet_looks(struct t *t, struct gpeer *p)
+{
+	int i;
+
+	for (i = 1; i < RMSGI_RECLAIM_QUIET; i++) {
+		rmsgi_reclaim_look(t->c);
+		assert_null(credit_posted(t, p, RMSGI_CREDIT_TAKE));
+	}
+	rmsgi_reclaim_look(t->c);
+	return credit_posted(t, p, RMSGI_CREDIT_TAKE);
+}
+
 /* the peer gives @n back as it would: a CREDIT frame with what it owes */
 static int gpeer_give(struct t *t, struct gpeer *p, uint64_t n)
 {
@@ -639,28 +652,28 @@ static void conn_reclaim__idle_peer_gives_back(void **state)
 	struct rmsg_stats st;
 	int i;
 
-	rmsgi_reclaim_look(t->c);
-	take = credit_posted(t, &p, RMSGI_CREDIT_TAKE);
+	take = quiet_looks(t, &p);
 	assert_non_null(take);
-	assert_int_equal(take->id, GMAX - 4);
-	/* it keeps its frame's credit and two: 24 - 1 - 20 = 3 */
-	assert_int_equal(gpeer_give(t, &p, GMAX - 4), 0);
-	assert_int_equal(t->c->cr.grant, 4);
-	assert_int_equal(ft.last_grant, 4);
-	assert_int_equal(p.have, 3);
+	/* what is above the start and one: the GIVE frame's credit, which
+	 * comes back to it */
+	assert_int_equal(take->id, GMAX - 5);
+	assert_int_equal(gpeer_give(t, &p, GMAX - 5), 0);
+	assert_int_equal(t->c->cr.grant, 5);
+	assert_int_equal(ft.last_grant, 5);
+	assert_int_equal(p.have, 4);
 	assert_int_equal(rmsg_conn_stats(t->c, &st, sizeof(st)),
 			 (int)sizeof(st));
-	assert_int_equal(st.credits_reclaimed, GMAX - 4);
+	assert_int_equal(st.credits_reclaimed, GMAX - 5);
 	/* at the start now: not asked again, and the timer is off */
 	gpeer_take(t, &p);
 	rmsgi_reclaim_look(t->c);
 	assert_null(credit_posted(t, &p, RMSGI_CREDIT_TAKE));
 	assert_false(t->c->rcl.on);
 	/* the GIVE frame's credit goes back with the next returns: it
-	 * holds 3 and may send those, not one more */
-	assert_int_equal(p.have, 3);
+	 * holds 4 and may send those, not one more */
+	assert_int_equal(p.have, 4);
 	assert_int_equal(t->c->cr.to_return, 1);
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		assert_int_equal(gpeer_send(t, &p), 0);
 	assert_int_equal(gpeer_send(t, &p), -EPROTO);
 	assert_int_equal(ft.ndisconnect, 1);
@@ -673,9 +686,8 @@ static void conn_reclaim__grows_again(void **state)
 	struct t *t = grown_t(state, &p);
 	int round;
 
-	rmsgi_reclaim_look(t->c);
-	assert_non_null(credit_posted(t, &p, RMSGI_CREDIT_TAKE));
-	assert_int_equal(gpeer_give(t, &p, GMAX - 4), 0);
+	assert_non_null(quiet_looks(t, &p));
+	assert_int_equal(gpeer_give(t, &p, GMAX - 5), 0);
 	gpeer_take(t, &p);
 	for (round = 0; round < 4; round++)
 		gpeer_burst(t, &p);
@@ -697,21 +709,22 @@ static void conn_reclaim__busy_peer_not_asked(void **state)
 		rmsgi_reclaim_look(t->c);
 		assert_null(credit_posted(t, &p, RMSGI_CREDIT_TAKE));
 	}
-	/* five frames since the last look, one at a time: more than the
-	 * start (4) grants, so it may have needed more */
-	for (i = 0; i < 5; i++) {
-		assert_int_equal(gpeer_send(t, &p), 0);
-		gpeer_take(t, &p);
-	}
+	/* a quiet look, then three messages, one at a time: more than
+	 * half the start (4), so not quiet, and the count starts again */
 	rmsgi_reclaim_look(t->c);
 	assert_null(credit_posted(t, &p, RMSGI_CREDIT_TAKE));
-	/* three: asked */
 	for (i = 0; i < 3; i++) {
 		assert_int_equal(gpeer_send(t, &p), 0);
 		gpeer_take(t, &p);
 	}
 	rmsgi_reclaim_look(t->c);
-	assert_non_null(credit_posted(t, &p, RMSGI_CREDIT_TAKE));
+	assert_null(credit_posted(t, &p, RMSGI_CREDIT_TAKE));
+	/* then two per look (its keepalive, say): quiet; asked */
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(gpeer_send(t, &p), 0);
+		gpeer_take(t, &p);
+	}
+	assert_non_null(quiet_looks(t, &p));
 	assert_int_equal(t->closed, 0);
 }
 
@@ -751,8 +764,7 @@ static void conn_reclaim__old_peer_asked_once(void **state)
 	struct t *t = grown_t(state, &p);
 	int i;
 
-	rmsgi_reclaim_look(t->c);
-	assert_non_null(credit_posted(t, &p, RMSGI_CREDIT_TAKE));
+	assert_non_null(quiet_looks(t, &p));
 	for (i = 0; i < RMSGI_RECLAIM_WAITS + 3; i++) {
 		rmsgi_reclaim_look(t->c);
 		assert_null(credit_posted(t, &p, RMSGI_CREDIT_TAKE));
@@ -762,6 +774,58 @@ static void conn_reclaim__old_peer_asked_once(void **state)
 	assert_int_equal(t->c->cr.grant, GMAX);
 	/* nothing lost: it still sends what it holds */
 	gpeer_burst(t, &p);
+	assert_int_equal(t->closed, 0);
+}
+
+/* the timer runs while the grant is grown: a close stops it, and the
+ * loop then runs past its time with nothing of the connection left
+ * (under ASan, a timer left on freed memory is reported) */
+static void stop_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void conn_reclaim__close_stops_timer(void **state)
+{
+	struct gpeer p;
+	struct t *t = grown_t(state, &p);
+	ev_timer w;
+
+	assert_true(t->c->rcl.on);
+	ft.auto_down = true;
+	assert_int_equal(rmsg_conn_close(t->c), 0);
+	flush(t);
+	assert_int_equal(t->closed, 1);
+	ev_timer_init(&w, stop_cb, 1.5 * RMSGI_RECLAIM_MS / 1000.0, 0);
+	ev_timer_start(t->loop, &w);
+	ev_run(t->loop, 0);
+	ev_timer_stop(t->loop, &w);
+	assert_int_equal(t->closed, 1);
+}
+
+/* asked while messages wait to go (a burst starts): a GIVE of none */
+static void conn_reclaim__busy_sender_gives_none(void **state)
+{
+	struct t *t = *state;
+	struct rmsgi_hello h = {
+		.credits = 4, .eager_size = 8192, .flags = RMSGI_HELLO_F_GROW};
+	int i;
+
+	rmsgi_conn_ev_established(t->c, &h);
+	assert_int_equal(rx_credit(t->c, 28), 0);
+	flush(t);
+	tr_complete_all(t->c, 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(send_str(t, "burst", i), 0);
+	assert_int_equal(rx(t->c, RMSGI_T_CREDIT, 0, RMSGI_CREDIT_TAKE, 28,
+			    tmsg_new(t->c, NULL)),
+			 0);
+	flush(t);
+	assert_int_equal(ft.posted[0].type, RMSGI_T_CREDIT);
+	assert_int_equal(ft.posted[0].aux, RMSGI_CREDIT_GIVE);
+	assert_int_equal(ft.posted[0].id, 0);
+	assert_int_equal(ft.nposted, 4);
+	assert_int_equal(t->c->cr.avail, 32 - 4);
 	assert_int_equal(t->closed, 0);
 }
 
@@ -1099,6 +1163,8 @@ int main(void)
 		CONN_T(conn_reclaim__give_unasked),
 		CONN_T(conn_reclaim__old_peer_asked_once),
 		CONN_T(conn_reclaim__we_give_when_asked),
+		CONN_T(conn_reclaim__close_stops_timer),
+		CONN_T(conn_reclaim__busy_sender_gives_none),
 	};
 
 	unit_filter();

@@ -19,9 +19,10 @@ static void relisten_cb(struct ev_loop *loop, ev_timer *w, int revents);
 /* ------------------------------------------------------------------ */
 /* device, SRQ                                                          */
 
-/* receive buffers carved at a time: at least 64, as many as fill the
- * pool's power-of-two size class that 64 would take (64 x 8256 bytes
- * would take a 1 MiB class and leave 47% of it unused) */
+/* receive buffers carved at a time, from a slab of their own (so that a
+ * chunk whose buffers are all kept goes back: rdma_rx_sweep): at least
+ * 64, as many as fill the power-of-two size that 64 would take (64 x
+ * 8256 bytes would take 1 MiB and leave 47% of it unused) */
 static uint32_t rx_chunk_count(const struct rdma_ctx *r)
 {
 	size_t want = 64 * r->stride, cls = 64;
@@ -47,43 +48,45 @@ int rdma_srq_fill(struct rdma_ctx *r, struct rdma_rxq *q)
 	while (q->srq_posted + q->repost_n < target) {
 		if (!r->rx_free) {
 			uint32_t cnt = rx_chunk_count(r), k;
-			struct rxbuf *rbs;
+			struct rx_chunk *ch;
 			uint8_t *mem;
 			void **chunks;
 
-			ret = rmsgi_pool_alloc(r->env->pool, cnt * r->stride,
-					       (void **)&mem);
+			ret = rmsgi_pool_alloc_own(
+				r->env->pool, cnt * r->stride, (void **)&mem);
 			if (ret)
 				return ret;
-			rbs = calloc(cnt, sizeof(*rbs));
+			ch = calloc(1, sizeof(*ch) + cnt * sizeof(ch->rbs[0]));
 			chunks = realloc(r->rx_chunks,
 					 (r->nchunks + 2) * sizeof(void *) * 2);
-			if (!rbs || !chunks) {
-				free(rbs);
+			if (!ch || !chunks) {
+				free(ch);
 				if (chunks)
 					r->rx_chunks = chunks;
 				rmsgi_pool_free(r->env->pool, mem);
 				return -ENOMEM;
 			}
+			ch->cnt = cnt;
 			r->rx_chunks = chunks;
 			r->rx_chunks[2 * r->nchunks] = mem;
-			r->rx_chunks[2 * r->nchunks + 1] = rbs;
+			r->rx_chunks[2 * r->nchunks + 1] = ch;
 			r->nchunks++;
 			for (k = 0; k < cnt; k++) {
-				rbs[k].r = r;
-				rbs[k].buf = mem + k * r->stride;
-				rmsgi_pool_lookup(r->env->pool, rbs[k].buf,
-						  r->stride, &rbs[k].lkey);
-				rbs[k].next = r->rx_free;
-				r->rx_free = &rbs[k];
+				struct rxbuf *rb = &ch->rbs[k];
+
+				rb->r = r;
+				rb->ch = ch;
+				rb->buf = mem + k * r->stride;
+				rmsgi_pool_lookup(r->env->pool, rb->buf,
+						  r->stride, &rb->lkey);
+				rx_free_push(r, rb);
 			}
 		}
 		n = RMSGI_MIN(target - q->srq_posted - q->repost_n,
 			      REPOST_BATCH);
 		for (i = 0; i < n && r->rx_free; i++) {
-			struct rxbuf *rb = r->rx_free;
+			struct rxbuf *rb = rx_free_pop(r);
 
-			r->rx_free = rb->next;
 			rb->q = q;
 			sges[i].addr = (uintptr_t)rb->buf;
 			sges[i].length = (uint32_t)r->stride;
@@ -488,6 +491,7 @@ static void dev_release(struct rdma_ctx *r)
 	r->rx_chunks = NULL;
 	r->nchunks = 0;
 	r->rx_free = NULL;
+	r->rx_idle = 0;
 	/* registrations (the pool's, the app's regions, windows) go, and
 	 * come back on the next device (rdma_dev_open) */
 	rmsgi_pool_clear_reg(r->env->pool);

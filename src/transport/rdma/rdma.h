@@ -22,7 +22,8 @@
  * A connection starts with the few credits of rmsgi_credits_start() and
  * the core grows or shrinks its grant with use (rdma_grant_op): the SRQ
  * follows, growth as far as its size and the registration budget allow,
- * and buffers beyond the target are not reposted but kept for later.
+ * and buffers beyond the target are not reposted but kept; chunks of
+ * them wholly kept go back to the budget, all but one (rdma_rx_sweep).
  * A peer that sends beyond its credits could still drain the shared SRQ
  * (the device takes its frames before the library sees them): conn.c
  * counts every frame against the credits granted and returned
@@ -188,8 +189,16 @@ struct rxbuf {
 	struct rxbuf *next;
 	struct rdma_ctx *r;
 	struct rdma_rxq *q; /* the group whose SRQ it was posted to */
+	struct rx_chunk *ch;
 	uint8_t *buf;
 	uint32_t lkey;
+};
+
+/* receive buffers carved at once from a slab of their own (dev.c) */
+struct rx_chunk {
+	uint32_t cnt, nfree; /* buffers; of them in rdma_ctx.rx_free */
+	bool dying;	     /* going back to the pool (rdma_rx_sweep) */
+	struct rxbuf rbs[];
 };
 
 /* a rendezvous receive: read segments into buf, then deliver */
@@ -361,9 +370,10 @@ struct rdma_ctx {
 	size_t eager;
 	size_t stride;
 	struct rxbuf *rx_free; /* allocated, not posted */
+	uint32_t rx_idle;      /* chunks whose buffers are all there */
 	/* freed rendezvous messages, oldest first (RNDV_QUARANTINE) */
 	struct rmsgi_quar rq;
-	void **rx_chunks;
+	void **rx_chunks; /* pairs: the pool buffer, its struct rx_chunk */
 	uint32_t nchunks;
 	struct rdma_conn *qpn_hash[QPN_BUCKETS];
 	uint32_t nconns;
@@ -427,6 +437,12 @@ int rdma_ctx_get(struct rmsg_ctx *ctx, struct rdma_ctx **r_p);
 int rdma_dev_open(struct rdma_ctx *r, struct ibv_context *verbs);
 /* adds buffers to the group's SRQ until it holds its target */
 int rdma_srq_fill(struct rdma_ctx *r, struct rdma_rxq *q);
+/* chunks whose buffers are all unposted, all but one, back to the pool */
+void rdma_rx_sweep(struct rdma_ctx *r);
+
+/* a receive buffer kept unposted, and one taken to be posted */
+void rx_free_push(struct rdma_ctx *r, struct rxbuf *rb);
+struct rxbuf *rx_free_pop(struct rdma_ctx *r);
 /* a receive group with room for a connection granting @credits (made if
  * none has room and the limits allow): 0 and *q_p, counted in its
  * nconns and cq_used; -ENOBUFS at the limits, or another errno */

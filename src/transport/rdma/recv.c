@@ -2,8 +2,9 @@
 /*
  * recv.c - receiving (rdma.h tells the design): the CQ drain, which
  * handles receives here and hands send completions to the ring (send.c);
- * eager frames; released receive buffers reposted to the SRQ in batches;
- * and rendezvous receives: the reads of the peer's segments, bounded by
+ * eager frames; released receive buffers reposted to the SRQ in batches,
+ * or kept (and whole chunks of kept ones given back to the pool); and
+ * rendezvous receives: the reads of the peer's segments, bounded by
  * the connection's share of registered memory, and the quarantine of
  * freed messages.
  */
@@ -27,6 +28,67 @@ static void rx_credit_back(struct rxbuf *rb)
 	}
 }
 
+/* rdma_ctx.rx_free, counting each chunk's buffers in it */
+void rx_free_push(struct rdma_ctx *r, struct rxbuf *rb)
+{
+	rb->next = r->rx_free;
+	r->rx_free = rb;
+	if (++rb->ch->nfree == rb->ch->cnt)
+		r->rx_idle++;
+}
+
+struct rxbuf *rx_free_pop(struct rdma_ctx *r)
+{
+	struct rxbuf *rb = r->rx_free;
+
+	r->rx_free = rb->next;
+	if (rb->ch->nfree-- == rb->ch->cnt)
+		r->rx_idle--;
+	return rb;
+}
+
+/* the idle chunks but one (the next growth takes that one) go back to
+ * the pool, which unregisters each at once (rmsgi_pool_alloc_own) */
+void rdma_rx_sweep(struct rdma_ctx *r)
+{
+	struct rxbuf **pp = &r->rx_free;
+	bool kept = false;
+	uint32_t i, j;
+
+	if (r->rx_idle < 2)
+		return;
+	for (i = 0; i < r->nchunks; i++) {
+		struct rx_chunk *ch = r->rx_chunks[2 * i + 1];
+
+		if (ch->nfree == ch->cnt && kept)
+			ch->dying = true;
+		else if (ch->nfree == ch->cnt)
+			kept = true;
+	}
+	while (*pp) {
+		if ((*pp)->ch->dying)
+			*pp = (*pp)->next;
+		else
+			pp = &(*pp)->next;
+	}
+	for (i = j = 0; i < r->nchunks; i++) {
+		struct rx_chunk *ch = r->rx_chunks[2 * i + 1];
+
+		if (ch->dying) {
+			rmsgi_pool_free(r->env->pool, r->rx_chunks[2 * i]);
+			free(ch);
+			continue;
+		}
+		r->rx_chunks[2 * j] = r->rx_chunks[2 * i];
+		r->rx_chunks[2 * j + 1] = ch;
+		j++;
+	}
+	rmsgi_tr_dbg(r->env, "%u chunks of receive buffers back to the pool",
+		     r->nchunks - j);
+	r->nchunks = j;
+	r->rx_idle = 1;
+}
+
 /* reposts the group's released receive buffers and returns their
  * credits; those beyond its target (grants shrank, or held messages made
  * the SRQ grow) are kept unposted */
@@ -46,8 +108,7 @@ static void rxq_repost(struct rdma_ctx *r, struct rdma_rxq *q)
 			q->repost_n--;
 			if (q->srq_posted + n + q->repost_n >=
 			    q->srq_target + RX_SPARE) {
-				rb->next = r->rx_free;
-				r->rx_free = rb;
+				rx_free_push(r, rb);
 				rx_credit_back(rb);
 				continue;
 			}
@@ -69,8 +130,7 @@ static void rxq_repost(struct rdma_ctx *r, struct rdma_rxq *q)
 			rmsgi_err(r->ctx, "SRQ repost failed: %s",
 				  rmsg_strerror(rmsgi_err_verbs(ret)));
 			for (i = 0; i < n; i++) {
-				done[i]->next = r->rx_free;
-				r->rx_free = done[i];
+				rx_free_push(r, done[i]);
 				if (done[i]->m.conn)
 					rmsgi_conn_put(done[i]->m.conn);
 			}
@@ -541,6 +601,11 @@ int rdma_poll(void *p, bool arm)
 			ibv_req_notify_cq(r->q[i]->cq, 0);
 		n += rdma_cq_drain(r);
 	}
+	/* buffers kept unposted fill whole chunks: back to the pool, here
+	 * where no receive buffer is in anyone's hands (a buffer is kept
+	 * only inside rxq_repost, which reads it once more) */
+	if (RMSGI_UNLIKELY(r->rx_idle > 1))
+		rdma_rx_sweep(r);
 	rdma_leave(r);
 	return n;
 }

@@ -140,6 +140,86 @@ static void rxq__grant_grows_within_srq(void **state)
 	assert_int_equal(t->closed, 0);
 }
 
+/* the peer uses what it has, returning the buffers our frames took,
+ * until the grant is @want or @rounds rounds went */
+static void peer_busy(struct rt *t, int *back, uint32_t want, int rounds)
+{
+	int i;
+
+	for (i = 0; i < rounds && t->c->cr.grant < want; i++) {
+		t->nlog = 0; /* (the messages' events are not looked at) */
+		while (t->c->cr.peer_avail >= 2) {
+			peer_frame(t, RMSGI_T_DATA,
+				   (uint16_t)(mock.n_sent - *back), 0, 0, 1,
+				   "z", 1);
+			*back = mock.n_sent;
+			pump(t);
+		}
+		pump(t);
+		mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+		pump(t);
+	}
+}
+
+/* a grant that grew to 512 and was given back by the idle peer (core:
+ * reclaim.c): the SRQ keeps what is posted, but the buffers beyond its
+ * target are kept as they come back, and chunks of them wholly kept go
+ * back to the pool, which gives their registration back to the budget;
+ * one chunk stays for the next growth */
+static void rxq__reclaimed_buffers_go_back(void **state)
+{
+	struct rt *t = *state;
+	struct rmsg_stats st0, st1;
+	unsigned posted;
+	int back = 0, i;
+	uint64_t n;
+
+	mock.srq_max_wr = 4096;
+	assert_int_equal(rmsg_cfg_set_credits(t->cfg, 512), 0);
+	rt_debug_log(t);
+	peer_hello_flags = RMSGI_HELLO_F_GROW;
+	connect_peer(t, 32, 8192);
+	peer_busy(t, &back, 512, 40);
+	assert_int_equal(t->c->cr.grant, 512);
+	posted = mock_srq_posted();
+	assert_true(posted >= 512 + 32);
+	memset(&st0, 0, sizeof(st0));
+	assert_true(rmsg_ctx_stats(t->ctx, &st0, sizeof(st0)) > 0);
+	/* idle: it gives back what it holds beyond its frame's and four */
+	n = (uint64_t)t->c->cr.peer_avail - 5;
+	peer_frame(t, RMSGI_T_CREDIT, (uint16_t)(mock.n_sent - back),
+		   RMSGI_CREDIT_GIVE, n, 0, NULL, 0);
+	back = mock.n_sent;
+	pump(t);
+	assert_true(t->c->cr.grant < 40);
+	assert_int_equal(mock_srq_posted(), posted - 1);
+	assert_int_equal(t->chunks_back, 0);
+	/* then one frame at a time: what the SRQ holds beyond the target
+	 * is used up and kept */
+	for (i = 0; i < 700 && mock_srq_posted() > t->c->cr.grant + 32; i++) {
+		t->nlog = 0;
+		peer_frame(t, RMSGI_T_DATA, (uint16_t)(mock.n_sent - back), 0,
+			   0, 1, "z", 1);
+		back = mock.n_sent;
+		pump(t);
+		mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+		pump(t);
+	}
+	pump(t);
+	assert_int_equal(mock_srq_posted(), t->c->cr.grant + 32);
+	assert_true(t->chunks_back > 0);
+	memset(&st1, 0, sizeof(st1));
+	assert_true(rmsg_ctx_stats(t->ctx, &st1, sizeof(st1)) > 0);
+	/* 512 - 36 buffers of 8256 bytes, less the chunk kept (127) */
+	assert_true(st1.reg_given - st0.reg_given >= (uint64_t)2 << 20);
+	assert_int_equal(t->closed, 0);
+	/* busy again: it grows again, from the kept chunk and new ones */
+	peer_busy(t, &back, 512, 40);
+	assert_int_equal(t->c->cr.grant, 512);
+	assert_true(mock_srq_posted() >= 512 + 32);
+	assert_int_equal(t->closed, 0);
+}
+
 /* the device removed (DEVICE_REMOVAL): the connection ends with
  * -ENODEV, no connection starts on the device, and once the connection
  * is down the context lets go of everything it held there (rxe cannot
@@ -188,6 +268,7 @@ int main(void)
 		T(rxq__groups_until_device_limit),
 		T(rxq__cq_sized_for_qps),
 		T(rxq__grant_grows_within_srq),
+		T(rxq__reclaimed_buffers_go_back),
 		T(dev__removed_let_go),
 	};
 

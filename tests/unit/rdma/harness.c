@@ -109,6 +109,8 @@ static void log_hook(int level, const char *line, void *arg)
 		t->ring_moves++;
 		snprintf(t->ring_last, sizeof(t->ring_last), "%s", line);
 	}
+	if (strstr(line, "receive buffers back to the pool"))
+		t->chunks_back++;
 	if (getenv("RMSG_UNIT_VERBOSE"))
 		fprintf(stderr, "  log: %s\n", line);
 }

@@ -60,9 +60,10 @@ struct rt {
 	uint8_t peer_pdata[32];
 	size_t peer_pdata_len;
 	int warnings;
-	int ring_moves;		  /* "send ring" debug lines (send.c) */
-	char ring_last[128];	  /* the last of them */
-	bool hold;		  /* on_msg holds the message */
+	int ring_moves;	     /* "send ring" debug lines (send.c) */
+	char ring_last[128]; /* the last of them */
+	int chunks_back;     /* sweeps of receive chunks to the pool (dev.c) */
+	bool hold;	     /* on_msg holds the message */
 	struct rmsg_msg *held[2]; /* the last two held */
 };
 
