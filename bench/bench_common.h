@@ -22,6 +22,22 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+/* the process's resident set, KiB (-1 if /proc says nothing) */
+static inline long bench_rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
 static inline uint64_t bench_now_ns(void)
 {
 	struct timespec ts;

@@ -48,11 +48,8 @@
  * that is a result), 1 on an unexpected error, 2 on usage.
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
+#include "bench_common.h"
+
 #include <sys/resource.h>
 #include <valgrind/callgrind.h>
 #include <ev.h>
@@ -84,17 +81,7 @@ static void die(const char *what, int err)
 
 static long rss_kib(void)
 {
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long v = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &v) == 1)
-			break;
-	fclose(f);
-	return v;
+	return bench_rss_kib();
 }
 
 /* summed over the process's contexts */

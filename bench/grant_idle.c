@@ -13,11 +13,8 @@
  *
  *   grant_idle -u rdma://198.18.0.1 [-n 64] [-b 200] [-s 6000] [-i 5]
  */
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
+#include "bench_common.h"
+
 #include <ev.h>
 #include <rmsg.h>
 
@@ -36,21 +33,6 @@ static void die(const char *what, int err)
 	exit(1);
 }
 
-static long rss_kib(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long v = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "VmRSS:", 6))
-			v = atol(line + 6);
-	fclose(f);
-	return v;
-}
-
 static long long reg_held(struct rmsg_ctx *ctx)
 {
 	struct rmsg_stats st;
@@ -64,7 +46,7 @@ static long long reg_held(struct rmsg_ctx *ctx)
 static void report(const char *when)
 {
 	printf("grant_idle %-28s server_reg_kib=%lld rss_kib=%ld\n", when,
-	       reg_held(sctx) / 1024, rss_kib());
+	       reg_held(sctx) / 1024, bench_rss_kib());
 	fflush(stdout);
 }
 

@@ -90,6 +90,18 @@ static void rxq__cq_sized_for_qps(void **state)
 	assert_int_equal(mock.live_qp, 0);
 }
 
+/* the peer sends one message, returning the buffers our frames took,
+ * and our sends complete */
+static void peer_one(struct rt *t, int *back)
+{
+	peer_frame(t, RMSGI_T_DATA, (uint16_t)(mock.n_sent - *back), 0, 0, 1,
+		   "z", 1);
+	*back = mock.n_sent;
+	pump(t);
+	mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
+	pump(t);
+}
+
 /* the grant grows on the connection's SRQ as far as its room goes */
 static void rxq__grant_grows_within_srq(void **state)
 {
@@ -127,14 +139,8 @@ static void rxq__grant_grows_within_srq(void **state)
 	/* then one message at a time: the grant shrinks back to the start
 	 * and the SRQ with it (buffers beyond its target are not
 	 * reposted): 4 credits and the 32 spare */
-	for (i = 0; i < 200; i++) {
-		peer_frame(t, RMSGI_T_DATA, (uint16_t)(mock.n_sent - back), 0,
-			   0, 1, "z", 1);
-		back = mock.n_sent;
-		pump(t);
-		mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
-		pump(t);
-	}
+	for (i = 0; i < 200; i++)
+		peer_one(t, &back);
 	assert_int_equal(t->c->cr.grant, 4);
 	assert_int_equal(mock_srq_posted(), 4 + 32);
 	assert_int_equal(t->closed, 0);
@@ -198,12 +204,7 @@ static void rxq__reclaimed_buffers_go_back(void **state)
 	 * is used up and kept */
 	for (i = 0; i < 700 && mock_srq_posted() > t->c->cr.grant + 32; i++) {
 		t->nlog = 0;
-		peer_frame(t, RMSGI_T_DATA, (uint16_t)(mock.n_sent - back), 0,
-			   0, 1, "z", 1);
-		back = mock.n_sent;
-		pump(t);
-		mock_complete_sends(t->qpn, -1, IBV_WC_SUCCESS);
-		pump(t);
+		peer_one(t, &back);
 	}
 	pump(t);
 	assert_int_equal(mock_srq_posted(), t->c->cr.grant + 32);
