@@ -80,6 +80,7 @@ struct rmsgi_credit {
 	uint32_t epoch_n;   /* frames that came this epoch */
 	int32_t epoch_low;  /* the least peer_avail they left */
 	uint32_t give_want; /* credits the peer asked back, not yet given */
+	uint32_t frames;    /* frames that came (reclaim.c) */
 	/* the byte window; all 0 while off (a peer without one, RDMA) */
 	uint32_t win_out;    /* the peer's window to us */
 	uint32_t wavail;     /* bytes we may still send */
@@ -330,6 +331,7 @@ static inline int rmsgi_credit_arrived(struct rmsgi_credit *cr)
 {
 	if (--cr->peer_avail < cr->epoch_low)
 		cr->epoch_low = cr->peer_avail;
+	cr->frames++;
 	if (++cr->epoch_n >= cr->grant)
 		rmsgi_credit_epoch(cr);
 	return cr->peer_avail < 0 ? -EPROTO : 0;

@@ -12,8 +12,8 @@
  *
  * So while the grant is above its start (by more than one), a timer
  * looks every RMSGI_RECLAIM_MS. The peer is quiet over a look if it sent
- * no more than half the start of messages and one-sided operations
- * (its CREDIT frames do not count: keepalive sends them). Once
+ * no more frames than half the start (its CREDIT frames do not count:
+ * keepalive sends them; its answers to ours do). Once
  * RMSGI_RECLAIM_QUIET looks in a row found it quiet and it holds enough
  * to give some, it is asked for what is above the start plus one: a
  * CREDIT frame marked RMSGI_CREDIT_TAKE, id = how many. The peer answers
@@ -51,18 +51,17 @@ static void rcl_stop(struct rmsg_conn *c)
 }
 
 /* one look at @now's grant (the timer's, and the unit tests') */
-/* what the peer did of its own accord: messages and one-sided ops */
-static uint64_t peer_activity(const struct rmsg_conn *c)
+/* the peer's frames but its CREDIT frames (keepalive sends those) */
+static uint32_t peer_activity(const struct rmsg_conn *c)
 {
-	return c->st.msgs_recv + c->st.imm_recv + c->st.writes_served +
-	       c->st.reads_served;
+	return c->cr.frames - c->rcl.credit_frames;
 }
 
 void rmsgi_reclaim_look(struct rmsg_conn *c)
 {
 	struct rmsgi_reclaim *r = &c->rcl;
 	struct rmsgi_credit *cr = &c->cr;
-	uint64_t now = peer_activity(c), did = now - r->seen;
+	uint32_t now = peer_activity(c), did = now - r->seen;
 
 	r->seen = now;
 	if (c->state != RMSGI_CS_ESTABLISHED)
@@ -89,7 +88,9 @@ void rmsgi_reclaim_look(struct rmsg_conn *c)
 		r->quiet = 0;
 		return;
 	}
-	if (++r->quiet < RMSGI_RECLAIM_QUIET || cr->peer_avail < 4)
+	if (r->quiet < RMSGI_RECLAIM_QUIET)
+		r->quiet++;
+	if (r->quiet < RMSGI_RECLAIM_QUIET || cr->peer_avail < 4)
 		return;
 	if (!rmsgi_conn_send_credit_id(c, RMSGI_CREDIT_TAKE,
 				       cr->grant - cr->grant_min - 1))
@@ -155,8 +156,11 @@ int rmsgi_reclaim_given(struct rmsg_conn *c, uint64_t n)
 	c->rcl.asked = false;
 	c->rcl.never = false;
 	c->rcl.quiet = 0;
-	if (!n)
+	if (!n) {
+		if (cr->grant > cr->grant_min + 1)
+			rmsgi_reclaim_start(c);
 		return 0;
+	}
 	c->st.credits_reclaimed += n;
 	rmsgi_dbg(c->ctx,
 		  "conn %u: the idle peer gave %llu credits back: "

@@ -25,7 +25,8 @@ struct rmsgi_reclaim {
 	bool never;    /* the peer never answered one: not asked again */
 	uint8_t waits; /* looks since the TAKE went */
 	uint8_t quiet; /* looks in a row that found the peer quiet */
-	uint64_t seen; /* the peer's activity at the last look */
+	uint32_t seen; /* the peer's frames at the last look */
+	uint32_t credit_frames; /* of them, CREDIT frames (rx.c) */
 };
 
 #endif

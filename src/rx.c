@@ -264,7 +264,9 @@ static int rx_other(struct rmsg_conn *c, const struct rmsgi_hdr *h,
 			c->peer_bye = true; /* its end follows */
 			if (c->ss)
 				rmsgi_session_bye(c);
-		} else if (h->aux == RMSGI_CREDIT_TAKE)
+		}
+		c->rcl.credit_frames++;
+		if (h->aux == RMSGI_CREDIT_TAKE)
 			rmsgi_reclaim_asked(c, h->id);
 		else if (h->aux == RMSGI_CREDIT_GIVE &&
 			 rmsgi_reclaim_given(c, h->id)) {

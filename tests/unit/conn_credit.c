@@ -775,6 +775,12 @@ static void conn_reclaim__old_peer_asked_once(void **state)
 	/* nothing lost: it still sends what it holds */
 	gpeer_burst(t, &p);
 	assert_int_equal(t->closed, 0);
+	/* a late answer (a GIVE of none, it was busy) resumes asking */
+	gpeer_take(t, &p);
+	assert_int_equal(gpeer_give(t, &p, 0), 0);
+	assert_false(t->c->rcl.never);
+	assert_true(t->c->rcl.on);
+	assert_int_equal(t->c->cr.grant, GMAX);
 }
 
 /* the timer runs while the grant is grown: a close stops it, and the

@@ -34,6 +34,24 @@ static uint32_t rx_chunk_count(const struct rdma_ctx *r)
 	return (uint32_t)(cls / r->stride);
 }
 
+/* a chunk's descriptor: one whose memory went (rx_spare), cleared, or
+ * a new one */
+static struct rx_chunk *rx_chunk_new(struct rdma_ctx *r, uint32_t cnt)
+{
+	size_t sz = sizeof(struct rx_chunk) + cnt * sizeof(struct rxbuf);
+	struct rx_chunk *ch;
+
+	while ((ch = r->rx_spare)) {
+		r->rx_spare = ch->next;
+		if (ch->cnt == cnt) {
+			memset(ch, 0, sz);
+			return ch;
+		}
+		free(ch);
+	}
+	return calloc(1, sz);
+}
+
 /* adds buffers to the group's SRQ until it holds its target */
 int rdma_srq_fill(struct rdma_ctx *r, struct rdma_rxq *q)
 {
@@ -56,7 +74,7 @@ int rdma_srq_fill(struct rdma_ctx *r, struct rdma_rxq *q)
 				r->env->pool, cnt * r->stride, (void **)&mem);
 			if (ret)
 				return ret;
-			ch = calloc(1, sizeof(*ch) + cnt * sizeof(ch->rbs[0]));
+			ch = rx_chunk_new(r, cnt);
 			chunks = realloc(r->rx_chunks,
 					 (r->nchunks + 2) * sizeof(void *) * 2);
 			if (!ch || !chunks) {
@@ -98,8 +116,18 @@ int rdma_srq_fill(struct rdma_ctx *r, struct rdma_rxq *q)
 		}
 		wrs[i - 1].next = NULL;
 		ret = ibv_post_srq_recv(q->srq, wrs, &bad);
-		if (ret)
+		if (ret) {
+			/* those before @bad were posted; the others are
+			 * kept again */
+			n = bad >= wrs && bad < wrs + i ? (uint32_t)(bad - wrs)
+							: 0;
+			q->srq_posted += n;
+			while (n < i)
+				rx_free_push(r,
+					     (struct rxbuf *)(uintptr_t)wrs[n++]
+						     .wr_id);
 			return rmsgi_err_verbs(ret);
+		}
 		q->srq_posted += i;
 	}
 	return 0;
@@ -628,6 +656,12 @@ void rdma_ctx_fini(void *p)
 		free(r->rx_chunks[2 * i + 1]);
 	}
 	free(r->rx_chunks);
+	while (r->rx_spare) {
+		struct rx_chunk *ch = r->rx_spare;
+
+		r->rx_spare = ch->next;
+		free(ch);
+	}
 	rmsgi_pool_clear_reg(r->env->pool);
 	rmsgi_mr_clear_reg(r->ctx);
 	if (r->pd)

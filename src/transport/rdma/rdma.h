@@ -196,8 +196,9 @@ struct rxbuf {
 
 /* receive buffers carved at once from a slab of their own (dev.c) */
 struct rx_chunk {
-	uint32_t cnt, nfree; /* buffers; of them in rdma_ctx.rx_free */
-	bool dying;	     /* going back to the pool (rdma_rx_sweep) */
+	uint32_t cnt, nfree;   /* buffers; of them in rdma_ctx.rx_free */
+	bool dying;	       /* memory to the pool (rdma_rx_sweep) */
+	struct rx_chunk *next; /* in rdma_ctx.rx_spare */
 	struct rxbuf rbs[];
 };
 
@@ -369,8 +370,9 @@ struct rdma_ctx {
 	uint32_t rd_atom;
 	size_t eager;
 	size_t stride;
-	struct rxbuf *rx_free; /* allocated, not posted */
-	uint32_t rx_idle;      /* chunks whose buffers are all there */
+	struct rxbuf *rx_free;	   /* allocated, not posted */
+	uint32_t rx_idle;	   /* chunks whose buffers are all there */
+	struct rx_chunk *rx_spare; /* memory gone: for the next carve */
 	/* freed rendezvous messages, oldest first (RNDV_QUARANTINE) */
 	struct rmsgi_quar rq;
 	void **rx_chunks; /* pairs: the pool buffer, its struct rx_chunk */
@@ -437,9 +439,6 @@ int rdma_ctx_get(struct rmsg_ctx *ctx, struct rdma_ctx **r_p);
 int rdma_dev_open(struct rdma_ctx *r, struct ibv_context *verbs);
 /* adds buffers to the group's SRQ until it holds its target */
 int rdma_srq_fill(struct rdma_ctx *r, struct rdma_rxq *q);
-/* chunks whose buffers are all unposted, all but one, back to the pool */
-void rdma_rx_sweep(struct rdma_ctx *r);
-
 /* a receive buffer kept unposted, and one taken to be posted */
 void rx_free_push(struct rdma_ctx *r, struct rxbuf *rb);
 struct rxbuf *rx_free_pop(struct rdma_ctx *r);

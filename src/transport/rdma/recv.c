@@ -47,9 +47,14 @@ struct rxbuf *rx_free_pop(struct rdma_ctx *r)
 	return rb;
 }
 
-/* the idle chunks but one (the next growth takes that one) go back to
- * the pool, which unregisters each at once (rmsgi_pool_alloc_own) */
-void rdma_rx_sweep(struct rdma_ctx *r)
+/* the idle chunks' memory but one's (the next growth takes that one)
+ * goes back to the pool, which unregisters each at once
+ * (rmsgi_pool_alloc_own); their descriptors wait for the next carve,
+ * so that a message object stays one until its buffer went round again
+ * (rmsg_msg_data.3: a second release of it is ignored).
+ * Called between polls, never inside one: a sweep is rare (a chunk's
+ * last buffer kept), and costs a deregistration per chunk */
+static void rdma_rx_sweep(struct rdma_ctx *r)
 {
 	struct rxbuf **pp = &r->rx_free;
 	bool kept = false;
@@ -76,7 +81,9 @@ void rdma_rx_sweep(struct rdma_ctx *r)
 
 		if (ch->dying) {
 			rmsgi_pool_free(r->env->pool, r->rx_chunks[2 * i]);
-			free(ch);
+			ch->dying = false;
+			ch->next = r->rx_spare;
+			r->rx_spare = ch;
 			continue;
 		}
 		r->rx_chunks[2 * j] = r->rx_chunks[2 * i];
@@ -127,9 +134,17 @@ static void rxq_repost(struct rdma_ctx *r, struct rdma_rxq *q)
 		wrs[n - 1].next = NULL;
 		ret = ibv_post_srq_recv(q->srq, wrs, &bad);
 		if (ret) {
+			/* those before @bad were posted: they count */
+			uint32_t k = bad >= wrs && bad < wrs + n
+					     ? (uint32_t)(bad - wrs)
+					     : 0;
+
 			rmsgi_err(r->ctx, "SRQ repost failed: %s",
 				  rmsg_strerror(rmsgi_err_verbs(ret)));
-			for (i = 0; i < n; i++) {
+			q->srq_posted += k;
+			for (i = 0; i < k; i++)
+				rx_credit_back(done[i]);
+			for (i = k; i < n; i++) {
 				rx_free_push(r, done[i]);
 				if (done[i]->m.conn)
 					rmsgi_conn_put(done[i]->m.conn);

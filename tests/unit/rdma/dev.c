@@ -176,6 +176,7 @@ static void rxq__reclaimed_buffers_go_back(void **state)
 {
 	struct rt *t = *state;
 	struct rmsg_stats st0, st1;
+	struct rmsg_msg *held;
 	unsigned posted;
 	int back = 0, i;
 	uint64_t n;
@@ -200,6 +201,15 @@ static void rxq__reclaimed_buffers_go_back(void **state)
 	assert_true(t->c->cr.grant < 40);
 	assert_int_equal(mock_srq_posted(), posted - 1);
 	assert_int_equal(t->chunks_back, 0);
+	/* a message held and released: its buffer is kept too (and its
+	 * chunk's memory may go), yet a second release of it is still
+	 * ignored (rmsg_msg_data.3), not a use of freed memory */
+	t->hold = true;
+	peer_one(t, &back);
+	t->hold = false;
+	held = t->held[1];
+	assert_non_null(held);
+	rmsg_msg_release(held);
 	/* then one frame at a time: what the SRQ holds beyond the target
 	 * is used up and kept */
 	for (i = 0; i < 700 && mock_srq_posted() > t->c->cr.grant + 32; i++) {
@@ -209,6 +219,7 @@ static void rxq__reclaimed_buffers_go_back(void **state)
 	pump(t);
 	assert_int_equal(mock_srq_posted(), t->c->cr.grant + 32);
 	assert_true(t->chunks_back > 0);
+	rmsg_msg_release(held);
 	memset(&st1, 0, sizeof(st1));
 	assert_true(rmsg_ctx_stats(t->ctx, &st1, sizeof(st1)) > 0);
 	/* 512 - 36 buffers of 8256 bytes, less the chunk kept (127) */
