@@ -197,7 +197,7 @@ struct rxbuf {
 /* receive buffers carved at once from a slab of their own (dev.c) */
 struct rx_chunk {
 	uint32_t cnt, nfree;   /* buffers; of them in rdma_ctx.rx_free */
-	bool dying;	       /* memory to the pool (rdma_rx_sweep) */
+	bool dying, cold;      /* memory to the pool; idle at a look */
 	struct rx_chunk *next; /* in rdma_ctx.rx_spare */
 	struct rxbuf rbs[];
 };
@@ -373,6 +373,7 @@ struct rdma_ctx {
 	struct rxbuf *rx_free;	   /* allocated, not posted */
 	uint32_t rx_idle;	   /* chunks whose buffers are all there */
 	struct rx_chunk *rx_spare; /* memory gone: for the next carve */
+	ev_tstamp sweep_next;	   /* rdma_rx_sweep looks from then on */
 	/* freed rendezvous messages, oldest first (RNDV_QUARANTINE) */
 	struct rmsgi_quar rq;
 	void **rx_chunks; /* pairs: the pool buffer, its struct rx_chunk */

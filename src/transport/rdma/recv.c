@@ -44,32 +44,47 @@ struct rxbuf *rx_free_pop(struct rdma_ctx *r)
 	r->rx_free = rb->next;
 	if (rb->ch->nfree-- == rb->ch->cnt)
 		r->rx_idle--;
+	rb->ch->cold = false;
 	return rb;
 }
+
+#define RX_SWEEP_S 1.0
 
 /* the idle chunks' memory but one's (the next growth takes that one)
  * goes back to the pool, which unregisters each at once
  * (rmsgi_pool_alloc_own); their descriptors wait for the next carve,
  * so that a message object stays one until its buffer went round again
  * (rmsg_msg_data.3: a second release of it is ignored).
- * Called between polls, never inside one: a sweep is rare (a chunk's
- * last buffer kept), and costs a deregistration per chunk */
+ * From rdma_poll, outside the drain, at most once per RX_SWEEP_S: it
+ * costs a deregistration per chunk */
 static void rdma_rx_sweep(struct rdma_ctx *r)
 {
+	ev_tstamp now = ev_now(r->env->loop);
 	struct rxbuf **pp = &r->rx_free;
+	uint32_t i, j, dying = 0;
 	bool kept = false;
-	uint32_t i, j;
 
-	if (r->rx_idle < 2)
+	if (r->rx_idle < 2 || now < r->sweep_next)
 		return;
+	/* a chunk goes once idle at two looks RX_SWEEP_S apart: grants
+	 * that come and go within that do not register memory again */
+	r->sweep_next = now + RX_SWEEP_S;
 	for (i = 0; i < r->nchunks; i++) {
 		struct rx_chunk *ch = r->rx_chunks[2 * i + 1];
 
-		if (ch->nfree == ch->cnt && kept)
-			ch->dying = true;
-		else if (ch->nfree == ch->cnt)
+		if (ch->nfree != ch->cnt)
+			continue;
+		if (!kept) {
 			kept = true;
+		} else if (ch->cold) {
+			ch->dying = true;
+			dying++;
+		} else {
+			ch->cold = true;
+		}
 	}
+	if (!dying)
+		return;
 	while (*pp) {
 		if ((*pp)->ch->dying)
 			*pp = (*pp)->next;
@@ -93,7 +108,7 @@ static void rdma_rx_sweep(struct rdma_ctx *r)
 	rmsgi_tr_dbg(r->env, "%u chunks of receive buffers back to the pool",
 		     r->nchunks - j);
 	r->nchunks = j;
-	r->rx_idle = 1;
+	r->rx_idle -= dying;
 }
 
 /* reposts the group's released receive buffers and returns their

@@ -218,6 +218,14 @@ static void rxq__reclaimed_buffers_go_back(void **state)
 	}
 	pump(t);
 	assert_int_equal(mock_srq_posted(), t->c->cr.grant + 32);
+	/* a chunk goes once idle at two looks a second apart (one look
+	 * was in the loop above; the chunks that were idle then go at the
+	 * next, those idle later at the one after) */
+	assert_int_equal(t->chunks_back, 0);
+	for (i = 0; i < 2; i++) {
+		run_for(t, 1.1);
+		pump(t);
+	}
 	assert_true(t->chunks_back > 0);
 	rmsg_msg_release(held);
 	memset(&st1, 0, sizeof(st1));
