@@ -126,6 +126,25 @@ static int64_t reg_held(struct rmsg_ctx *ctx)
 	return (int64_t)(st.reg_taken - st.reg_given);
 }
 
+/* registered memory a round may leave beyond the first round's most:
+ * RDMA receive chunks, 1 MiB each at the default eager size, carved as
+ * the buffers in use at the fullest moment need them */
+#define RX_SLACK ((int64_t)3 << 20)
+
+/* the most each context held at once, sampled while a round runs */
+static int64_t speak, cpeak;
+static struct rmsg_ctx *g_sctx, *g_pcctx;
+
+static void peak_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	int64_t s = reg_held(g_sctx), c = reg_held(g_pcctx);
+
+	if (s > speak)
+		speak = s;
+	if (c > cpeak)
+		cpeak = c;
+}
+
 /* this process's lines in `rdma resource show WHAT`, or -1 when the
  * tool cannot tell (absent, no netlink access) */
 static int rdma_res(const char *what)
@@ -340,6 +359,7 @@ int main(void)
 	const char *env = getenv("RMSG_TEST_CONNS");
 	int rdma, n, i, fds0, fds, qps = -1, cmids = -1;
 	int64_t sreg, creg, sreg1, creg1;
+	ev_timer peak_w;
 	int round;
 	char uri[128];
 
@@ -363,6 +383,11 @@ int main(void)
 	g_cops = &cops;
 	t_deadline(loop, 600);
 
+	g_sctx = sctx;
+	g_pcctx = cctx;
+	ev_timer_init(&peak_w, peak_cb, 0.01, 0.01);
+	ev_timer_start(loop, &peak_w);
+	ev_unref(loop);			   /* (it keeps nothing running) */
 	run_phase(loop, sctx, cctx, 0, 1); /* warm-up */
 	fds = fd_count();
 	sreg1 = sreg = reg_held(sctx);
@@ -387,21 +412,24 @@ int main(void)
 			T_RUN_UNTIL(loop, rdma_res("cm_id") == cmids, 30);
 		/* registered memory: over TCP nothing here registers (the
 		 * pools serve rmsg_buf_alloc only): back to the start.
-		 * Over RDMA the SRQ keeps the receive buffers it was given
-		 * until the context ends (src/transport/rdma/rdma.h: it
-		 * holds at least the credits of live peers; nothing gives
-		 * buffers back) and idle pool slabs stay until the budget
-		 * needs them: what the first round left is the level, and
-		 * the second round, the same connections again, must
-		 * leave exactly that, or connections leak registered
-		 * memory. Tighten this to the start once the receive side
-		 * gives memory back (issue 20). */
+		 * Over RDMA the SRQ keeps the receive buffers still posted
+		 * in it (verbs cannot take a posted receive back), and a
+		 * chunk of them goes back to the budget only once all its
+		 * buffers are unposted for a second (rdma.h,
+		 * rdma_rx_sweep), and chunks (1 MiB each here) are carved
+		 * as the buffers in use at the fullest moment need them,
+		 * which varies by a chunk or two between rounds (measured:
+		 * +1 MiB on the server, +2 on the client, in the VM). So
+		 * the bound: the second round, the same connections again,
+		 * leaves no more than the first one held at its most plus
+		 * RX_SLACK, or connections leak registered memory (500 of
+		 * them leaking a receive buffer each would be 4 MiB) */
 		if (round == 0 && rdma) {
-			sreg1 = reg_held(sctx);
-			creg1 = reg_held(cctx);
+			sreg1 = speak + RX_SLACK;
+			creg1 = cpeak + RX_SLACK;
 		}
 		T_RUN_UNTIL(loop,
-			    reg_held(sctx) == sreg1 && reg_held(cctx) == creg1,
+			    reg_held(sctx) <= sreg1 && reg_held(cctx) <= creg1,
 			    30);
 	}
 
@@ -419,6 +447,8 @@ int main(void)
 		 (unsigned long long)st.conns_closed);
 
 	T_OK(rmsg_listener_close(lis));
+	ev_ref(loop);
+	ev_timer_stop(loop, &peak_w);
 	T_OK(rmsg_ctx_destroy(cctx));
 	T_OK(rmsg_ctx_destroy(sctx));
 	/* every fd the contexts opened is closed, but for the device
@@ -428,8 +458,9 @@ int main(void)
 		 fd_count(), fds0);
 	printf("conns: %s: 2 x %d connections: fds (%d), QPs (%d), cm ids "
 	       "(%d) back to the start (-1: not listed here); registered "
-	       "bytes held after the first round: server %lld, client %lld "
-	       "(at the start %lld, %lld), after the second the same\n",
+	       "bytes held at most in the first round, and a slack of 3 MiB "
+	       "over RDMA: server %lld, client %lld (at the start %lld, "
+	       "%lld), after the second no more\n",
 	       t_transport(), n, fds, qps, cmids, (long long)sreg1,
 	       (long long)creg1, (long long)sreg, (long long)creg);
 	free(pairs);
