@@ -38,7 +38,7 @@
  */
 #include "conn_int.h"
 
-static void rcl_stop(struct rmsg_conn *c)
+void rmsgi_reclaim_stop(struct rmsg_conn *c)
 {
 	struct rmsgi_reclaim *r = &c->rcl;
 
@@ -50,13 +50,13 @@ static void rcl_stop(struct rmsg_conn *c)
 	r->on = false;
 }
 
-/* one look at @now's grant (the timer's, and the unit tests') */
 /* the peer's frames but its CREDIT frames (keepalive sends those) */
 static uint32_t peer_activity(const struct rmsg_conn *c)
 {
 	return c->cr.frames - c->rcl.credit_frames;
 }
 
+/* one look at the grant (the timer's, and the unit tests') */
 void rmsgi_reclaim_look(struct rmsg_conn *c)
 {
 	struct rmsgi_reclaim *r = &c->rcl;
@@ -67,7 +67,7 @@ void rmsgi_reclaim_look(struct rmsg_conn *c)
 	if (c->state != RMSGI_CS_ESTABLISHED)
 		return;
 	if (cr->grant <= cr->grant_min + 1 || r->never) {
-		rcl_stop(c);
+		rmsgi_reclaim_stop(c);
 		return;
 	}
 	if (r->asked) {
@@ -79,7 +79,7 @@ void rmsgi_reclaim_look(struct rmsg_conn *c)
 			  c->id, RMSGI_RECLAIM_WAITS * RMSGI_RECLAIM_MS / 1000,
 			  cr->grant);
 		r->never = true;
-		rcl_stop(c);
+		rmsgi_reclaim_stop(c);
 		return;
 	}
 	/* busy since the last look, or not quiet for long enough yet, or
@@ -122,11 +122,6 @@ void rmsgi_reclaim_start(struct rmsg_conn *c)
 	rmsgi_timer_start(c->ctx->loop, &r->t, iv, iv);
 	ev_unref(c->ctx->loop);
 	r->on = true;
-}
-
-void rmsgi_reclaim_stop(struct rmsg_conn *c)
-{
-	rcl_stop(c);
 }
 
 void rmsgi_reclaim_asked(struct rmsg_conn *c, uint64_t n)

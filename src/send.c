@@ -357,9 +357,8 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		}
 		if (!native) {
 			/* the peer asked for some of its grant back */
-			if (RMSGI_UNLIKELY(c->cr.give_want ||
-					   op->aux == RMSGI_CREDIT_GIVE) &&
-			    op == &c->tx.credit_op)
+			if (RMSGI_UNLIKELY(op == &c->tx.credit_op) &&
+			    (c->cr.give_want || op->aux == RMSGI_CREDIT_GIVE))
 				rmsgi_conn_credit_give(c, op);
 			op->credits = credit_take(c);
 			op->wret = rmsgi_credit_take_bytes(&c->cr, op_wlen(op));
@@ -380,8 +379,8 @@ void rmsgi_conn_post_queued(struct rmsg_conn *c)
 		ret = c->tops->post(c->tr_priv, op);
 		if (ret == 0) {
 			posted = true;
-			if (RMSGI_UNLIKELY(op->aux == RMSGI_CREDIT_GIVE) &&
-			    op == &c->tx.credit_op)
+			if (RMSGI_UNLIKELY(op == &c->tx.credit_op) &&
+			    op->aux == RMSGI_CREDIT_GIVE)
 				rmsgi_conn_credit_gave(c, op);
 			c->tx.posts += op != &c->tx.credit_op;
 			rmsgi_stats_posted(c, op);
