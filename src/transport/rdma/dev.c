@@ -115,6 +115,7 @@ int rdma_srq_fill(struct rdma_ctx *r, struct rdma_rxq *q)
 			wrs[i].next = i + 1 < n ? &wrs[i + 1] : NULL;
 		}
 		wrs[i - 1].next = NULL;
+		bad = NULL;
 		ret = ibv_post_srq_recv(q->srq, wrs, &bad);
 		if (ret) {
 			/* those before @bad were posted; the others are
@@ -483,6 +484,7 @@ static void dev_release(struct rdma_ctx *r)
 	char name[IBV_SYSFS_NAME_MAX];
 	struct ibv_context **l;
 	uint32_t i;
+	bool keep;
 	int n;
 
 	snprintf(name, sizeof(name), "%s",
@@ -490,13 +492,13 @@ static void dev_release(struct rdma_ctx *r)
 	rdma_repost_drop(r);
 	ev_ref(r->env->loop);
 	ev_io_stop(r->env->loop, &r->cq_io);
-	if (grow((void ***)&r->q_dead, r->nq_dead, r->nq) ||
-	    grow(&r->dead_chunks, 2 * r->ndead, 2 * r->nchunks)) {
+	keep = !grow((void ***)&r->q_dead, r->nq_dead, r->nq) &&
+	       !grow(&r->dead_chunks, 2 * r->ndead, 2 * r->nchunks);
+	if (!keep)
 		/* (without room to keep them, they leak: memory, not the
-		 * device) */
+		 * device; their queues still go, so that a held message's
+		 * release finds no SRQ and never reposts to the old device) */
 		rmsgi_err(r->ctx, "no memory to keep %s's buffers", name);
-		r->nq = r->nchunks = 0;
-	}
 	for (i = 0; i < r->nq; i++) {
 		struct rdma_rxq *q = r->q[i];
 
@@ -507,14 +509,17 @@ static void dev_release(struct rdma_ctx *r)
 		ibv_destroy_cq(q->cq);
 		q->srq = NULL;
 		q->cq = NULL;
-		r->q_dead[r->nq_dead++] = q;
+		if (keep)
+			r->q_dead[r->nq_dead++] = q;
 	}
 	free(r->q);
 	r->q = NULL;
 	r->nq = 0;
-	for (i = 0; i < 2 * r->nchunks; i++)
-		r->dead_chunks[2 * r->ndead + i] = r->rx_chunks[i];
-	r->ndead += r->nchunks;
+	if (keep) {
+		for (i = 0; i < 2 * r->nchunks; i++)
+			r->dead_chunks[2 * r->ndead + i] = r->rx_chunks[i];
+		r->ndead += r->nchunks;
+	}
 	free(r->rx_chunks);
 	r->rx_chunks = NULL;
 	r->nchunks = 0;

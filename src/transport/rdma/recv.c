@@ -147,6 +147,7 @@ static void rxq_repost(struct rdma_ctx *r, struct rdma_rxq *q)
 		if (!n)
 			continue;
 		wrs[n - 1].next = NULL;
+		bad = NULL;
 		ret = ibv_post_srq_recv(q->srq, wrs, &bad);
 		if (ret) {
 			/* those before @bad were posted: they count */

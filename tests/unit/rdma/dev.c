@@ -6,6 +6,21 @@
  */
 #include "harness.h"
 
+/* realloc() calls made by the core and the backend (this program is
+ * linked with --wrap=realloc) fail while this is above 0 */
+static int fail_reallocs;
+
+void *__real_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n)
+{
+	if (fail_reallocs > 0) {
+		fail_reallocs--;
+		return NULL;
+	}
+	return __real_realloc(p, n);
+}
+
 /* receive groups: no fixed connection cap (issue 20)                   */
 
 /* opens a client connection up to its QP (the route resolved) */
@@ -282,6 +297,42 @@ static void dev__removed_let_go(void **state)
 	pump(t);
 }
 
+/* the device removed with no memory left to keep its receive groups:
+ * their buffers leak (the log says so), but their SRQs and CQs still go
+ * with the device, and a message the app held across the removal is
+ * released without a repost to the removed device's SRQ */
+static void dev__removed_no_memory(void **state)
+{
+	struct rt *t = *state;
+	struct rmsg_msg *held;
+	unsigned posted;
+	int back = 0, i, warnings;
+
+	connect_peer(t, 16, 4096);
+	t->hold = true;
+	peer_one(t, &back);
+	t->hold = false;
+	held = t->held[1];
+	assert_non_null(held);
+	cm_event(t, t->id, RDMA_CM_EVENT_DEVICE_REMOVAL, 0, NULL, 0);
+	warnings = t->warnings;
+	fail_reallocs = 1;
+	for (i = 0; i < 100 && mock.live_pd; i++) {
+		pump(t);
+		ev_run(t->loop, EVRUN_NOWAIT);
+	}
+	assert_int_equal(fail_reallocs, 0);
+	assert_true(t->warnings > warnings); /* "no memory to keep ..." */
+	assert_int_equal(t->closed, 1);
+	assert_int_equal(mock.live_pd, 0);
+	assert_int_equal(mock.live_srq, 0);
+	assert_int_equal(mock.live_cq, 0);
+	posted = mock_srq_posted();
+	rmsg_msg_release(held);
+	pump(t);
+	assert_int_equal(mock_srq_posted(), posted);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -290,6 +341,7 @@ int main(void)
 		T(rxq__grant_grows_within_srq),
 		T(rxq__reclaimed_buffers_go_back),
 		T(dev__removed_let_go),
+		T(dev__removed_no_memory),
 	};
 
 	unit_filter();
