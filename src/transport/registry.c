@@ -9,10 +9,13 @@
 
 extern const struct rmsgi_tr rmsgi_tr_rdma;
 extern const struct rmsgi_tr rmsgi_tr_tcp;
+extern const struct rmsgi_tr rmsgi_tr_shm;
 
 const struct rmsgi_tr_row rmsgi_tr_rows[] = {
 	{"rdma", &rmsgi_tr_rdma, NULL},
 	{"tcp", &rmsgi_tr_tcp, NULL},
+	/* two processes on one host: shared memory */
+	{"shm", &rmsgi_tr_shm, NULL},
 	/* RDMA where it can, TCP where it cannot */
 	{"auto", &rmsgi_tr_rdma, "tcp"},
 	{NULL, NULL, NULL},

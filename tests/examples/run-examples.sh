@@ -3,7 +3,7 @@
 #
 # run-examples.sh - runs every example of examples/ as a server and a
 # client in separate processes, over the transport of RMSG_TEST_TRANSPORT
-# (tcp or rdma; default tcp) at RMSG_TEST_ADDR (default 127.0.0.1), and
+# (tcp, rdma or shm; default tcp) at RMSG_TEST_ADDR (default 127.0.0.1), and
 # checks their output and exit codes. echo_rmsg also runs with auto://,
 # which must pick RDMA in the VM (RMSG_VM=1) or over rdma, and fall back
 # to TCP where there is no RDMA stack (both sides print the transport).
@@ -20,9 +20,9 @@ builddir=${top_builddir:-.}
 ex=$(cd "$builddir" && pwd)/examples
 scale=${RMSG_TEST_SCALE:-1}
 case $transport in
-tcp | rdma) ;;
+tcp | rdma | shm) ;;
 *)
-	echo "FAIL: RMSG_TEST_TRANSPORT=$transport: tcp or rdma"
+	echo "FAIL: RMSG_TEST_TRANSPORT=$transport: tcp, rdma or shm"
 	exit 1
 	;;
 esac
@@ -83,6 +83,9 @@ is_listening() { # PORT SCHEME LOG
 	case $2 in
 	tcp | auto)
 		ss -ltnH "sport = :$1" 2> /dev/null | grep -q .
+		;;
+	shm)
+		ss -lxH 2> /dev/null | grep -q "@librmsg/shm/$1 "
 		;;
 	rdma)
 		if rdma res show cm_id > "$tmp/cm_id" 2> /dev/null; then

@@ -81,6 +81,7 @@ void tcp_conn_release(struct tcp_conn *tc)
 		tcp_spare_drop(tc);
 	if (tc->rxm)
 		tcp_msg_put(tc->rxm);
+	tcp_shm_free(tc);
 	free(tc);
 }
 
@@ -227,7 +228,7 @@ void tcp_rebind(void *tcp, struct rmsg_conn *c,
 /* ------------------------------------------------------------------ */
 /* connection setup                                                     */
 
-static void tcp_connected(struct tcp_conn *tc)
+void tcp_connected(struct tcp_conn *tc)
 {
 	struct ev_loop *loop = tc->t->env->loop;
 	struct rmsgi_hello h;
@@ -354,9 +355,8 @@ static void tcp_tmo_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /* a client connection's object, handed to the core, in TCP_PH_CONNECT */
-static struct tcp_conn *tcp_client_new(struct rmsg_ctx *ctx,
-				       struct rmsg_conn *c,
-				       const struct rmsgi_tr_conn_info *ci)
+struct tcp_conn *tcp_client_new(struct rmsg_ctx *ctx, struct rmsg_conn *c,
+				const struct rmsgi_tr_conn_info *ci)
 {
 	struct tcp_ctx *t = tcp_ctx_get(ctx);
 	struct tcp_conn *tc = t ? tcp_conn_new(t, c, ci) : NULL;
@@ -448,6 +448,8 @@ int tcp_addrs(void *tcp, struct sockaddr_storage *local,
 
 	if (tc->fd < 0 || tc->phase == TCP_PH_CONNECT)
 		return -ENOTCONN;
+	if (tc->shm_pipe)
+		return tcp_shm_addrs(tc, local, peer);
 	if (getsockname(tc->fd, (struct sockaddr *)&l, &ll) < 0 ||
 	    getpeername(tc->fd, (struct sockaddr *)&p, &pl) < 0)
 		return -errno;

@@ -297,6 +297,36 @@ static const struct rmsgi_tr_conn_ops tcp_conn_ops = {
 	.rebind = tcp_rebind,
 };
 
+/* shm://: the same connections over shm.c's rings; the context's state
+ * is the TCP backend's (its slot), so this row's own slot stays unset
+ * and its context ops are never called */
+static const struct rmsgi_tr_listener_ops shm_listener_ops = {
+	.listen = tcp_shm_listen,
+	.close = tcp_listen_close,
+	.adopt = tcp_shm_adopt,
+	.drop = tcp_drop,
+};
+
+static const struct rmsgi_tr_conn_ops shm_conn_ops = {
+	.connect = tcp_shm_connect,
+	.disconnect = tcp_disconnect,
+	.post = tcp_post,
+	.send_direct = tcp_send_direct,
+	.direct_max = tcp_direct_max,
+	.kick = tcp_kick,
+	.rndv_release = NULL,
+	.addrs = tcp_addrs,
+	.rebind = tcp_rebind,
+};
+
+const struct rmsgi_tr rmsgi_tr_shm = {
+	.name = "shm",
+	.caps = TCP_CAPS,
+	.ctx = &tcp_ctx_ops,
+	.lst = &shm_listener_ops,
+	.conn = &shm_conn_ops,
+};
+
 const struct rmsgi_tr rmsgi_tr_tcp = {
 	.name = "tcp",
 	.caps = TCP_CAPS,

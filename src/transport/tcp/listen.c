@@ -14,7 +14,7 @@
  * (the peer reports -ECONNREFUSED and logs the reason), then close. Its
  * HELLO may be in already: read first, so the close sends a FIN after
  * the REJECT, not a reset that could overtake it. */
-static void tcp_refuse(int fd, int why)
+static void tcp_refuse(int fd, int why, bool shm)
 {
 	uint8_t buf[TCP_HS_MAX];
 	struct rmsgi_hello hello;
@@ -27,6 +27,12 @@ static void tcp_refuse(int fd, int why)
 	h.type = RMSGI_T_REJECT;
 	h.len = rmsgi_hello_encode(&hello, buf + RMSGI_HDR_SIZE);
 	rmsgi_hdr_encode(&h, buf);
+	if (shm) {
+		/* through the peer's ring (shm.c), then the close */
+		tcp_shm_refuse(fd, buf, RMSGI_HDR_SIZE + (size_t)h.len);
+		close(fd);
+		return;
+	}
 	r = recv(fd, buf + RMSGI_HDR_SIZE + h.len,
 		 sizeof(buf) - RMSGI_HDR_SIZE - h.len, MSG_DONTWAIT);
 	(void)r;
@@ -36,10 +42,12 @@ static void tcp_refuse(int fd, int why)
 	close(fd);
 }
 
-/* a new peer of the core's listener @l on context @t: of the backend
- * listener @tl, or (NULL) adopted from a group's home */
-static void tcp_accept_one(struct tcp_ctx *t, struct tcp_listener *tl,
-			   struct rmsg_listener *l, int fd)
+/* a new peer of the core's listener @l on context @t through backend
+ * @tr: of the backend listener @tl, or (NULL) adopted from a group's
+ * home */
+static void tcp_accept_one(struct tcp_ctx *t, const struct rmsgi_tr *tr,
+			   struct tcp_listener *tl, struct rmsg_listener *l,
+			   int fd)
 {
 	const struct rmsgi_tr_conn_info *ci;
 	struct rmsgi_hello refusal;
@@ -52,10 +60,15 @@ static void tcp_accept_one(struct tcp_ctx *t, struct tcp_listener *tl,
 		close(fd);
 		return;
 	}
-	if (rmsgi_tr_incoming(l, &rmsgi_tr_tcp, tc, &c, &ci, &refusal)) {
+	if (tr == &rmsgi_tr_shm) {
+		/* its mapping comes with the peer's first byte */
+		tc->shm_pipe = true;
+		ev_set_cb(&tc->rw, tcp_shm_cb);
+	}
+	if (rmsgi_tr_incoming(l, tr, tc, &c, &ci, &refusal)) {
 		rmsgi_list_del(&tc->link);
 		free(tc);
-		tcp_refuse(fd, refusal.status);
+		tcp_refuse(fd, refusal.status, tr == &rmsgi_tr_shm);
 		return;
 	}
 	tc->c = c;
@@ -74,23 +87,31 @@ static void tcp_accept_one(struct tcp_ctx *t, struct tcp_listener *tl,
 /* a group listener's peer, detached: the socket alone */
 struct tcp_handoff {
 	int fd;
+	bool shm; /* of a shm:// listener */
 };
 
 static void tcp_handoff(struct tcp_listener *tl, int fd,
 			const struct sockaddr_storage *peer)
 {
 	struct tcp_handoff *ho = malloc(sizeof(*ho));
+	struct sockaddr_storage sp;
 
 	if (!ho) {
-		tcp_refuse(fd, -ENOMEM);
+		tcp_refuse(fd, -ENOMEM, tl->tr == &rmsgi_tr_shm);
 		return;
 	}
 	ho->fd = fd;
-	rmsgi_tr_handoff(tl->l, &rmsgi_tr_tcp, (const struct sockaddr *)peer,
-			 ho);
+	ho->shm = tl->tr == &rmsgi_tr_shm;
+	if (tl->tr == &rmsgi_tr_shm) {
+		/* the address the client says it dialed (shm.c) */
+		tcp_shm_peek(fd, &sp);
+		peer = &sp;
+	}
+	rmsgi_tr_handoff(tl->l, tl->tr, (const struct sockaddr *)peer, ho);
 }
 
-void tcp_adopt(struct rmsg_ctx *ctx, struct rmsg_listener *l, void *h)
+static void tcp_adopt_tr(struct rmsg_ctx *ctx, const struct rmsgi_tr *tr,
+			 struct rmsg_listener *l, void *h)
 {
 	struct tcp_handoff *ho = h;
 	struct tcp_ctx *t = tcp_ctx_get(ctx);
@@ -98,17 +119,27 @@ void tcp_adopt(struct rmsg_ctx *ctx, struct rmsg_listener *l, void *h)
 
 	free(ho);
 	if (!t) {
-		tcp_refuse(fd, -ENOMEM);
+		tcp_refuse(fd, -ENOMEM, tr == &rmsgi_tr_shm);
 		return;
 	}
-	tcp_accept_one(t, NULL, l, fd);
+	tcp_accept_one(t, tr, NULL, l, fd);
+}
+
+void tcp_adopt(struct rmsg_ctx *ctx, struct rmsg_listener *l, void *h)
+{
+	tcp_adopt_tr(ctx, &rmsgi_tr_tcp, l, h);
+}
+
+void tcp_shm_adopt(struct rmsg_ctx *ctx, struct rmsg_listener *l, void *h)
+{
+	tcp_adopt_tr(ctx, &rmsgi_tr_shm, l, h);
 }
 
 void tcp_drop(void *h, const struct rmsgi_hello *refusal)
 {
 	struct tcp_handoff *ho = h;
 
-	tcp_refuse(ho->fd, refusal->status);
+	tcp_refuse(ho->fd, refusal->status, ho->shm);
 	free(ho);
 }
 
@@ -189,7 +220,7 @@ static void tcp_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			if (group)
 				tcp_handoff(tl, fd, &peer);
 			else
-				tcp_accept_one(tl->t, tl, tl->l, fd);
+				tcp_accept_one(tl->t, tl->tr, tl, tl->l, fd);
 			continue;
 		}
 		switch (errno) {
@@ -311,6 +342,7 @@ int tcp_listen(struct rmsg_ctx *ctx, struct rmsg_listener *l,
 	}
 	tl->t = t;
 	tl->l = l;
+	tl->tr = &rmsgi_tr_tcp;
 	rmsgi_list_init(&tl->link);
 	rmsgi_timer_init(&tl->pause, t->env->timers, tcp_pause_cb);
 	for (ai = res; ai; ai = ai->ai_next) {
@@ -356,6 +388,30 @@ close_socks:
 free_res:
 	freeaddrinfo(res);
 	return ret;
+}
+
+int tcp_listener_new(struct tcp_ctx *t, struct rmsg_listener *l,
+		     const struct rmsgi_tr *tr, int fd, uint16_t port,
+		     void **tl_p)
+{
+	struct tcp_listener *tl = calloc(1, sizeof(*tl));
+
+	if (!tl)
+		return -ENOMEM;
+	tl->t = t;
+	tl->l = l;
+	tl->tr = tr;
+	rmsgi_list_init(&tl->link);
+	rmsgi_timer_init(&tl->pause, t->env->timers, tcp_pause_cb);
+	tl->sock[0].fd = fd;
+	tl->sock[0].tl = tl;
+	ev_io_init(&tl->sock[0].w, tcp_accept_cb, fd, EV_READ);
+	tl->nsock = 1;
+	tl->port = port;
+	*tl_p = tl;
+	rmsgi_list_add_tail(&t->listeners, &tl->link);
+	tcp_listener_resume(tl);
+	return 0;
 }
 
 void tcp_listen_close(void *p)

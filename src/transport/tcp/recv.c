@@ -503,7 +503,7 @@ static inline __attribute__((always_inline)) bool tcp_read(struct tcp_conn *tc)
 		iov[cnt].iov_base = tc->rb->data + tc->rtail;
 		iov[cnt++].iov_len = room;
 		want = bigrest + room;
-		r = readv(tc->fd, iov, cnt);
+		r = tcp_pipe_readv(tc, iov, cnt);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -559,6 +559,31 @@ void tcp_rw_cb(struct ev_loop *loop, ev_io *w, int revents)
 	tcp_leave(tc);
 }
 
+/* a shm:// connection's socket is readable: wake-ups for its rings (and,
+ * at a server's start, the peer's mapping), or the peer's end. It reads
+ * the ring, writes what waited for room, and, if the read stopped short
+ * of an empty ring (no wake-up would come for it), runs again */
+void tcp_shm_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct tcp_conn *tc = RMSGI_CONTAINER_OF(w, struct tcp_conn, rw);
+	int ret;
+
+	(void)revents;
+	tcp_enter(tc);
+	ret = tcp_shm_io(tc);
+	if (ret && ret != -EAGAIN)
+		tcp_conn_end(tc, ret, NULL);
+	if (!ret)
+		tcp_read(tc);
+	if (!ret && !tc->ended && tc->blocked) {
+		tc->blocked = false;
+		tcp_write(tc);
+	}
+	if (!ret && !tc->ended && ev_is_active(&tc->rw) && tcp_shm_park(tc))
+		ev_feed_event(loop, &tc->rw, EV_READ);
+	tcp_leave(tc);
+}
+
 /* the same read for the context's busy polling (ctx.c tcp_spin), which
  * tries every connection on every pass: an idle one must stay idle. One
  * that gave its read buffer back is peeked at, not handed a buffer for a
@@ -570,8 +595,13 @@ bool tcp_read_now(struct tcp_conn *tc)
 	uint8_t b;
 	bool got;
 
-	if (!tc->rb && recv(tc->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
-	    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+	if (tc->shm_pipe) {
+		/* (wake-ups and the end are the io watcher's) */
+		if (!tcp_shm_ready(tc))
+			return false;
+	} else if (!tc->rb &&
+		   recv(tc->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
+		   (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return false; /* nothing yet; an error is read as usual */
 	got = tcp_read(tc);
 	if (!got)

@@ -106,6 +106,16 @@ void tcp_linger_step(struct tcp_conn *tc)
 	shutdown(tc->fd, SHUT_WR);
 }
 
+/* the pipe is full: a TCP socket says when it has room (EV_WRITE); the
+ * reader of a shm ring wakes us through the socket's read side
+ * (tcp_shm_cb), as the ring's writer asked it to */
+static void tcp_wait_room(struct tcp_conn *tc)
+{
+	tc->blocked = true;
+	if (!tc->shm_pipe)
+		tcp_io_start(tc->t->env, &tc->ww);
+}
+
 /* writes what the socket takes, gathering many frames per sendmsg() */
 size_t tcp_write(struct tcp_conn *tc)
 {
@@ -141,13 +151,12 @@ size_t tcp_write(struct tcp_conn *tc)
 			return sent;
 		}
 		mh = (struct msghdr){.msg_iov = iov, .msg_iovlen = (size_t)cnt};
-		w = sendmsg(tc->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		w = tcp_pipe_send(tc, &mh);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				tc->blocked = true;
-				tcp_io_start(tc->t->env, &tc->ww);
+				tcp_wait_room(tc);
 				return sent;
 			}
 			tcp_conn_fail(tc, tcp_errno(errno));
@@ -157,8 +166,7 @@ size_t tcp_write(struct tcp_conn *tc)
 		sent += (size_t)w;
 		if ((size_t)w < want) {
 			/* a short write means the socket buffer is full */
-			tc->blocked = true;
-			tcp_io_start(tc->t->env, &tc->ww);
+			tcp_wait_room(tc);
 			return sent;
 		}
 		if (n == &tc->outq && cnt < TCP_WIOV) {
@@ -258,7 +266,7 @@ ssize_t tcp_send_direct(void *tcp, const struct rmsgi_hdr *h,
 	for (i = 0; i < iovcnt; i++)
 		v[i + 1] = iov[i]; /* one or two pieces, mostly: no memcpy */
 	do {
-		w = sendmsg(tc->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		w = tcp_pipe_send(tc, &mh);
 	} while (w < 0 && errno == EINTR);
 	if (RMSGI_LIKELY(w > 0))
 		return w;

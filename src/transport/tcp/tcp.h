@@ -36,6 +36,12 @@
  * the context's reaper (transport.h: end of life), once no entry point
  * (each bracketed by tcp_enter() and tcp_leave()) is on the stack.
  *
+ * Two pipes: the same backend serves tcp:// over a TCP socket and shm://
+ * (rmsgi_tr_shm: two processes on one host) over byte rings in a shared
+ * mapping, a Unix socket beside them (shm.c). Only reading and writing
+ * bytes (tcp_pipe_readv, tcp_pipe_send), the wait for room, and setting
+ * up differ; frames and every rule are the same.
+ *
  * Files (each includes only this header, and system headers):
  *  ctx.c     the context: socket helpers and the errno mapping, the
  *            per-context state (created on first use, fini), the receive
@@ -48,6 +54,10 @@
  *  recv.c    read buffers and message objects, reading and parsing
  *            frames, large frames, delivery to the core
  *  listen.c  listening sockets, accepting (and pausing it), refusals
+ *  shm.c     shm://: naming, the setup (the mapping passed, checked),
+ *            wake-ups and the end on the Unix socket, connect, listen
+ *  ring.c    shm://: the mapping's two byte rings, read and written as
+ *            a socket would be
  */
 #ifndef RMSG_TRANSPORT_TCP_H
 #define RMSG_TRANSPORT_TCP_H
@@ -118,6 +128,24 @@
 #define TCP_CAPS RMSGI_TR_CAP_WINDOW
 /* a frame's header slot: the header and a one-sided op's RMA header */
 #define TCP_SLOT 64
+/* shm://: each direction's ring (bytes, a power of two) and the header
+ * page before them (ring.c) */
+#define TCP_SHM_RING ((uint32_t)256 << 10)
+#define TCP_SHM_HDR 4096
+#define TCP_SHM_MAP ((size_t)TCP_SHM_HDR + 2 * (size_t)TCP_SHM_RING)
+struct shm_ring; /* ring.c's */
+
+/* a shm:// connection's side of the mapping */
+struct tcp_shm {
+	uint8_t *map;
+	struct shm_ring *tx, *rx;
+	uint8_t *txd, *rxd;
+	uint32_t tx_head; /* our own positions, never read back */
+	uint32_t rx_tail;
+	bool asleep; /* we set rx_sleep */
+	bool eof;    /* the socket said the peer is gone or done */
+	struct sockaddr_storage local, peer; /* as the setup said them */
+};
 _Static_assert(TCP_SLOT >= RMSGI_HDR_SIZE + RMSGI_OP_PRE_MAX,
 	       "a header slot holds the header and the op's descriptor");
 
@@ -168,7 +196,8 @@ struct tcp_lsock {
 struct tcp_listener {
 	struct rmsgi_list link; /* tcp_ctx->listeners */
 	struct tcp_ctx *t;
-	struct rmsg_listener *l; /* the core's, for rmsgi_tr_incoming */
+	struct rmsg_listener *l;   /* the core's, for rmsgi_tr_incoming */
+	const struct rmsgi_tr *tr; /* rmsgi_tr_tcp or rmsgi_tr_shm */
 	uint16_t port;
 	struct rmsgi_timer pause; /* accepting paused after EMFILE */
 	double backoff;		  /* the current pause; 0 outside an episode */
@@ -215,6 +244,10 @@ struct tcp_conn {
 	bool lingering; /* local close: output, FIN, then the peer's FIN */
 	uint16_t peer_credits; /* the peer's grant: sizes the header ring */
 	bool fin_sent;
+	/* shm://: bytes go through the rings of @shm (the server's comes
+	 * with the peer's first byte); the socket carries wake-ups */
+	bool shm_pipe;
+	struct tcp_shm *shm;
 	ev_io rw;
 	ev_io ww;
 	struct rmsgi_timer tmo; /* setup bound, then the linger bound */
@@ -271,8 +304,9 @@ struct tcp_conn {
 				frame reuses it unless the app held it */
 };
 
-/* the backend (ctx.c) */
+/* the backends (ctx.c): one per pipe */
 extern const struct rmsgi_tr rmsgi_tr_tcp;
+extern const struct rmsgi_tr rmsgi_tr_shm;
 
 /* ------------------------------------------------------------------ */
 /* loop watchers, socket errors                                         */
@@ -401,6 +435,11 @@ int tcp_addrs(void *tcp, struct sockaddr_storage *local,
  * starting at the handshake (the seam of an fd hand-over; unit tests) */
 int tcp_conn_adopt(struct rmsg_ctx *ctx, struct rmsg_conn *c,
 		   const struct rmsgi_tr_conn_info *ci, int fd);
+/* a client connection's object, handed to the core (TCP_PH_CONNECT) */
+struct tcp_conn *tcp_client_new(struct rmsg_ctx *ctx, struct rmsg_conn *c,
+				const struct rmsgi_tr_conn_info *ci);
+/* the socket is connected: the handshake starts with our HELLO */
+void tcp_connected(struct tcp_conn *tc);
 
 /* every entry point is bracketed by these (transport.h: end of life);
  * nothing touches @tc after tcp_leave(), which may free it */
@@ -445,5 +484,67 @@ void tcp_listen_close(void *p);
 void tcp_adopt(struct rmsg_ctx *ctx, struct rmsg_listener *l, void *h);
 void tcp_drop(void *h, const struct rmsgi_hello *refusal);
 void tcp_listener_free(struct tcp_listener *tl);
+/* a listener of backend @tr over the listening socket @fd (taken on
+ * success) */
+int tcp_listener_new(struct tcp_ctx *t, struct rmsg_listener *l,
+		     const struct rmsgi_tr *tr, int fd, uint16_t port,
+		     void **tl_p);
+void tcp_shm_adopt(struct rmsg_ctx *ctx, struct rmsg_listener *l, void *h);
+
+/* ------------------------------------------------------------------ */
+/* shm.c and ring.c: the shared-memory pipe                              */
+
+/* the reason a connection ends (none for a peer refused before it was
+ * one: tcp_shm_refuse) */
+static inline void tcp_shm_why(struct tcp_conn *tc, const char *why)
+{
+	if (tc->c)
+		rmsgi_conn_why(tc->c, "%s", why);
+}
+/* maps a memfd of TCP_SHM_MAP bytes; NULL: no memory or mmap failed */
+struct tcp_shm *tcp_shm_map(int fd, bool server);
+
+int tcp_shm_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
+		    const struct rmsgi_uri *u, const struct rmsgi_addrs *to);
+int tcp_shm_listen(struct rmsg_ctx *ctx, struct rmsg_listener *l,
+		   const struct rmsgi_uri *u, uint16_t *port_p, void **tl_p);
+void tcp_shm_free(struct tcp_conn *tc);
+/* the addrs op over shm:// (the addresses the setup carried) */
+int tcp_shm_addrs(const struct tcp_conn *tc, struct sockaddr_storage *local,
+		  struct sockaddr_storage *peer);
+/* a group's pick: the client's address, peeked from its setup (IPv4
+ * loopback until it came) */
+void tcp_shm_peek(int fd, struct sockaddr_storage *peer);
+/* a REJECT frame @f into a refused peer's mapping (listen.c) */
+void tcp_shm_refuse(int fd, const uint8_t *f, size_t len);
+/* as readv() and sendmsg() on a socket: bytes, or -1 and errno (EAGAIN:
+ * empty or full, a wake-up follows; EPROTO: the peer broke the rings) */
+ssize_t tcp_shm_readv(struct tcp_conn *tc, const struct iovec *iov, int cnt);
+ssize_t tcp_shm_writev(struct tcp_conn *tc, const struct iovec *iov, int cnt);
+/* the socket was readable: takes the wake-ups (and the server's mapping).
+ * 0; -EAGAIN: no mapping yet; else the error that ends the connection */
+int tcp_shm_io(struct tcp_conn *tc);
+/* bytes (or the end) wait in the ring */
+bool tcp_shm_ready(const struct tcp_conn *tc);
+/* a read stopped before the ring was empty: false once the reader is
+ * marked asleep with the ring empty; true if bytes came (read again) */
+bool tcp_shm_park(struct tcp_conn *tc);
+void tcp_shm_cb(struct ev_loop *loop, ev_io *w, int revents);
+
+/* the pipe: a TCP socket, or shm.c's rings */
+static inline ssize_t tcp_pipe_readv(struct tcp_conn *tc,
+				     const struct iovec *iov, int cnt)
+{
+	if (RMSGI_LIKELY(!tc->shm_pipe))
+		return readv(tc->fd, iov, cnt);
+	return tcp_shm_readv(tc, iov, cnt);
+}
+
+static inline ssize_t tcp_pipe_send(struct tcp_conn *tc, struct msghdr *mh)
+{
+	if (RMSGI_LIKELY(!tc->shm_pipe))
+		return sendmsg(tc->fd, mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	return tcp_shm_writev(tc, mh->msg_iov, (int)mh->msg_iovlen);
+}
 
 #endif /* RMSG_TRANSPORT_TCP_H */

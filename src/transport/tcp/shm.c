@@ -1,0 +1,569 @@
+// SPDX-License-Identifier: MIT
+/*
+ * shm.c - the stream backend's second pipe: shm://, two processes on one
+ * host. The frames, the handshake, credits, the byte window and every
+ * rule of the TCP backend stay as they are; only the bytes travel
+ * differently: through two single-producer, single-consumer byte rings
+ * in a mapping both processes share, with a Unix socket beside them for
+ * the setup, the wake-ups and the end.
+ *
+ * Naming: shm://HOST:PORT is the abstract Unix socket "librmsg/shm/PORT"
+ * of the caller's network namespace: a port per host, as with TCP. A
+ * client's HOST must be an address of this host (one it could bind: a
+ * loopback or an interface address), else -EHOSTUNREACH: the peer named
+ * is elsewhere and shared memory cannot reach it.
+ *
+ * Setup: the client makes the mapping (a memfd: TCP_SHM_MAP bytes, the two
+ * ring headers in its first page, then the client's ring, then the
+ * server's), seals its size (so the peer can never shrink it under us:
+ * a SIGBUS), and passes it (SCM_RIGHTS) with its first SHM_SETUP bytes
+ * on the socket: the address it dialed and the two ports. The server
+ * takes the mapping only if it is sealed so and has exactly that size;
+ * anything else ends the connection (-EPROTO) before the HELLO is read.
+ * Every descriptor beyond that one is closed.
+ *
+ * Addresses: a Unix socket has none, so both ends report the host
+ * address the client dialed; the server's port is the listener's, the
+ * client's a number its library picked (SHM_PORT_MIN up) to tell its
+ * connections apart, which no socket holds. As the setup says them they
+ * are the peer's claim, like everything it sends.
+ *
+ * The rings. Each side keeps its own position (what it wrote, or read) in
+ * private memory and only publishes it; it reads the peer's position
+ * once, checks it (never more than a ring's bytes apart from its own:
+ * -EPROTO), then copies the bytes out before the frame parser sees them,
+ * so a peer that scribbles over the mapping can send garbage, as over
+ * TCP, and nothing more. A reader about to wait sets its ring's rx_sleep
+ * and looks once more; a writer that published bytes wakes a sleeping
+ * reader with one byte on the socket. A writer that finds the ring full
+ * sets tx_sleep and looks once more; the reader wakes it the same way. So
+ * while both ends are busy no system call is made per message.
+ *
+ * The end: a FIN (shutdown) or the peer's exit closes the socket; the
+ * reader takes what is left in the ring, then ends as TCP does on a FIN.
+ */
+#define _GNU_SOURCE
+#include "tcp.h"
+
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/un.h>
+
+#define SHM_NAME "librmsg/shm/%u"
+#define SHM_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+/* wake-up bytes taken off the socket per look */
+#define SHM_DRAIN 256
+/* the setup: 'S', the family (4 or 6), the client's port, the server's
+ * port (both big-endian), the client's address, the server's (16 bytes
+ * each; IPv4 in the first 4) */
+#define SHM_SETUP 38
+#define SHM_PORT_MIN 49152
+
+/* @ss's address with port @port */
+static void shm_addr(struct sockaddr_storage *ss, uint16_t port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+}
+
+static uint8_t *shm_ip(struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (uint8_t *)&((struct sockaddr_in *)ss)->sin_addr;
+	return (uint8_t *)&((struct sockaddr_in6 *)ss)->sin6_addr;
+}
+
+/* @cli and @srv: one family, their ports set */
+static void shm_setup_encode(uint8_t *b, struct sockaddr_storage *cli,
+			     struct sockaddr_storage *srv)
+{
+	size_t n = cli->ss_family == AF_INET ? 4 : 16;
+	uint16_t cport = ntohs(((struct sockaddr_in *)cli)->sin_port);
+	uint16_t sport = ntohs(((struct sockaddr_in *)srv)->sin_port);
+
+	memset(b, 0, SHM_SETUP);
+	b[0] = 'S';
+	b[1] = n == 4 ? 4 : 6;
+	b[2] = (uint8_t)(cport >> 8);
+	b[3] = (uint8_t)cport;
+	b[4] = (uint8_t)(sport >> 8);
+	b[5] = (uint8_t)sport;
+	memcpy(b + 6, shm_ip(cli), n);
+	memcpy(b + 22, shm_ip(srv), n);
+}
+
+/* the client's address into @peer and the server's into @local; false:
+ * not a setup */
+static bool shm_setup_decode(const uint8_t *b, struct sockaddr_storage *peer,
+			     struct sockaddr_storage *local)
+{
+	size_t n = b[1] == 4 ? 4 : 16;
+
+	if (b[0] != 'S' || (b[1] != 4 && b[1] != 6))
+		return false;
+	memset(peer, 0, sizeof(*peer));
+	peer->ss_family = n == 4 ? AF_INET : AF_INET6;
+	*local = *peer;
+	memcpy(shm_ip(peer), b + 6, n);
+	memcpy(shm_ip(local), b + 22, n);
+	shm_addr(peer, (uint16_t)(b[2] << 8 | b[3]));
+	shm_addr(local, (uint16_t)(b[4] << 8 | b[5]));
+	return true;
+}
+
+int tcp_shm_addrs(const struct tcp_conn *tc, struct sockaddr_storage *local,
+		  struct sockaddr_storage *peer)
+{
+	if (!tc->shm || tc->ended)
+		return -ENOTCONN;
+	*local = tc->shm->local;
+	*peer = tc->shm->peer;
+	return 0;
+}
+
+void tcp_shm_peek(int fd, struct sockaddr_storage *peer)
+{
+	struct sockaddr_storage local;
+	uint8_t b[SHM_SETUP];
+
+	/* (no room for descriptors: a peek installs none) */
+	if (recv(fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT) ==
+		    (ssize_t)sizeof(b) &&
+	    shm_setup_decode(b, peer, &local))
+		return;
+	memset(peer, 0, sizeof(*peer));
+	peer->ss_family = AF_INET;
+	((struct sockaddr_in *)peer)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+}
+
+static void shm_name(uint16_t port, struct sockaddr_un *sa, socklen_t *len)
+{
+	int n;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	/* abstract: sun_path[0] is 0 */
+	n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, SHM_NAME,
+		     port);
+	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			   (size_t)n);
+}
+
+/* the client's mapping, made and passed with the setup */
+static int shm_offer(struct tcp_conn *tc, struct sockaddr_storage *cli,
+		     struct sockaddr_storage *srv)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	uint8_t setup[SHM_SETUP];
+	struct iovec iov = {.iov_base = setup, .iov_len = sizeof(setup)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf)};
+	struct cmsghdr *cm;
+	int fd, ret = 0;
+
+	fd = memfd_create("librmsg-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)TCP_SHM_MAP) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, SHM_SEALS) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	tc->shm = tcp_shm_map(fd, false);
+	if (!tc->shm) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	tc->shm->local = *cli;
+	tc->shm->peer = *srv;
+	shm_setup_encode(setup, cli, srv);
+	memset(cbuf, 0, sizeof(cbuf));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	if (sendmsg(tc->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) !=
+	    (ssize_t)sizeof(setup))
+		ret = errno ? -errno : -EIO;
+out:
+	close(fd);
+	return ret;
+}
+
+/* the server's side of the setup: the client's mapping, checked */
+static int shm_accept_map(struct tcp_conn *tc, int fd)
+{
+	struct stat st;
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	if (seals < 0 || (seals & SHM_SEALS) != SHM_SEALS ||
+	    fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size != (off_t)TCP_SHM_MAP) {
+		tcp_shm_why(tc, "the peer's shared mapping is not a "
+				"sealed memfd of the expected size");
+		return -EPROTO;
+	}
+	tc->shm = tcp_shm_map(fd, true);
+	if (!tc->shm) {
+		tcp_shm_why(tc, "the peer's shared mapping could not "
+				"be mapped");
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* descriptors that came with a byte: the server's first one is the
+ * mapping; every other is closed, and is a protocol error */
+static int shm_fds(struct tcp_conn *tc, struct msghdr *mh)
+{
+	struct cmsghdr *cm;
+	int ret = 0;
+
+	for (cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		size_t i, n;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int),
+			       sizeof(int));
+			if (!ret && tc->server && !tc->shm && i == 0)
+				ret = shm_accept_map(tc, fd);
+			else
+				ret = -EPROTO;
+			close(fd);
+		}
+	}
+	if (mh->msg_flags & MSG_CTRUNC)
+		ret = -EPROTO;
+	return ret;
+}
+
+/* a REJECT the listener sent on the socket ('R' first) as it refused us
+ * before our setup arrived (tcp_shm_refuse) */
+static int shm_refused(struct tcp_conn *tc, const uint8_t *p, size_t n)
+{
+	struct rmsgi_hello hello;
+	struct rmsgi_hdr h;
+
+	if (rmsgi_hdr_decode(p, n, RMSGI_HELLO_MAX, &h) ||
+	    h.type != RMSGI_T_REJECT || h.len > n - RMSGI_HDR_SIZE ||
+	    rmsgi_hello_decode(p + RMSGI_HDR_SIZE, (size_t)h.len, &hello)) {
+		tcp_shm_why(tc, "the listener sent a malformed refusal");
+		return -EPROTO;
+	}
+	tcp_cli_answer(tc, RMSGI_T_REJECT, &hello);
+	return -ECONNREFUSED; /* (ended already) */
+}
+
+/* takes wake-up bytes (and, at the server's start, the setup with the
+ * mapping) off the socket; notes its end. 0, or a negative errno that
+ * ends the connection */
+static int shm_drain(struct tcp_conn *tc)
+{
+	char buf[SHM_DRAIN], cbuf[CMSG_SPACE(4 * sizeof(int))];
+	int round;
+
+	for (round = 0; round < 16; round++) {
+		/* the setup alone first: its bytes and the mapping */
+		struct iovec iov = {.iov_base = buf,
+				    .iov_len =
+					    tc->shm ? sizeof(buf) : SHM_SETUP};
+		struct msghdr mh = {.msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = cbuf,
+				    .msg_controllen = sizeof(cbuf)};
+		struct sockaddr_storage peer, local;
+		bool setup = !tc->shm;
+		ssize_t r =
+			recvmsg(tc->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		int ret;
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (r <= 0) {
+			/* a FIN, or gone (ECONNRESET): what the ring holds
+			 * is still read, then the end comes as over TCP */
+			if (!tc->shm)
+				return -ECONNRESET;
+			tc->shm->eof = true;
+			break;
+		}
+		if (!tc->server && tc->phase == TCP_PH_HELLO && buf[0] == 'R')
+			return shm_refused(tc, (uint8_t *)buf + 1,
+					   (size_t)r - 1);
+		ret = mh.msg_controllen ? shm_fds(tc, &mh) : 0;
+		if (ret)
+			return ret;
+		if (!setup && (size_t)r < sizeof(buf))
+			break; /* drained: no read to say EAGAIN */
+		if (!setup)
+			continue;
+		if (!tc->shm || r != SHM_SETUP ||
+		    !shm_setup_decode((uint8_t *)buf, &peer, &local)) {
+			tcp_shm_why(tc, "the peer's first bytes are not "
+					"a shm:// setup with its "
+					"mapping");
+			return -EPROTO;
+		}
+		tc->shm->peer = peer;
+		tc->shm->local = local;
+	}
+	return 0;
+}
+
+/* a peer refused before it became a connection (listen.c tcp_refuse):
+ * the REJECT frame @f goes into its mapping's server ring, if its setup
+ * is in already; else it sees the socket close */
+void tcp_shm_refuse(int fd, const uint8_t *f, size_t len)
+{
+	char cbuf[CMSG_SPACE(4 * sizeof(int))];
+	uint8_t setup[SHM_SETUP];
+	struct iovec iov = {.iov_base = setup, .iov_len = sizeof(setup)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf)};
+	struct sockaddr_storage a, b;
+	struct tcp_conn tc;
+	struct iovec fv = {.iov_base = (void *)f, .iov_len = len};
+	ssize_t r;
+
+	memset(&tc, 0, sizeof(tc));
+	tc.fd = fd;
+	tc.server = true;
+	r = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		/* its setup is not in yet (the client makes its mapping
+		 * once connected): the REJECT goes on the socket, marked */
+		uint8_t m[1 + TCP_HS_MAX];
+
+		m[0] = 'R';
+		memcpy(m + 1, f, RMSGI_MIN(len, sizeof(m) - 1));
+		r = send(fd, m, 1 + RMSGI_MIN(len, sizeof(m) - 1),
+			 MSG_DONTWAIT | MSG_NOSIGNAL);
+		(void)r;
+		return;
+	}
+	if (r == (ssize_t)sizeof(setup) && shm_setup_decode(setup, &a, &b) &&
+	    shm_fds(&tc, &mh) == 0 && tc.shm) {
+		r = tcp_shm_writev(&tc, &fv, 1);
+		(void)r;
+		tcp_shm_free(&tc);
+	} else if (r > 0 && mh.msg_controllen) {
+		(void)shm_fds(&tc, &mh); /* (closes what came) */
+		tcp_shm_free(&tc);
+	}
+}
+
+/* the socket is readable: wake-ups, the mapping, or the end */
+int tcp_shm_io(struct tcp_conn *tc)
+{
+	int ret = shm_drain(tc);
+
+	if (ret)
+		return ret;
+	if (!tc->shm)
+		return -EAGAIN; /* the server waits for its mapping */
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* connect and listen                                                   */
+
+/* can this host bind @sa? Then it is one of its addresses */
+static bool shm_local(const struct sockaddr_storage *sa, socklen_t len)
+{
+	struct sockaddr_storage a = *sa;
+	int fd = socket(sa->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	if (a.ss_family == AF_INET)
+		((struct sockaddr_in *)&a)->sin_port = 0;
+	else if (a.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&a)->sin6_port = 0;
+	ok = bind(fd, (struct sockaddr *)&a, len) == 0;
+	close(fd);
+	return ok;
+}
+
+/* the two addresses the connection will report: the server's, dialed,
+ * and the client's, the ?src= address if one was given (of this host
+ * and the same family, else the errors a TCP connect gives) */
+static int shm_src(struct tcp_conn *tc, const struct rmsgi_uri *u,
+		   const struct rmsgi_addrs *to, struct sockaddr_storage *cli,
+		   struct sockaddr_storage *srv)
+{
+	static _Atomic unsigned seq;
+	uint16_t cport =
+		(uint16_t)(SHM_PORT_MIN + ((unsigned)getpid() * 7919u +
+					   atomic_fetch_add(&seq, 1)) %
+						  (65536 - SHM_PORT_MIN));
+
+	*srv = to->a[0];
+	shm_addr(srv, u->port);
+	*cli = to->a[0];
+	if (u->src_len) {
+		if (u->src.ss_family != srv->ss_family) {
+			tcp_shm_why(tc, "the ?src= address is of "
+					"another family than the "
+					"peer's");
+			return -EHOSTUNREACH;
+		}
+		if (!shm_local(&u->src, u->src_len))
+			return -EADDRNOTAVAIL;
+		*cli = u->src;
+	}
+	shm_addr(cli, cport);
+	return 0;
+}
+
+int tcp_shm_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
+		    const struct rmsgi_uri *u, const struct rmsgi_addrs *to)
+{
+	struct sockaddr_storage cli, srv;
+	struct sockaddr_un sa;
+	struct rmsgi_reaper *rp;
+	struct tcp_conn *tc;
+	socklen_t salen;
+	unsigned i;
+	int fd, err;
+
+	for (i = 0; i < to->n; i++)
+		if (!shm_local(&to->a[i], to->len[i])) {
+			rmsgi_conn_why(c,
+				       "shm:// reaches this host only, and "
+				       "%s is not one of its addresses",
+				       u->host);
+			return -EHOSTUNREACH;
+		}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	tc = tcp_client_new(ci->ctx, c, ci);
+	if (!tc) {
+		close(fd);
+		return -ENOMEM;
+	}
+	tc->shm_pipe = true;
+	ev_set_cb(&tc->rw, tcp_shm_cb);
+	tcp_conn_set_fd(tc, fd);
+	rp = tc->rp;
+	tcp_enter(tc);
+	tcp_timer_start(tc->t->env->loop, &tc->tmo, ci->dial_ms / 1000.0);
+	shm_name(u->port, &sa, &salen);
+	if (connect(fd, (struct sockaddr *)&sa, salen) < 0) {
+		/* no listener (ECONNREFUSED), or its backlog is full */
+		err = errno == EAGAIN ? -ECONNREFUSED : tcp_errno(errno);
+		if (err == -ECONNREFUSED)
+			rmsgi_conn_why(c,
+				       "nothing listens on shm port %u on "
+				       "this host%s",
+				       u->port,
+				       errno == EAGAIN ? " (or its backlog "
+							 "is full)"
+						       : "");
+		tcp_conn_end(tc, err, NULL);
+		rmsgi_tr_leave(rp);
+		return 0;
+	}
+	err = shm_src(tc, u, to, &cli, &srv);
+	if (!err) {
+		err = shm_offer(tc, &cli, &srv);
+		if (err)
+			rmsgi_conn_why(c, "no shared mapping: %s",
+				       rmsg_strerror(err));
+	}
+	if (err) {
+		tcp_conn_end(tc, err, NULL);
+		rmsgi_tr_leave(rp);
+		return 0;
+	}
+	tcp_connected(tc);
+	tcp_leave(tc);
+	return 0;
+}
+
+/* a listener's host must be this host's (as over TCP, which could not
+ * bind another's): -EADDRNOTAVAIL else */
+static int shm_listen_host(const char *host)
+{
+	struct addrinfo hints, *res, *ai;
+	bool ok = false;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	if (getaddrinfo(host, NULL, &hints, &res))
+		return -EADDRNOTAVAIL;
+	for (ai = res; ai && !ok; ai = ai->ai_next)
+		if (ai->ai_addrlen <= sizeof(struct sockaddr_storage)) {
+			struct sockaddr_storage ss;
+
+			memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+			ok = shm_local(&ss, ai->ai_addrlen);
+		}
+	freeaddrinfo(res);
+	return ok ? 0 : -EADDRNOTAVAIL;
+}
+
+int tcp_shm_listen(struct rmsg_ctx *ctx, struct rmsg_listener *l,
+		   const struct rmsgi_uri *u, uint16_t *port_p, void **tl_p)
+{
+	struct tcp_ctx *t = tcp_ctx_get(ctx);
+	struct sockaddr_un sa;
+	socklen_t salen;
+	uint16_t port = u->port;
+	int fd, i, ret;
+
+	if (!t)
+		return -ENOMEM;
+	ret = shm_listen_host(u->host);
+	if (ret)
+		return ret;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* port 0: a free one of the dynamic range, as the kernel picks
+	 * for TCP */
+	for (i = 0;; i++) {
+		if (!u->port)
+			port = (uint16_t)(49152 +
+					  (unsigned)(rand() ^ getpid()) %
+						  16384);
+		shm_name(port, &sa, &salen);
+		if (bind(fd, (struct sockaddr *)&sa, salen) == 0)
+			break;
+		ret = -errno;
+		if (u->port || ret != -EADDRINUSE || i == 63) {
+			close(fd);
+			return ret;
+		}
+	}
+	if (listen(fd, SOMAXCONN) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	ret = tcp_listener_new(t, l, &rmsgi_tr_shm, fd, port, tl_p);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	*port_p = port;
+	return 0;
+}
