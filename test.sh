@@ -87,6 +87,8 @@ host_stages() {
 	[ -n "$vm_pid" ] || n=
 	# first, so that the VM finds its build when it gets there
 	stage sanitize $n scripts/sanitize.sh
+	# the integration tests over shm:// (issue 34)
+	stage check-shm $n make -s check-shm
 	stage check-python $n make -s check-python
 	# a program outside the tree: pkg-config, CMake
 	stage consumer $n tests/consumer/run.sh

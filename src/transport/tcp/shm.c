@@ -188,9 +188,14 @@ static int shm_offer(struct tcp_conn *tc, struct sockaddr_storage *cli,
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	errno = 0;
 	if (sendmsg(tc->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) !=
 	    (ssize_t)sizeof(setup))
 		ret = errno ? -errno : -EIO;
+	/* the listener refused us and closed before our setup went: its
+	 * REJECT ('R') and its end wait on the socket's read side */
+	if (ret == -EPIPE || ret == -ECONNRESET)
+		ret = 0;
 out:
 	close(fd);
 	return ret;
