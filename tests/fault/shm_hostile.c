@@ -39,7 +39,7 @@
 #include "../integration/common.h"
 #include "proto.h"
 
-#define RING (256u << 10)
+#define RING (512u << 10)
 #define HDR 4096u
 #define MAP (HDR + 2 * RING)
 /* header fields: ring 0 (client to server) at 0, ring 1 at 256; in each

@@ -128,9 +128,10 @@
 #define TCP_CAPS RMSGI_TR_CAP_WINDOW
 /* a frame's header slot: the header and a one-sided op's RMA header */
 #define TCP_SLOT 64
-/* shm://: each direction's ring (bytes, a power of two) and the header
+/* shm://: each direction's ring (bytes, a power of two; 256 KiB gave half the
+ * 64 KiB stream rate: 3.7 against 7.4 GB/s, 16 sends outstanding) and the header
  * page before them (ring.c) */
-#define TCP_SHM_RING ((uint32_t)256 << 10)
+#define TCP_SHM_RING ((uint32_t)512 << 10)
 #define TCP_SHM_HDR 4096
 #define TCP_SHM_MAP ((size_t)TCP_SHM_HDR + 2 * (size_t)TCP_SHM_RING)
 struct shm_ring; /* ring.c's */
