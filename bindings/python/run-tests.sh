@@ -1,7 +1,7 @@
 #!/bin/sh
 # run-tests.sh [PYTEST ARGS...] - runs the Python binding's tests with
 # Debian's python3-pytest; installs nothing. Exit 77 (automake's SKIP) if
-# pytest is missing. Transport from RMSG_TEST_TRANSPORT (tcp, rdma) and
+# pytest is missing. Transport from RMSG_TEST_TRANSPORT (tcp, rdma, shm) and
 # RMSG_TEST_ADDR, as for the C integration tests.
 #
 #   bindings/python/run-tests.sh                       # TCP on this host
