@@ -6,8 +6,8 @@
  *   echo_rmsg server URI [--once]
  *   echo_rmsg client URI [N]      N messages (default 200)
  *
- * URI is tcp://, rdma:// or auto://HOST:PORT. The messages are the ones
- * echo_socket sends; what changed:
+ * URI is tcp://, rdma://, shm:// or auto://HOST:PORT. The messages are
+ * the ones echo_socket sends; what changed:
  *  - no framing: librmsg keeps message boundaries;
  *  - no blocking calls: one libev loop, and callbacks;
  *  - the client keeps WINDOW messages in flight instead of one, since

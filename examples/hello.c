@@ -8,7 +8,8 @@
  *   hello server URI            echo every message back
  *   hello client URI [SECONDS]  measure against a server
  *
- * URI is rdma://, tcp:// or auto:// (RDMA when the machine has it).
+ * URI is rdma://, tcp://, shm:// (two processes on this host) or auto://
+ * (RDMA when the machine has it).
  */
 #include <errno.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  *
  * Serves the methods of kv.h (PUT, GET, DEL) on every connection; with
  * --once it exits after its first client has gone. URI is tcp://,
- * rdma:// or auto://host:port.
+ * rdma://, shm:// or auto://host:port.
  */
 #include <errno.h>
 #include <stdio.h>

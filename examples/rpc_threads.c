@@ -15,8 +15,8 @@
  *
  * The client opens C connections (default 8) on one context, makes M
  * calls (default 100) on each, one at a time, checks every answer and
- * prints how many server threads answered. URI is tcp://, rdma:// or
- * auto://host:port.
+ * prints how many server threads answered. URI is tcp://, rdma://,
+ * shm:// or auto://host:port.
  */
 #include <errno.h>
 #include <pthread.h>

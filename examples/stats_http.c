@@ -6,8 +6,8 @@
  *
  *   stats_http URI [HTTP_PORT] [--requests N]
  *
- * Echoes messages at URI (tcp://, rdma:// or auto://HOST:PORT; port 0
- * takes a free one) and, so that there is something to see, connects to
+ * Echoes messages at URI (tcp://, rdma://, shm:// or auto://HOST:PORT;
+ * port 0 takes a free one) and, so that there is something to see, connects to
  * itself and sends a message a second. GET /metrics answers in the Prometheus text format,
  * GET /metrics.json in JSON. HTTP_PORT 0 (the default) takes a free port;
  * the first line printed names the address, a second line says when the

@@ -817,7 +817,8 @@ static void usage(int status)
 		"--json] "
 		"[-v] client URI\n"
 		"       %s -h | --help | --version\n"
-		"URI: rdma://HOST:PORT, tcp://HOST:PORT or auto://HOST:PORT\n",
+		"URI: rdma://HOST:PORT, tcp://HOST:PORT, shm://HOST:PORT or "
+		"auto://HOST:PORT\n",
 		prog, prog, prog);
 	if (status) {
 		fprintf(stderr, "Try '%s --help' for more.\n", prog);

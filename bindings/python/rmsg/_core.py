@@ -663,7 +663,8 @@ class Context:
     credits_initial, send_queue, busy_poll_us, max_msg_size, private_data,
     timeout_ms, reg_limit, tcp_rx_limit, tcp_window, keepalive_ms,
     keepalive_misses, resume_ms (both ends: a connection survives a
-    broken transport, over TCP or RDMA; rmsg_cfg_set_resume_ms(3)),
+    broken transport, over TCP, shm:// or RDMA;
+    rmsg_cfg_set_resume_ms(3)),
     psk (a pre-shared key of 16 to 64 bytes: the peer must hold the same
     one, else the connection fails with EACCES; rmsg_cfg_set_psk(3))
     (max_conns and max_pending apply to listeners). recv_queue (default
@@ -828,9 +829,11 @@ class Context:
     def listen(self, uri: str, *, accept: Optional[AcceptFunc] = None,
                recv_queue: Optional[int] = _CTX_DEFAULT,
                **options: Any) -> Listener:
-        """Listen at "tcp://host:port", "rdma://host:port" or
-        "auto://host:port" (port 0 picks one). Returns a Listener, which
-        may also be awaited (``async with await ctx.listen(uri) as l``).
+        """Listen at "tcp://host:port", "rdma://host:port",
+        "shm://host:port" (two processes on this host, over shared memory;
+        host an address of this host) or "auto://host:port" (port 0 picks
+        one). Returns a Listener, which may also be awaited
+        (``async with await ctx.listen(uri) as l``).
 
         accept(peer_private_data: bytes) or, if it takes two arguments,
         accept(peer_private_data, peer_addr) runs for each incoming
