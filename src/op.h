@@ -46,6 +46,12 @@ struct rmsgi_op_rma {
 /* frames also take bytes of a window the receiver grants (credit.h, the
  * byte window): receive memory that follows bytes, not frame counts */
 #define RMSGI_TR_CAP_WINDOW 0x8
+/* reaches peers on this host only (shm://). Ahead of others in a
+ * scheme's chain (auto://) it is tried first, with no fallback from it:
+ * told so (rmsgi_tr_conn_info.try_first), its connect() fails at once,
+ * nothing started or reported, when the peer is elsewhere or does not
+ * listen through it; the chain's others then start as without it */
+#define RMSGI_TR_CAP_LOCAL 0x10
 
 #define RMSGI_OP_IOV_INLINE 4
 /* the largest descriptor between a frame's header and its payload */

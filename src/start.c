@@ -88,6 +88,50 @@ static int conn_start_tr(struct rmsg_conn *c, const struct rmsgi_tr *tr,
 	return ret;
 }
 
+/* the scheme's backends past those that reach this host only: the
+ * ones that fall back and probe (auto://: RDMA, then TCP) */
+static int net_chain(const struct rmsg_conn *c,
+		     const struct rmsgi_tr *v[RMSGI_TR_MAX])
+{
+	int n = rmsgi_tr_for_scheme(c->uri.row, v), i = 0;
+
+	while (i < n - 1 && (v[i]->caps & RMSGI_TR_CAP_LOCAL))
+		i++;
+	memmove(v, v + i, (size_t)(n - i) * sizeof(v[0]));
+	return n - i;
+}
+
+/* @v's first backends that reach this host only (auto://: shm), tried
+ * at once: the first that starts is the connection's, with no fallback
+ * from it (a peer on this host that listens through it answers through
+ * it). 0 then; else those are dropped from @v (*@n_p fewer) and the
+ * first's refusal is logged */
+static int conn_start_local(struct rmsg_conn *c, const struct rmsgi_uri *u,
+			    const struct rmsgi_addrs *to,
+			    const struct rmsgi_tr *v[RMSGI_TR_MAX], int *n_p)
+{
+	int ret = -EHOSTUNREACH;
+
+	while (*n_p > 1 && (v[0]->caps & RMSGI_TR_CAP_LOCAL)) {
+		c->ti.try_first = true;
+		ret = conn_start_tr(c, v[0], u, to);
+		c->ti.try_first = false;
+		if (ret == 0) {
+			rmsgi_info(c->ctx,
+				   "%s://%s:%u: the peer is on this host: "
+				   "using %s",
+				   u->row->scheme, u->host, u->port,
+				   v[0]->name);
+			return 0;
+		}
+		rmsgi_dbg(c->ctx, "%s://%s:%u: not over %s: %s", u->row->scheme,
+			  u->host, u->port, v[0]->name, rmsg_strerror(ret));
+		memmove(v, v + 1, (size_t)(*n_p - 1) * sizeof(v[0]));
+		(*n_p)--;
+	}
+	return ret;
+}
+
 /* the backends for @u's scheme, with the addresses @to */
 static int conn_start_addrs(struct rmsg_conn *c, const struct rmsgi_uri *u,
 			    const struct rmsgi_addrs *to)
@@ -108,6 +152,9 @@ static int conn_start_addrs(struct rmsg_conn *c, const struct rmsgi_uri *u,
 	}
 	if (n < 1)
 		return -EINVAL;
+	if (n > 1 && (v[0]->caps & RMSGI_TR_CAP_LOCAL) &&
+	    conn_start_local(c, u, to, v, &n) == 0)
+		return 0;
 	if (n > 1) {
 		/* auto://: the first that connects; a failure after the
 		 * start falls back in rmsgi_conn_ev_failed/ev_down, to the
@@ -201,7 +248,7 @@ void rmsgi_fallback_done(struct rmsg_conn *c)
 	/* the way back is the dialing side's, for a session that resumes */
 	if (c->is_server || !c->ss || !c->ss->on || fb->of)
 		return;
-	rmsgi_tr_for_scheme(c->uri.row, v);
+	net_chain(c, v);
 	if (c->tr == v[0]) {
 		/* on RDMA (again) */
 		if (fb->reason) {
@@ -297,7 +344,7 @@ static int probe_start(struct rmsg_conn *c)
 	/* its own attempt: the server takes each once, in order */
 	rmsgi_session_attempt(c);
 	p->fb->attempt = c->ss->attempt;
-	rmsgi_tr_for_scheme(c->uri.row, v);
+	net_chain(c, v);
 	rmsgi_dbg(c->ctx, "conn %u: probing %s (conn %u)", c->id, v[0]->name,
 		  p->id);
 	/* ours before it starts: a backend may report its failure from
@@ -340,7 +387,7 @@ static void fb_switch(struct rmsg_conn *c)
 	fb->probe_ms = RMSGI_MIN(fb->probe_ms * 2, FB_PROBE_MAX_MS);
 	if (c->peer_bye)
 		return; /* the peer is closing: nothing to move */
-	rmsgi_tr_for_scheme(c->uri.row, v);
+	net_chain(c, v);
 	rmsgi_conn_why(c, "moving back to %s, which works again", v[0]->name);
 	if (!rmsgi_session_suspend(c, -ECONNRESET)) {
 		c->why[0] = 0;
@@ -462,7 +509,7 @@ bool rmsgi_fallback_down(struct rmsg_conn *c)
 
 	if (!c->fb || !c->fb->pending)
 		return false;
-	rmsgi_tr_for_scheme(c->uri.row, v);
+	net_chain(c, v);
 	c->fb->pending = false;
 	c->fb->armed = false;
 	rmsgi_info(c->ctx, "conn %u: %s failed (%s); using %s", c->id,

@@ -16,7 +16,10 @@ const struct rmsgi_tr_row rmsgi_tr_rows[] = {
 	{"tcp", &rmsgi_tr_tcp, NULL},
 	/* two processes on one host: shared memory */
 	{"shm", &rmsgi_tr_shm, NULL},
-	/* RDMA where it can, TCP where it cannot */
-	{"auto", &rmsgi_tr_rdma, "tcp"},
+	/* shared memory to a peer on this host that listens through it, else
+	 * RDMA where it can, TCP where it cannot */
+	{"auto", &rmsgi_tr_shm, "rdma+tcp"},
+	/* auto:// without the same-host step */
+	{"rdma+tcp", &rmsgi_tr_rdma, "tcp"},
 	{NULL, NULL, NULL},
 };

@@ -119,6 +119,11 @@ struct rmsgi_tr_conn_info {
 	 * (the setup timeout, cfg->timeout_ms; shorter for a resume's dial,
 	 * start.c), set before each connect */
 	unsigned dial_ms;
+	/* connect, of a RMSGI_TR_CAP_LOCAL backend: others follow in the
+	 * chain, so a peer this backend cannot reach now (not on this host,
+	 * not listening through it) is a negative errno at once, nothing
+	 * started or reported (op.h) */
+	bool try_first;
 };
 
 /*

@@ -81,7 +81,7 @@ next_port() {
 # it is the fallback signal
 is_listening() { # PORT SCHEME LOG
 	case $2 in
-	tcp | auto)
+	tcp | auto | rdma+tcp)
 		ss -ltnH "sport = :$1" 2> /dev/null | grep -q .
 		;;
 	shm)
@@ -247,10 +247,12 @@ if start_server echo_socket tcp "$ex/echo_socket" server; then
 			"$n messages echoed"
 	wait_server echo_socket
 fi
-# which transport auto:// must pick: RDMA where RDMA is in use (the test
-# VM, or RMSG_TEST_TRANSPORT=rdma), TCP without an RDMA stack (the CI
-# host); on a host with an RDMA stack that the test was not told to use,
-# either, as long as both sides agree
+# which transport rdma+tcp:// (auto:// without the same-host step) must
+# pick: RDMA where RDMA is in use (the test VM, or
+# RMSG_TEST_TRANSPORT=rdma), TCP without an RDMA stack (the CI host); on a
+# host with an RDMA stack that the test was not told to use, either, as
+# long as both sides agree. auto:// itself finds the server on this host:
+# shm
 if [ "${RMSG_VM:-}" = 1 ] || [ "$transport" = rdma ]; then
 	auto_want=rdma
 elif [ ! -e /dev/infiniband/rdma_cm ]; then
@@ -258,14 +260,15 @@ elif [ ! -e /dev/infiniband/rdma_cm ]; then
 else
 	auto_want=
 fi
-for scheme in "$transport" auto; do
+for scheme in "$transport" auto rdma+tcp; do
 	if start_server "echo_rmsg-$scheme" "$scheme" "$ex/echo_rmsg" server; then
 		client "echo_rmsg-$scheme" 0 "$ex/echo_rmsg" client "$uri" $n &&
 			expect "echo_rmsg-$scheme" "$tmp/echo_rmsg-$scheme.client" \
 				"$n messages echoed"
 		wait_server "echo_rmsg-$scheme"
 		want=$scheme
-		[ "$scheme" = auto ] && want=$auto_want
+		[ "$scheme" = auto ] && want=shm
+		[ "$scheme" = rdma+tcp ] && want=$auto_want
 		if [ -z "$want" ]; then
 			want=$(sed -n 's/^client: connected over \([a-z]*\)$/\1/p' \
 				"$tmp/echo_rmsg-$scheme.client")
@@ -273,7 +276,7 @@ for scheme in "$transport" auto; do
 				"asked for: either is right)"
 			case $want in
 			tcp | rdma) ;;
-			*) fail "echo_rmsg-auto: no transport in the output" ;;
+			*) fail "echo_rmsg-$scheme: no transport in the output" ;;
 			esac
 		fi
 		expect "echo_rmsg-$scheme" "$tmp/echo_rmsg-$scheme.client" \
@@ -287,7 +290,8 @@ a=$(sed -n 's/.*echoed, \([0-9]*\) bytes/\1/p' "$tmp/echo_socket.client")
 b=$(sed -n 's/.*echoed, \([0-9]*\) bytes/\1/p' "$tmp/echo_rmsg-$transport.client")
 [ -n "$a" ] && [ "$a" = "$b" ] ||
 	fail "echo_socket echoed '$a' bytes, echo_rmsg '$b'"
-echo "echo: done, auto:// on ${auto_want:-$want} ($(($(date +%s) - t0)) s)"
+echo "echo: done, auto:// on shm, rdma+tcp:// on ${auto_want:-$want}" \
+	"($(($(date +%s) - t0)) s)"
 
 # ---- resume_stream: a stream through two connection resets (TCP) ----
 # ss -K resets the client's sockets to the server (root, and a kernel

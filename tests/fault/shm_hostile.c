@@ -11,6 +11,8 @@
  *   a sealed mapping of the wrong size      -> dropped
  *   a pipe passed as the mapping            -> dropped
  *   a second descriptor beside the mapping  -> dropped
+ *   a setup that says it came from an address not of this host
+ *                                           -> dropped
  *   garbage in the ring as the HELLO        -> dropped
  *   after the handshake, its write position a ring and more ahead
  *                                           -> on_close(-EPROTO)
@@ -55,6 +57,7 @@ enum mode {
 	M_SIZE,
 	M_PIPE,
 	M_TWO,
+	M_LIE,
 	M_GOOD
 };
 
@@ -105,6 +108,12 @@ static struct raw raw_open(uint16_t port, enum mode mode)
 	setup[9] = 1;
 	setup[22] = 127;
 	setup[25] = 1;
+	if (mode == M_LIE) {
+		/* dialed from an address no interface here has */
+		setup[6] = 198;
+		setup[7] = 18;
+		setup[8] = 255;
+	}
 	if (mode == M_NOFD) {
 		must(sendmsg(r.fd, &mh, 0) == SETUP, 11);
 		return r;
@@ -214,8 +223,8 @@ static void expect_eof(struct raw *r)
 
 static void child(uint16_t port)
 {
-	static const enum mode bad[] = {M_NOFD, M_UNSEALED, M_SIZE, M_PIPE,
-					M_TWO};
+	static const enum mode bad[] = {M_NOFD, M_UNSEALED, M_SIZE,
+					M_PIPE, M_TWO,	    M_LIE};
 	uint8_t junk[64];
 	struct raw r;
 	size_t i;
@@ -351,7 +360,7 @@ int main(void)
 	T_ASSERT(fds1 == fds0, "descriptors: %d before, %d after", fds0, fds1);
 	T_OK(rmsg_listener_close(lis));
 	T_OK(rmsg_ctx_destroy(ctx));
-	printf("shm_hostile: 6 bad setups dropped, 3 hostile connections "
+	printf("shm_hostile: 7 bad setups dropped, 3 hostile connections "
 	       "closed with the right reason, the good one served, no "
 	       "descriptor left\n");
 	return 0;

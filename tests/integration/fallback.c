@@ -2,10 +2,14 @@
 /*
  * fallback.c - auto:// picks the transport and says why.
  *
- * A: auto:// client to an auto:// listener: RDMA where the machine has a
- *    device (the VM), else TCP with the reason "no RDMA device".
- * B: auto:// client to a tcp://-only listener: TCP; in the VM the reason
- *    is "peer has no RDMA listener", on the host "no RDMA device".
+ * S: auto:// client to an auto:// listener, both here: shared memory
+ *    (shm), no fallback, no reason (issue 34).
+ * A: rdma+tcp:// (auto:// without the same-host step) client to an
+ *    auto:// listener: RDMA where the machine has a device (the VM), else
+ *    TCP with the reason "no RDMA device".
+ * B: auto:// client to a tcp://-only listener: not over shm (nothing
+ *    listens there), then TCP; in the VM the reason is "peer has no RDMA
+ *    listener", on the host "no RDMA device".
  * C: tcp:// client to an auto:// listener: TCP on both sides.
  * This test chooses its own schemes, so it runs the same on both
  * transports; what it expects depends on where it runs:
@@ -119,9 +123,13 @@ int main(void)
 	int have_cm = stat("/dev/infiniband/rdma_cm", &st) == 0;
 	int rdma = in_vm || !strcmp(t_transport(), "rdma");
 	int either = !rdma && have_cm;
-	struct cs a = {.name = "A auto->auto",
+	struct cs s = {.name = "S auto->auto",
 		       .scheme_l = "auto",
 		       .scheme_c = "auto",
+		       .want_tr = "shm"};
+	struct cs a = {.name = "A rdma+tcp->auto",
+		       .scheme_l = "auto",
+		       .scheme_c = "rdma+tcp",
 		       .want_tr = rdma ? "rdma" : "tcp",
 		       .want_reason = rdma ? NULL : "no RDMA device",
 		       .any_tr = either};
@@ -146,11 +154,12 @@ int main(void)
 	loop = ev_default_loop(0);
 	T_OK(rmsg_ctx_create(loop, NULL, &ctx));
 	t_deadline(loop, 120);
+	run(ctx, &s);
 	run(ctx, &a);
 	run(ctx, &b);
 	run(ctx, &c);
 	T_OK(rmsg_ctx_destroy(ctx));
-	printf("fallback (%s): 3 cases\n",
+	printf("fallback (%s): 4 cases\n",
 	       rdma	? "RDMA machine"
 	       : either ? "RDMA stack, not asked for: A either way"
 			: "no RDMA stack");

@@ -321,7 +321,7 @@ static const struct rmsgi_tr_conn_ops shm_conn_ops = {
 
 const struct rmsgi_tr rmsgi_tr_shm = {
 	.name = "shm",
-	.caps = TCP_CAPS,
+	.caps = TCP_CAPS | RMSGI_TR_CAP_LOCAL,
 	.ctx = &tcp_ctx_ops,
 	.lst = &shm_listener_ops,
 	.conn = &shm_conn_ops,

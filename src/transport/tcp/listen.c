@@ -47,7 +47,7 @@ static void tcp_refuse(int fd, int why, bool shm)
  * home */
 static void tcp_accept_one(struct tcp_ctx *t, const struct rmsgi_tr *tr,
 			   struct tcp_listener *tl, struct rmsg_listener *l,
-			   int fd)
+			   int fd, uint16_t port)
 {
 	const struct rmsgi_tr_conn_info *ci;
 	struct rmsgi_hello refusal;
@@ -63,6 +63,7 @@ static void tcp_accept_one(struct tcp_ctx *t, const struct rmsgi_tr *tr,
 	if (tr == &rmsgi_tr_shm) {
 		/* its mapping comes with the peer's first byte */
 		tc->shm_pipe = true;
+		tc->lport = port;
 		ev_set_cb(&tc->rw, tcp_shm_cb);
 	}
 	if (rmsgi_tr_incoming(l, tr, tc, &c, &ci, &refusal)) {
@@ -87,7 +88,8 @@ static void tcp_accept_one(struct tcp_ctx *t, const struct rmsgi_tr *tr,
 /* a group listener's peer, detached: the socket alone */
 struct tcp_handoff {
 	int fd;
-	bool shm; /* of a shm:// listener */
+	uint16_t port; /* the listener's */
+	bool shm;      /* of a shm:// listener */
 };
 
 static void tcp_handoff(struct tcp_listener *tl, int fd,
@@ -101,6 +103,7 @@ static void tcp_handoff(struct tcp_listener *tl, int fd,
 		return;
 	}
 	ho->fd = fd;
+	ho->port = tl->port;
 	ho->shm = tl->tr == &rmsgi_tr_shm;
 	if (tl->tr == &rmsgi_tr_shm) {
 		/* the address the client says it dialed (shm.c) */
@@ -116,13 +119,14 @@ static void tcp_adopt_tr(struct rmsg_ctx *ctx, const struct rmsgi_tr *tr,
 	struct tcp_handoff *ho = h;
 	struct tcp_ctx *t = tcp_ctx_get(ctx);
 	int fd = ho->fd;
+	uint16_t port = ho->port;
 
 	free(ho);
 	if (!t) {
 		tcp_refuse(fd, -ENOMEM, tr == &rmsgi_tr_shm);
 		return;
 	}
-	tcp_accept_one(t, tr, NULL, l, fd);
+	tcp_accept_one(t, tr, NULL, l, fd, port);
 }
 
 void tcp_adopt(struct rmsg_ctx *ctx, struct rmsg_listener *l, void *h)
@@ -220,7 +224,8 @@ static void tcp_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			if (group)
 				tcp_handoff(tl, fd, &peer);
 			else
-				tcp_accept_one(tl->t, tl->tr, tl, tl->l, fd);
+				tcp_accept_one(tl->t, tl->tr, tl, tl->l, fd,
+					       tl->port);
 			continue;
 		}
 		switch (errno) {

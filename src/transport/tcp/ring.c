@@ -40,6 +40,8 @@ struct tcp_shm *tcp_shm_map(int fd, bool server)
 		free(s);
 		return NULL;
 	}
+	/* a child the app forks shares no ring with us */
+	(void)madvise(p, TCP_SHM_MAP, MADV_DONTFORK);
 	s->map = p;
 	r = (struct shm_ring *)p;
 	s->tx = server ? &r[1] : &r[0];
@@ -87,11 +89,6 @@ ssize_t tcp_shm_readv(struct tcp_conn *tc, const struct iovec *iov, int cnt)
 	size_t n = 0, want = 0;
 	int i;
 
-	if (s->asleep) {
-		s->asleep = false;
-		atomic_store_explicit(&s->rx->rx_sleep, 0,
-				      memory_order_relaxed);
-	}
 	for (i = 0; i < cnt; i++)
 		want += iov[i].iov_len;
 	head = atomic_load_explicit(&s->rx->head, memory_order_acquire);
@@ -103,8 +100,10 @@ ssize_t tcp_shm_readv(struct tcp_conn *tc, const struct iovec *iov, int cnt)
 	if (!avail) {
 		if (s->eof)
 			return 0;
-		/* about to wait: say so, then look once more */
-		s->asleep = true;
+		/* about to wait: say so, then look once more. Only the
+		 * writer clears the flag, as it sends the wake-up: so a
+		 * clear flag always means a wake-up is on its way, and a
+		 * reader may block whenever it stops (busy polling too) */
 		atomic_store_explicit(&s->rx->rx_sleep, 1,
 				      memory_order_relaxed);
 		atomic_thread_fence(memory_order_seq_cst);
@@ -183,7 +182,9 @@ ssize_t tcp_shm_writev(struct tcp_conn *tc, const struct iovec *iov, int cnt)
 	size_t want = 0, sent = 0;
 	int i;
 
-	if (!s || s->eof) {
+	/* (not refused after the peer's FIN: a half-closed peer still
+	 * reads, as over TCP; a dead one ends us on the read side) */
+	if (!s) {
 		errno = EPIPE;
 		return -1;
 	}
@@ -235,7 +236,6 @@ bool tcp_shm_park(struct tcp_conn *tc)
 
 	if (!s || s->eof)
 		return false; /* the socket stays readable at its end */
-	s->asleep = true;
 	atomic_store_explicit(&s->rx->rx_sleep, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
 	return atomic_load_explicit(&s->rx->head, memory_order_acquire) !=

@@ -60,6 +60,8 @@
 #define SHM_SETUP 38
 #define SHM_PORT_MIN 49152
 
+static bool shm_local(const struct sockaddr_storage *sa, socklen_t len);
+
 /* @ss's address with port @port */
 static void shm_addr(struct sockaddr_storage *ss, uint16_t port)
 {
@@ -132,7 +134,7 @@ void tcp_shm_peek(int fd, struct sockaddr_storage *peer)
 	/* (no room for descriptors: a peek installs none) */
 	if (recv(fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT) ==
 		    (ssize_t)sizeof(b) &&
-	    shm_setup_decode(b, peer, &local))
+	    shm_setup_decode(b, peer, &local) && shm_local(peer, sizeof(*peer)))
 		return;
 	memset(peer, 0, sizeof(*peer));
 	peer->ss_family = AF_INET;
@@ -322,6 +324,16 @@ static int shm_drain(struct tcp_conn *tc)
 					"mapping");
 			return -EPROTO;
 		}
+		/* what the peer says it dialed from and to: addresses of
+		 * this host (it is here), else a lie; our port is our
+		 * listener's, whatever it says */
+		if (!shm_local(&peer, sizeof(peer)) ||
+		    !shm_local(&local, sizeof(local))) {
+			tcp_shm_why(tc, "the peer's setup names an address "
+					"that is not this host's");
+			return -EPROTO;
+		}
+		shm_addr(&local, tc->lport);
 		tc->shm->peer = peer;
 		tc->shm->local = local;
 	}
@@ -361,15 +373,15 @@ void tcp_shm_refuse(int fd, const uint8_t *f, size_t len)
 		(void)r;
 		return;
 	}
-	if (r == (ssize_t)sizeof(setup) && shm_setup_decode(setup, &a, &b) &&
-	    shm_fds(&tc, &mh) == 0 && tc.shm) {
+	if (r <= 0)
+		return;
+	/* (closes every descriptor that came, once; maps a good mapping) */
+	if (mh.msg_controllen && shm_fds(&tc, &mh) == 0 && tc.shm &&
+	    r == (ssize_t)sizeof(setup) && shm_setup_decode(setup, &a, &b)) {
 		r = tcp_shm_writev(&tc, &fv, 1);
 		(void)r;
-		tcp_shm_free(&tc);
-	} else if (r > 0 && mh.msg_controllen) {
-		(void)shm_fds(&tc, &mh); /* (closes what came) */
-		tcp_shm_free(&tc);
 	}
+	tcp_shm_free(&tc);
 }
 
 /* the socket is readable: wake-ups, the mapping, or the end */
@@ -444,20 +456,34 @@ int tcp_shm_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 	struct rmsgi_reaper *rp;
 	struct tcp_conn *tc;
 	socklen_t salen;
+	bool full = false;
+	int fd, err = 0;
 	unsigned i;
-	int fd, err;
 
 	for (i = 0; i < to->n; i++)
 		if (!shm_local(&to->a[i], to->len[i])) {
-			rmsgi_conn_why(c,
-				       "shm:// reaches this host only, and "
-				       "%s is not one of its addresses",
-				       u->host);
+			if (!ci->try_first)
+				rmsgi_conn_why(c,
+					       "shm:// reaches this host only, "
+					       "and %s is not one of its "
+					       "addresses",
+					       u->host);
 			return -EHOSTUNREACH;
 		}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	/* a Unix socket connects at once, or not: no listener
+	 * (ECONNREFUSED), or its backlog is full (EAGAIN) */
+	shm_name(u->port, &sa, &salen);
+	if (connect(fd, (struct sockaddr *)&sa, salen) < 0) {
+		full = errno == EAGAIN;
+		err = full ? -ECONNREFUSED : tcp_errno(errno);
+		if (ci->try_first) {
+			close(fd); /* the chain's next backend goes on */
+			return err;
+		}
+	}
 	tc = tcp_client_new(ci->ctx, c, ci);
 	if (!tc) {
 		close(fd);
@@ -469,18 +495,13 @@ int tcp_shm_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 	rp = tc->rp;
 	tcp_enter(tc);
 	tcp_timer_start(tc->t->env->loop, &tc->tmo, ci->dial_ms / 1000.0);
-	shm_name(u->port, &sa, &salen);
-	if (connect(fd, (struct sockaddr *)&sa, salen) < 0) {
-		/* no listener (ECONNREFUSED), or its backlog is full */
-		err = errno == EAGAIN ? -ECONNREFUSED : tcp_errno(errno);
+	if (err) {
 		if (err == -ECONNREFUSED)
 			rmsgi_conn_why(c,
 				       "nothing listens on shm port %u on "
 				       "this host%s",
 				       u->port,
-				       errno == EAGAIN ? " (or its backlog "
-							 "is full)"
-						       : "");
+				       full ? " (or its backlog is full)" : "");
 		tcp_conn_end(tc, err, NULL);
 		rmsgi_tr_leave(rp);
 		return 0;

@@ -143,8 +143,7 @@ struct tcp_shm {
 	uint8_t *txd, *rxd;
 	uint32_t tx_head; /* our own positions, never read back */
 	uint32_t rx_tail;
-	bool asleep; /* we set rx_sleep */
-	bool eof;    /* the socket said the peer is gone or done */
+	bool eof; /* the socket said the peer is gone or done */
 	struct sockaddr_storage local, peer; /* as the setup said them */
 };
 _Static_assert(TCP_SLOT >= RMSGI_HDR_SIZE + RMSGI_OP_PRE_MAX,
@@ -248,6 +247,7 @@ struct tcp_conn {
 	/* shm://: bytes go through the rings of @shm (the server's comes
 	 * with the peer's first byte); the socket carries wake-ups */
 	bool shm_pipe;
+	uint16_t lport; /* a server's: its listener's port */
 	struct tcp_shm *shm;
 	ev_io rw;
 	ev_io ww;
