@@ -61,7 +61,7 @@ for tr in tcp rdma; do
 	[ $rc = 0 ] || break
 done
 # resumable NAME [VAR=VALUE...]: tests/fault/link_resume over RDMA (or
-# auto://, LINK_FAILOVER) with the environment given; the link healed
+# rdma+tcp://, LINK_FAILOVER) with the environment given; the link healed
 # after it
 resumable() {
 	[ $rc = 0 ] || return 0
@@ -76,7 +76,7 @@ resumable() {
 # over RDMA: suspended, resumed on a new QP, exports bound again (TCP runs
 # on the host, tests/fault/link_resume.sh)
 resumable "rdma, resumable"
-# auto://, resumable, and then RoCE's packets (UDP port 4791) dropped
+# rdma+tcp://, resumable, and then RoCE's packets (UDP port 4791) dropped
 # for good while TCP still passes: the connection resumes over TCP
 drop_roce="tc qdisc add dev vB root handle 1: prio &&
 	tc qdisc add dev vA root handle 1: prio"
@@ -86,13 +86,13 @@ for d in vB vA; do
 		action drop"
 done
 drop_roce=$(echo "$drop_roce" | tr -s '\n\t' '  ')
-resumable "auto://, resumable, RDMA cut for good" \
+resumable "rdma+tcp://, resumable, RDMA cut for good" \
 	LINK_FAILOVER=1 LINK_CUT="$drop_roce"
 # and then RoCE's packets pass again: the client's background probes
 # must move the connection back to RDMA by themselves (start.c)
-resumable "auto://, resumable, RDMA cut, then back" \
+resumable "rdma+tcp://, resumable, RDMA cut, then back" \
 	LINK_FAILOVER=2 LINK_CUT="$drop_roce" \
-	LINK_WHAT="auto://, RoCE's packets dropped, then passed again"
+	LINK_WHAT="rdma+tcp://, RoCE's packets dropped, then passed again"
 # the client's rxe device removed mid-stream (resumes over TCP), then
 # added back (returns to RDMA); then the same with the server's (its
 # listener listens again once the device is back). rxe cannot take a
@@ -102,11 +102,11 @@ resumable "auto://, resumable, RDMA cut, then back" \
 for side in "client rxeB vB" "server rxeA vA"; do
 	set -- $side
 	add="rdma link add $2 type rxe netdev $3 2> /dev/null"
-	resumable "auto://, resumable, the $1's rxe device removed, then back" \
+	resumable "rdma+tcp://, resumable, the $1's rxe device removed, then back" \
 		LINK_FAILOVER=2 LINK_CUT="rdma link delete $2 &" \
 		LINK_HEAL="(i=0; while [ \$i -lt 300 ] && ! $add;
 			do i=\$((i + 1)); sleep 0.1; done) &" \
-		LINK_WHAT="auto://, the $1's rxe device removed, then added back"
+		LINK_WHAT="rdma+tcp://, the $1's rxe device removed, then added back"
 	# the device back for whatever runs next (the delete is done once
 	# that process is gone)
 	i=0

@@ -13,7 +13,8 @@
  * descriptors it had (over RDMA the windows were bound again on the new
  * QP: rekey.c).
  *
- * LINK_FAILOVER=1: auto://, and RoCE's packets are dropped from the cut
+ * LINK_FAILOVER=1: rdma+tcp:// (auto:// without its same-host step: both
+ * ends are on this VM), and RoCE's packets are dropped from the cut
  * on: the connection resumes over TCP. LINK_FAILOVER=2: the same, then
  * the drop is lifted once both ends run on TCP, and the client's probes
  * must bring the connection back to RDMA by themselves while the last
@@ -41,7 +42,7 @@
 
 static struct ev_loop *loop;
 static const char *cut_cmd, *heal_cmd;
-/* LINK_FAILOVER=1: auto://, and the cut (of RDMA's packets only) lasts
+/* LINK_FAILOVER=1: rdma+tcp://, and the cut (of RDMA's packets only) lasts
  * to the end: the connection resumes over TCP; 2: and then moves back */
 static int failover;
 /* failover 2: the connection is back on RDMA; until then the last
@@ -447,7 +448,7 @@ int main(void)
 	for (i = 0; i < 2; i++)
 		T_OK(rmsg_ctx_create(loop, cfg, &ctx[i]));
 	T_OK(rmsg_handle(ctx[0], M_ECHO, echo, NULL));
-	scheme = failover ? "auto" : t_transport();
+	scheme = failover ? "rdma+tcp" : t_transport();
 	snprintf(uri, sizeof(uri), "%s://%s:0", scheme, a);
 	T_OK(rmsg_listen(ctx[0], uri, cfg, &ops, NULL, (void *)0, &l));
 	T_OK(rmsg_listener_port(l, &port));
@@ -459,7 +460,7 @@ int main(void)
 		 "not resumable");
 	T_ASSERT(!failover || (!strcmp(rmsg_conn_transport(sd[0].c), "rdma") &&
 			       !strcmp(rmsg_conn_transport(sd[1].c), "rdma")),
-		 "auto:// did not start over RDMA");
+		 "rdma+tcp:// did not start over RDMA");
 	region = calloc(1, REG_ALL);
 	T_ASSERT(region, "calloc");
 	T_OK(rmsg_mr_reg(ctx[0], region, REG_ALL,
@@ -515,7 +516,7 @@ int main(void)
 			 (unsigned long long)st[1].fallbacks,
 			 (unsigned long long)st[1].failbacks,
 			 rmsg_conn_fallback_reason(sd[1].c));
-		printf("link_resume: auto:// back on RDMA %.2f s after the "
+		printf("link_resume: rdma+tcp:// back on RDMA %.2f s after the "
 		       "heal (%llu fallback(s), %llu "
 		       "failback(s)); %llu + %llu messages trickled across "
 		       "the switch\n",
@@ -550,7 +551,7 @@ int main(void)
 	       "after it; client %llu suspend(s), %llu replayed, server %llu "
 	       "replayed; traffic %.2f s after the heal\n",
 	       getenv("LINK_WHAT") ? getenv("LINK_WHAT")
-	       : failover ? "auto://, RDMA's packets dropped from then on"
+	       : failover ? "rdma+tcp://, RDMA's packets dropped from then on"
 			  : t_transport(),
 	       t_heal - t_cut, NMSG, NMSG, NCALL,
 	       (unsigned long long)st[1].suspends,
