@@ -225,6 +225,12 @@ static void connect_errors(void)
 	/* covers: rmsg_connect.3 EPROTONOSUPPORT */
 	T_ERR(rmsg_connect(ctx, uri, NULL, &cli_ops, NULL, &c),
 	      -EPROTONOSUPPORT);
+	/* shared memory reaches this host only: an address no interface
+	 * here has (TEST-NET-1) is refused at once */
+	/* covers: rmsg_connect.3 EHOSTUNREACH */
+	T_ERR(rmsg_connect(ctx, "shm://192.0.2.77:7000", NULL, &cli_ops, NULL,
+			   &c),
+	      -EHOSTUNREACH);
 	T_ASSERT(c == (void *)1, "*c_p written on failure");
 	/* no callback ran for any of these */
 	t_run_for(loop, 0.05);
