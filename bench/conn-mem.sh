@@ -7,6 +7,7 @@
 #
 #   bench/conn-mem.sh [--quick] mem tcp [COUNT...]    host; 1 1000 10000
 #   bench/conn-mem.sh [--quick] mem rdma [COUNT...]   VM; 1 512 2048 4096
+#   bench/conn-mem.sh [--quick] mem shm [COUNT...]    host; 1 1000 10000
 #   bench/conn-mem.sh [--quick] rate tcp|rdma [COUNT...]   1 100 1000
 #
 # In the VM: tests/vm/run-in-vm.sh -t 1800 -m 8192 -r /tmp/cm-out --
@@ -51,9 +52,9 @@ what=${1:-}
 tr=${2:-}
 shift 2 2> /dev/null
 case "$what/$tr" in
-mem/tcp | mem/rdma | rate/tcp | rate/rdma) ;;
+mem/tcp | mem/rdma | rate/tcp | rate/rdma | mem/shm | rate/shm) ;;
 *)
-	echo "usage: conn-mem.sh [--quick] mem|rate tcp|rdma [COUNT...]" >&2
+	echo "usage: conn-mem.sh [--quick] mem|rate tcp|rdma|shm [COUNT...]" >&2
 	exit 2
 	;;
 esac
@@ -61,7 +62,7 @@ if [ $# -gt 0 ]; then
 	counts="$*"
 elif [ $quick = 1 ]; then
 	counts="1 10"
-elif [ $what = mem ] && [ $tr = tcp ]; then
+elif [ $what = mem ] && [ $tr != rdma ]; then
 	counts="1 1000 10000"
 elif [ $what = mem ]; then
 	counts="1 512 2048 4096"
@@ -88,7 +89,7 @@ else
 fi
 # nctx N: the client's contexts for N connections
 nctx() { if [ "$PER_CTX" -gt 0 ]; then echo $((($1 + PER_CTX - 1) / PER_CTX)); else echo 1; fi; }
-if [ $tr = tcp ]; then
+if [ $tr != rdma ]; then
 	ADDR=${ADDR:-127.0.0.1}
 else
 	ADDR=${ADDR:-${RMSG_TEST_ADDR:-198.18.0.1}}
