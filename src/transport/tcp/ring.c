@@ -82,21 +82,32 @@ static void shm_corrupt(struct tcp_conn *tc)
 	errno = EPROTO;
 }
 
+/* the bytes the peer wrote that we have not read: at most a ring's,
+ * else -1 (EPROTO) */
+static int shm_avail(struct tcp_conn *tc, uint32_t *avail)
+{
+	struct tcp_shm *s = tc->shm;
+	uint32_t head =
+		atomic_load_explicit(&s->rx->head, memory_order_acquire);
+
+	*avail = head - s->rx_tail;
+	if (*avail <= TCP_SHM_RING)
+		return 0;
+	shm_corrupt(tc);
+	return -1;
+}
+
 ssize_t tcp_shm_readv(struct tcp_conn *tc, const struct iovec *iov, int cnt)
 {
 	struct tcp_shm *s = tc->shm;
-	uint32_t head, avail, off, k;
+	uint32_t avail, off, k;
 	size_t n = 0, want = 0;
 	int i;
 
 	for (i = 0; i < cnt; i++)
 		want += iov[i].iov_len;
-	head = atomic_load_explicit(&s->rx->head, memory_order_acquire);
-	avail = head - s->rx_tail;
-	if (avail > TCP_SHM_RING) {
-		shm_corrupt(tc);
+	if (shm_avail(tc, &avail))
 		return -1;
-	}
 	if (!avail) {
 		if (s->eof)
 			return 0;
@@ -107,12 +118,8 @@ ssize_t tcp_shm_readv(struct tcp_conn *tc, const struct iovec *iov, int cnt)
 		atomic_store_explicit(&s->rx->rx_sleep, 1,
 				      memory_order_relaxed);
 		atomic_thread_fence(memory_order_seq_cst);
-		head = atomic_load_explicit(&s->rx->head, memory_order_acquire);
-		avail = head - s->rx_tail;
-		if (avail > TCP_SHM_RING) {
-			shm_corrupt(tc);
+		if (shm_avail(tc, &avail))
 			return -1;
-		}
 		if (!avail) {
 			errno = EAGAIN;
 			return -1;
