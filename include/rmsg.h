@@ -583,8 +583,10 @@ typedef int (*rmsg_accept_cb)(struct rmsg_listener *l, struct rmsg_conn *c,
 /**
  * rmsg_listen() - accept connections at a URI
  * @ctx: the context
- * @uri: "rdma://host:port", "tcp://host:port" or "auto://host:port";
- *       port 0 picks a free port (see rmsg_listener_port())
+ * @uri: "rdma://host:port", "tcp://host:port", "shm://host:port" (two
+ *       processes on this host, over shared memory), "auto://host:port"
+ *       (shm, RDMA and TCP on one port) or "rdma+tcp://host:port" (RDMA
+ *       and TCP); port 0 picks a free port (see rmsg_listener_port())
  * @cfg: configuration of accepted connections, or NULL for the context's
  * @ops: callbacks of accepted connections
  * @accept: decides on each connection, or NULL to accept all
@@ -692,7 +694,10 @@ struct rmsg_conn_ops {
 /**
  * rmsg_connect() - open a connection to a URI
  * @ctx: the context
- * @uri: "rdma://host:port", "tcp://host:port" or "auto://host:port"
+ * @uri: "rdma://host:port", "tcp://host:port", "shm://host:port" (a
+ *       listener on this host, over shared memory), "auto://host:port"
+ *       (shared memory to a peer on this host that listens through it,
+ *       else RDMA, else TCP) or "rdma+tcp://host:port" (RDMA, else TCP)
  * @cfg: configuration, or NULL for the context's
  * @ops: callbacks of the connection
  * @arg: passed to @ops
@@ -700,8 +705,9 @@ struct rmsg_conn_ops {
  *
  * The connection is set up in the background: on_established or on_close
  * follows. Sends made before on_established are queued.
- * Return: 0, or -EINVAL, -ENOMEM, -EPROTONOSUPPORT, -ENODEV, -ESHUTDOWN
- * (from a callback inside rmsg_ctx_destroy()).
+ * Return: 0, or -EINVAL, -ENOMEM, -EPROTONOSUPPORT, -ENODEV,
+ * -EHOSTUNREACH (shm:// to a numeric address not of this host),
+ * -ESHUTDOWN (from a callback inside rmsg_ctx_destroy()).
  */
 int rmsg_connect(struct rmsg_ctx *ctx, const char *uri,
 		 const struct rmsg_cfg *cfg, const struct rmsg_conn_ops *ops,
@@ -722,7 +728,7 @@ int rmsg_conn_close(struct rmsg_conn *c);
  * rmsg_conn_transport() - the transport a connection runs on
  * @c: the connection
  *
- * Return: "rdma" or "tcp", or "none" before the transport is known.
+ * Return: "rdma", "tcp" or "shm", or "none" before the transport is known.
  */
 const char *rmsg_conn_transport(const struct rmsg_conn *c);
 
@@ -749,10 +755,12 @@ int rmsg_conn_resume_state(const struct rmsg_conn *c);
  * rmsg_conn_fallback_reason() - why an auto:// connection uses TCP
  * @c: the connection
  *
- * Return: NULL when the connection did not fall back (it uses RDMA, was
- * not opened with auto://, is the accepting side, or is still trying
- * RDMA), else a static text such as "no RDMA device", "route to host not
- * resolved over RDMA" or "peer has no RDMA listener".
+ * The same for an rdma+tcp:// connection.
+ * Return: NULL when the connection did not fall back (it uses RDMA or
+ * shared memory, was not opened with auto:// or rdma+tcp://, is the
+ * accepting side, or is still trying RDMA), else a static text such as
+ * "no RDMA device", "route to host not resolved over RDMA" or "peer has
+ * no RDMA listener".
  */
 const char *rmsg_conn_fallback_reason(const struct rmsg_conn *c);
 
@@ -881,7 +889,7 @@ int rmsg_conn_local_addr(const struct rmsg_conn *c,
  * @proto_errors: connections that ended with -EPROTO (the peer broke the
  *                protocol: a malformed or illegal frame, more frames than
  *                its credits)
- * @fallbacks: auto:// connections that fell back to TCP
+ * @fallbacks: auto:// and rdma+tcp:// connections that fell back to TCP
  * @conns_opened: context only: rmsg_connect() calls that returned 0
  * @conns_accepted: context only: incoming connections the listener and
  *                  the app accepted
@@ -915,9 +923,9 @@ int rmsg_conn_local_addr(const struct rmsg_conn *c,
  *            received them; each is still delivered once)
  * @resume_refused: context only: resume requests a listener refused (no
  *                  such session, a wrong proof, a replayed attempt)
- * @failbacks: times a resumable auto:// connection that ran over TCP
- *             after RDMA failed moved back to RDMA (probed in the
- *             background: rmsg_cfg_set_resume_ms(3))
+ * @failbacks: times a resumable auto:// or rdma+tcp:// connection that
+ *             ran over TCP after RDMA failed moved back to RDMA (probed
+ *             in the background: rmsg_cfg_set_resume_ms(3))
  * @credits_given: credits we gave back to the peer: its grant to us had
  *                 grown, we left it unused and the peer asked
  *                 (rmsg_cfg_set_credits_initial(3))

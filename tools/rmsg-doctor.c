@@ -261,8 +261,9 @@ static int check_kernel(void)
 				: "this kernel has no rdma_rxe module either: "
 				  "use RDMA hardware, or a kernel with "
 				  "CONFIG_RDMA_RXE (Debian's linux-image has "
-				  "it); librmsg still works over tcp://, and "
-				  "auto:// uses TCP here");
+				  "it); librmsg still works over tcp:// and "
+				  "shm://, and auto:// uses shared memory to a "
+				  "peer on this host and TCP to others");
 		return -1;
 	}
 	if (!ucm)

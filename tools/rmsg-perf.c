@@ -817,8 +817,9 @@ static void usage(int status)
 		"--json] "
 		"[-v] client URI\n"
 		"       %s -h | --help | --version\n"
-		"URI: rdma://HOST:PORT, tcp://HOST:PORT, shm://HOST:PORT or "
-		"auto://HOST:PORT\n",
+		"URI: rdma://HOST:PORT, tcp://HOST:PORT, shm://HOST:PORT,\n"
+		"     auto://HOST:PORT (shm on one host) or "
+		"rdma+tcp://HOST:PORT\n",
 		prog, prog, prog);
 	if (status) {
 		fprintf(stderr, "Try '%s --help' for more.\n", prog);

@@ -831,8 +831,10 @@ class Context:
                **options: Any) -> Listener:
         """Listen at "tcp://host:port", "rdma://host:port",
         "shm://host:port" (two processes on this host, over shared memory;
-        host an address of this host) or "auto://host:port" (port 0 picks
-        one). Returns a Listener, which may also be awaited
+        host an address of this host), "auto://host:port" (shm, RDMA and
+        TCP on one port: an auto:// client on this host comes in over
+        shared memory) or "rdma+tcp://host:port" (RDMA and TCP); port 0
+        picks one. Returns a Listener, which may also be awaited
         (``async with await ctx.listen(uri) as l``).
 
         accept(peer_private_data: bytes) or, if it takes two arguments,
@@ -875,6 +877,10 @@ class Context:
                       **options: Any) -> Connection:
         """Open a connection and wait until it is established. Raises
         RmsgError with the close reason (e.g. ECONNREFUSED) on failure.
+        uri: as for listen(); auto:// runs over shared memory when the
+        listener is on this host and listens with auto:// or shm://,
+        else over RDMA, else TCP (rdma+tcp://: RDMA, else TCP, with no
+        shared-memory step). Connection.transport says which.
         recv_queue: its receive queue bound (default: the context's).
         options: a cfg for this connection (see Context)."""
         ctxp = self._live()
