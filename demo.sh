@@ -1,7 +1,9 @@
 #!/bin/sh
 # demo.sh - quick start 1: install what is missing, build, then run the
-# hello server and client on this machine. They use RDMA when an RDMA
-# device with an IPv4 address exists (auto://), TCP otherwise.
+# hello server and client on this machine, over auto://: both on one
+# host, they talk over shared memory (shm; the client says which
+# transport it used). DEMO_SCHEME=rdma+tcp uses RDMA where an RDMA
+# device with an IPv4 address exists, TCP otherwise.
 set -e
 cd "$(dirname "$0")"
 scripts/setup.sh build
@@ -18,7 +20,7 @@ if command -v rdma >/dev/null 2>&1; then
 	fi
 fi
 port=$((20000 + $$ % 20000))
-uri="auto://$addr:$port"
+uri="${DEMO_SCHEME:-auto}://$addr:$port"
 
 ./examples/hello server "$uri" &
 server=$!

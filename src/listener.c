@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * listener.c - listening endpoints. An auto:// listener runs the RDMA and
- * the TCP backend on the same port; rdma:// and tcp:// run one each.
+ * listener.c - listening endpoints. An auto:// listener runs the shm, the
+ * RDMA and the TCP backend on the same port (rdma+tcp:// the last two);
+ * shm://, rdma:// and tcp:// run one each.
  */
 #include <stdlib.h>
 
@@ -32,8 +33,10 @@ static int listener_start(struct rmsg_listener *l, struct rmsgi_uri *u)
 			u->port = port;
 		} else if (n > 1 && i < n - 1) {
 			rmsgi_info(l->ctx,
-				   "auto listener on port %u: no %s, %s only",
-				   l->port, tr->name, v[n - 1]->name);
+				   "%s listener on port %u: no %s (%s); the "
+				   "others serve it",
+				   u->row->scheme, l->port, tr->name,
+				   rmsg_strerror(ret));
 			ret = 0;
 		} else {
 			return ret;

@@ -169,8 +169,9 @@ static int conn_start_addrs(struct rmsg_conn *c, const struct rmsgi_uri *u,
 		/* no RDMA here (no device, or no route through one) */
 		c->fb->armed = false;
 		c->fb->reason = ret;
-		rmsgi_info(c->ctx, "auto://%s:%u: %s; using %s", u->host,
-			   u->port, rmsgi_fallback_text(ret), v[1]->name);
+		rmsgi_info(c->ctx, "%s://%s:%u: %s; using %s", u->row->scheme,
+			   u->host, u->port, rmsgi_fallback_text(ret),
+			   v[1]->name);
 		ret = conn_start_tr(c, v[1], u, to);
 		if (ret == 0)
 			c->st.fallbacks++;

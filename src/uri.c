@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * uri.c - "SCHEME://host:port", optionally followed by "?src=ADDR", for
- * each scheme the registry has a row for (registry.h): rdma, tcp, auto.
+ * each scheme the registry has a row for (registry.h): rdma, tcp, shm,
+ * auto, rdma+tcp.
  *
  * IPv6 literals go in brackets: "tcp://[::1]:7000". Resolution of the host
  * is left to each transport (rdma_getaddrinfo or getaddrinfo). The source
