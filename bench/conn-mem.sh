@@ -36,6 +36,8 @@
 #   context (0: one context); over RDMA one context's SRQ takes 511
 #   connections at the default credits, which would stop the client
 #   before the server
+#   IDLE_S [0]: mem waits this long with every connection idle before it
+#   measures (shm:// gives its rings' pages back after 1-2 s)
 #   CG_CONNS [1 100]  CG_SECS [3]  ADDR [127.0.0.1 for tcp; for rdma
 #   RMSG_TEST_ADDR, else 198.18.0.1]
 #   RESULTS [$RMSG_VM_RESULTS/results-conn.txt, else
@@ -79,6 +81,7 @@ CONC=${CONC:-64}
 TIMEOUT=${TIMEOUT:-900}
 CG_CONNS=${CG_CONNS:-1 100}
 CG_SECS=${CG_SECS:-3}
+IDLE_S=${IDLE_S:-0}
 # connections per client context: over RDMA a context's SRQ would stop
 # the client before the server (511 at the default credits), so the
 # client spreads its connections over several contexts
@@ -168,7 +171,7 @@ mem_run() {
 	local n=$1 cli out srvline why
 	start_server "$n" || return 1
 	out=$(timeout "$TIMEOUT" "$B/conn_mem" client -u "$uri" -n "$n" \
-		-c "$CONC" -C "$(nctx "$n")" 2> "$B/cli.err")
+		-c "$CONC" -C "$(nctx "$n")" -i "$IDLE_S" 2> "$B/cli.err")
 	stop_server
 	{
 		echo "mem count=$n"

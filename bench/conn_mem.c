@@ -323,6 +323,23 @@ static void cli_ask(const char *what)
 		die("send control", ret);
 }
 
+/* -i: the connections stay idle this long before both sides measure
+ * (what an idle connection gives back after a while: shm:// rings) */
+static double idle_s;
+static int idle_state; /* 1 waiting, 2 waited */
+static ev_timer idle_t;
+
+static void cli_maybe_idle(void);
+
+static void idle_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	(void)l;
+	(void)w;
+	(void)revents;
+	idle_state = 2;
+	cli_maybe_idle();
+}
+
 static void cli_maybe_idle(void)
 {
 	char line[512];
@@ -330,6 +347,14 @@ static void cli_maybe_idle(void)
 
 	if (cli.phase != 0 || cli.echoed + cli.failed + cli.untried < cli.n)
 		return;
+	if (idle_s > 0 && idle_state < 2) {
+		if (!idle_state) {
+			idle_state = 1;
+			ev_timer_init(&idle_t, idle_cb, idle_s, 0);
+			ev_timer_start(loop, &idle_t);
+		}
+		return;
+	}
 	mem_line(line, sizeof(line), "client", cli.echoed, cli.rss0, rss_kib(),
 		 cli.reg0, reg_held());
 	printf("%s failed=%d untried=%d first_error=\"%s\"\n", line, cli.failed,
@@ -524,7 +549,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: conn_mem server -u URI [-n MAX_CONNS] [-v]\n"
 		"       conn_mem client -u URI -n CONNS [-c CONCURRENT] "
-		"[-C CONTEXTS] [-f MAXFAIL] [-r SECS] [-W WINDOW] [-v]\n");
+		"[-C CONTEXTS] [-f MAXFAIL] [-r SECS] [-W WINDOW] [-i IDLE_S] [-v]\n");
 	exit(2);
 }
 
@@ -544,8 +569,11 @@ int main(int argc, char **argv)
 	cli.window = 32;
 	cli.maxfail = 64;
 	optind = 2;
-	while ((opt = getopt(argc, argv, "u:n:c:C:f:r:W:v")) != -1) {
+	while ((opt = getopt(argc, argv, "u:n:c:C:f:r:W:vi:")) != -1) {
 		switch (opt) {
+		case 'i':
+			idle_s = atof(optarg);
+			break;
 		case 'C':
 			nctx = atoi(optarg);
 			break;

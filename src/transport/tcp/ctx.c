@@ -136,7 +136,8 @@ static bool tcp_sweep_rb(struct tcp_conn *tc)
 	if (!tc->rb_idle)
 		return true;
 	tcp_rbuf_drop_idle(tc);
-	return tc->rb != NULL;
+	/* (shm://: the pages of its ring too, once the peer read them) */
+	return tc->rb != NULL || tcp_shm_trim(tc);
 }
 
 /* every TCP_SPARE_IDLE_S: a spare or read buffer unused since the last

@@ -209,6 +209,9 @@ ssize_t tcp_shm_writev(struct tcp_conn *tc, const struct iovec *iov, int cnt)
 		}
 		n = shm_put(s, iov, cnt, sent, TCP_SHM_RING - used);
 		if (n) {
+			s->written = n > UINT32_MAX - s->written
+					     ? UINT32_MAX
+					     : s->written + (uint32_t)n;
 			s->tx_head += (uint32_t)n;
 			sent += n;
 			atomic_store_explicit(&s->tx->head, s->tx_head,
@@ -247,6 +250,25 @@ bool tcp_shm_park(struct tcp_conn *tc)
 	atomic_thread_fence(memory_order_seq_cst);
 	return atomic_load_explicit(&s->rx->head, memory_order_acquire) !=
 	       s->rx_tail;
+}
+
+bool tcp_shm_trim(struct tcp_conn *tc)
+{
+	struct tcp_shm *s = tc->shm;
+
+	/* a page or less (an idle connection's keepalive frames): kept, so
+	 * that a page is not freed and faulted in again every second */
+	if (!s || s->written <= 4096)
+		return false;
+	/* the peer published that it read all we wrote, so nothing reads
+	 * these pages, and only we write them: they go (both processes
+	 * map zero pages again when we write next) */
+	if (atomic_load_explicit(&s->tx->tail, memory_order_acquire) !=
+	    s->tx_head)
+		return true;
+	(void)madvise(s->txd, TCP_SHM_RING, MADV_REMOVE);
+	s->written = 0;
+	return false;
 }
 
 bool tcp_shm_ready(const struct tcp_conn *tc)

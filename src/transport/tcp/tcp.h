@@ -144,6 +144,8 @@ struct tcp_shm {
 	uint32_t tx_head; /* our own positions, never read back */
 	uint32_t rx_tail;
 	bool eof; /* the socket said the peer is gone or done */
+	/* bytes we wrote since our ring's pages were given back */
+	uint32_t written;
 	struct sockaddr_storage local, peer; /* as the setup said them */
 };
 _Static_assert(TCP_SLOT >= RMSGI_HDR_SIZE + RMSGI_OP_PRE_MAX,
@@ -525,6 +527,9 @@ ssize_t tcp_shm_writev(struct tcp_conn *tc, const struct iovec *iov, int cnt);
 /* the socket was readable: takes the wake-ups (and the server's mapping).
  * 0; -EAGAIN: no mapping yet; else the error that ends the connection */
 int tcp_shm_io(struct tcp_conn *tc);
+/* an idle connection's sweep (ctx.c): gives our ring's pages back to the
+ * system once the peer read all of it; true while some remain to give */
+bool tcp_shm_trim(struct tcp_conn *tc);
 /* bytes (or the end) wait in the ring */
 bool tcp_shm_ready(const struct tcp_conn *tc);
 /* a read stopped before the ring was empty: false once the reader is
