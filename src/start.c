@@ -112,6 +112,8 @@ static int conn_start_local(struct rmsg_conn *c, const struct rmsgi_uri *u,
 {
 	int ret = -EHOSTUNREACH;
 
+	if (c->fb)
+		c->fb->armed = false;
 	while (*n_p > 1 && (v[0]->caps & RMSGI_TR_CAP_LOCAL)) {
 		c->ti.try_first = true;
 		ret = conn_start_tr(c, v[0], u, to);
@@ -246,6 +248,13 @@ void rmsgi_fallback_done(struct rmsg_conn *c)
 	if (!fb)
 		return;
 	fb->armed = false;
+	if (c->tr && (c->tr->caps & RMSGI_TR_CAP_LOCAL)) {
+		/* on this host (a resume found the peer over shm after an
+		 * earlier dial fell back): nothing to probe, no reason */
+		fb->reason = 0;
+		rmsgi_failback_stop(c);
+		return;
+	}
 	/* the way back is the dialing side's, for a session that resumes */
 	if (c->is_server || !c->ss || !c->ss->on || fb->of)
 		return;
@@ -554,6 +563,12 @@ static const char *rmsgi_fallback_text(int reason)
 
 const char *rmsgi_fallback_why(const struct rmsg_conn *c)
 {
+	const struct rmsgi_tr *v[RMSGI_TR_MAX];
+
+	/* on this host through a scheme that had others to try */
+	if (c->tr && (c->tr->caps & RMSGI_TR_CAP_LOCAL) &&
+	    rmsgi_tr_for_scheme(c->uri.row, v) > 1)
+		return "auto:// found the peer on this host";
 	if (!c->fb)
 		return "the URI's scheme";
 	if (c->fb->reason)

@@ -32,6 +32,18 @@
 
 #include "../integration/common.h"
 
+/* tcp:// unless RMSG_TEST_TRANSPORT=shm (make check-shm): the same
+ * backend's receive memory over the other pipe */
+static const char *scheme_uri(uint16_t port)
+{
+	static char buf[64];
+	const char *t = getenv("RMSG_TEST_TRANSPORT");
+
+	snprintf(buf, sizeof(buf), "%s://127.0.0.1:%u",
+		 t && !strcmp(t, "shm") ? "shm" : "tcp", port);
+	return buf;
+}
+
 #define MIB ((size_t)1 << 20)
 #define CAP (64 * MIB)
 #define HOARD (20 * MIB)
@@ -226,9 +238,9 @@ static void part_resume(void)
 	/* the stall's bound (half the keepalive bound): 3 s here */
 	T_OK(rmsg_cfg_set_keepalive_ms(cfg, 2000));
 	T_OK(rmsg_ctx_create(loop, cfg, &s));
-	T_OK(rmsg_listen(s, "tcp://127.0.0.1:0", cfg, &sops, NULL, NULL, &l));
+	T_OK(rmsg_listen(s, scheme_uri(0), cfg, &sops, NULL, NULL, &l));
 	T_OK(rmsg_listener_port(l, &port));
-	snprintf(uri, sizeof(uri), "tcp://127.0.0.1:%u", port);
+	snprintf(uri, sizeof(uri), "%s", scheme_uri(port));
 	T_OK(rmsg_ctx_create(loop, NULL, &c));
 	T_OK(rmsg_connect(c, uri, NULL, &cops, NULL, &conn));
 	for (i = 0; i < RN; i++) {
@@ -300,9 +312,9 @@ static void part_idle(void)
 	T_OK(rmsg_cfg_create(&cfg));
 	T_OK(rmsg_cfg_set_keepalive_ms(cfg, 10000));
 	T_OK(rmsg_ctx_create(loop, cfg, &s));
-	T_OK(rmsg_listen(s, "tcp://127.0.0.1:0", cfg, &sops, NULL, NULL, &l));
+	T_OK(rmsg_listen(s, scheme_uri(0), cfg, &sops, NULL, NULL, &l));
 	T_OK(rmsg_listener_port(l, &port));
-	snprintf(uri, sizeof(uri), "tcp://127.0.0.1:%u", port);
+	snprintf(uri, sizeof(uri), "%s", scheme_uri(port));
 	T_OK(rmsg_ctx_create(loop, cfg, &c));
 	t_run_for(loop, 0.1);
 	u0 = malloc_in_use();
@@ -344,8 +356,8 @@ int main(void)
 	uint16_t port;
 	int i;
 
-	if (strcmp(t_transport(), "tcp")) {
-		printf("SKIP: the TCP receive cap only\n");
+	if (strcmp(t_transport(), "tcp") && strcmp(t_transport(), "shm")) {
+		printf("SKIP: the TCP backend's receive cap only\n");
 		return T_SKIP;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -360,10 +372,9 @@ int main(void)
 	T_OK(rmsg_cfg_set_tcp_rx_limit(scfg, CAP));
 	T_OK(rmsg_cfg_set_timeout_ms(scfg, 2000));
 	T_OK(rmsg_ctx_create(loop, scfg, &sctx));
-	T_OK(rmsg_listen(sctx, "tcp://127.0.0.1:0", scfg, &sops, NULL, NULL,
-			 &l));
+	T_OK(rmsg_listen(sctx, scheme_uri(0), scfg, &sops, NULL, NULL, &l));
 	T_OK(rmsg_listener_port(l, &port));
-	snprintf(uri, sizeof(uri), "tcp://127.0.0.1:%u", port);
+	snprintf(uri, sizeof(uri), "%s", scheme_uri(port));
 	T_OK(rmsg_ctx_create(loop, kcfg, &hctx));
 	T_OK(rmsg_ctx_create(loop, kcfg, &cctx));
 	t_deadline(loop, 240);

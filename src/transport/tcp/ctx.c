@@ -113,7 +113,10 @@ void tcp_rx_stall(struct tcp_conn *tc)
 		     tc->t->env->cfg->tcp_rx_limit);
 	tc->stalled = true;
 	rmsgi_list_add_tail(&tc->t->stalled, &tc->stall_link);
-	tcp_io_stop(loop, &tc->rw);
+	/* (shm://: the socket also says when our ring has room: it stays
+	 * watched, tcp_shm_cb reads nothing while stalled) */
+	if (!tc->shm_pipe)
+		tcp_io_stop(loop, &tc->rw);
 	if (ka > 0 && ka / 2 < bound)
 		bound = ka / 2;
 	rmsgi_conn_heard(tc->c);

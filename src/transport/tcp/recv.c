@@ -573,13 +573,18 @@ void tcp_shm_cb(struct ev_loop *loop, ev_io *w, int revents)
 	ret = tcp_shm_io(tc);
 	if (ret && ret != -EAGAIN)
 		tcp_conn_end(tc, ret, NULL);
-	if (!ret)
+	if (!ret && tc->stalled && tc->shm->eof)
+		/* the end came while stalled: the socket stays readable, so
+		 * it waits unwatched for the memory (tcp_rx_give) */
+		tcp_io_stop(loop, &tc->rw);
+	else if (!ret && !tc->stalled)
 		tcp_read(tc);
 	if (!ret && !tc->ended && tc->blocked) {
 		tc->blocked = false;
 		tcp_write(tc);
 	}
-	if (!ret && !tc->ended && ev_is_active(&tc->rw) && tcp_shm_park(tc))
+	if (!ret && !tc->ended && !tc->stalled && ev_is_active(&tc->rw) &&
+	    tcp_shm_park(tc))
 		ev_feed_event(loop, &tc->rw, EV_READ);
 	tcp_leave(tc);
 }
