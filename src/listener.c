@@ -8,9 +8,24 @@
 
 #include "rmsg_int.h"
 
+/* closes what listener_start() started of @l */
+static void listener_stop(struct rmsg_listener *l)
+{
+	unsigned i;
+
+	for (i = 0; i < RMSGI_TR_MAX; i++) {
+		if (l->tr[i] && l->tr_priv[i])
+			l->tr[i]->lst->close(l->tr_priv[i]);
+		l->tr[i] = NULL;
+		l->tr_priv[i] = NULL;
+	}
+}
+
 /* every backend that serves the scheme listens on the same port; for
- * auto:// all but the first (RDMA) are optional */
-static int listener_start(struct rmsg_listener *l, struct rmsgi_uri *u)
+ * auto:// all but the last (TCP) are optional, unless another endpoint
+ * holds the port there (-EADDRINUSE: a peer on this host would reach it
+ * instead of us; with port 0 the whole start is tried again) */
+static int listener_start_once(struct rmsg_listener *l, struct rmsgi_uri *u)
 {
 	const struct rmsgi_tr *v[RMSGI_TR_MAX];
 	int n = rmsgi_tr_for_scheme(u->row, v);
@@ -31,7 +46,7 @@ static int listener_start(struct rmsg_listener *l, struct rmsgi_uri *u)
 			l->tr_priv[s] = tl;
 			l->port = port;
 			u->port = port;
-		} else if (n > 1 && i < n - 1) {
+		} else if (n > 1 && i < n - 1 && ret != -EADDRINUSE) {
 			rmsgi_info(l->ctx,
 				   "%s listener on port %u: no %s (%s); the "
 				   "others serve it",
@@ -39,9 +54,23 @@ static int listener_start(struct rmsg_listener *l, struct rmsgi_uri *u)
 				   rmsg_strerror(ret));
 			ret = 0;
 		} else {
+			listener_stop(l);
 			return ret;
 		}
 	}
+	return ret;
+}
+
+static int listener_start(struct rmsg_listener *l, struct rmsgi_uri *u)
+{
+	bool any = u->port == 0;
+	int tries = 0, ret;
+
+	do {
+		if (any)
+			u->port = 0;
+		ret = listener_start_once(l, u);
+	} while (ret == -EADDRINUSE && any && ++tries < 8);
 	return ret;
 }
 

@@ -85,7 +85,7 @@ is_listening() { # PORT SCHEME LOG
 		ss -ltnH "sport = :$1" 2> /dev/null | grep -q .
 		;;
 	shm)
-		ss -lxH 2> /dev/null | grep -q "@librmsg/shm/$1 "
+		ss -lxH 2> /dev/null | grep -q "@librmsg/shm/[^ ]*:$1 "
 		;;
 	rdma)
 		if rdma res show cm_id > "$tmp/cm_id" 2> /dev/null; then

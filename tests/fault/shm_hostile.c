@@ -94,8 +94,8 @@ static struct raw raw_open(uint16_t port, enum mode mode)
 	int n, fds[2], pfd[2];
 	size_t size = MAP;
 
-	n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "librmsg/shm/%u",
-		     port);
+	n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1,
+		     "librmsg/shm/127.0.0.1:%u", port);
 	must(r.fd >= 0 && connect(r.fd, (struct sockaddr *)&sa,
 				  (socklen_t)(offsetof(struct sockaddr_un,
 						       sun_path) +

@@ -396,10 +396,11 @@ free_res:
 }
 
 int tcp_listener_new(struct tcp_ctx *t, struct rmsg_listener *l,
-		     const struct rmsgi_tr *tr, int fd, uint16_t port,
-		     void **tl_p)
+		     const struct rmsgi_tr *tr, const int *fds, int n,
+		     uint16_t port, void **tl_p)
 {
 	struct tcp_listener *tl = calloc(1, sizeof(*tl));
+	int i;
 
 	if (!tl)
 		return -ENOMEM;
@@ -408,10 +409,12 @@ int tcp_listener_new(struct tcp_ctx *t, struct rmsg_listener *l,
 	tl->tr = tr;
 	rmsgi_list_init(&tl->link);
 	rmsgi_timer_init(&tl->pause, t->env->timers, tcp_pause_cb);
-	tl->sock[0].fd = fd;
-	tl->sock[0].tl = tl;
-	ev_io_init(&tl->sock[0].w, tcp_accept_cb, fd, EV_READ);
-	tl->nsock = 1;
+	for (i = 0; i < n && i < TCP_LISTEN_MAX; i++) {
+		tl->sock[i].fd = fds[i];
+		tl->sock[i].tl = tl;
+		ev_io_init(&tl->sock[i].w, tcp_accept_cb, fds[i], EV_READ);
+	}
+	tl->nsock = i;
 	tl->port = port;
 	*tl_p = tl;
 	rmsgi_list_add_tail(&t->listeners, &tl->link);

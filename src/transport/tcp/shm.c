@@ -7,11 +7,15 @@
  * in a mapping both processes share, with a Unix socket beside them for
  * the setup, the wake-ups and the end.
  *
- * Naming: shm://HOST:PORT is the abstract Unix socket "librmsg/shm/PORT"
- * of the caller's network namespace: a port per host, as with TCP. A
- * client's HOST must be an address of this host (one it could bind: a
- * loopback or an interface address), else -EHOSTUNREACH: the peer named
- * is elsewhere and shared memory cannot reach it.
+ * Naming: a listener at shm://HOST:PORT is an abstract Unix socket of
+ * the caller's network namespace per address HOST names,
+ * "librmsg/shm/ADDR:PORT" (one "*:PORT" for the wildcard address), as a
+ * TCP listener binds its addresses and port. A client's HOST must be an
+ * address of this host (loopback, or an interface's), else -EHOSTUNREACH:
+ * the peer named is elsewhere and shared memory cannot reach it; it
+ * connects to the name of the first of HOST's addresses that has one,
+ * else to the wildcard's. A name has no owner, so below port 1024 (root's
+ * over TCP) the listener must be root (SO_PEERCRED), else -EACCES.
  *
  * Setup: the client makes the mapping (a memfd: TCP_SHM_MAP bytes, the two
  * ring headers in its first page, then the client's ring, then the
@@ -50,7 +54,6 @@
 #include <sys/mman.h>
 #include <sys/un.h>
 
-#define SHM_NAME "librmsg/shm/%u"
 #define SHM_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 /* wake-up bytes taken off the socket per look */
 #define SHM_DRAIN 256
@@ -58,18 +61,6 @@
  * port (both big-endian), the client's address, the server's (16 bytes
  * each; IPv4 in the first 4) */
 #define SHM_SETUP 38
-#define SHM_PORT_MIN 49152
-
-static bool shm_local(const struct sockaddr_storage *sa, socklen_t len);
-
-/* @ss's address with port @port */
-static void shm_addr(struct sockaddr_storage *ss, uint16_t port)
-{
-	if (ss->ss_family == AF_INET)
-		((struct sockaddr_in *)ss)->sin_port = htons(port);
-	else
-		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
-}
 
 static uint8_t *shm_ip(struct sockaddr_storage *ss)
 {
@@ -111,8 +102,8 @@ static bool shm_setup_decode(const uint8_t *b, struct sockaddr_storage *peer,
 	*local = *peer;
 	memcpy(shm_ip(peer), b + 6, n);
 	memcpy(shm_ip(local), b + 22, n);
-	shm_addr(peer, (uint16_t)(b[2] << 8 | b[3]));
-	shm_addr(local, (uint16_t)(b[4] << 8 | b[5]));
+	tcp_shm_addr(peer, (uint16_t)(b[2] << 8 | b[3]));
+	tcp_shm_addr(local, (uint16_t)(b[4] << 8 | b[5]));
 	return true;
 }
 
@@ -134,29 +125,17 @@ void tcp_shm_peek(int fd, struct sockaddr_storage *peer)
 	/* (no room for descriptors: a peek installs none) */
 	if (recv(fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT) ==
 		    (ssize_t)sizeof(b) &&
-	    shm_setup_decode(b, peer, &local) && shm_local(peer, sizeof(*peer)))
+	    shm_setup_decode(b, peer, &local) &&
+	    tcp_shm_local(peer, sizeof(*peer)))
 		return;
 	memset(peer, 0, sizeof(*peer));
 	peer->ss_family = AF_INET;
 	((struct sockaddr_in *)peer)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 }
 
-static void shm_name(uint16_t port, struct sockaddr_un *sa, socklen_t *len)
-{
-	int n;
-
-	memset(sa, 0, sizeof(*sa));
-	sa->sun_family = AF_UNIX;
-	/* abstract: sun_path[0] is 0 */
-	n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, SHM_NAME,
-		     port);
-	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-			   (size_t)n);
-}
-
 /* the client's mapping, made and passed with the setup */
-static int shm_offer(struct tcp_conn *tc, struct sockaddr_storage *cli,
-		     struct sockaddr_storage *srv)
+int tcp_shm_offer(struct tcp_conn *tc, struct sockaddr_storage *cli,
+		  struct sockaddr_storage *srv)
 {
 	char cbuf[CMSG_SPACE(sizeof(int))];
 	uint8_t setup[SHM_SETUP];
@@ -327,13 +306,13 @@ static int shm_drain(struct tcp_conn *tc)
 		/* what the peer says it dialed from and to: addresses of
 		 * this host (it is here), else a lie; our port is our
 		 * listener's, whatever it says */
-		if (!shm_local(&peer, sizeof(peer)) ||
-		    !shm_local(&local, sizeof(local))) {
+		if (!tcp_shm_local(&peer, sizeof(peer)) ||
+		    !tcp_shm_local(&local, sizeof(local))) {
 			tcp_shm_why(tc, "the peer's setup names an address "
 					"that is not this host's");
 			return -EPROTO;
 		}
-		shm_addr(&local, tc->lport);
+		tcp_shm_addr(&local, tc->lport);
 		tc->shm->peer = peer;
 		tc->shm->local = local;
 	}
@@ -393,203 +372,5 @@ int tcp_shm_io(struct tcp_conn *tc)
 		return ret;
 	if (!tc->shm)
 		return -EAGAIN; /* the server waits for its mapping */
-	return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* connect and listen                                                   */
-
-/* can this host bind @sa? Then it is one of its addresses */
-static bool shm_local(const struct sockaddr_storage *sa, socklen_t len)
-{
-	struct sockaddr_storage a = *sa;
-	int fd = socket(sa->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	bool ok;
-
-	if (fd < 0)
-		return false;
-	if (a.ss_family == AF_INET)
-		((struct sockaddr_in *)&a)->sin_port = 0;
-	else if (a.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&a)->sin6_port = 0;
-	ok = bind(fd, (struct sockaddr *)&a, len) == 0;
-	close(fd);
-	return ok;
-}
-
-/* the two addresses the connection will report: the server's, dialed,
- * and the client's, the ?src= address if one was given (of this host
- * and the same family, else the errors a TCP connect gives) */
-static int shm_src(struct tcp_conn *tc, const struct rmsgi_uri *u,
-		   const struct rmsgi_addrs *to, struct sockaddr_storage *cli,
-		   struct sockaddr_storage *srv)
-{
-	static _Atomic unsigned seq;
-	uint16_t cport =
-		(uint16_t)(SHM_PORT_MIN + ((unsigned)getpid() * 7919u +
-					   atomic_fetch_add(&seq, 1)) %
-						  (65536 - SHM_PORT_MIN));
-
-	*srv = to->a[0];
-	shm_addr(srv, u->port);
-	*cli = to->a[0];
-	if (u->src_len) {
-		if (u->src.ss_family != srv->ss_family) {
-			tcp_shm_why(tc, "the ?src= address is of "
-					"another family than the "
-					"peer's");
-			return -EHOSTUNREACH;
-		}
-		if (!shm_local(&u->src, u->src_len))
-			return -EADDRNOTAVAIL;
-		*cli = u->src;
-	}
-	shm_addr(cli, cport);
-	return 0;
-}
-
-int tcp_shm_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
-		    const struct rmsgi_uri *u, const struct rmsgi_addrs *to)
-{
-	struct sockaddr_storage cli, srv;
-	struct sockaddr_un sa;
-	struct rmsgi_reaper *rp;
-	struct tcp_conn *tc;
-	socklen_t salen;
-	bool full = false;
-	int fd, err = 0;
-	unsigned i;
-
-	for (i = 0; i < to->n; i++)
-		if (!shm_local(&to->a[i], to->len[i])) {
-			if (!ci->try_first)
-				rmsgi_conn_why(c,
-					       "shm:// reaches this host only, "
-					       "and %s is not one of its "
-					       "addresses",
-					       u->host);
-			return -EHOSTUNREACH;
-		}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	/* a Unix socket connects at once, or not: no listener
-	 * (ECONNREFUSED), or its backlog is full (EAGAIN) */
-	shm_name(u->port, &sa, &salen);
-	if (connect(fd, (struct sockaddr *)&sa, salen) < 0) {
-		full = errno == EAGAIN;
-		err = full ? -ECONNREFUSED : tcp_errno(errno);
-		if (ci->try_first) {
-			close(fd); /* the chain's next backend goes on */
-			return err;
-		}
-	}
-	tc = tcp_client_new(ci->ctx, c, ci);
-	if (!tc) {
-		close(fd);
-		return -ENOMEM;
-	}
-	tc->shm_pipe = true;
-	ev_set_cb(&tc->rw, tcp_shm_cb);
-	tcp_conn_set_fd(tc, fd);
-	rp = tc->rp;
-	tcp_enter(tc);
-	tcp_timer_start(tc->t->env->loop, &tc->tmo, ci->dial_ms / 1000.0);
-	if (err) {
-		if (err == -ECONNREFUSED)
-			rmsgi_conn_why(c,
-				       "nothing listens on shm port %u on "
-				       "this host%s",
-				       u->port,
-				       full ? " (or its backlog is full)" : "");
-		tcp_conn_end(tc, err, NULL);
-		rmsgi_tr_leave(rp);
-		return 0;
-	}
-	err = shm_src(tc, u, to, &cli, &srv);
-	if (!err) {
-		err = shm_offer(tc, &cli, &srv);
-		if (err)
-			rmsgi_conn_why(c, "no shared mapping: %s",
-				       rmsg_strerror(err));
-	}
-	if (err) {
-		tcp_conn_end(tc, err, NULL);
-		rmsgi_tr_leave(rp);
-		return 0;
-	}
-	tcp_connected(tc);
-	tcp_leave(tc);
-	return 0;
-}
-
-/* a listener's host must be this host's (as over TCP, which could not
- * bind another's): -EADDRNOTAVAIL else */
-static int shm_listen_host(const char *host)
-{
-	struct addrinfo hints, *res, *ai;
-	bool ok = false;
-
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE;
-	if (getaddrinfo(host, NULL, &hints, &res))
-		return -EADDRNOTAVAIL;
-	for (ai = res; ai && !ok; ai = ai->ai_next)
-		if (ai->ai_addrlen <= sizeof(struct sockaddr_storage)) {
-			struct sockaddr_storage ss;
-
-			memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
-			ok = shm_local(&ss, ai->ai_addrlen);
-		}
-	freeaddrinfo(res);
-	return ok ? 0 : -EADDRNOTAVAIL;
-}
-
-int tcp_shm_listen(struct rmsg_ctx *ctx, struct rmsg_listener *l,
-		   const struct rmsgi_uri *u, uint16_t *port_p, void **tl_p)
-{
-	struct tcp_ctx *t = tcp_ctx_get(ctx);
-	struct sockaddr_un sa;
-	socklen_t salen;
-	uint16_t port = u->port;
-	int fd, i, ret;
-
-	if (!t)
-		return -ENOMEM;
-	ret = shm_listen_host(u->host);
-	if (ret)
-		return ret;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	/* port 0: a free one of the dynamic range, as the kernel picks
-	 * for TCP */
-	for (i = 0;; i++) {
-		if (!u->port)
-			port = (uint16_t)(49152 +
-					  (unsigned)(rand() ^ getpid()) %
-						  16384);
-		shm_name(port, &sa, &salen);
-		if (bind(fd, (struct sockaddr *)&sa, salen) == 0)
-			break;
-		ret = -errno;
-		if (u->port || ret != -EADDRINUSE || i == 63) {
-			close(fd);
-			return ret;
-		}
-	}
-	if (listen(fd, SOMAXCONN) < 0) {
-		ret = -errno;
-		close(fd);
-		return ret;
-	}
-	ret = tcp_listener_new(t, l, &rmsgi_tr_shm, fd, port, tl_p);
-	if (ret) {
-		close(fd);
-		return ret;
-	}
-	*port_p = port;
 	return 0;
 }

@@ -54,8 +54,10 @@
  *  recv.c    read buffers and message objects, reading and parsing
  *            frames, large frames, delivery to the core
  *  listen.c  listening sockets, accepting (and pausing it), refusals
- *  shm.c     shm://: naming, the setup (the mapping passed, checked),
- *            wake-ups and the end on the Unix socket, connect, listen
+ *  shm.c     shm://: the setup (the mapping passed, checked), wake-ups
+ *            and the end on the Unix socket, refusals
+ *  dial.c    shm://: listeners' names, this host's addresses, connect,
+ *            listen
  *  ring.c    shm://: the mapping's two byte rings, read and written as
  *            a socket would be
  */
@@ -487,11 +489,11 @@ void tcp_listen_close(void *p);
 void tcp_adopt(struct rmsg_ctx *ctx, struct rmsg_listener *l, void *h);
 void tcp_drop(void *h, const struct rmsgi_hello *refusal);
 void tcp_listener_free(struct tcp_listener *tl);
-/* a listener of backend @tr over the listening socket @fd (taken on
+/* a listener of backend @tr over the @n listening sockets @fds (taken on
  * success) */
 int tcp_listener_new(struct tcp_ctx *t, struct rmsg_listener *l,
-		     const struct rmsgi_tr *tr, int fd, uint16_t port,
-		     void **tl_p);
+		     const struct rmsgi_tr *tr, const int *fds, int n,
+		     uint16_t port, void **tl_p);
 void tcp_shm_adopt(struct rmsg_ctx *ctx, struct rmsg_listener *l, void *h);
 
 /* ------------------------------------------------------------------ */
@@ -512,6 +514,21 @@ int tcp_shm_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 int tcp_shm_listen(struct rmsg_ctx *ctx, struct rmsg_listener *l,
 		   const struct rmsgi_uri *u, uint16_t *port_p, void **tl_p);
 void tcp_shm_free(struct tcp_conn *tc);
+/* @ss's address with port @port */
+static inline void tcp_shm_addr(struct sockaddr_storage *ss, uint16_t port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+}
+/* shm.c: the client's mapping, made and passed with the setup saying the
+ * two addresses @cli and @srv (ports set) */
+int tcp_shm_offer(struct tcp_conn *tc, struct sockaddr_storage *cli,
+		  struct sockaddr_storage *srv);
+/* dial.c: is @sa an address of this host (loopback, the wildcard, or an
+ * interface's)? */
+bool tcp_shm_local(const struct sockaddr_storage *sa, socklen_t len);
 /* the addrs op over shm:// (the addresses the setup carried) */
 int tcp_shm_addrs(const struct tcp_conn *tc, struct sockaddr_storage *local,
 		  struct sockaddr_storage *peer);
