@@ -152,7 +152,8 @@ static int shm_src(struct tcp_conn *tc, const struct rmsgi_uri *u,
 /* connects to the listener of the first of @to's local addresses that has
  * one at @port, else to the wildcard's (a Unix socket connects at once,
  * or not); *@at: the address it was. The socket, or -1 and *@err
- * (-ECONNREFUSED: none listens, or its backlog is full: *@full) */
+ * (-EHOSTUNREACH: no address of @to is this host's; -ECONNREFUSED: none
+ * listens, or its backlog is full: *@full) */
 static int shm_dial(const struct rmsgi_addrs *to, uint16_t port, unsigned *at,
 		    int *err, bool *full)
 {
@@ -162,11 +163,18 @@ static int shm_dial(const struct rmsgi_addrs *to, uint16_t port, unsigned *at,
 	int fd, e;
 
 	*err = -ECONNREFUSED;
+	*at = to->n;
 	for (i = 0; i <= to->n; i++) {
 		const struct sockaddr_storage *a = i < to->n ? &to->a[i] : NULL;
 
 		if (a && !tcp_shm_local(a, to->len[i]))
 			continue;
+		if (a && *at == to->n)
+			*at = i; /* (the wildcard's address, if it is that) */
+		if (!a && *at == to->n) {
+			*err = -EHOSTUNREACH;
+			return -1;
+		}
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 			    0);
 		if (fd < 0) {
@@ -208,21 +216,18 @@ int tcp_shm_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 	struct rmsgi_reaper *rp;
 	struct tcp_conn *tc;
 	bool full = false;
-	unsigned at = to->n, i;
+	unsigned at;
 	int fd, err = 0;
 
-	for (i = 0; i < to->n && at == to->n; i++)
-		if (tcp_shm_local(&to->a[i], to->len[i]))
-			at = i;
-	if (at == to->n) {
+	fd = shm_dial(to, u->port, &at, &err, &full);
+	if (err == -EHOSTUNREACH) {
 		if (!ci->try_first)
 			rmsgi_conn_why(c,
 				       "shm:// reaches this host only, and %s "
 				       "is not one of its addresses",
 				       u->host);
-		return -EHOSTUNREACH;
+		return err;
 	}
-	fd = shm_dial(to, u->port, &at, &err, &full);
 	if (fd >= 0 && u->port < SHM_PORT_PRIV && !shm_peer_root(fd)) {
 		/* a port only root may bind over TCP: any user can take
 		 * the name of it, so its listener must prove it is root */
@@ -279,8 +284,6 @@ int tcp_shm_connect(struct rmsg_conn *c, const struct rmsgi_tr_conn_info *ci,
 	return 0;
 }
 
-/* a listener's host must be this host's (as over TCP, which could not
- * bind another's): -EADDRNOTAVAIL else */
 /* the local addresses a listener's @host names, up to TCP_LISTEN_MAX
  * (none for the wildcard: *@n 0): 0, or -EADDRNOTAVAIL (an address not
  * of this host, as TCP could not bind it) */

@@ -320,46 +320,34 @@ static int shm_drain(struct tcp_conn *tc)
 }
 
 /* a peer refused before it became a connection (listen.c tcp_refuse):
- * the REJECT frame @f goes into its mapping's server ring, if its setup
- * is in already; else it sees the socket close */
+ * its setup is taken as a connection's is (shm_drain: the same checks,
+ * every descriptor closed), and the REJECT frame @f goes into its
+ * mapping's server ring; if the setup is not in yet, on the socket,
+ * marked 'R' (shm_refused) */
 void tcp_shm_refuse(int fd, const uint8_t *f, size_t len)
 {
-	char cbuf[CMSG_SPACE(4 * sizeof(int))];
-	uint8_t setup[SHM_SETUP];
-	struct iovec iov = {.iov_base = setup, .iov_len = sizeof(setup)};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
-	struct sockaddr_storage a, b;
-	struct tcp_conn tc;
 	struct iovec fv = {.iov_base = (void *)f, .iov_len = len};
+	struct tcp_conn tc;
 	ssize_t r;
 
 	memset(&tc, 0, sizeof(tc));
 	tc.fd = fd;
 	tc.server = true;
-	r = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-		/* its setup is not in yet (the client makes its mapping
-		 * once connected): the REJECT goes on the socket, marked */
+	if (shm_drain(&tc)) {
+		tcp_shm_free(&tc); /* a bad setup, or gone: only the close */
+		return;
+	}
+	if (tc.shm) {
+		r = tcp_shm_writev(&tc, &fv, 1);
+	} else {
 		uint8_t m[1 + TCP_HS_MAX];
 
 		m[0] = 'R';
 		memcpy(m + 1, f, RMSGI_MIN(len, sizeof(m) - 1));
 		r = send(fd, m, 1 + RMSGI_MIN(len, sizeof(m) - 1),
 			 MSG_DONTWAIT | MSG_NOSIGNAL);
-		(void)r;
-		return;
 	}
-	if (r <= 0)
-		return;
-	/* (closes every descriptor that came, once; maps a good mapping) */
-	if (mh.msg_controllen && shm_fds(&tc, &mh) == 0 && tc.shm &&
-	    r == (ssize_t)sizeof(setup) && shm_setup_decode(setup, &a, &b)) {
-		r = tcp_shm_writev(&tc, &fv, 1);
-		(void)r;
-	}
+	(void)r;
 	tcp_shm_free(&tc);
 }
 
