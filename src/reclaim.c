@@ -135,7 +135,16 @@ int rmsgi_reclaim_given(struct rmsg_conn *c, uint64_t n)
 {
 	struct rmsgi_credit *cr = &c->cr;
 	uint32_t was = cr->grant;
+	/* closing: the grant could not grow back to its start afterwards
+	 * (rmsgi_conn_grant grows only established connections), so what
+	 * the peer gives is only checked; keeping it counted as the peer's
+	 * bounds the peer as loosely, never beyond the grant */
+	bool keep = c->state != RMSGI_CS_ESTABLISHED &&
+		    n <= (uint64_t)(cr->peer_avail > 0 ? cr->peer_avail : 0) &&
+		    n <= cr->grant;
 
+	if (keep)
+		return 0;
 	if (rmsgi_credit_given_back(cr, n)) {
 		rmsgi_warn(c->ctx,
 			   "conn %u: the peer gave back %llu credits, more "
